@@ -1,0 +1,355 @@
+// Package blobs is sealbox's content-addressed store of ciphertext files on
+// local disk. A blob is named by the SHA-256 of its bytes (see ValidHash) and
+// lives at <dir>/h[0:2]/h[2:4]/h. blobs knows nothing about HTTP or bbolt.
+package blobs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Info describes a stored blob.
+type Info struct {
+	Hash    string
+	Size    int64
+	ModTime time.Time // when the blob's bytes were written
+}
+
+// Store is a directory of blobs. It is safe for concurrent use, by goroutines
+// and by several Stores open on the same directory. A blob is never rewritten
+// once in place, and fan-out directories are never removed.
+type Store struct {
+	dir string
+	tmp string // temp files, on the same filesystem so link(2) works
+
+	// synced holds the fan-out directories whose entry in their parent is
+	// known to be durable, so each costs an fsync once per process.
+	synced sync.Map
+}
+
+// Open opens the store rooted at dir, creating dir and dir/tmp (mode 0700) if
+// missing. It removes nothing: see CleanTemp.
+func Open(dir string) (*Store, error) {
+	dir = filepath.Clean(dir)
+	s := &Store{dir: dir, tmp: filepath.Join(dir, "tmp")}
+	if err := os.MkdirAll(s.tmp, 0o700); err != nil {
+		return nil, err
+	}
+	// Make the entries of dir and dir/tmp durable.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := syncDir(d); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Dir returns the directory the store is rooted at.
+func (s *Store) Dir() string { return s.dir }
+
+// bufPool holds the copy buffers of Put and Verify, so streaming a blob of any
+// size takes constant memory.
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, 1<<20)
+	return &b
+}}
+
+// copyBuffer copies src to dst through a pooled buffer. The wrappers hide
+// WriterTo and ReaderFrom, which would make io.CopyBuffer ignore the buffer.
+func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
+	buf := bufPool.Get().(*[]byte)
+	defer bufPool.Put(buf)
+	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
+}
+
+// Put streams r into the store and returns the blob's Info, and created=true
+// if this call placed it (false if it was already stored; it is then left
+// untouched). If want is not "", the bytes must hash to want, else Put returns
+// ErrHashMismatch; an invalid want is ErrInvalidHash. Reading more than
+// maxSize bytes returns ErrTooLarge; maxSize <= 0 means no limit. An error
+// from r is returned as is.
+//
+// When Put returns nil the blob's bytes and name are on disk (fsynced). On any
+// error nothing is left behind, with one exception: if fsync of the blob's
+// directory fails after the blob got its name, the blob may remain.
+// Concurrent Puts of the same bytes all succeed, and exactly one reports
+// created=true.
+func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
+	if want != "" && !ValidHash(want) {
+		return Info{}, false, ErrInvalidHash
+	}
+	f, err := os.CreateTemp(s.tmp, "put-*")
+	if err != nil {
+		return Info{}, false, err
+	}
+	defer func() {
+		f.Close()
+		// Once linked, the blob has its own name: removing the temp name is
+		// only tidying, and a leftover is CleanTemp's to collect.
+		os.Remove(f.Name())
+	}()
+
+	limit := int64(math.MaxInt64)
+	if maxSize > 0 && maxSize < math.MaxInt64 {
+		limit = maxSize + 1 // one byte more tells "too large" from "exactly maxSize"
+	}
+	h := sha256.New()
+	n, err := copyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
+	if err != nil {
+		return Info{}, false, err
+	}
+	if maxSize > 0 && n > maxSize {
+		return Info{}, false, ErrTooLarge
+	}
+	hash := hex.EncodeToString(h.Sum(nil))
+	if want != "" && hash != want {
+		return Info{}, false, ErrHashMismatch
+	}
+
+	dst := s.path(hash)
+	if err := s.ensureDirs(hash); err != nil {
+		return Info{}, false, err
+	}
+	created := false
+	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+		if err := f.Sync(); err != nil {
+			return Info{}, false, err
+		}
+		if err := f.Close(); err != nil {
+			return Info{}, false, err
+		}
+		// link(2) fails with EEXIST if another Put placed the blob since
+		// Lstat: "create if absent" without a race, and never a rewrite.
+		err = os.Link(f.Name(), dst)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return Info{}, false, err
+		}
+		created = err == nil
+	} else if err != nil {
+		return Info{}, false, err
+	}
+	// Even when the blob was already there, a concurrent Put may have placed
+	// it and not yet fsynced the directory: do it before reporting success.
+	if err := syncDir(filepath.Dir(dst)); err != nil {
+		return Info{}, false, err
+	}
+	info, err := s.Stat(hash)
+	return info, created, err
+}
+
+// PutBytes stores b under its SHA-256, as Put does. It suits small blobs such
+// as manifests and metadata.
+func (s *Store) PutBytes(b []byte) (Info, bool, error) {
+	return s.Put(bytes.NewReader(b), "", 0)
+}
+
+// Open opens the blob for reading. The caller closes the file. It returns
+// ErrInvalidHash or ErrNotFound.
+func (s *Store) Open(hash string) (*os.File, Info, error) {
+	if !ValidHash(hash) {
+		return nil, Info{}, ErrInvalidHash
+	}
+	f, err := os.Open(s.path(hash))
+	if err != nil {
+		return nil, Info{}, notFound(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, Info{}, err
+	}
+	return f, newInfo(hash, fi), nil
+}
+
+// Stat returns the blob's Info. It returns ErrInvalidHash or ErrNotFound.
+func (s *Store) Stat(hash string) (Info, error) {
+	if !ValidHash(hash) {
+		return Info{}, ErrInvalidHash
+	}
+	fi, err := os.Stat(s.path(hash))
+	if err != nil {
+		return Info{}, notFound(err)
+	}
+	return newInfo(hash, fi), nil
+}
+
+// Exists reports whether the blob is stored. It is false for an invalid hash.
+func (s *Store) Exists(hash string) bool {
+	_, err := s.Stat(hash)
+	return err == nil
+}
+
+// Remove deletes the blob, durably, for garbage collection. It returns
+// ErrInvalidHash or ErrNotFound. Readers that already opened it keep reading.
+func (s *Store) Remove(hash string) error {
+	if !ValidHash(hash) {
+		return ErrInvalidHash
+	}
+	p := s.path(hash)
+	if err := os.Remove(p); err != nil {
+		return notFound(err)
+	}
+	return syncDir(filepath.Dir(p))
+}
+
+// Verify re-reads the blob and returns ErrCorrupt if its bytes no longer hash
+// to its name. It returns ErrInvalidHash or ErrNotFound.
+func (s *Store) Verify(hash string) error {
+	f, _, err := s.Open(hash)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := copyBuffer(h, f); err != nil {
+		return err
+	}
+	if hex.EncodeToString(h.Sum(nil)) != hash {
+		return ErrCorrupt
+	}
+	return nil
+}
+
+// Walk calls fn for every stored blob, in hash order, and stops at the first
+// error fn returns. It skips tmp/ and any file whose name is not a valid hash
+// or that sits in the wrong fan-out directory. Blobs put or removed during the
+// walk may or may not be visited.
+func (s *Store) Walk(fn func(Info) error) error {
+	tops, err := fanoutDirs(s.dir)
+	if err != nil {
+		return err
+	}
+	for _, a := range tops {
+		subs, err := fanoutDirs(filepath.Join(s.dir, a))
+		if err != nil {
+			return err
+		}
+		for _, b := range subs {
+			entries, err := os.ReadDir(filepath.Join(s.dir, a, b))
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				name := e.Name()
+				if !e.Type().IsRegular() || !ValidHash(name) || name[0:2] != a || name[2:4] != b {
+					continue
+				}
+				fi, err := e.Info()
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed since ReadDir
+				}
+				if err != nil {
+					return err
+				}
+				if err := fn(newInfo(name, fi)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// CleanTemp removes the temp files last written before olderThan: the leftovers
+// of Puts interrupted by a crash. A Put still writing to a removed file fails
+// and leaves nothing, so a cutoff well past the longest pause of an upload is
+// safe to call at any time.
+func (s *Store) CleanTemp(olderThan time.Time) (removed int, err error) {
+	entries, err := os.ReadDir(s.tmp)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		if !fi.ModTime().Before(olderThan) {
+			continue
+		}
+		err = os.Remove(filepath.Join(s.tmp, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// path returns where the blob with a valid hash lives.
+func (s *Store) path(hash string) string {
+	return filepath.Join(s.dir, hash[0:2], hash[2:4], hash)
+}
+
+// ensureDirs creates the fan-out directories of hash if missing and makes
+// their entries durable. A directory found already there is fsynced too: a
+// concurrent Put may have just created it.
+func (s *Store) ensureDirs(hash string) error {
+	for _, d := range []string{filepath.Join(s.dir, hash[0:2]), filepath.Join(s.dir, hash[0:2], hash[2:4])} {
+		if _, ok := s.synced.Load(d); ok {
+			continue
+		}
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		s.synced.Store(d, struct{}{})
+	}
+	return nil
+}
+
+// fanoutDirs lists the subdirectories of dir named by two lowercase hex
+// characters, in order.
+func fanoutDirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && len(e.Name()) == 2 && isLowerHex(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func newInfo(hash string, fi fs.FileInfo) Info {
+	return Info{Hash: hash, Size: fi.Size(), ModTime: fi.ModTime()}
+}
+
+func notFound(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return ErrNotFound
+	}
+	return err
+}

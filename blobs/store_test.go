@@ -1,0 +1,558 @@
+package blobs_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"sealbox/blobs"
+)
+
+// MustOpenStore opens a Store in a fresh temp dir.
+func MustOpenStore(tb testing.TB) *blobs.Store {
+	tb.Helper()
+	s, err := blobs.Open(filepath.Join(tb.TempDir(), "blobs"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func hashOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// randomBytes returns n deterministic pseudo-random bytes with a run of zero
+// bytes in the middle.
+func randomBytes(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
+	clear(b[n/3 : n/2])
+	return b
+}
+
+// files lists every non-directory under dir (tmp/ included), relative to dir.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		out = append(out, rel)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestOpenCreatesDirs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data", "blobs")
+	s, err := blobs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Dir(), dir; got != want {
+		t.Errorf("Dir() = %q, want %q", got, want)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "tmp")} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fi.Mode(), fs.ModeDir|0o700; got != want {
+			t.Errorf("mode of %s = %v, want %v", d, got, want)
+		}
+	}
+}
+
+func TestPutRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", []byte{}},
+		{"one zero byte", []byte{0}},
+		{"4KiB random", randomBytes(4<<10, 1)},
+		{"1MiB+1 random", randomBytes(1<<20+1, 2)}, // spans two copy buffers
+		{"3MiB zeros", make([]byte, 3<<20)},
+	} {
+		for _, mode := range []string{"hash computed", "hash checked"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				s := MustOpenStore(t)
+				h := hashOf(tc.data)
+				want := ""
+				if mode == "hash checked" {
+					want = h
+				}
+				info, created, err := s.Put(bytes.NewReader(tc.data), want, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !created {
+					t.Errorf("created = false, want true")
+				}
+				if got, want := info.Hash, h; got != want {
+					t.Errorf("Hash = %s, want %s", got, want)
+				}
+				if got, want := info.Size, int64(len(tc.data)); got != want {
+					t.Errorf("Size = %d, want %d", got, want)
+				}
+				if got, want := files(t, s.Dir()), []string{filepath.Join(h[0:2], h[2:4], h)}; !slices.Equal(got, want) {
+					t.Errorf("files = %q, want %q", got, want)
+				}
+
+				f, openInfo, err := s.Open(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if got, want := openInfo, info; got != want {
+					t.Errorf("Open info = %+v, want %+v", got, want)
+				}
+				got, err := io.ReadAll(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, tc.data) {
+					t.Errorf("read back %d bytes that differ from the %d put", len(got), len(tc.data))
+				}
+				if err := s.Verify(h); err != nil {
+					t.Errorf("Verify = %v, want nil", err)
+				}
+			})
+		}
+	}
+}
+
+func TestPutBytes(t *testing.T) {
+	s := MustOpenStore(t)
+	data := []byte("manifest")
+	for i, wantCreated := range []bool{true, false} {
+		info, created, err := s.PutBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := info.Hash, hashOf(data); got != want {
+			t.Errorf("put %d: Hash = %s, want %s", i, got, want)
+		}
+		if got, want := created, wantCreated; got != want {
+			t.Errorf("put %d: created = %v, want %v", i, got, want)
+		}
+	}
+}
+
+func TestPutHashMismatchLeavesNothing(t *testing.T) {
+	other := []byte("other bytes")
+	for _, tc := range []struct {
+		name        string
+		otherStored bool // the blob named by want is already stored
+	}{
+		{"want absent", false},
+		{"want present", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := MustOpenStore(t)
+			var before []string
+			if tc.otherStored {
+				if _, _, err := s.PutBytes(other); err != nil {
+					t.Fatal(err)
+				}
+				before = files(t, s.Dir())
+			}
+			_, _, err := s.Put(bytes.NewReader(randomBytes(1<<20, 3)), hashOf(other), 0)
+			if got, want := err, blobs.ErrHashMismatch; !errors.Is(got, want) {
+				t.Fatalf("err = %v, want %v", got, want)
+			}
+			if got, want := files(t, s.Dir()), before; !slices.Equal(got, want) {
+				t.Errorf("files = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestPutMaxSize(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		size    int
+		maxSize int64
+		wantErr error
+	}{
+		{"exactly max", 10, 10, nil},
+		{"one over max", 11, 10, blobs.ErrTooLarge},
+		{"far over max", 3 << 20, 1 << 20, blobs.ErrTooLarge},
+		{"zero is unlimited", 3 << 20, 0, nil},
+		{"negative is unlimited", 3 << 20, -1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := MustOpenStore(t)
+			_, _, err := s.Put(bytes.NewReader(randomBytes(tc.size, 4)), "", tc.maxSize)
+			if got, want := err, tc.wantErr; !errors.Is(got, want) {
+				t.Fatalf("err = %v, want %v", got, want)
+			}
+			wantFiles := 1
+			if tc.wantErr != nil {
+				wantFiles = 0
+			}
+			if got, want := len(files(t, s.Dir())), wantFiles; got != want {
+				t.Errorf("%d files left in the store, want %d", got, want)
+			}
+		})
+	}
+}
+
+func TestPutReaderErrorLeavesNothing(t *testing.T) {
+	s := MustOpenStore(t)
+	boom := errors.New("connection reset")
+	r := io.MultiReader(bytes.NewReader(randomBytes(3<<20, 5)), iotest.ErrReader(boom))
+	_, _, err := s.Put(r, "", 0)
+	if got, want := err, boom; !errors.Is(got, want) {
+		t.Fatalf("err = %v, want %v", got, want)
+	}
+	if got := files(t, s.Dir()); len(got) != 0 {
+		t.Errorf("files = %q, want none", got)
+	}
+}
+
+func TestPutExistingNeverRewritten(t *testing.T) {
+	s := MustOpenStore(t)
+	data := randomBytes(64<<10, 6)
+	first, _, err := s.PutBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(s.Dir(), first.Hash[0:2], first.Hash[2:4], first.Hash)
+	// Backdate the file so a rewrite within the same clock tick would show.
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	info, created, err := s.Put(bytes.NewReader(data), first.Hash, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created {
+		t.Errorf("created = true, want false")
+	}
+	if got, want := info.ModTime, old; !got.Equal(want) {
+		t.Errorf("ModTime = %v, want %v", got, want)
+	}
+	after, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Errorf("blob file was replaced (inode changed)")
+	}
+	if got, want := after.ModTime(), old; !got.Equal(want) {
+		t.Errorf("file mtime = %v, want %v", got, want)
+	}
+	if got, want := len(files(t, s.Dir())), 1; got != want {
+		t.Errorf("%d files, want %d (temp file left behind?)", got, want)
+	}
+}
+
+func TestPutConcurrentSameBlob(t *testing.T) {
+	const writers = 32
+	s := MustOpenStore(t)
+	data := randomBytes(1<<20, 7)
+	h := hashOf(data)
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created := 0
+	for range writers {
+		wg.Go(func() {
+			<-start
+			info, c, err := s.Put(bytes.NewReader(data), h, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got, want := info.Hash, h; got != want {
+				t.Errorf("Hash = %s, want %s", got, want)
+			}
+			if c {
+				mu.Lock()
+				created++
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	if got, want := created, 1; got != want {
+		t.Errorf("%d Puts reported created, want %d", got, want)
+	}
+	if got, want := files(t, s.Dir()), []string{filepath.Join(h[0:2], h[2:4], h)}; !slices.Equal(got, want) {
+		t.Errorf("files = %q, want %q", got, want)
+	}
+	if err := s.Verify(h); err != nil {
+		t.Errorf("Verify = %v, want nil", err)
+	}
+}
+
+// TestPutConstantMemory checks that Put streams: storing 32 MiB allocates far
+// less than 32 MiB.
+func TestPutConstantMemory(t *testing.T) {
+	const size = 32 << 20
+	s := MustOpenStore(t)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, _, err := s.Put(io.LimitReader(&counter{}, size), "", 0); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4<<20); got > limit {
+		t.Errorf("Put of %d bytes allocated %d bytes, want at most %d", size, got, limit)
+	}
+}
+
+// counter is an endless reader of 0, 1, 2, ... 255, 0, 1, ...
+type counter struct{ n byte }
+
+func (c *counter) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = c.n
+		c.n++
+	}
+	return len(p), nil
+}
+
+func TestWalk(t *testing.T) {
+	s := MustOpenStore(t)
+	want := map[string]int64{}
+	for i := range 20 {
+		info, _, err := s.PutBytes(randomBytes(100+i, uint64(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[info.Hash] = info.Size
+	}
+
+	// Files Walk must skip.
+	stray := hashOf([]byte("stray"))
+	if stray[0:4] == "0000" {
+		t.Fatal("stray hash belongs in 00/00; pick other bytes")
+	}
+	some := slices.Sorted(maps.Keys(want))[0]
+	// unstored has the fan-out dirs of some but is not stored.
+	unstored := some[:63] + string("0123456789abcdef"[(strings.IndexByte("0123456789abcdef", some[63])+1)%16])
+	junk := map[string]string{
+		filepath.Join("tmp", "put-123"):                    "a temp file",
+		"README":                                           "a file at the top",
+		filepath.Join("zz", "zz", "f"):                     "a dir that is not a fan-out dir",
+		filepath.Join("00", "00", stray):                   "a valid hash in the wrong fan-out dir",
+		filepath.Join(some[0:2], some[2:4], "notes.txt"):   "a name that is not a hash",
+		filepath.Join(some[0:2], some[2:4], some[:63]+"A"): "an uppercase hex name",
+		filepath.Join(some[0:2], some[2:4], unstored, "f"): "a directory named like a hash",
+	}
+	for name := range junk {
+		p := filepath.Join(s.Dir(), name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("junk"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got := map[string]int64{}
+	var order []string
+	err := s.Walk(func(info blobs.Info) error {
+		got[info.Hash] = info.Size
+		order = append(order, info.Hash)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(order) != len(want) {
+		t.Errorf("Walk visited %d blobs (%d distinct), want %d", len(order), len(got), len(want))
+	}
+	for h, size := range want {
+		if got[h] != size {
+			t.Errorf("blob %s: visited with size %d, want %d", h, got[h], size)
+		}
+	}
+	if !slices.IsSorted(order) {
+		t.Errorf("Walk order is not hash order: %q", order)
+	}
+
+	stop := errors.New("stop")
+	calls := 0
+	err = s.Walk(func(blobs.Info) error { calls++; return stop })
+	if got, want := err, stop; !errors.Is(got, want) {
+		t.Errorf("Walk err = %v, want %v", got, want)
+	}
+	if got, want := calls, 1; got != want {
+		t.Errorf("fn called %d times after returning an error, want %d", got, want)
+	}
+}
+
+func TestVerifyDetectsCorruption(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt func(f *os.File) error
+	}{
+		{"byte changed", func(f *os.File) error { _, err := f.WriteAt([]byte{0xff}, 2000); return err }},
+		{"truncated", func(f *os.File) error { return f.Truncate(100) }},
+		{"extended", func(f *os.File) error { _, err := f.WriteAt([]byte{0}, 4096); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := MustOpenStore(t)
+			info, _, err := s.PutBytes(randomBytes(4096, 8)) // byte 2000 is in the zero run
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := info.Hash
+			f, err := os.OpenFile(filepath.Join(s.Dir(), h[0:2], h[2:4], h), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.corrupt(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := s.Verify(h), blobs.ErrCorrupt; !errors.Is(got, want) {
+				t.Errorf("Verify = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestRemove(t *testing.T) {
+	s := MustOpenStore(t)
+	info, _, err := s.PutBytes([]byte("garbage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(info.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if s.Exists(info.Hash) {
+		t.Errorf("Exists after Remove = true, want false")
+	}
+	if got, want := s.Remove(info.Hash), blobs.ErrNotFound; !errors.Is(got, want) {
+		t.Errorf("second Remove = %v, want %v", got, want)
+	}
+	if _, created, err := s.PutBytes([]byte("garbage")); err != nil || !created {
+		t.Errorf("Put after Remove: created = %v, err = %v; want true, nil", created, err)
+	}
+}
+
+// byHash runs each hash-taking method of Store and returns its error.
+var byHash = map[string]func(s *blobs.Store, h string) error{
+	"Open": func(s *blobs.Store, h string) error {
+		f, _, err := s.Open(h)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	},
+	"Stat":   func(s *blobs.Store, h string) error { _, err := s.Stat(h); return err },
+	"Remove": func(s *blobs.Store, h string) error { return s.Remove(h) },
+	"Verify": func(s *blobs.Store, h string) error { return s.Verify(h) },
+}
+
+func TestInvalidHash(t *testing.T) {
+	valid := hashOf([]byte("x"))
+	s := MustOpenStore(t)
+	for _, h := range []string{
+		"",
+		"abc",
+		valid[:63],
+		valid + "0",
+		"ABCDEF" + valid[6:],
+		"g" + valid[1:],
+		"../../../../../../../../etc/passwd" + valid[34:],
+		valid[:62] + "/x",
+	} {
+		for name, call := range byHash {
+			if got, want := call(s, h), blobs.ErrInvalidHash; !errors.Is(got, want) {
+				t.Errorf("%s(%q) = %v, want %v", name, h, got, want)
+			}
+		}
+		if s.Exists(h) {
+			t.Errorf("Exists(%q) = true, want false", h)
+		}
+		if _, _, err := s.Put(bytes.NewReader(nil), h, 0); h != "" && !errors.Is(err, blobs.ErrInvalidHash) {
+			t.Errorf("Put(want %q) = %v, want %v", h, err, blobs.ErrInvalidHash)
+		}
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	s := MustOpenStore(t)
+	h := hashOf([]byte("never stored"))
+	for name, call := range byHash {
+		if got, want := call(s, h), blobs.ErrNotFound; !errors.Is(got, want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if s.Exists(h) {
+		t.Errorf("Exists = true, want false")
+	}
+}
+
+func TestCleanTemp(t *testing.T) {
+	s := MustOpenStore(t)
+	now := time.Now()
+	tmp := filepath.Join(s.Dir(), "tmp")
+	for name, age := range map[string]time.Duration{
+		"put-old1":  2 * time.Hour,
+		"put-old2":  25 * time.Hour,
+		"put-fresh": time.Minute,
+	} {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.PutBytes([]byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+
+	removed, err := s.CleanTemp(now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := removed, 2; got != want {
+		t.Errorf("removed = %d, want %d", got, want)
+	}
+	h := hashOf([]byte("kept"))
+	want := []string{filepath.Join(h[0:2], h[2:4], h), filepath.Join("tmp", "put-fresh")}
+	if got := files(t, s.Dir()); !slices.Equal(got, want) {
+		t.Errorf("files = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// sizeUnits are the suffixes a size flag accepts: binary (KiB, MiB, ...) and
+// decimal (KB, MB, ...) multiples of bytes.
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"B", 1},
+}
+
+// ParseSize reads a byte size: a whole number with an optional unit, as in
+// "4096", "64KiB" or "16GiB".
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid size %q: want a whole number of bytes with an optional unit (64KiB, 16GiB)", s)
+	}
+	if n > 0 && mult > (1<<63-1)/n {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return n * mult, nil
+}
+
+// sizeFlag is a pflag.Value holding a byte size.
+type sizeFlag struct{ n *int64 }
+
+func (f sizeFlag) String() string { return strconv.FormatInt(*f.n, 10) }
+func (f sizeFlag) Type() string   { return "size" }
+func (f sizeFlag) Set(s string) error {
+	n, err := ParseSize(s)
+	if err != nil {
+		return err
+	}
+	*f.n = n
+	return nil
+}

@@ -1,0 +1,106 @@
+package kv
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Account is one user of the server. Email is normalized (trimmed,
+// lowercased) before it reaches the store.
+type Account struct {
+	ID           string
+	Email        string
+	PasswordHash string
+	DisplayName  *string
+	CreatedAt    time.Time
+}
+
+type accountRecord struct {
+	ID           string    `cbor:"1,keyasint"`
+	Email        string    `cbor:"2,keyasint"`
+	PasswordHash string    `cbor:"3,keyasint"`
+	DisplayName  *string   `cbor:"4,keyasint,omitempty"`
+	CreatedAt    time.Time `cbor:"5,keyasint"`
+}
+
+func getAccount(tx *bolt.Tx, id string) (*Account, error) {
+	b := tx.Bucket(bucketAccounts).Get([]byte(id))
+	if b == nil {
+		return nil, Errorf(ECodeAccountNotFound, "account not found")
+	}
+	var rec accountRecord
+	if err := decode(b, &rec); err != nil {
+		return nil, err
+	}
+	a := Account(rec)
+	return &a, nil
+}
+
+// getAccountByEmail returns nil, nil when no account has the address.
+func getAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
+	id := tx.Bucket(bucketAccountsByEmail).Get([]byte(email))
+	if id == nil {
+		return nil, nil
+	}
+	return getAccount(tx, string(id))
+}
+
+func putAccount(tx *bolt.Tx, a *Account) error {
+	return tx.Bucket(bucketAccounts).Put([]byte(a.ID), encode(accountRecord(*a)))
+}
+
+// CreateAccount writes a new account and its first session in one
+// transaction. An address already registered is error.account.exists.
+func (s *Store) CreateAccount(a *Account, first *Session, access, refresh string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		byEmail := tx.Bucket(bucketAccountsByEmail)
+		if byEmail.Get([]byte(a.Email)) != nil {
+			return Errorf(ECodeAccountExists, "an account with this email already exists")
+		}
+		if err := byEmail.Put([]byte(a.Email), []byte(a.ID)); err != nil {
+			return err
+		}
+		if err := putAccount(tx, a); err != nil {
+			return err
+		}
+		return putSession(tx, first, access, refresh)
+	})
+}
+
+// Account returns the account with the given id.
+func (s *Store) Account(id string) (*Account, error) {
+	var a *Account
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		a, err = getAccount(tx, id)
+		return err
+	})
+	return a, err
+}
+
+// AccountByEmail returns the account registered under email, or
+// error.account.not_found.
+func (s *Store) AccountByEmail(email string) (*Account, error) {
+	var a *Account
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		a, err = getAccountByEmail(tx, email)
+		return err
+	})
+	if err == nil && a == nil {
+		return nil, Errorf(ECodeAccountNotFound, "account not found")
+	}
+	return a, err
+}
+
+// SetDisplayName sets (name non-nil) or clears (nil) the display name.
+func (s *Store) SetDisplayName(accountID string, name *string) (*Account, error) {
+	var a *Account
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		if a, err = getAccount(tx, accountID); err != nil {
+			return err
+		}
+		a.DisplayName = name
+		return putAccount(tx, a)
+	})
+	return a, err
+}

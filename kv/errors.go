@@ -1,0 +1,76 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Error is sealbox's one error type. Code is a stable `error.*` catalog code
+// that clients switch on; the server maps each code to an HTTP status in
+// exactly one table. Message is English detail safe to show to the caller: it
+// never holds a secret.
+type Error struct {
+	Code    string
+	Message string
+	// Field names the request field at fault, when there is one.
+	Field string
+	// RetryAfter, when positive, tells the caller when to try again.
+	RetryAfter time.Duration
+	// Details are extra problem members (for example "submitted" and
+	// "stored" on a directory conflict), keyed by their wire name.
+	Details map[string]any
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldErrorf builds an *Error about one request field.
+func FieldErrorf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err when it is (or wraps) an *Error, else "".
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// The error catalog. Codes are part of the public contract: never rename one.
+const (
+	ECodeMalformed        = "error.request.malformed"
+	ECodeInvalid          = "error.request.invalid"
+	ECodeTooLarge         = "error.request.too_large"
+	ECodeUnsupportedMedia = "error.request.unsupported_media_type"
+	ECodeNotFound         = "error.not_found"
+	ECodeMethodNotAllowed = "error.method_not_allowed"
+	ECodeRateLimited      = "error.rate_limited"
+	ECodeInternal         = "error.internal"
+
+	ECodeRegistrationClosed = "error.registration.closed"
+	ECodeAccountExists      = "error.account.exists"
+	ECodeAccountNotFound    = "error.account.not_found"
+
+	ECodeInvalidCredentials = "error.auth.invalid_credentials"
+	ECodeUnauthenticated    = "error.auth.unauthenticated"
+	ECodeSessionExpired     = "error.auth.session_expired"
+	ECodeAccountLocked      = "error.auth.account_locked"
+	ECodeChallengeExpired   = "error.auth.challenge_expired"
+	ECodeInvalidCode        = "error.auth.invalid_code"
+	ECodeCodeReplayed       = "error.auth.code_replayed"
+	ECodeReauthRequired     = "error.auth.reauth_required"
+	ECodeProofRequired      = "error.auth.proof_required"
+	ECodeSessionNotFound    = "error.session.not_found"
+)

@@ -1,0 +1,77 @@
+package kv
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Records that expire register an entry in the expiry index, keyed by
+// expiry instant (big-endian Unix nanoseconds) then kind then record id, so
+// Sweep reads only what is due and never scans a whole bucket. An index
+// entry is a hint: the record's own expiry decides, so a record whose expiry
+// moved later keeps living after an older entry is swept. Every read checks
+// expiry itself, so nothing is honoured between its expiry and the sweep.
+const (
+	kindSession      byte = 's'
+	kindSpentRefresh byte = 'r'
+	kindLockout      byte = 'l'
+)
+
+// sweeper removes record id of its kind if it is expired at now.
+type sweeper func(tx *bolt.Tx, id []byte, now time.Time) error
+
+var sweepers = map[byte]sweeper{
+	kindSession:      sweepSession,
+	kindSpentRefresh: sweepSpentRefresh,
+	kindLockout:      sweepLockout,
+}
+
+func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {
+	return tx.Bucket(bucketExpiry).Put(join(timeKey(at), []byte{kind}, id), nil)
+}
+
+func deleteExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {
+	return tx.Bucket(bucketExpiry).Delete(join(timeKey(at), []byte{kind}, id))
+}
+
+// sweepBatch bounds one sweep transaction so the writer lock is never held
+// for long; Sweep loops until nothing due remains.
+const sweepBatch = 1000
+
+// Sweep deletes records whose expiry has passed and reports how many index
+// entries it processed.
+func (s *Store) Sweep() (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			now := s.now()
+			c := tx.Bucket(bucketExpiry).Cursor()
+			limit := timeKey(now)
+			var due [][]byte
+			for k, _ := c.First(); k != nil && len(due) < sweepBatch; k, _ = c.Next() {
+				if string(k[:8]) > string(limit) {
+					break
+				}
+				due = append(due, copyBytes(k))
+			}
+			for _, k := range due {
+				if err := tx.Bucket(bucketExpiry).Delete(k); err != nil {
+					return err
+				}
+				if sw := sweepers[k[8]]; sw != nil {
+					if err := sw(tx, k[9:], now); err != nil {
+						return err
+					}
+				}
+			}
+			n = len(due)
+			return nil
+		})
+		total += n
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+	}
+}

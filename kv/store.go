@@ -1,0 +1,162 @@
+// Package kv is sealbox's store: every record except blob bytes lives in one
+// bbolt file. Each exported method runs exactly one bbolt transaction, so
+// every check-and-write it performs is atomic (bbolt has a single writer).
+// kv knows nothing about HTTP.
+package kv
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names. All are created at Open, so transactions may assume them.
+var (
+	bucketAccounts          = []byte("accounts")
+	bucketAccountsByEmail   = []byte("accounts_by_email")
+	bucketSessions          = []byte("sessions")
+	bucketSessionsByAccount = []byte("sessions_by_account")
+	bucketAccessTokens      = []byte("access_tokens")
+	bucketRefreshTokens     = []byte("refresh_tokens")
+	bucketSpentRefresh      = []byte("spent_refresh")
+	bucketLockouts          = []byte("lockouts")
+	bucketExpiry            = []byte("expiry")
+)
+
+var allBuckets = [][]byte{
+	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
+	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
+	bucketExpiry,
+}
+
+// Options tune a Store. Zero values take the defaults.
+type Options struct {
+	// Now is the clock; every transaction reads it once. Default time.Now.
+	Now func() time.Time
+	// OpenTimeout bounds the wait for bbolt's file lock, so a second process
+	// never hangs on a database another process holds. Default 1s.
+	OpenTimeout time.Duration
+	// ReadOnly opens the file without write access (admin checks).
+	ReadOnly bool
+}
+
+// Store wraps the bbolt database. It is safe for concurrent use.
+type Store struct {
+	db  *bolt.DB
+	now func() time.Time
+}
+
+// ErrLocked reports that another process holds the database file.
+var ErrLocked = errors.New("the database is in use by another process")
+
+// Open opens (creating if needed) the bbolt file at path and ensures every
+// bucket exists.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = time.Second
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout, ReadOnly: opts.ReadOnly})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, ErrLocked
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, now: opts.Now}
+	if !opts.ReadOnly {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, name := range allBuckets {
+				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("create buckets: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Close closes the database; pending transactions finish first.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.db.Path() }
+
+// HashToken is the only form in which a bearer secret (access, refresh,
+// challenge, code, handle) reaches the store: the token itself is never
+// written.
+func HashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+// Every record is CBOR of a private record struct, so storage tags never leak
+// into the domain types.
+var (
+	encMode, _ = cbor.CoreDetEncOptions().EncMode()
+	decMode, _ = cbor.DecOptions{}.DecMode()
+)
+
+func encode(v any) []byte {
+	b, err := encMode.Marshal(v)
+	if err != nil {
+		// Only programming errors (an unsupported type) reach here.
+		panic(fmt.Sprintf("kv: encode %T: %v", v, err))
+	}
+	return b
+}
+
+// decode unmarshals a stored record. bbolt bytes are valid only inside their
+// transaction; decoding copies them.
+func decode(b []byte, v any) error {
+	if err := decMode.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("kv: corrupt %T record: %w", v, err)
+	}
+	return nil
+}
+
+// u64 encodes n as 8 big-endian bytes, so numeric keys sort correctly.
+func u64(n uint64) []byte {
+	var b [8]byte
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(n)
+		n >>= 8
+	}
+	return b[:]
+}
+
+func readU64(b []byte) uint64 {
+	var n uint64
+	for _, c := range b[:8] {
+		n = n<<8 | uint64(c)
+	}
+	return n
+}
+
+// timeKey is a time as fixed-width big-endian Unix nanoseconds.
+func timeKey(t time.Time) []byte { return u64(uint64(t.UnixNano())) }
+
+func join(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// copyBytes copies a value read inside a transaction so it outlives it.
+func copyBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

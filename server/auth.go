@@ -1,0 +1,296 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"sealbox/kv"
+)
+
+func (s *Server) registerAuthRoutes() {
+	s.handle(http.MethodPost, "/v1/auth/register", s.handleRegister)
+	s.handle(http.MethodPost, "/v1/auth/login", s.handleLogin)
+	s.handle(http.MethodPost, "/v1/auth/refresh", s.handleRefresh)
+	s.handle(http.MethodPost, "/v1/auth/logout", s.handleLogout)
+	s.handle(http.MethodPost, "/v1/auth/reauthenticate", s.bearer(s.handleReauthenticate))
+	s.handle(http.MethodPost, "/v1/auth/password", s.bearer(s.handlePasswordChange))
+}
+
+type tokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresBy    int64  `json:"expires_by"`
+}
+
+// sessionGrant is a new session with its bearer secrets, ready to be stored
+// and answered.
+type sessionGrant struct {
+	session *kv.Session
+	access  string
+	refresh string
+}
+
+// newSession mints a session for accountID opened by request r, with fresh
+// tokens and lifetimes from the configuration. Advisory identifiers that are
+// not usable are dropped.
+func (s *Server) newSession(r *http.Request, accountID string, cohortHash, deviceID advisoryString) sessionGrant {
+	now := s.now()
+	sess := &kv.Session{
+		ID:               s.newUUID(),
+		AccountID:        accountID,
+		CreatedAt:        now,
+		AuthenticatedAt:  now,
+		AccessExpiresAt:  now.Add(s.cfg.AccessTTL),
+		RefreshExpiresAt: now.Add(s.cfg.RefreshTTL),
+		UserAgent:        truncate(r.UserAgent(), 512),
+		IPAddress:        s.clientAddr(r),
+	}
+	if usableCohortHash(string(cohortHash)) {
+		sess.CohortHash = string(cohortHash)
+	}
+	if id, ok := parseUUID(string(deviceID)); ok {
+		sess.DeviceID = id
+	}
+	return sessionGrant{session: sess, access: s.newToken(prefixAccess), refresh: s.newToken(prefixRefresh)}
+}
+
+func (g sessionGrant) response() tokenResponse {
+	return tokenResponse{
+		AccessToken:  g.access,
+		RefreshToken: g.refresh,
+		TokenType:    "Bearer",
+		ExpiresBy:    g.session.AccessExpiresAt.Unix(),
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+type registerRequest struct {
+	Email    *string `json:"email"`
+	Password *string `json:"password"`
+}
+
+func (req *registerRequest) validate() (email string, err error) {
+	if err := required("email", req.Email); err != nil {
+		return "", err
+	}
+	if err := required("password", req.Password); err != nil {
+		return "", err
+	}
+	if email, err = normalizeEmail(*req.Email); err != nil {
+		return "", err
+	}
+	return email, checkNewPassword("password", *req.Password)
+}
+
+// handles "POST /v1/auth/register"
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if s.cfg.Registration == "closed" {
+		return kv.Errorf(kv.ECodeRegistrationClosed, "registration is closed on this server")
+	}
+	var req registerRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	email, err := req.validate()
+	if err != nil {
+		return err
+	}
+	hash, err := s.passwords.hash(*req.Password)
+	if err != nil {
+		return err
+	}
+	acct := &kv.Account{ID: s.newUUID(), Email: email, PasswordHash: hash, CreatedAt: s.now()}
+	grant := s.newSession(r, acct.ID, "", "")
+	if err := s.store.CreateAccount(acct, grant.session, grant.access, grant.refresh); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, grant.response())
+}
+
+type loginRequest struct {
+	Email      *string        `json:"email"`
+	Password   *string        `json:"password"`
+	CohortHash advisoryString `json:"cohort_hash"`
+	DeviceID   advisoryString `json:"device_id"`
+}
+
+func (req *loginRequest) validate() (email string, err error) {
+	if err := required("email", req.Email); err != nil {
+		return "", err
+	}
+	if err := required("password", req.Password); err != nil {
+		return "", err
+	}
+	if email, err = normalizeEmail(*req.Email); err != nil {
+		return "", err
+	}
+	return email, checkPresentedPassword("password", *req.Password)
+}
+
+// verifyPassword runs one counted password verification for the account
+// registered under email (which may not exist): the lockout check and count
+// come first, then argon2id against the stored or the dummy hash. It
+// returns the account when the password is right, error.auth.account_locked
+// (423) while locked, and error.auth.invalid_credentials otherwise.
+func (s *Server) verifyPassword(email, password string) (*kv.Account, error) {
+	acct, err := s.store.BeginPasswordAttempt(email, kv.LockoutPolicy{Failures: s.cfg.LockoutFailures, Window: s.cfg.LockoutWindow})
+	if err != nil {
+		return nil, err
+	}
+	stored := ""
+	if acct != nil {
+		stored = acct.PasswordHash
+	}
+	ok, err := s.passwords.verify(stored, password)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, kv.Errorf(kv.ECodeInvalidCredentials, "the email or password is wrong")
+	}
+	return acct, nil
+}
+
+// handles "POST /v1/auth/login"
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req loginRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	email, err := req.validate()
+	if err != nil {
+		return err
+	}
+	acct, err := s.verifyPassword(email, *req.Password)
+	if err != nil {
+		return err
+	}
+	grant := s.newSession(r, acct.ID, req.CohortHash, req.DeviceID)
+	if err := s.store.LoginSucceeded(email, grant.session, grant.access, grant.refresh); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, grant.response())
+}
+
+type refreshRequest struct {
+	RefreshToken *string `json:"refresh_token"`
+}
+
+// handles "POST /v1/auth/refresh"
+func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req refreshRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("refresh_token", req.RefreshToken); err != nil {
+		return err
+	}
+	grant := s.newSession(r, "", "", "")
+	if err := s.store.Refresh(*req.RefreshToken, grant.session, grant.access, grant.refresh); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, grant.response())
+}
+
+// handles "POST /v1/auth/logout": idempotent; any presented token, live or
+// not, gets 204, and only a missing token is 401.
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	token := bearerToken(r)
+	if token == "" {
+		return kv.Errorf(kv.ECodeUnauthenticated, "an access token is required")
+	}
+	if err := s.store.Logout(token); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+type reauthenticateRequest struct {
+	Password *string `json:"password"`
+}
+
+type reauthenticateResponse struct {
+	AuthenticatedAt string `json:"authenticated_at"`
+}
+
+// handles "POST /v1/auth/reauthenticate"
+func (s *Server) handleReauthenticate(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	sess := caller(r)
+	var req reauthenticateRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("password", req.Password); err != nil {
+		return err
+	}
+	if err := checkPresentedPassword("password", *req.Password); err != nil {
+		return err
+	}
+	acct, err := s.store.Account(sess.AccountID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.verifyPassword(acct.Email, *req.Password); err != nil {
+		return err
+	}
+	at := s.now()
+	if err := s.store.Reauthenticated(acct.Email, sess.ID, at); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, reauthenticateResponse{AuthenticatedAt: formatTime(at)})
+}
+
+type changePasswordRequest struct {
+	CurrentPassword *string `json:"current_password"`
+	NewPassword     *string `json:"new_password"`
+}
+
+func (req *changePasswordRequest) validate() error {
+	if err := required("current_password", req.CurrentPassword); err != nil {
+		return err
+	}
+	if err := required("new_password", req.NewPassword); err != nil {
+		return err
+	}
+	if err := checkPresentedPassword("current_password", *req.CurrentPassword); err != nil {
+		return err
+	}
+	return checkNewPassword("new_password", *req.NewPassword)
+}
+
+// handles "POST /v1/auth/password": verify the current password (a wrong
+// one changes nothing), then in one transaction write the new hash, close
+// every other session and keep the caller's pair working.
+func (s *Server) handlePasswordChange(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	sess := caller(r)
+	var req changePasswordRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	acct, err := s.store.Account(sess.AccountID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.verifyPassword(acct.Email, *req.CurrentPassword); err != nil {
+		return err
+	}
+	hash, err := s.passwords.hash(*req.NewPassword)
+	if err != nil {
+		return err
+	}
+	if err := s.store.ChangePassword(acct.ID, sess.ID, hash, s.now()); err != nil {
+		return err
+	}
+	return noContent(w)
+}

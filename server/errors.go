@@ -1,0 +1,133 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+
+	"sealbox/kv"
+)
+
+// statusByCode is the one table that turns an error code into an HTTP
+// status. A code not listed here is a programming error and answers 500.
+var statusByCode = map[string]int{
+	kv.ECodeMalformed:        http.StatusBadRequest,
+	kv.ECodeInvalid:          http.StatusUnprocessableEntity,
+	kv.ECodeTooLarge:         http.StatusRequestEntityTooLarge,
+	kv.ECodeUnsupportedMedia: http.StatusUnsupportedMediaType,
+	kv.ECodeNotFound:         http.StatusNotFound,
+	kv.ECodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	kv.ECodeRateLimited:      http.StatusTooManyRequests,
+	kv.ECodeInternal:         http.StatusInternalServerError,
+
+	kv.ECodeRegistrationClosed: http.StatusForbidden,
+	kv.ECodeAccountExists:      http.StatusConflict,
+	kv.ECodeAccountNotFound:    http.StatusNotFound,
+
+	kv.ECodeInvalidCredentials: http.StatusUnauthorized,
+	kv.ECodeUnauthenticated:    http.StatusUnauthorized,
+	kv.ECodeSessionExpired:     http.StatusUnauthorized,
+	kv.ECodeAccountLocked:      http.StatusLocked,
+	kv.ECodeChallengeExpired:   http.StatusUnauthorized,
+	kv.ECodeInvalidCode:        http.StatusUnauthorized,
+	kv.ECodeCodeReplayed:       http.StatusUnauthorized,
+	kv.ECodeReauthRequired:     http.StatusForbidden,
+	kv.ECodeProofRequired:      http.StatusUnauthorized,
+	kv.ECodeSessionNotFound:    http.StatusNotFound,
+}
+
+// statusError overrides the table's status for one use of a code, where the
+// contract gives one code two statuses (a refused TOTP code is 401 before a
+// session exists and 403 on a bearer endpoint).
+type statusError struct {
+	status int
+	err    *kv.Error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+// withStatus answers err (when it is a *kv.Error) with status instead of the
+// table's.
+func withStatus(status int, err error) error {
+	var ke *kv.Error
+	if errors.As(err, &ke) {
+		return &statusError{status: status, err: ke}
+	}
+	return err
+}
+
+// problemTypeBase prefixes the code to form a problem's `type` URI.
+const problemTypeBase = "https://sealbox.invalid/problems/"
+
+// writeError is the only place an error becomes a response: an RFC 9457
+// problem+json body with a stable `code`, or an empty 413. Anything that is
+// not a *kv.Error is an internal error: logged with its cause, answered as a
+// bare 500 that reveals nothing.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ke *kv.Error
+	if !errors.As(err, &ke) {
+		ke = mappedError(err)
+	}
+	if ke == nil {
+		requestLogger(r, s.log).Error().Err(err).Msg("internal error")
+		ke = kv.Errorf(kv.ECodeInternal, "internal error")
+	}
+	status, ok := statusByCode[ke.Code]
+	if !ok {
+		requestLogger(r, s.log).Error().Str("code", ke.Code).Msg("error code missing from the status table")
+		status = http.StatusInternalServerError
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		status = se.status
+	}
+	h := w.Header()
+	if status == http.StatusRequestEntityTooLarge {
+		h.Set("Connection", "close")
+		h.Set("Content-Length", "0")
+		w.WriteHeader(status)
+		return
+	}
+	if status == http.StatusUnauthorized {
+		challenge := `Bearer realm="sealbox"`
+		if ke.Code == kv.ECodeUnauthenticated && bearerToken(r) != "" {
+			challenge += `, error="invalid_token"`
+		}
+		h.Set("WWW-Authenticate", challenge)
+	}
+	if ke.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(ke.RetryAfter.Seconds()))))
+	}
+	body := map[string]any{
+		"type":   problemTypeBase + ke.Code,
+		"title":  http.StatusText(status),
+		"status": status,
+		"detail": ke.Message,
+		"code":   ke.Code,
+	}
+	if ke.Field != "" {
+		body["field"] = ke.Field
+	}
+	for k, v := range ke.Details {
+		body[k] = v
+	}
+	b, _ := json.Marshal(body)
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// mappedError translates the sentinel errors of packages that do not speak
+// kv.Error. It returns nil for an unknown error.
+func mappedError(err error) *kv.Error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return kv.Errorf(kv.ECodeTooLarge, "request body too large")
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sealbox/kv"
+	"sealbox/server"
+)
+
+// Clock is a controllable test clock: tests move time instead of sleeping.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func NewClock() *Clock {
+	return &Clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+}
+
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestServer is a real server on a random loopback port over a real bbolt
+// file in a temp dir.
+type TestServer struct {
+	*server.Server
+	Store  *kv.Store
+	Clock  *Clock
+	Config server.Config
+	Dir    string
+}
+
+// testArgon2 keeps password hashing fast in tests; production uses
+// server.DefaultArgon2.
+var testArgon2 = server.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1}
+
+// NewTestConfig is the production configuration with the clock injected and
+// the costly parameters made cheap.
+func NewTestConfig(clock *Clock) server.Config {
+	cfg := server.DefaultConfig()
+	cfg.Now = clock.Now
+	cfg.Argon2 = testArgon2
+	cfg.SweepInterval = time.Hour
+	return cfg
+}
+
+// MustOpenServer starts a server; edit, when given, adjusts its
+// configuration first.
+func MustOpenServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
+	tb.Helper()
+	clock := NewClock()
+	cfg := NewTestConfig(clock)
+	for _, e := range edit {
+		e(&cfg)
+	}
+	dir := tb.TempDir()
+	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), kv.Options{Now: cfg.Now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := server.New(cfg, store)
+	if err := srv.Open("127.0.0.1:0"); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+		store.Close()
+	})
+	return &TestServer{Server: srv, Store: store, Clock: clock, Config: cfg, Dir: dir}
+}
+
+// Response is a fully read HTTP response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r *Response) JSON(tb testing.TB) map[string]any {
+	tb.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		tb.Fatalf("body is not a JSON object: %v: %q", err, r.Body)
+	}
+	return m
+}
+
+// Req describes one request.
+type Req struct {
+	Method      string
+	Path        string
+	Token       string
+	Body        any // string and []byte are sent as is; anything else as JSON
+	ContentType string
+	Header      map[string]string
+}
+
+// Do sends req and reads the whole response.
+func (ts *TestServer) Do(tb testing.TB, req Req) *Response {
+	tb.Helper()
+	var body io.Reader
+	contentType := req.ContentType
+	switch b := req.Body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	if body != nil && contentType == "" {
+		contentType = "application/json"
+	}
+	hr, err := http.NewRequest(req.Method, ts.URL()+req.Path, body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if contentType != "" {
+		hr.Header.Set("Content-Type", contentType)
+	}
+	if req.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+req.Token)
+	}
+	for k, v := range req.Header {
+		hr.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// WantStatus fails unless the response has the status.
+func (r *Response) WantStatus(tb testing.TB, want int) *Response {
+	tb.Helper()
+	if r.Status != want {
+		tb.Fatalf("status: got %d, want %d; body %s", r.Status, want, r.Body)
+	}
+	return r
+}
+
+// WantProblem fails unless the response is a problem+json body with the
+// status and code, carrying every member the addendum requires.
+func (r *Response) WantProblem(tb testing.TB, status int, code string) map[string]any {
+	tb.Helper()
+	r.WantStatus(tb, status)
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		tb.Fatalf("Content-Type: got %q, want application/problem+json", ct)
+	}
+	p := r.JSON(tb)
+	if p["code"] != code {
+		tb.Fatalf("code: got %v, want %s; body %s", p["code"], code, r.Body)
+	}
+	if p["status"] != float64(status) {
+		tb.Fatalf("status member: got %v, want %d", p["status"], status)
+	}
+	if p["type"] != "https://sealbox.invalid/problems/"+code {
+		tb.Fatalf("type: got %v", p["type"])
+	}
+	for _, k := range []string{"title", "detail"} {
+		if s, _ := p[k].(string); s == "" {
+			tb.Fatalf("problem member %s missing: %s", k, r.Body)
+		}
+	}
+	if status == http.StatusUnauthorized && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), `Bearer realm="sealbox"`) {
+		tb.Fatalf("401 without WWW-Authenticate: %q", r.Header.Get("WWW-Authenticate"))
+	}
+	return p
+}
+
+// Tokens is a token pair as the API answers it.
+type Tokens struct {
+	Access  string
+	Refresh string
+}
+
+func tokensOf(tb testing.TB, r *Response) Tokens {
+	tb.Helper()
+	r.WantStatus(tb, http.StatusOK)
+	m := r.JSON(tb)
+	return Tokens{Access: m["access_token"].(string), Refresh: m["refresh_token"].(string)}
+}
+
+const testPassword = "correct horse battery"
+
+// Register creates an account and returns its first token pair.
+func (ts *TestServer) Register(tb testing.TB, email string) Tokens {
+	tb.Helper()
+	return tokensOf(tb, ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/register",
+		Body: map[string]any{"email": email, "password": testPassword}}))
+}
+
+// Login signs in with the test password and expects 200.
+func (ts *TestServer) Login(tb testing.TB, email string, extra ...map[string]any) Tokens {
+	tb.Helper()
+	body := map[string]any{"email": email, "password": testPassword}
+	for _, e := range extra {
+		for k, v := range e {
+			body[k] = v
+		}
+	}
+	return tokensOf(tb, ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: body}))
+}
+
+// UserID returns the account id behind an access token.
+func (ts *TestServer) UserID(tb testing.TB, access string) string {
+	tb.Helper()
+	r := ts.Do(tb, Req{Method: "GET", Path: "/v1/auth/profile", Token: access}).WantStatus(tb, 200)
+	return r.JSON(tb)["user_id"].(string)
+}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// requestInfo travels in the request context. The route adapter fills in
+// the matched route pattern, so logs name the pattern and never the raw
+// path (a share id in a path is a capability).
+type requestInfo struct {
+	id    string
+	route string
+}
+
+type ctxKey int
+
+const (
+	ctxInfo ctxKey = iota
+	ctxSession
+)
+
+func infoFrom(r *http.Request) *requestInfo {
+	if ri, ok := r.Context().Value(ctxInfo).(*requestInfo); ok {
+		return ri
+	}
+	return &requestInfo{}
+}
+
+// requestLogger is the server logger with the request's id and route.
+func requestLogger(r *http.Request, log zerolog.Logger) *zerolog.Logger {
+	ri := infoFrom(r)
+	l := log.With().Str("request_id", ri.id).Str("route", ri.route).Logger()
+	return &l
+}
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// recorder captures the status and byte count for the access log. It keeps
+// io.ReaderFrom (so an *os.File body still goes out by sendfile), Flush and
+// Unwrap of the writer it wraps.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (rec *recorder) WriteHeader(status int) {
+	if rec.status == 0 {
+		rec.status = status
+	}
+	rec.ResponseWriter.WriteHeader(status)
+}
+
+func (rec *recorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	n, err := rec.ResponseWriter.Write(b)
+	rec.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom delegates to the wrapped writer's ReadFrom, which net/http
+// implements with sendfile when src is a file.
+func (rec *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := rec.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{rec.ResponseWriter}, src)
+	}
+	rec.bytes += n
+	return n, err
+}
+
+func (rec *recorder) Flush() {
+	if f, ok := rec.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// withMiddleware wraps the router: request id, security headers, panic
+// recovery and one access-log line per request.
+func (s *Server) withMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &requestInfo{id: newRequestID(), route: "unmatched"}
+		r = r.WithContext(context.WithValue(r.Context(), ctxInfo, ri))
+		rec := &recorder{ResponseWriter: w}
+		h := rec.Header()
+		h.Set("X-Request-Id", ri.id)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				requestLogger(r, s.log).Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("handler panicked")
+				if rec.status == 0 {
+					s.writeError(rec, r, errPanic)
+				}
+			}
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.log.Info().
+				Str("request_id", ri.id).
+				Str("method", r.Method).
+				Str("route", ri.route).
+				Int("status", status).
+				Int64("bytes", rec.bytes).
+				Dur("duration", time.Since(start)).
+				Msg("request")
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// errPanic stands for a recovered panic; it is not a *kv.Error, so it is
+// answered as an opaque 500.
+var errPanic = panicError{}
+
+type panicError struct{}
+
+func (panicError) Error() string { return "handler panicked" }

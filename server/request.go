@@ -1,0 +1,190 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+
+	"sealbox/kv"
+)
+
+// Media types the endpoints accept.
+const (
+	mediaJSON  = "application/json"
+	mediaOctet = "application/octet-stream"
+	mediaCBOR  = "application/cbor"
+)
+
+// readBody reads the whole request body, refusing more than limit bytes with
+// error.request.too_large (413), also for a chunked body with no
+// Content-Length, and refusing a non-empty body whose Content-Type is not
+// mediaType with 415.
+func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, kv.Errorf(kv.ECodeTooLarge, "request body too large")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if mappedError(err) != nil {
+			return nil, err
+		}
+		return nil, kv.Errorf(kv.ECodeMalformed, "the request body could not be read")
+	}
+	if len(body) > 0 {
+		if err := requireMediaType(r, mediaType); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// requireMediaType refuses a request whose Content-Type is not mediaType
+// (parameters such as charset are allowed).
+func requireMediaType(r *http.Request, mediaType string) error {
+	got, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || got != mediaType {
+		return kv.Errorf(kv.ECodeUnsupportedMedia, "the body must be %s", mediaType)
+	}
+	return nil
+}
+
+// decodeJSON reads a strict JSON object body into dst: unknown keys,
+// trailing data, a value of the wrong JSON type, or anything not an object
+// answer 400 error.request.malformed. Required-field and value rules are the
+// caller's validate step (422).
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	return s.decodeJSONLimit(w, r, dst, s.cfg.MaxBody, false)
+}
+
+// decodeJSONLimit is decodeJSON with an explicit size limit; allowEmpty
+// treats a zero-byte body as {}.
+func (s *Server) decodeJSONLimit(w http.ResponseWriter, r *http.Request, dst any, limit int64, allowEmpty bool) error {
+	body, err := readBody(w, r, mediaJSON, limit)
+	if err != nil {
+		return err
+	}
+	if len(body) == 0 && allowEmpty {
+		return nil
+	}
+	return decodeStrict(body, dst)
+}
+
+// decodeStrict is the one strict JSON decoder of request bodies.
+func decodeStrict(body []byte, dst any) error {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return kv.Errorf(kv.ECodeMalformed, "the body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return malformedJSON(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return kv.Errorf(kv.ECodeMalformed, "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// malformedJSON turns a decoder error into a 400 that names the field when
+// it can, without echoing the value.
+func malformedJSON(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return kv.FieldErrorf(kv.ECodeMalformed, te.Field, "%s has the wrong JSON type", te.Field)
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return kv.FieldErrorf(kv.ECodeMalformed, fe.field, "%s", fe.msg)
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
+		return kv.FieldErrorf(kv.ECodeMalformed, field, "unknown field %q", field)
+	}
+	return kv.Errorf(kv.ECodeMalformed, "the body is not valid JSON")
+}
+
+// fieldError lets a custom UnmarshalJSON refuse a value as malformed (400),
+// for example an enum string outside its set.
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+// required returns 422 naming field when a required value is missing or null.
+func required[T any](field string, v *T) error {
+	if v == nil {
+		return kv.FieldErrorf(kv.ECodeInvalid, field, "%s is required", field)
+	}
+	return nil
+}
+
+// invalid is a 422 about one field's value.
+func invalid(field, format string, args ...any) error {
+	return kv.FieldErrorf(kv.ECodeInvalid, field, format, args...)
+}
+
+// optionalString distinguishes an absent key (Set false) from an explicit
+// null (Set true, Value nil) and a string.
+type optionalString struct {
+	Set   bool
+	Value *string
+}
+
+func (o *optionalString) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Value = nil
+		return nil
+	}
+	var v string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return errors.New("a value that must be a string or null is not")
+	}
+	o.Value = &v
+	return nil
+}
+
+// advisoryString accepts any JSON value and keeps it only when it is a
+// string: advisory fields (cohort_hash, device_id) are dropped, never
+// refused, when unusable.
+type advisoryString string
+
+func (a *advisoryString) UnmarshalJSON(b []byte) error {
+	var v string
+	if json.Unmarshal(b, &v) == nil {
+		*a = advisoryString(v)
+	}
+	return nil
+}
+
+// clientAddr is the TCP peer, or with --trust-proxy the last hop of
+// X-Forwarded-For (the address the trusted proxy saw).
+func (s *Server) clientAddr(r *http.Request) string {
+	if s.cfg.TrustProxy {
+		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+			hops := strings.Split(xff[len(xff)-1], ",")
+			if last := strings.TrimSpace(hops[len(hops)-1]); last != "" {
+				return last
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// bearerToken returns the token of an `Authorization: Bearer` header, or "".
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}

@@ -1,0 +1,185 @@
+// Package server is sealbox's HTTP surface: routes, middleware and thin
+// handlers over the kv store and the blob store. It knows nothing about
+// bbolt.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/rs/zerolog"
+
+	"sealbox/kv"
+)
+
+// Version is the server's semantic version, reported by GET /v1/version.
+const Version = "0.1.0"
+
+// Config holds every tunable of the server. DefaultConfig gives the
+// production values of ADDENDUM.md; tests shrink the costly ones.
+type Config struct {
+	// Registration is "open" or "closed".
+	Registration string
+	// TrustProxy takes the client address from the last hop of
+	// X-Forwarded-For instead of the TCP peer.
+	TrustProxy bool
+	// MaxBody limits ordinary request bodies.
+	MaxBody int64
+
+	AccessTTL   time.Duration
+	RefreshTTL  time.Duration
+	FreshWindow time.Duration
+
+	LockoutFailures int
+	LockoutWindow   time.Duration
+
+	// Argon2 are the parameters new password hashes are made with.
+	Argon2 Argon2Params
+
+	ProtocolMin string
+	ProtocolMax string
+
+	// SweepInterval is how often expired records are deleted.
+	SweepInterval time.Duration
+
+	// Now is the clock; Rand the source of every token and id.
+	Now  func() time.Time
+	Rand io.Reader
+	Log  zerolog.Logger
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{
+		Registration:    "open",
+		MaxBody:         1 << 20,
+		AccessTTL:       15 * time.Minute,
+		RefreshTTL:      30 * 24 * time.Hour,
+		FreshWindow:     10 * time.Minute,
+		LockoutFailures: 10,
+		LockoutWindow:   15 * time.Minute,
+		Argon2:          DefaultArgon2,
+		ProtocolMin:     "2025-01-15",
+		ProtocolMax:     "2026-09-01",
+		SweepInterval:   time.Minute,
+		Now:             time.Now,
+		Rand:            rand.Reader,
+		Log:             zerolog.Nop(),
+	}
+}
+
+// Server serves the sealbox API over one store.
+type Server struct {
+	cfg       Config
+	store     *kv.Store
+	log       zerolog.Logger
+	now       func() time.Time
+	router    *httprouter.Router
+	handler   http.Handler
+	passwords *passwordHasher
+
+	ln       net.Listener
+	httpSrv  *http.Server
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	closeErr error
+	once     sync.Once
+}
+
+// New builds a server over store. The store's clock should be cfg.Now.
+func New(cfg Config, store *kv.Store) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	s := &Server{
+		cfg:       cfg,
+		store:     store,
+		log:       cfg.Log,
+		now:       cfg.Now,
+		passwords: newPasswordHasher(cfg.Argon2, cfg.Rand),
+		stop:      make(chan struct{}),
+	}
+	s.router = s.routes()
+	s.handler = s.withMiddleware(s.router)
+	return s
+}
+
+// Handler is the full HTTP stack: middleware, router and handlers.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Open listens on addr and serves in the background: a busy port fails
+// here, at once. It also starts the expiry sweeper.
+func (s *Server) Open(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.ln = ln
+	s.httpSrv = &http.Server{
+		Handler: s.handler,
+		// Headers must arrive promptly (slow-header clients are cut off);
+		// bodies and responses have no deadline, because a blob upload or
+		// download over a home uplink may take hours.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	s.bg.Add(2)
+	go func() {
+		defer s.bg.Done()
+		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error().Err(err).Msg("serve")
+		}
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.sweepLoop()
+	}()
+	return nil
+}
+
+// URL is the base URL the server listens on.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Close stops accepting connections, lets in-flight requests finish (until
+// ctx ends) and stops background work. The store stays open: its owner
+// closes it.
+func (s *Server) Close(ctx context.Context) error {
+	s.once.Do(func() {
+		close(s.stop)
+		if s.httpSrv != nil {
+			s.closeErr = s.httpSrv.Shutdown(ctx)
+		}
+		s.bg.Wait()
+	})
+	return s.closeErr
+}
+
+func (s *Server) sweepLoop() {
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if n, err := s.store.Sweep(); err != nil {
+				s.log.Error().Err(err).Msg("sweep expired records")
+			} else if n > 0 {
+				s.log.Debug().Int("records", n).Msg("swept expired records")
+			}
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Value rules shared by several resources live here, once.
+
+// normalizeEmail trims and lowercases an address and checks its shape:
+// 3–254 characters, exactly one @, a non-empty local part and domain.
+func normalizeEmail(raw string) (string, error) {
+	email := strings.ToLower(strings.TrimSpace(raw))
+	n := utf8.RuneCountInString(email)
+	at := strings.IndexByte(email, '@')
+	if n < 3 || n > 254 || at <= 0 || at == len(email)-1 || strings.Count(email, "@") != 1 {
+		return "", invalid("email", "email must be an address of 3 to 254 characters with one @")
+	}
+	return email, nil
+}
+
+const maxPasswordLen = 1024
+
+// checkNewPassword applies the rule for a password being set: 8–1024
+// characters.
+func checkNewPassword(field, pw string) error {
+	if n := utf8.RuneCountInString(pw); n < 8 || n > maxPasswordLen {
+		return invalid(field, "%s must be 8 to 1024 characters", field)
+	}
+	return nil
+}
+
+// checkPresentedPassword applies the rule for a password being verified:
+// any string up to 1024 characters (an empty one fails verification).
+func checkPresentedPassword(field, pw string) error {
+	if utf8.RuneCountInString(pw) > maxPasswordLen {
+		return invalid(field, "%s must be at most 1024 characters", field)
+	}
+	return nil
+}
+
+// parseUUID accepts a UUID in the 8-4-4-4-12 hex form (either case) and
+// returns it canonical lowercase.
+func parseUUID(s string) (string, bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return "", false
+			}
+		default:
+			if !isHex(c) {
+				return "", false
+			}
+		}
+	}
+	return strings.ToLower(s), true
+}
+
+// isCanonicalUUID accepts only the canonical lowercase hyphenated form.
+func isCanonicalUUID(s string) bool {
+	canon, ok := parseUUID(s)
+	return ok && canon == s
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// usableCohortHash: 1–128 characters of [A-Za-z0-9_=+/-].
+func usableCohortHash(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '_' || c == '=' || c == '+' || c == '/' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
