@@ -240,3 +240,5 @@ func (ts *TestServer) UserID(tb testing.TB, access string) string {
 	r := ts.Do(tb, Req{Method: "GET", Path: "/v1/auth/profile", Token: access}).WantStatus(tb, 200)
 	return r.JSON(tb)["user_id"].(string)
 }
+
+func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }

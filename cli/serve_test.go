@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+func TestParseSize(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"4096", 4096, true}, {"64KiB", 64 << 10, true}, {"1MiB", 1 << 20, true}, {"16GiB", 16 << 30, true},
+		{"2 TiB", 2 << 40, true}, {"10KB", 10_000, true}, {"0", 0, true}, {"12B", 12, true},
+		{"", 0, false}, {"-1", 0, false}, {"1.5GiB", 0, false}, {"GiB", 0, false}, {"9999999999TiB", 0, false}, {"1XB", 0, false},
+	}
+	for _, tc := range cases {
+		got, err := ParseSize(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseSize(%q): got %d, %v; want %d, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestServeFlagsReadEnvironment(t *testing.T) {
+	t.Setenv("SEALBOX_MAX_BODY", "64KiB")
+	t.Setenv("SEALBOX_REGISTRATION", "closed")
+	t.Setenv("SEALBOX_ACCESS_TTL", "5m")
+	cmd := newServeCmd()
+	if err := cmd.ParseFlags([]string{"--access-ttl", "7m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bindEnv(cmd); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
+	if got := get("max-body"); got != "65536" {
+		t.Errorf("max-body: got %s", got)
+	}
+	if got := get("registration"); got != "closed" {
+		t.Errorf("registration: got %s", got)
+	}
+	if got := get("access-ttl"); got != "7m0s" {
+		t.Errorf("a flag on the command line must win over the environment: got %s", got)
+	}
+}
+
+func TestServeRejectsBadEnvironment(t *testing.T) {
+	t.Setenv("SEALBOX_MAX_BODY", "lots")
+	root := NewRootCmd()
+	root.SetArgs([]string{"serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0"})
+	if err := root.Execute(); err == nil {
+		t.Fatal("a malformed SEALBOX_MAX_BODY was accepted")
+	}
+}
+
+// TestServeRunCreatesDataAndShutsDown starts the real serve path on a new
+// data directory, serves a request, and shuts down when the context ends.
+func TestServeRunCreatesDataAndShutsDown(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nested", "data")
+	ready := make(chan string, 1)
+	s := &Serve{DataDir: dir, Listen: "127.0.0.1:0", Config: server.DefaultConfig(), Ready: func(u string) { ready <- u }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	resp, err := http.Get(url + "/v1/version")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("version: %v", err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil {
+		t.Fatalf("no database in the data directory: %v", err)
+	}
+}

@@ -1,0 +1,230 @@
+package kv_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"sealbox/kv"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// MustOpenStore opens a real bbolt file in a temp dir with a test clock.
+func MustOpenStore(tb testing.TB) (*kv.Store, *clock) {
+	tb.Helper()
+	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	s, err := kv.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s, c
+}
+
+func newSession(c *clock, accountID, id string) *kv.Session {
+	now := c.Now()
+	return &kv.Session{
+		ID: id, AccountID: accountID, CreatedAt: now, AuthenticatedAt: now,
+		AccessExpiresAt: now.Add(15 * time.Minute), RefreshExpiresAt: now.Add(24 * time.Hour),
+	}
+}
+
+func mustAccount(tb testing.TB, s *kv.Store, c *clock, n int) *kv.Account {
+	tb.Helper()
+	a := &kv.Account{ID: fmt.Sprintf("acct-%d", n), Email: fmt.Sprintf("u%d@example.org", n), PasswordHash: "h", CreatedAt: c.Now()}
+	if err := s.CreateAccount(a, newSession(c, a.ID, fmt.Sprintf("sess-%d-0", n)), fmt.Sprintf("at-%d", n), fmt.Sprintf("rt-%d", n)); err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+func TestCreateAccountDuplicateEmail(t *testing.T) {
+	s, c := MustOpenStore(t)
+	mustAccount(t, s, c, 1)
+	dup := &kv.Account{ID: "other", Email: "u1@example.org", CreatedAt: c.Now()}
+	err := s.CreateAccount(dup, newSession(c, "other", "s2"), "a2", "r2")
+	if got := kv.ErrorCode(err); got != kv.ECodeAccountExists {
+		t.Fatalf("got %q, want %s", got, kv.ECodeAccountExists)
+	}
+	if _, err := s.Account("other"); kv.ErrorCode(err) != kv.ECodeAccountNotFound {
+		t.Fatalf("a refused registration wrote the account: %v", err)
+	}
+}
+
+func TestTokensAreStoredOnlyAsHashes(t *testing.T) {
+	s, c := MustOpenStore(t)
+	a := &kv.Account{ID: "a", Email: "a@example.org", CreatedAt: c.Now()}
+	access, refresh := "sbx_at_SECRETACCESS0123456789", "sbx_rt_SECRETREFRESH0123456789"
+	if err := s.CreateAccount(a, newSession(c, "a", "s"), access, refresh); err != nil {
+		t.Fatal(err)
+	}
+	path := s.Path()
+	s.Close()
+	assertFileLacks(t, path, access, refresh)
+}
+
+func TestAuthenticateExpiry(t *testing.T) {
+	s, c := MustOpenStore(t)
+	mustAccount(t, s, c, 1)
+	if _, err := s.Authenticate("at-1"); err != nil {
+		t.Fatalf("live token refused: %v", err)
+	}
+	c.Advance(15 * time.Minute)
+	if _, err := s.Authenticate("at-1"); kv.ErrorCode(err) != kv.ECodeUnauthenticated {
+		t.Fatalf("expired access token: got %v, want %s", err, kv.ECodeUnauthenticated)
+	}
+}
+
+func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
+	s, c := MustOpenStore(t)
+	a := mustAccount(t, s, c, 1)
+	c.Advance(time.Minute)
+	next := newSession(c, "", "sess-2")
+	if err := s.Refresh("rt-1", next, "at-2", "rt-2"); err != nil {
+		t.Fatal(err)
+	}
+	if next.AccountID != a.ID || next.LineageID != "sess-1-0" {
+		t.Fatalf("carried fields: got account %q lineage %q", next.AccountID, next.LineageID)
+	}
+	if _, err := s.Authenticate("at-1"); err == nil {
+		t.Fatal("the rotated-out access token still works")
+	}
+	c.Advance(time.Minute)
+	third := newSession(c, "", "sess-3")
+	if err := s.Refresh("rt-2", third, "at-3", "rt-3"); err != nil {
+		t.Fatal(err)
+	}
+	// rt-1 is spent: presenting it again is refused and kills the lineage.
+	err := s.Refresh("rt-1", newSession(c, "", "sess-x"), "at-x", "rt-x")
+	if kv.ErrorCode(err) != kv.ECodeSessionExpired {
+		t.Fatalf("reuse: got %v, want %s", err, kv.ECodeSessionExpired)
+	}
+	if _, err := s.Authenticate("at-3"); err == nil {
+		t.Fatal("reuse of a spent refresh token left the lineage's live session open")
+	}
+	if _, err := s.Authenticate("at-x"); err == nil {
+		t.Fatal("a refused refresh minted a session")
+	}
+}
+
+func TestSweepRemovesExpiredSessionsOnly(t *testing.T) {
+	s, c := MustOpenStore(t)
+	mustAccount(t, s, c, 1)
+	c.Advance(12 * time.Hour)
+	mustAccount(t, s, c, 2)
+	c.Advance(12 * time.Hour)
+	if _, err := s.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Sessions("acct-1"); len(got) != 0 {
+		t.Fatalf("expired session survived the sweep: %d", len(got))
+	}
+	if got, _ := s.Sessions("acct-2"); len(got) != 1 {
+		t.Fatalf("live session swept: %d left", len(got))
+	}
+}
+
+func TestSessionsOldestFirstPrefixScan(t *testing.T) {
+	s, c := MustOpenStore(t)
+	a := mustAccount(t, s, c, 1)
+	mustAccount(t, s, c, 10) // shares the "acct-1" prefix as a string
+	for i := 1; i <= 3; i++ {
+		c.Advance(time.Second)
+		if err := s.LoginSucceeded(a.Email, newSession(c, a.ID, fmt.Sprintf("sess-1-%d", i)), fmt.Sprintf("a%d", i), fmt.Sprintf("r%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Sessions(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range got {
+		ids = append(ids, g.ID)
+	}
+	if want := "[sess-1-0 sess-1-1 sess-1-2 sess-1-3]"; fmt.Sprint(ids) != want {
+		t.Fatalf("got %v, want %s", ids, want)
+	}
+}
+
+func TestLockoutCountsParallelGuesses(t *testing.T) {
+	s, _ := MustOpenStore(t)
+	p := kv.LockoutPolicy{Failures: 10, Window: 15 * time.Minute}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	passed := 0
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.BeginPasswordAttempt("nobody@example.org", p); err == nil {
+				mu.Lock()
+				passed++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if passed != 10 {
+		t.Fatalf("%d attempts reached verification, want exactly 10", passed)
+	}
+}
+
+func TestLockoutWindowAndReset(t *testing.T) {
+	s, c := MustOpenStore(t)
+	a := mustAccount(t, s, c, 1)
+	p := kv.LockoutPolicy{Failures: 3, Window: 15 * time.Minute}
+	for i := 0; i < 2; i++ {
+		if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A success clears the count: three more attempts pass again.
+	if err := s.Reauthenticated(a.Email, "sess-1-0", c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
+			t.Fatalf("attempt %d after reset: %v", i+1, err)
+		}
+	}
+	_, err := s.BeginPasswordAttempt(a.Email, p)
+	var ke *kv.Error
+	if kv.ErrorCode(err) != kv.ECodeAccountLocked {
+		t.Fatalf("got %v, want %s", err, kv.ECodeAccountLocked)
+	}
+	ke = err.(*kv.Error)
+	if ke.RetryAfter != 15*time.Minute {
+		t.Fatalf("RetryAfter: got %v, want 15m", ke.RetryAfter)
+	}
+	c.Advance(15 * time.Minute)
+	if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
+		t.Fatalf("lock outlived its window: %v", err)
+	}
+	// The sweep keeps a counter that is still within its window.
+	c.Advance(time.Minute)
+	if _, err := s.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.BeginPasswordAttempt(a.Email, p); kv.ErrorCode(err) != kv.ECodeAccountLocked {
+		t.Fatalf("count lost across a sweep: %v", err)
+	}
+}

@@ -1,0 +1,388 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+func TestRegisterLoginProfileRefreshLogout(t *testing.T) {
+	ts := MustOpenServer(t)
+	reg := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "  Alice@Example.ORG ", "password": testPassword}}).WantStatus(t, 200)
+	m := reg.JSON(t)
+	if m["token_type"] != "Bearer" || !strings.HasPrefix(m["access_token"].(string), "sbx_at_") || !strings.HasPrefix(m["refresh_token"].(string), "sbx_rt_") {
+		t.Fatalf("token response: %s", reg.Body)
+	}
+	if got, want := int64(m["expires_by"].(float64)), ts.Clock.Now().Add(15*time.Minute).Unix(); got != want {
+		t.Fatalf("expires_by: got %d, want %d (absolute Unix seconds)", got, want)
+	}
+	if cc := reg.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Fatalf("Cache-Control: got %q", cc)
+	}
+	tok := ts.Login(t, "alice@example.org")
+	prof := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200).JSON(t)
+	if prof["email"] != "alice@example.org" || prof["created_at"] != "2026-11-22T10:00:00Z" {
+		t.Fatalf("profile: %v", prof)
+	}
+	if _, ok := prof["display_name"]; ok {
+		t.Fatalf("display_name present while unset: %v", prof)
+	}
+	next := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: next.Access}).WantStatus(t, 200)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: next.Access}).WantStatus(t, 204)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: next.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+	// Logout is idempotent for any presented token.
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: next.Access}).WantStatus(t, 204)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: "sbx_at_never-issued"}).WantStatus(t, 204)
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout"})
+	r.WantProblem(t, 401, "error.auth.unauthenticated")
+	if got := r.Header.Get("WWW-Authenticate"); got != `Bearer realm="sealbox"` {
+		t.Fatalf("WWW-Authenticate without a token: got %q", got)
+	}
+}
+
+func TestWWWAuthenticateInvalidToken(t *testing.T) {
+	ts := MustOpenServer(t)
+	r := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: "sbx_at_bogus"})
+	r.WantProblem(t, 401, "error.auth.unauthenticated")
+	if got, want := r.Header.Get("WWW-Authenticate"), `Bearer realm="sealbox", error="invalid_token"`; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestAccessTokenExpires(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	ts.Clock.Advance(15*time.Minute - time.Second)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
+	ts.Clock.Advance(time.Second)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+}
+
+func TestRefreshExpiresAndReuseRevokesLineage(t *testing.T) {
+	ts := MustOpenServer(t)
+	first := ts.Register(t, "a@example.org")
+	other := ts.Login(t, "a@example.org")
+	second := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": first.Refresh}}))
+	third := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": second.Refresh}}))
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": first.Refresh}}).
+		WantProblem(t, 401, "error.auth.session_expired")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: third.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": third.Refresh}}).
+		WantProblem(t, 401, "error.auth.session_expired")
+	// Another lineage of the same account is untouched.
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: other.Access}).WantStatus(t, 200)
+	ts.Clock.Advance(30 * 24 * time.Hour)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": other.Refresh}}).
+		WantProblem(t, 401, "error.auth.session_expired")
+}
+
+func TestRefreshCarriesAuthenticatedAt(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	ts.Clock.Advance(time.Hour)
+	next := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	sess, err := ts.Store.Authenticate(next.Access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sess.AuthenticatedAt.Equal(ts.Clock.Now().Add(-time.Hour)) || !sess.CreatedAt.Equal(ts.Clock.Now()) {
+		t.Fatalf("authenticated_at %v created_at %v", sess.AuthenticatedAt, sess.CreatedAt)
+	}
+}
+
+func TestRegistrationRules(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Register(t, "taken@example.org")
+	long := strings.Repeat("x", 1025)
+	cases := []struct {
+		name        string
+		body        any
+		contentType string
+		status      int
+		code        string
+	}{
+		{"not JSON", "{", "", 400, "error.request.malformed"},
+		{"empty body", "", "application/json", 400, "error.request.malformed"},
+		{"array", `[]`, "", 400, "error.request.malformed"},
+		{"null", `null`, "", 400, "error.request.malformed"},
+		{"trailing data", `{"email":"a@b.c","password":"12345678"} {}`, "", 400, "error.request.malformed"},
+		{"unknown key", map[string]any{"email": "a@b.c", "password": "12345678", "admin": true}, "", 400, "error.request.malformed"},
+		{"wrong type", map[string]any{"email": 5, "password": "12345678"}, "", 400, "error.request.malformed"},
+		{"missing email", map[string]any{"password": "12345678"}, "", 422, "error.request.invalid"},
+		{"null password", map[string]any{"email": "a@b.c", "password": nil}, "", 422, "error.request.invalid"},
+		{"email without @", map[string]any{"email": "abc", "password": "12345678"}, "", 422, "error.request.invalid"},
+		{"email two @", map[string]any{"email": "a@b@c", "password": "12345678"}, "", 422, "error.request.invalid"},
+		{"email empty domain", map[string]any{"email": "ab@", "password": "12345678"}, "", 422, "error.request.invalid"},
+		{"email too long", map[string]any{"email": strings.Repeat("a", 250) + "@b.cd", "password": "12345678"}, "", 422, "error.request.invalid"},
+		{"short password", map[string]any{"email": "a@b.c", "password": "1234567"}, "", 422, "error.request.invalid"},
+		{"long password", map[string]any{"email": "a@b.c", "password": long}, "", 422, "error.request.invalid"},
+		{"taken", map[string]any{"email": "TAKEN@example.org", "password": "12345678"}, "", 409, "error.account.exists"},
+		{"wrong content type", `{"email":"a@b.c","password":"12345678"}`, "text/plain", 415, "error.request.unsupported_media_type"},
+		{"no content type", `{"email":"a@b.c","password":"12345678"}`, "-", 415, "error.request.unsupported_media_type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := Req{Method: "POST", Path: "/v1/auth/register", Body: tc.body, ContentType: tc.contentType}
+			if tc.contentType == "-" {
+				req.ContentType, req.Header = "", map[string]string{"Content-Type": ""}
+			}
+			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
+		})
+	}
+	// Parameters such as charset are allowed.
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", ContentType: "application/json; charset=utf-8",
+		Body: `{"email":"c@example.org","password":"12345678"}`}).WantStatus(t, 200)
+}
+
+func TestRegistrationClosed(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.Registration = "closed" })
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "a@b.c", "password": "12345678"}}).
+		WantProblem(t, 403, "error.registration.closed")
+}
+
+func TestBodyLimit(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.MaxBody = 1024 })
+	big := `{"email":"a@b.c","password":"` + strings.Repeat("x", 2000) + `"}`
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: big})
+	if r.Status != 413 || len(r.Body) != 0 {
+		t.Fatalf("got %d with %d body bytes, want 413 with none", r.Status, len(r.Body))
+	}
+	// Chunked: no Content-Length, the limit still holds.
+	pr, pw := ioPipe()
+	go func() {
+		pw.Write([]byte(big))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", ts.URL()+"/v1/auth/register", pr)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 413 || resp.ContentLength != 0 || req.ContentLength != 0 {
+		t.Fatalf("chunked: got %d (Content-Length %d)", resp.StatusCode, resp.ContentLength)
+	}
+}
+
+func TestLoginFailuresAndLockout(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Register(t, "a@example.org")
+	wrong := map[string]any{"email": "a@example.org", "password": "wrong password"}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": ""}}).
+		WantProblem(t, 401, "error.auth.invalid_credentials")
+	for i := 0; i < 9; i++ {
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: wrong}).WantProblem(t, 401, "error.auth.invalid_credentials")
+	}
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": testPassword}})
+	r.WantProblem(t, 423, "error.auth.account_locked")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("423 without Retry-After")
+	}
+	ts.Clock.Advance(15 * time.Minute)
+	ts.Login(t, "a@example.org")
+	// After a success the count starts again from zero.
+	for i := 0; i < 9; i++ {
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: wrong}).WantProblem(t, 401, "error.auth.invalid_credentials")
+	}
+	ts.Login(t, "a@example.org")
+}
+
+func TestLockoutDoesNotRevealAccounts(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.LockoutFailures = 3 })
+	body := map[string]any{"email": "ghost@example.org", "password": "whatever1"}
+	for i := 0; i < 3; i++ {
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: body}).WantProblem(t, 401, "error.auth.invalid_credentials")
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: body}).WantProblem(t, 423, "error.auth.account_locked")
+}
+
+func TestLoginValidation(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Register(t, "a@example.org")
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+	}{
+		{"malformed", "{]", 400, "error.request.malformed"},
+		{"unknown key", map[string]any{"email": "a@example.org", "password": "x", "otp": "1"}, 400, "error.request.malformed"},
+		{"missing password", map[string]any{"email": "a@example.org"}, 422, "error.request.invalid"},
+		{"bad email", map[string]any{"email": "nope", "password": "x"}, 422, "error.request.invalid"},
+		{"password too long", map[string]any{"email": "a@example.org", "password": strings.Repeat("p", 1025)}, 422, "error.request.invalid"},
+		{"wrong password", map[string]any{"email": "a@example.org", "password": "not it"}, 401, "error.auth.invalid_credentials"},
+		{"unknown account", map[string]any{"email": "b@example.org", "password": testPassword}, 401, "error.auth.invalid_credentials"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: tc.body}).WantProblem(t, tc.status, tc.code)
+		})
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", ContentType: "text/plain", Body: `{"email":"a@example.org","password":"x"}`}).
+		WantProblem(t, 415, "error.request.unsupported_media_type")
+}
+
+func TestLoginDropsUnusableAdvisoryFields(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Register(t, "a@example.org")
+	for _, extra := range []map[string]any{
+		{"cohort_hash": "bad hash!", "device_id": "not-a-uuid"},
+		{"cohort_hash": 42, "device_id": false},
+		{"cohort_hash": strings.Repeat("a", 129), "device_id": nil},
+	} {
+		tok := ts.Login(t, "a@example.org", extra)
+		sess, err := ts.Store.Authenticate(tok.Access)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sess.CohortHash != "" || sess.DeviceID != "" {
+			t.Fatalf("unusable values kept: %+v", sess)
+		}
+	}
+	tok := ts.Login(t, "a@example.org", map[string]any{"cohort_hash": "Ab_=+/-9", "device_id": "6F1C2B9E-3D4A-4E5F-8A7B-1C2D3E4F5A6B"})
+	sess, _ := ts.Store.Authenticate(tok.Access)
+	if sess.CohortHash != "Ab_=+/-9" || sess.DeviceID != "6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b" {
+		t.Fatalf("usable values: %+v", sess)
+	}
+}
+
+func TestReauthenticate(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.LockoutFailures = 2 })
+	tok := ts.Register(t, "a@example.org")
+	ts.Clock.Advance(5 * time.Minute)
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": testPassword}}).WantStatus(t, 200)
+	if got := r.JSON(t)["authenticated_at"]; got != "2026-11-22T10:05:00Z" {
+		t.Fatalf("authenticated_at: got %v", got)
+	}
+	sess, _ := ts.Store.Authenticate(tok.Access)
+	if !sess.AuthenticatedAt.Equal(ts.Clock.Now()) {
+		t.Fatalf("session authenticated_at not updated: %v", sess.AuthenticatedAt)
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{}}).WantProblem(t, 422, "error.request.invalid")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: "x"}).WantProblem(t, 400, "error.request.malformed")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, ContentType: "text/plain", Body: "x"}).WantProblem(t, 415, "error.request.unsupported_media_type")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Body: map[string]any{"password": testPassword}}).WantProblem(t, 401, "error.auth.unauthenticated")
+	for i := 0; i < 2; i++ {
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": "wrong!"}}).
+			WantProblem(t, 401, "error.auth.invalid_credentials")
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": testPassword}}).
+		WantProblem(t, 423, "error.auth.account_locked")
+	// The lock is per address: login is locked too.
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": testPassword}}).
+		WantProblem(t, 423, "error.auth.account_locked")
+}
+
+func TestPasswordChange(t *testing.T) {
+	ts := MustOpenServer(t)
+	mine := ts.Register(t, "a@example.org")
+	other := ts.Login(t, "a@example.org")
+	stranger := ts.Register(t, "b@example.org")
+	change := func(current, next string) *Response {
+		return ts.Do(t, Req{Method: "POST", Path: "/v1/auth/password", Token: mine.Access,
+			Body: map[string]any{"current_password": current, "new_password": next}})
+	}
+	change("wrong password", "new password 1").WantProblem(t, 401, "error.auth.invalid_credentials")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: other.Access}).WantStatus(t, 200)
+	change(testPassword, "short").WantProblem(t, 422, "error.request.invalid")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/password", Token: mine.Access, Body: map[string]any{"current_password": testPassword}}).
+		WantProblem(t, 422, "error.request.invalid")
+	ts.Clock.Advance(time.Minute)
+	change(testPassword, "new password 1").WantStatus(t, 204)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: mine.Access}).WantStatus(t, 200)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: other.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": other.Refresh}}).
+		WantProblem(t, 401, "error.auth.session_expired")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: stranger.Access}).WantStatus(t, 200)
+	sess, _ := ts.Store.Authenticate(mine.Access)
+	if !sess.AuthenticatedAt.Equal(ts.Clock.Now()) {
+		t.Fatalf("authenticated_at: got %v, want now", sess.AuthenticatedAt)
+	}
+	// The caller's refresh token still works, and only the new password signs in.
+	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": mine.Refresh}}))
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": testPassword}}).
+		WantProblem(t, 401, "error.auth.invalid_credentials")
+	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": "new password 1"}}))
+}
+
+func TestProfilePatch(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	patch := func(body any) *Response {
+		return ts.Do(t, Req{Method: "PATCH", Path: "/v1/auth/profile", Token: tok.Access, Body: body})
+	}
+	if got := patch(map[string]any{"display_name": "Alice"}).WantStatus(t, 200).JSON(t)["display_name"]; got != "Alice" {
+		t.Fatalf("set: got %v", got)
+	}
+	if got := patch(map[string]any{}).WantStatus(t, 200).JSON(t)["display_name"]; got != "Alice" {
+		t.Fatalf("absent key changed the name: %v", got)
+	}
+	r := ts.Do(t, Req{Method: "PATCH", Path: "/v1/auth/profile", Token: tok.Access, Body: []byte{}, ContentType: "application/json"}).WantStatus(t, 200)
+	if got := r.JSON(t)["display_name"]; got != "Alice" {
+		t.Fatalf("empty body changed the name: %v", got)
+	}
+	prof := patch(map[string]any{"display_name": nil}).WantStatus(t, 200).JSON(t)
+	if _, ok := prof["display_name"]; ok {
+		t.Fatalf("null did not clear: %v", prof)
+	}
+	patch(map[string]any{"display_name": 7}).WantProblem(t, 400, "error.request.malformed")
+	patch(map[string]any{"email": "x@y.z"}).WantProblem(t, 400, "error.request.malformed")
+	patch(map[string]any{"display_name": ""}).WantProblem(t, 422, "error.request.invalid")
+	patch(map[string]any{"display_name": strings.Repeat("n", 257)}).WantProblem(t, 422, "error.request.invalid")
+	ts.Do(t, Req{Method: "PATCH", Path: "/v1/auth/profile", Token: tok.Access, Body: "display_name=x", ContentType: "application/x-www-form-urlencoded"}).
+		WantProblem(t, 415, "error.request.unsupported_media_type")
+	ts.Do(t, Req{Method: "PATCH", Path: "/v1/auth/profile", Body: map[string]any{}}).WantProblem(t, 401, "error.auth.unauthenticated")
+}
+
+func TestVersionAndUnknownRoutes(t *testing.T) {
+	ts := MustOpenServer(t)
+	v := ts.Do(t, Req{Method: "GET", Path: "/v1/version"}).WantStatus(t, 200).JSON(t)
+	if v["service"] != "sealbox" || v["version"] != server.Version || v["protocol_min"] != "2025-01-15" || v["protocol_max"] != "2026-09-01" {
+		t.Fatalf("version: %v", v)
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/v1/nope"}).WantProblem(t, 404, "error.not_found")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/login"}).WantProblem(t, 405, "error.method_not_allowed")
+	r := ts.Do(t, Req{Method: "GET", Path: "/v1/version"})
+	for k, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"} {
+		if got := r.Header.Get(k); got != want {
+			t.Errorf("%s: got %q, want %q", k, got, want)
+		}
+	}
+	if r.Header.Get("X-Request-Id") == "" {
+		t.Error("no X-Request-Id")
+	}
+}
+
+func TestConcurrentRegistrationOfOneAddress(t *testing.T) {
+	ts := MustOpenServer(t)
+	var wg sync.WaitGroup
+	statuses := make(chan int, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "same@example.org", "password": testPassword}}).Status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	ok := 0
+	for s := range statuses {
+		if s == 200 {
+			ok++
+		} else if s != 409 {
+			t.Fatalf("unexpected status %d", s)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d registrations succeeded, want 1", ok)
+	}
+}
