@@ -1,0 +1,122 @@
+// Package blobhttp answers reads of immutable, content-addressed blobs: range
+// requests, conditional requests and caching headers as the share-link contract
+// (ADDENDUM section 7) defines them, on top of net/http's ServeContent.
+package blobhttp
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// maxRanges is the most ranges one request may ask for. A longer set is ignored
+// and the whole blob sent, which RFC 9110 section 14.2 allows: it stops a
+// header of many tiny ranges from turning one request into thousands of
+// multipart parts and seeks. net/http alone only ignores a set whose lengths add
+// up to more than the blob.
+const maxRanges = 64
+
+// Serve writes the blob read from content, which holds exactly size bytes, whose
+// content address is hash (64 lowercase hex characters, so it needs no quoting
+// in an entity tag) and which was stored at modTime.
+//
+// Every answer is 200, 206 or 304 and carries ETag: "<hash>" (strong),
+// Last-Modified, Accept-Ranges: bytes and Cache-Control: private, no-cache.
+// 200 and 206 bodies are application/octet-stream, never sniffed; a request for
+// several ranges gets net/http's multipart/byteranges. If-None-Match and then
+// If-Modified-Since may answer 304. Range is honoured only when it is
+// well-formed, at least one of its ranges is satisfiable, and If-Range, when
+// present, matches under strong comparison; otherwise the whole blob is sent with
+// 200, never 416. If-Match and If-Unmodified-Since are ignored (see
+// contractRequest).
+//
+// When content is an *os.File and w implements io.ReaderFrom, as net/http's own
+// ResponseWriter does, the body goes out through w's ReadFrom, so the kernel can
+// send the file (sendfile) without copying it through user space.
+//
+// Serve only writes the response. It does not check the method, the caller or the
+// hash: the handler does that first.
+func Serve(w http.ResponseWriter, r *http.Request, content io.ReadSeeker, size int64, hash string, modTime time.Time) {
+	lastModified := modTime.UTC().Format(http.TimeFormat)
+	h := w.Header()
+	h.Set("ETag", `"`+hash+`"`)
+	h.Set("Last-Modified", lastModified)
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("Cache-Control", "private, no-cache")
+	h.Set("Content-Type", "application/octet-stream")
+	w = &lastModifiedWriter{ResponseWriter: w, lastModified: lastModified}
+	http.ServeContent(w, contractRequest(r, size), "", modTime, content)
+}
+
+// contractRequest returns r, or a copy of r with its own header, such that every
+// answer ServeContent can give to it is one the contract allows.
+//
+// Range: ServeContent answers 416 to a malformed or unsatisfiable Range, and
+// rejects some headers RFC 9110 accepts (a case-insensitive unit, positions past
+// int64); it also answers 206 with "bytes 0--1/0" to a suffix range of an empty
+// blob. So the header is parsed here: if it is to be ignored it is removed, and
+// otherwise it is replaced by the canonical form of its satisfiable ranges, which
+// ServeContent reads exactly as ParseRange did.
+//
+// If-Match and If-Unmodified-Since are removed. They would make ServeContent
+// answer 412 with an empty body, a status the interface does not list for blob
+// reads and an error body outside the problem+json model; and a content-addressed
+// blob never changes, so for a GET they carry nothing that If-None-Match and the
+// hash in the path do not already say.
+func contractRequest(r *http.Request, size int64) *http.Request {
+	rangeHeader := r.Header.Get("Range")
+	if rangeHeader == "" && r.Header.Get("If-Match") == "" && r.Header.Get("If-Unmodified-Since") == "" {
+		return r
+	}
+	r = r.WithContext(r.Context())
+	r.Header = r.Header.Clone()
+	r.Header.Del("If-Match")
+	r.Header.Del("If-Unmodified-Since")
+	if rangeHeader != "" {
+		if ranges, ok := ParseRange(rangeHeader, size); ok && len(ranges) <= maxRanges {
+			r.Header.Set("Range", formatRange(ranges))
+		} else {
+			r.Header.Del("Range")
+		}
+	}
+	return r
+}
+
+// lastModifiedWriter puts Last-Modified back on a 304: ServeContent deletes it
+// there whenever an ETag is set, and the contract wants both on every 304.
+//
+// Re-adding the header when the status is written keeps net/http the only
+// evaluator of If-None-Match and If-Modified-Since (their precedence, entity-tag
+// lists, weak comparison, date truncation), where deciding the 304 here would
+// copy that logic. The cost is that a wrapper hides the underlying writer's
+// optional interfaces, so it re-exposes the ones that matter: ReadFrom (sendfile)
+// and Unwrap (http.ResponseController).
+type lastModifiedWriter struct {
+	http.ResponseWriter
+	lastModified string
+}
+
+func (w *lastModifiedWriter) WriteHeader(code int) {
+	if code == http.StatusNotModified {
+		w.Header().Set("Last-Modified", w.lastModified)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// ReadFrom hands the body to the underlying writer's ReadFrom when it has one.
+// ServeContent copies the body with io.CopyN, which uses the destination's
+// io.ReaderFrom; net/http's ReadFrom passes an *os.File (behind an
+// io.LimitedReader) to the TCP connection, which sends it with sendfile.
+func (w *lastModifiedWriter) ReadFrom(src io.Reader) (int64, error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(w.ResponseWriter, src)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (Flush,
+// deadlines). ServeContent itself never flushes, so no Flush method is needed
+// on the wrapper.
+func (w *lastModifiedWriter) Unwrap() http.ResponseWriter {
+	return w.ResponseWriter
+}
