@@ -1,0 +1,37 @@
+package hybridsigtest_test
+
+import (
+	"bytes"
+	"testing"
+
+	"sealbox/server/hybridsig/hybridsigtest"
+)
+
+func TestNewKeyIsDeterministic(t *testing.T) {
+	seed := [32]byte{1, 2, 3}
+	a, b := hybridsigtest.NewKey(seed), hybridsigtest.NewKey(seed)
+	if !bytes.Equal(a.PublicKey(), b.PublicKey()) {
+		t.Fatal("same seed gave different public keys")
+	}
+	msg := []byte("message")
+	if !bytes.Equal(a.Sign(msg), b.Sign(msg)) {
+		t.Fatal("same seed and message gave different signatures")
+	}
+	if got, want := len(a.PublicKey()), 1984; got != want {
+		t.Errorf("public key: got %d bytes, want %d", got, want)
+	}
+	if got, want := len(a.Sign(msg)), 3373; got != want {
+		t.Errorf("signature: got %d bytes, want %d", got, want)
+	}
+}
+
+func TestNewKeySeedsDiffer(t *testing.T) {
+	a, b := hybridsigtest.NewKey([32]byte{1}), hybridsigtest.NewKey([32]byte{2})
+	pa, pb := a.PublicKey(), b.PublicKey()
+	if bytes.Equal(pa[:32], pb[:32]) {
+		t.Error("different seeds gave the same Ed25519 half")
+	}
+	if bytes.Equal(pa[32:], pb[32:]) {
+		t.Error("different seeds gave the same ML-DSA-65 half")
+	}
+}
