@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,6 +21,8 @@ import (
 type Serve struct {
 	DataDir string
 	Listen  string
+	// MetricsListen, when set, serves Prometheus metrics on that address.
+	MetricsListen string
 	Config  server.Config
 	// Ready, when set, is called with the base URL once the server listens.
 	Ready func(url string)
@@ -56,6 +60,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&s.DataDir, "data", DefaultDataDir, "data directory (database, blobs, server key); created on first start")
 	f.StringVar(&s.Listen, "listen", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
 	f.Var(sizeFlag{&cfg.MaxBody}, "max-body", "largest ordinary request body (e.g. 1MiB)")
@@ -83,6 +88,15 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	s.Config.Log.Info().Str("url", srv.URL()).Str("data", s.DataDir).Msg("sealbox listening")
+	if s.MetricsListen != "" {
+		stopMetrics, err := serveMetrics(s.MetricsListen, srv.MetricsHandler())
+		if err != nil {
+			srv.Close(context.Background())
+			return err
+		}
+		defer stopMetrics()
+		s.Config.Log.Info().Str("address", s.MetricsListen).Msg("metrics listening")
+	}
 	if s.Ready != nil {
 		s.Ready(srv.URL())
 	}
@@ -101,4 +115,16 @@ func newLogger(w io.Writer) zerolog.Logger {
 		}
 	}
 	return zerolog.New(w).With().Timestamp().Logger()
+}
+
+// serveMetrics serves h on its own listener and returns the function that
+// stops it.
+func serveMetrics(addr string, h http.Handler) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return func() { srv.Close() }, nil
 }

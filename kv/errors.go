@@ -58,6 +58,7 @@ const (
 	ECodeMethodNotAllowed = "error.method_not_allowed"
 	ECodeRateLimited      = "error.rate_limited"
 	ECodeInternal         = "error.internal"
+	ECodeNotReady         = "error.not_ready"
 
 	ECodeRegistrationClosed = "error.registration.closed"
 	ECodeAccountExists      = "error.account.exists"

@@ -160,3 +160,8 @@ func copyBytes(b []byte) []byte {
 	}
 	return append([]byte(nil), b...)
 }
+
+// Ping reports whether the store answers a read transaction.
+func (s *Store) Ping() error {
+	return s.db.View(func(*bolt.Tx) error { return nil })
+}

@@ -21,6 +21,7 @@ var statusByCode = map[string]int{
 	kv.ECodeMethodNotAllowed: http.StatusMethodNotAllowed,
 	kv.ECodeRateLimited:      http.StatusTooManyRequests,
 	kv.ECodeInternal:         http.StatusInternalServerError,
+	kv.ECodeNotReady:         http.StatusServiceUnavailable,
 
 	kv.ECodeRegistrationClosed: http.StatusForbidden,
 	kv.ECodeAccountExists:      http.StatusConflict,
@@ -75,6 +76,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		requestLogger(r, s.log).Error().Err(err).Msg("internal error")
 		ke = kv.Errorf(kv.ECodeInternal, "internal error")
 	}
+	s.noteRefusal(r, ke.Code)
 	status, ok := statusByCode[ke.Code]
 	if !ok {
 		requestLogger(r, s.log).Error().Str("code", ke.Code).Msg("error code missing from the status table")

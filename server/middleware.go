@@ -124,13 +124,15 @@ func (s *Server) withMiddleware(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
+			elapsed := time.Since(start)
+			s.metrics.observe(ri.route, r.Method, status, elapsed)
 			s.log.Info().
 				Str("request_id", ri.id).
 				Str("method", r.Method).
 				Str("route", ri.route).
 				Int("status", status).
 				Int64("bytes", rec.bytes).
-				Dur("duration", time.Since(start)).
+				Dur("duration", elapsed).
 				Msg("request")
 		}()
 		next.ServeHTTP(rec, r)

@@ -27,6 +27,7 @@ func (s *Server) routes() *httprouter.Router {
 		s.writeError(w, r, kv.Errorf(kv.ECodeMethodNotAllowed, "method not allowed on this resource"))
 	})
 	s.registerVersionRoutes()
+	s.registerHealthRoutes()
 	s.registerAuthRoutes()
 	s.registerProfileRoutes()
 	return s.router

@@ -85,6 +85,7 @@ type Server struct {
 	router    *httprouter.Router
 	handler   http.Handler
 	passwords *passwordHasher
+	metrics   *metrics
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -110,6 +111,7 @@ func New(cfg Config, store *kv.Store) *Server {
 		passwords: newPasswordHasher(cfg.Argon2, cfg.Rand),
 		stop:      make(chan struct{}),
 	}
+	s.metrics = newMetrics(s)
 	s.router = s.routes()
 	s.handler = s.withMiddleware(s.router)
 	return s

@@ -1,0 +1,50 @@
+package server
+
+import (
+	"net/http"
+	"path/filepath"
+
+	"github.com/julienschmidt/httprouter"
+	"golang.org/x/sys/unix"
+
+	"sealbox/kv"
+)
+
+func (s *Server) registerHealthRoutes() {
+	s.handle(http.MethodGet, "/healthz", s.handleHealthz)
+	s.handle(http.MethodGet, "/readyz", s.handleReadyz)
+}
+
+// minFreeDisk is the free space below which the server reports not ready:
+// a write that cannot complete is worse than one that is not attempted.
+const minFreeDisk = 256 << 20
+
+type healthResponse struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+// handles "GET /healthz": the process is up and serving.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	return writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
+}
+
+// handles "GET /readyz": the store answers, the data directory is writable
+// and the disk is not full. 503 names the failing check.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	checks := map[string]string{"store": "ok", "disk": "ok"}
+	ready := true
+	if err := s.store.Ping(); err != nil {
+		checks["store"], ready = "unavailable", false
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(s.store.Path()), &st); err != nil {
+		checks["disk"], ready = "unknown", false
+	} else if free := int64(st.Bavail) * int64(st.Bsize); free < minFreeDisk {
+		checks["disk"], ready = "full", false
+	}
+	if !ready {
+		return &kv.Error{Code: kv.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": checks}}
+	}
+	return writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Checks: checks})
+}

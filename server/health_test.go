@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"sealbox/server"
+)
+
+func TestHealthAndReadiness(t *testing.T) {
+	ts := MustOpenServer(t)
+	if got := ts.Do(t, Req{Method: "GET", Path: "/healthz"}).WantStatus(t, 200).JSON(t)["status"]; got != "ok" {
+		t.Fatalf("healthz: %v", got)
+	}
+	ready := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200).JSON(t)
+	if ready["status"] != "ready" {
+		t.Fatalf("readyz: %v", ready)
+	}
+	ts.Store.Close()
+	p := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantProblem(t, 503, "error.not_ready")
+	if checks, _ := p["checks"].(map[string]any); checks["store"] != "unavailable" {
+		t.Fatalf("readyz with a closed store: %v", p)
+	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Lines() []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
+	logs := &syncBuffer{}
+	ts := MustOpenServer(t, func(c *server.Config) { c.Log = zerolog.New(logs) })
+	ts.Register(t, "a@example.org")
+	secret := "Sup3rSecretGuess"
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": secret}}).
+		WantProblem(t, 401, "error.auth.invalid_credentials")
+	var failure map[string]any
+	for _, l := range logs.Lines() {
+		if l["event"] == "auth_failure" {
+			failure = l
+		}
+	}
+	if failure == nil || failure["reason"] != "invalid_credentials" || failure["client"] != "127.0.0.1" || failure["route"] != "/v1/auth/login" {
+		t.Fatalf("no structured auth failure line: %v", logs.Lines())
+	}
+	logs.mu.Lock()
+	all := logs.buf.String()
+	logs.mu.Unlock()
+	if strings.Contains(all, secret) || strings.Contains(all, "a@example.org") {
+		t.Fatal("a log line holds what the caller presented")
+	}
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`sealbox_auth_failures_total{reason="invalid_credentials"} 1`,
+		`sealbox_http_requests_total{method="POST",route="/v1/auth/login",status="401"} 1`,
+		`sealbox_store_bytes`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

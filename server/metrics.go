@@ -1,0 +1,101 @@
+package server
+
+import (
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"sealbox/kv"
+)
+
+// metrics are the server's Prometheus series. Labels hold route patterns
+// and reasons, never raw paths or anything a caller sent.
+type metrics struct {
+	registry     *prometheus.Registry
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	authFailures *prometheus.CounterVec
+	rateLimited  *prometheus.CounterVec
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sealbox_http_requests_total", Help: "HTTP requests by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sealbox_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"route", "method"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sealbox_auth_failures_total", Help: "Refused sign-in, second-factor, proof and redeem attempts by reason.",
+		}, []string{"reason"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sealbox_rate_limited_total", Help: "Requests refused by a rate limit, by route pattern.",
+		}, []string{"route"}),
+	}
+	storeSize := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sealbox_store_bytes", Help: "Size of the database file.",
+	}, func() float64 {
+		fi, err := os.Stat(s.store.Path())
+		if err != nil {
+			return 0
+		}
+		return float64(fi.Size())
+	})
+	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, storeSize,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// MetricsHandler serves the Prometheus metrics. It is meant for a separate
+// listener (--metrics-listen), never the public API address.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
+}
+
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// authFailureReasons are the refusals that an intrusion-prevention tool
+// (fail2ban and the like) acts on: each is logged as one structured line
+// with the client address and counted.
+var authFailureReasons = map[string]string{
+	kv.ECodeInvalidCredentials: "invalid_credentials",
+	kv.ECodeAccountLocked:      "account_locked",
+	kv.ECodeInvalidCode:        "invalid_code",
+	kv.ECodeCodeReplayed:       "code_replayed",
+	kv.ECodeChallengeExpired:   "challenge_expired",
+	kv.ECodeProofRequired:      "proof_required",
+	kv.ECodeSessionExpired:     "session_expired",
+}
+
+// noteRefusal logs and counts an authentication failure or a rate-limit
+// refusal. It never logs what the caller presented.
+func (s *Server) noteRefusal(r *http.Request, code string) {
+	route := infoFrom(r).route
+	if code == kv.ECodeRateLimited {
+		s.metrics.rateLimited.WithLabelValues(route).Inc()
+		return
+	}
+	reason, ok := authFailureReasons[code]
+	if !ok {
+		return
+	}
+	s.metrics.authFailures.WithLabelValues(reason).Inc()
+	s.log.Warn().
+		Str("event", "auth_failure").
+		Str("reason", reason).
+		Str("client", s.clientAddr(r)).
+		Str("route", route).
+		Str("request_id", infoFrom(r).id).
+		Msg("authentication refused")
+}
