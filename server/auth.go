@@ -103,7 +103,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 	if err != nil {
 		return err
 	}
-	hash, err := s.passwords.hash(*req.Password)
+	hash, err := s.passwords.Hash(*req.Password)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (s *Server) verifyPassword(email, password string) (*kv.Account, error) {
 	if acct != nil {
 		stored = acct.PasswordHash
 	}
-	ok, err := s.passwords.verify(stored, password)
+	ok, err := s.passwords.Verify(stored, password)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func (s *Server) handlePasswordChange(w http.ResponseWriter, r *http.Request, _ 
 	if _, err := s.verifyPassword(acct.Email, *req.CurrentPassword); err != nil {
 		return err
 	}
-	hash, err := s.passwords.hash(*req.NewPassword)
+	hash, err := s.passwords.Hash(*req.NewPassword)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/server"
+	"sealbox/server/password"
 )
 
 // benchClient keeps enough idle connections for b.RunParallel.
@@ -78,7 +79,7 @@ func BenchmarkBareHandler(b *testing.B) {
 // RSS: the semaphore keeps it far below 200 x 64 MiB. Run it alone
 // (-bench ConcurrentLoginsRSS) so the peak belongs to it.
 func BenchmarkConcurrentLoginsRSS(b *testing.B) {
-	ts := MustOpenServer(b, func(c *server.Config) { c.Argon2 = server.DefaultArgon2 })
+	ts := MustOpenServer(b, func(c *server.Config) { c.Argon2 = password.Default })
 	ts.Register(b, "flood@example.org")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

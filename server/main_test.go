@@ -14,6 +14,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/server"
+	"sealbox/server/password"
 )
 
 // Clock is a controllable test clock: tests move time instead of sleeping.
@@ -49,8 +50,8 @@ type TestServer struct {
 }
 
 // testArgon2 keeps password hashing fast in tests; production uses
-// server.DefaultArgon2.
-var testArgon2 = server.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1}
+// password.Default.
+var testArgon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
 
 // NewTestConfig is the production configuration with the clock injected and
 // the costly parameters made cheap.

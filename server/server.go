@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/kv"
+	"sealbox/server/password"
 )
 
 // Version is the server's semantic version, reported by GET /v1/version.
@@ -42,7 +43,7 @@ type Config struct {
 	LockoutWindow   time.Duration
 
 	// Argon2 are the parameters new password hashes are made with.
-	Argon2 Argon2Params
+	Argon2 password.Params
 
 	ProtocolMin string
 	ProtocolMax string
@@ -66,7 +67,7 @@ func DefaultConfig() Config {
 		FreshWindow:     10 * time.Minute,
 		LockoutFailures: 10,
 		LockoutWindow:   15 * time.Minute,
-		Argon2:          DefaultArgon2,
+		Argon2:          password.Default,
 		ProtocolMin:     "2025-01-15",
 		ProtocolMax:     "2026-09-01",
 		SweepInterval:   time.Minute,
@@ -84,7 +85,7 @@ type Server struct {
 	now       func() time.Time
 	router    *httprouter.Router
 	handler   http.Handler
-	passwords *passwordHasher
+	passwords *password.Hasher
 	metrics   *metrics
 
 	ln       net.Listener
@@ -108,7 +109,7 @@ func New(cfg Config, store *kv.Store) *Server {
 		store:     store,
 		log:       cfg.Log,
 		now:       cfg.Now,
-		passwords: newPasswordHasher(cfg.Argon2, cfg.Rand),
+		passwords: password.NewHasher(cfg.Argon2, cfg.Rand),
 		stop:      make(chan struct{}),
 	}
 	s.metrics = newMetrics(s)

@@ -1,4 +1,5 @@
-package server
+// Package password hashes and verifies account passwords with argon2id.
+package password
 
 import (
 	"crypto/subtle"
@@ -12,27 +13,27 @@ import (
 	"golang.org/x/crypto/argon2"
 )
 
-// Argon2Params are argon2id's cost parameters. They are stored inside every
+// Params are argon2id's cost parameters. They are stored inside every
 // hash, so raising the defaults later keeps old hashes verifiable.
-type Argon2Params struct {
+type Params struct {
 	Time      uint32
 	MemoryKiB uint32
 	Threads   uint8
 }
 
-// DefaultArgon2 is ADDENDUM.md's t=2, m=64 MiB, p=2.
-var DefaultArgon2 = Argon2Params{Time: 2, MemoryKiB: 64 << 10, Threads: 2}
+// Default is ADDENDUM.md's t=2, m=64 MiB, p=2.
+var Default = Params{Time: 2, MemoryKiB: 64 << 10, Threads: 2}
 
 const (
 	argonSaltLen = 16
 	argonKeyLen  = 32
 )
 
-// passwordHasher hashes and verifies passwords. At most GOMAXPROCS argon2id
+// Hasher hashes and verifies passwords. At most GOMAXPROCS argon2id
 // computations run at once: a login flood queues on the semaphore instead of
 // allocating 64 MiB per request.
-type passwordHasher struct {
-	params Argon2Params
+type Hasher struct {
+	params Params
 	rand   io.Reader
 	sem    chan struct{}
 
@@ -40,18 +41,20 @@ type passwordHasher struct {
 	dummy     string
 }
 
-func newPasswordHasher(p Argon2Params, rand io.Reader) *passwordHasher {
-	return &passwordHasher{params: p, rand: rand, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
+// NewHasher makes hashes with p and salts from rand. It is safe for
+// concurrent use.
+func NewHasher(p Params, rand io.Reader) *Hasher {
+	return &Hasher{params: p, rand: rand, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
-func (h *passwordHasher) key(password string, salt []byte, p Argon2Params) []byte {
+func (h *Hasher) key(password string, salt []byte, p Params) []byte {
 	h.sem <- struct{}{}
 	defer func() { <-h.sem }()
 	return argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, argonKeyLen)
 }
 
-// hash returns the PHC-format argon2id hash of password.
-func (h *passwordHasher) hash(password string) (string, error) {
+// Hash returns the PHC-format argon2id hash of password.
+func (h *Hasher) Hash(password string) (string, error) {
 	salt := make([]byte, argonSaltLen)
 	if _, err := io.ReadFull(h.rand, salt); err != nil {
 		return "", err
@@ -63,14 +66,14 @@ func (h *passwordHasher) hash(password string) (string, error) {
 		argon2.Version, p.MemoryKiB, p.Time, p.Threads, enc.EncodeToString(salt), enc.EncodeToString(k)), nil
 }
 
-// verify reports whether password matches encoded. An empty encoded hash
+// Verify reports whether password matches encoded. An empty encoded hash
 // (no such account) is verified against a dummy hash made with the current
 // parameters, so an unknown address costs the same work as a known one, and
 // always fails.
-func (h *passwordHasher) verify(encoded, password string) (bool, error) {
+func (h *Hasher) Verify(encoded, password string) (bool, error) {
 	unknown := encoded == ""
 	if unknown {
-		h.dummyOnce.Do(func() { h.dummy, _ = h.hash("sealbox dummy password") })
+		h.dummyOnce.Do(func() { h.dummy, _ = h.Hash("sealbox dummy password") })
 		encoded = h.dummy
 	}
 	p, salt, want, err := parseArgon2(encoded)
@@ -81,8 +84,8 @@ func (h *passwordHasher) verify(encoded, password string) (bool, error) {
 	return subtle.ConstantTimeCompare(got, want) == 1 && !unknown, nil
 }
 
-func parseArgon2(encoded string) (Argon2Params, []byte, []byte, error) {
-	var p Argon2Params
+func parseArgon2(encoded string) (Params, []byte, []byte, error) {
+	var p Params
 	parts := strings.Split(encoded, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" || parts[2] != fmt.Sprintf("v=%d", argon2.Version) {
 		return p, nil, nil, fmt.Errorf("unsupported password hash format")
