@@ -15,6 +15,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/server"
+	"sealbox/server/admin"
 )
 
 // Serve runs the server on a data directory until its context ends.
@@ -23,7 +24,7 @@ type Serve struct {
 	Listen  string
 	// MetricsListen, when set, serves Prometheus metrics on that address.
 	MetricsListen string
-	Config  server.Config
+	Config        server.Config
 	// Ready, when set, is called with the base URL once the server listens.
 	Ready func(url string)
 }
@@ -87,6 +88,12 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err := srv.Open(s.Listen); err != nil {
 		return err
 	}
+	stopAdmin, err := serveAdmin(filepath.Join(s.DataDir, adminSocket), newOps(store, s.Config.Argon2))
+	if err != nil {
+		srv.Close(context.Background())
+		return err
+	}
+	defer stopAdmin()
 	s.Config.Log.Info().Str("url", srv.URL()).Str("data", s.DataDir).Msg("sealbox listening")
 	if s.MetricsListen != "" {
 		stopMetrics, err := serveMetrics(s.MetricsListen, srv.MetricsHandler())
@@ -127,4 +134,19 @@ func serveMetrics(addr string, h http.Handler) (func(), error) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close() }, nil
+}
+
+// serveAdmin serves the operator's operations on the unix socket at path
+// (mode 0600) and returns the function that stops it and removes the file.
+func serveAdmin(path string, ops *admin.Ops) (func(), error) {
+	ln, err := admin.Listen(path)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: admin.Handler(ops), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return func() {
+		srv.Close()
+		os.Remove(path)
+	}, nil
 }

@@ -14,6 +14,10 @@ type Account struct {
 	PasswordHash string
 	DisplayName  *string
 	CreatedAt    time.Time
+	// Disabled accounts cannot sign in (the operator's `users disable`).
+	Disabled bool
+	// QuotaBytes caps the bytes of blobs the account holds; 0 is unlimited.
+	QuotaBytes int64
 }
 
 type accountRecord struct {
@@ -22,6 +26,8 @@ type accountRecord struct {
 	PasswordHash string    `cbor:"3,keyasint"`
 	DisplayName  *string   `cbor:"4,keyasint,omitempty"`
 	CreatedAt    time.Time `cbor:"5,keyasint"`
+	Disabled     bool      `cbor:"20,keyasint,omitempty"`
+	QuotaBytes   int64     `cbor:"21,keyasint,omitempty"`
 }
 
 func getAccount(tx *bolt.Tx, id string) (*Account, error) {
@@ -46,6 +52,19 @@ func getAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
 	return getAccount(tx, string(id))
 }
 
+// insertAccount writes a new account and its email index entry; an address
+// already registered is error.account.exists.
+func insertAccount(tx *bolt.Tx, a *Account) error {
+	byEmail := tx.Bucket(bucketAccountsByEmail)
+	if byEmail.Get([]byte(a.Email)) != nil {
+		return Errorf(ECodeAccountExists, "an account with this email already exists")
+	}
+	if err := byEmail.Put([]byte(a.Email), []byte(a.ID)); err != nil {
+		return err
+	}
+	return putAccount(tx, a)
+}
+
 func putAccount(tx *bolt.Tx, a *Account) error {
 	return tx.Bucket(bucketAccounts).Put([]byte(a.ID), encode(accountRecord(*a)))
 }
@@ -54,14 +73,7 @@ func putAccount(tx *bolt.Tx, a *Account) error {
 // transaction. An address already registered is error.account.exists.
 func (s *Store) CreateAccount(a *Account, first *Session, access, refresh string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		byEmail := tx.Bucket(bucketAccountsByEmail)
-		if byEmail.Get([]byte(a.Email)) != nil {
-			return Errorf(ECodeAccountExists, "an account with this email already exists")
-		}
-		if err := byEmail.Put([]byte(a.Email), []byte(a.ID)); err != nil {
-			return err
-		}
-		if err := putAccount(tx, a); err != nil {
+		if err := insertAccount(tx, a); err != nil {
 			return err
 		}
 		return putSession(tx, first, access, refresh)
@@ -103,4 +115,10 @@ func (s *Store) SetDisplayName(accountID string, name *string) (*Account, error)
 		return putAccount(tx, a)
 	})
 	return a, err
+}
+
+// AddAccount writes a new account without opening a session (an operator
+// adding a user). An address already registered is error.account.exists.
+func (s *Store) AddAccount(a *Account) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return insertAccount(tx, a) })
 }

@@ -3,8 +3,8 @@ package kv
 import bolt "go.etcd.io/bbolt"
 
 // Bulk writes many records in one transaction: large fixtures for
-// benchmarks, and imports. It applies no policy (no uniqueness beyond the
-// email index, no lockout): callers hand it records that are already valid.
+// benchmarks, and imports. It applies no policy beyond the email index's
+// uniqueness: callers hand it records that are already valid.
 type Bulk struct{ tx *bolt.Tx }
 
 // Bulk runs fn in one write transaction; nothing is written if fn fails.
@@ -12,13 +12,8 @@ func (s *Store) Bulk(fn func(*Bulk) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return fn(&Bulk{tx: tx}) })
 }
 
-// Account writes an account and its email index entry.
-func (b *Bulk) Account(a *Account) error {
-	if err := b.tx.Bucket(bucketAccountsByEmail).Put([]byte(a.Email), []byte(a.ID)); err != nil {
-		return err
-	}
-	return putAccount(b.tx, a)
-}
+// Account writes a new account and its email index entry.
+func (b *Bulk) Account(a *Account) error { return insertAccount(b.tx, a) }
 
 // Session writes a session with its token lookups.
 func (b *Bulk) Session(s *Session, access, refresh string) error {

@@ -139,7 +139,9 @@ func (req *loginRequest) validate() (email string, err error) {
 // registered under email (which may not exist): the lockout check and count
 // come first, then argon2id against the stored or the dummy hash. It
 // returns the account when the password is right, error.auth.account_locked
-// (423) while locked, and error.auth.invalid_credentials otherwise.
+// (423) while locked or when the operator disabled the account (told only to
+// a caller who knows the password), and error.auth.invalid_credentials
+// otherwise.
 func (s *Server) verifyPassword(email, password string) (*kv.Account, error) {
 	acct, err := s.store.BeginPasswordAttempt(email, kv.LockoutPolicy{Failures: s.cfg.LockoutFailures, Window: s.cfg.LockoutWindow})
 	if err != nil {
@@ -155,6 +157,9 @@ func (s *Server) verifyPassword(email, password string) (*kv.Account, error) {
 	}
 	if !ok {
 		return nil, kv.Errorf(kv.ECodeInvalidCredentials, "the email or password is wrong")
+	}
+	if acct.Disabled {
+		return nil, kv.Errorf(kv.ECodeAccountLocked, "the operator has disabled this account")
 	}
 	return acct, nil
 }

@@ -3,37 +3,22 @@ package server
 import (
 	"strings"
 	"unicode/utf8"
+
+	"sealbox/kv"
 )
 
 // Value rules shared by several resources live here, once.
 
-// normalizeEmail trims and lowercases an address and checks its shape:
-// 3–254 characters, exactly one @, a non-empty local part and domain.
-func normalizeEmail(raw string) (string, error) {
-	email := strings.ToLower(strings.TrimSpace(raw))
-	n := utf8.RuneCountInString(email)
-	at := strings.IndexByte(email, '@')
-	if n < 3 || n > 254 || at <= 0 || at == len(email)-1 || strings.Count(email, "@") != 1 {
-		return "", invalid("email", "email must be an address of 3 to 254 characters with one @")
-	}
-	return email, nil
-}
-
-const maxPasswordLen = 1024
-
-// checkNewPassword applies the rule for a password being set: 8–1024
-// characters.
-func checkNewPassword(field, pw string) error {
-	if n := utf8.RuneCountInString(pw); n < 8 || n > maxPasswordLen {
-		return invalid(field, "%s must be 8 to 1024 characters", field)
-	}
-	return nil
-}
+// normalizeEmail and checkNewPassword are the account rules of kv.
+var (
+	normalizeEmail   = kv.NormalizeEmail
+	checkNewPassword = kv.CheckNewPassword
+)
 
 // checkPresentedPassword applies the rule for a password being verified:
 // any string up to 1024 characters (an empty one fails verification).
 func checkPresentedPassword(field, pw string) error {
-	if utf8.RuneCountInString(pw) > maxPasswordLen {
+	if utf8.RuneCountInString(pw) > kv.MaxPasswordLen {
 		return invalid(field, "%s must be at most 1024 characters", field)
 	}
 	return nil

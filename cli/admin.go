@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"sealbox/kv"
+	"sealbox/server"
+	"sealbox/server/admin"
+	"sealbox/server/password"
+)
+
+// adminSocket is the admin channel's file inside the data directory.
+const adminSocket = "admin.sock"
+
+// adminOpenTimeout bounds the wait for the store's file lock when no server
+// answers on the socket, so an admin command never hangs.
+const adminOpenTimeout = 2 * time.Second
+
+// connectAdmin reaches the data directory's operations: through the running
+// server's admin socket when one answers, else by opening the store
+// directly. It tells on w which way it went. The returned function releases
+// what it opened.
+func connectAdmin(dataDir string, w io.Writer) (admin.Admin, func(), error) {
+	sock := filepath.Join(dataDir, adminSocket)
+	if c, err := admin.Dial(sock); err == nil {
+		fmt.Fprintf(w, "sealbox: using the running server (admin socket %s)\n", sock)
+		return c, func() {}, nil
+	}
+	store, err := kv.Open(filepath.Join(dataDir, dbFile), kv.Options{OpenTimeout: adminOpenTimeout})
+	if errors.Is(err, kv.ErrLocked) {
+		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", dataDir, sock)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(w, "sealbox: no server is running; working on %s directly\n", dataDir)
+	return newOps(store, password.Default), func() { store.Close() }, nil
+}
+
+// newOps builds the operations over store; new passwords are hashed with
+// params.
+func newOps(store *kv.Store, params password.Params) *admin.Ops {
+	return &admin.Ops{Store: store, Hasher: password.NewHasher(params, rand.Reader), Rand: rand.Reader}
+}
+
+// withAdmin runs fn with a connection to the data directory of cmd's
+// --data flag.
+func withAdmin(cmd *cobra.Command, dataDir *string, fn func(admin.Admin) error) error {
+	a, release, err := connectAdmin(*dataDir, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn(a)
+}
+
+// addDataFlag gives an admin command the --data flag every subcommand
+// shares.
+func addDataFlag(cmd *cobra.Command) *string {
+	dir := new(string)
+	cmd.PersistentFlags().StringVar(dir, "data", DefaultDataDir, "data directory")
+	return dir
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the sealbox version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := server.DefaultConfig()
+			fmt.Fprintf(cmd.OutOrStdout(), "sealbox %s (protocol %s to %s)\n", server.Version, cfg.ProtocolMin, cfg.ProtocolMax)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"sealbox/server/admin"
+)
+
+func newUsersCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "users", Short: "List and manage accounts"}
+	data := addDataFlag(cmd)
+	var asJSON, passwordStdin bool
+
+	list := &cobra.Command{
+		Use: "list", Short: "List every account", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd, data, func(a admin.Admin) error {
+				users, err := a.Users(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(users)
+				}
+				return printUsers(cmd.OutOrStdout(), users)
+			})
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+
+	add := &cobra.Command{
+		Use: "add EMAIL", Short: "Create an account (works while registration is closed)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pw, err := readPassword(cmd, passwordStdin)
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd, data, func(a admin.Admin) error {
+				u, err := a.AddUser(cmd.Context(), args[0], pw)
+				return report(cmd, u, err, "added")
+			})
+		},
+	}
+	add.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
+
+	setDisabled := func(use, short string, disabled bool, verb string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " EMAIL", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return withAdmin(cmd, data, func(a admin.Admin) error {
+					u, err := a.SetDisabled(cmd.Context(), args[0], disabled)
+					return report(cmd, u, err, verb)
+				})
+			},
+		}
+	}
+
+	quota := &cobra.Command{
+		Use: "set-quota EMAIL SIZE", Short: "Cap the bytes an account may hold (0 = unlimited), e.g. 50GiB", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := ParseSize(args[1])
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd, data, func(a admin.Admin) error {
+				u, err := a.SetQuota(cmd.Context(), args[0], n)
+				return report(cmd, u, err, "quota set for")
+			})
+		},
+	}
+
+	cmd.AddCommand(list, add,
+		setDisabled("disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
+		setDisabled("enable", "Enable a disabled account", false, "enabled"),
+		quota)
+	return cmd
+}
+
+func report(cmd *cobra.Command, u admin.User, err error, verb string) error {
+	if err != nil {
+		return err
+	}
+	line := fmt.Sprintf("%s %s (%s)", verb, u.Email, u.UserID)
+	if u.RevokedSessions > 0 {
+		line += fmt.Sprintf("; %d sessions closed", u.RevokedSessions)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), line)
+	return nil
+}
+
+func printUsers(w io.Writer, users []admin.User) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EMAIL\tUSER ID\tCREATED\tSESSIONS\t2FA\tSTATUS\tQUOTA")
+	for _, u := range users {
+		status := "active"
+		switch {
+		case u.Disabled:
+			status = "disabled"
+		case u.Locked:
+			status = "locked"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", u.Email, u.UserID, u.CreatedAt.Format(time.DateOnly),
+			u.LiveSessions, onOff(u.SecondFactor), status, quotaText(u.QuotaBytes))
+	}
+	return tw.Flush()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func quotaText(q int64) string {
+	if q == 0 {
+		return "unlimited"
+	}
+	return strconv.FormatInt(q, 10)
+}
+
+// readPassword reads a new account's password: from standard input with
+// --password-stdin (first line), otherwise from the terminal without echo,
+// asked twice.
+func readPassword(cmd *cobra.Command, fromStdin bool) (string, error) {
+	if fromStdin {
+		line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if err != nil && (err != io.EOF || line == "") {
+			return "", fmt.Errorf("read the password from standard input: %w", err)
+		}
+		return strings.TrimRight(line, "\r\n"), nil
+	}
+	fd := int(os.Stdin.Fd())
+	if !term.IsTerminal(fd) {
+		return "", fmt.Errorf("standard input is not a terminal: pass --password-stdin to read the password from it")
+	}
+	ask := func(prompt string) (string, error) {
+		fmt.Fprint(cmd.ErrOrStderr(), prompt)
+		b, err := term.ReadPassword(fd)
+		fmt.Fprintln(cmd.ErrOrStderr())
+		return string(b), err
+	}
+	pw, err := ask("Password: ")
+	if err != nil {
+		return "", err
+	}
+	again, err := ask("Again: ")
+	if err != nil {
+		return "", err
+	}
+	if pw != again {
+		return "", fmt.Errorf("the passwords differ")
+	}
+	return pw, nil
+}

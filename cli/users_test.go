@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/server"
+	"sealbox/server/admin"
+	"sealbox/server/password"
+)
+
+// runCLI runs the sealbox command line in-process and returns its output.
+func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := NewRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetIn(strings.NewReader(stdin))
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err = cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func mustCLI(t *testing.T, stdin string, args ...string) (string, string) {
+	t.Helper()
+	out, errOut, err := runCLI(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("sealbox %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return out, errOut
+}
+
+func usersJSON(t *testing.T, dir string) []admin.User {
+	t.Helper()
+	out, _ := mustCLI(t, "", "users", "list", "--json", "--data", dir)
+	var users []admin.User
+	if err := json.Unmarshal([]byte(out), &users); err != nil {
+		t.Fatalf("users list --json: %v: %s", err, out)
+	}
+	return users
+}
+
+// startServe runs `serve` on dir with cheap password hashing and returns
+// its base URL; the server stops when the test ends.
+func startServe(t *testing.T, dir string) string {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Argon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
+	cfg.Registration = "closed"
+	ready := make(chan string, 1)
+	s := &Serve{DataDir: dir, Listen: "127.0.0.1:0", Config: cfg, Ready: func(u string) { ready <- u }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case u := <-ready:
+		return u
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	return ""
+}
+
+func login(t *testing.T, url, email, pw string) int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"email": email, "password": pw})
+	resp, err := http.Post(url+"/v1/auth/login", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestUsersThroughTheRunningServer(t *testing.T) {
+	dir := t.TempDir()
+	url := startServe(t, dir)
+	if fi, err := os.Stat(filepath.Join(dir, adminSocket)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin socket: %v, mode %v", err, fi.Mode().Perm())
+	}
+	_, how := mustCLI(t, "hunter2hunter2\n", "users", "add", "Ann@Example.org", "--password-stdin", "--data", dir)
+	if !strings.Contains(how, "using the running server") {
+		t.Fatalf("the mode was not said: %q", how)
+	}
+	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 200 {
+		t.Fatalf("login of an added user: %d", got)
+	}
+	users := usersJSON(t, dir)
+	if len(users) != 1 || users[0].Email != "ann@example.org" || users[0].LiveSessions != 1 || users[0].Disabled {
+		t.Fatalf("users: %+v", users)
+	}
+	out, _ := mustCLI(t, "", "users", "disable", "ann@example.org", "--data", dir)
+	if !strings.Contains(out, "1 sessions closed") {
+		t.Fatalf("disable: %q", out)
+	}
+	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 423 {
+		t.Fatalf("login of a disabled user: got %d, want 423", got)
+	}
+	if users := usersJSON(t, dir); !users[0].Disabled || users[0].LiveSessions != 0 {
+		t.Fatalf("after disable: %+v", users[0])
+	}
+	mustCLI(t, "", "users", "enable", "ann@example.org", "--data", dir)
+	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 200 {
+		t.Fatalf("login after enable: %d", got)
+	}
+	mustCLI(t, "", "users", "set-quota", "ann@example.org", "50GiB", "--data", dir)
+	if got := usersJSON(t, dir)[0].QuotaBytes; got != 50<<30 {
+		t.Fatalf("quota: %d", got)
+	}
+	table, _ := mustCLI(t, "", "users", "list", "--data", dir)
+	if !strings.Contains(table, "EMAIL") || !strings.Contains(table, "ann@example.org") {
+		t.Fatalf("table: %q", table)
+	}
+	if _, _, err := runCLI(t, "x\n", "users", "add", "bob@example.org", "--password-stdin", "--data", dir); err == nil {
+		t.Fatal("a short password was accepted")
+	}
+	if _, _, err := runCLI(t, "", "users", "disable", "nobody@example.org", "--data", dir); err == nil {
+		t.Fatal("disabling an unknown account succeeded")
+	}
+}
+
+func TestUsersDirectlyOnTheStore(t *testing.T) {
+	dir := t.TempDir()
+	_, how, err := runCLI(t, "longenough1\n", "users", "add", "cy@example.org", "--password-stdin", "--data", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(how, "working on "+dir+" directly") {
+		t.Fatalf("the mode was not said: %q", how)
+	}
+	mustCLI(t, "", "users", "disable", "cy@example.org", "--data", dir)
+	users := usersJSON(t, dir)
+	if len(users) != 1 || !users[0].Disabled {
+		t.Fatalf("users: %+v", users)
+	}
+	if _, _, err := runCLI(t, "longenough1\n", "users", "add", "CY@example.org", "--password-stdin", "--data", dir); err == nil {
+		t.Fatal("a duplicate address was accepted")
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	out, _ := mustCLI(t, "", "version")
+	if !strings.HasPrefix(out, "sealbox "+server.Version) {
+		t.Fatalf("version: %q", out)
+	}
+}

@@ -1,0 +1,114 @@
+package kv
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// UserSummary is one row of the operator's user listing.
+type UserSummary struct {
+	Account      Account
+	LiveSessions int
+	// Locked reports a password lockout in force now.
+	Locked bool
+}
+
+// UserSummaries lists every account, ordered by email. It reads the whole
+// accounts bucket: an operator's listing, never a request path.
+func (s *Store) UserSummaries() ([]UserSummary, error) {
+	var out []UserSummary
+	err := s.db.View(func(tx *bolt.Tx) error {
+		now := s.now()
+		return tx.Bucket(bucketAccountsByEmail).ForEach(func(email, id []byte) error {
+			a, err := getAccount(tx, string(id))
+			if err != nil {
+				return err
+			}
+			row, err := summarize(tx, a, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, row)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// UserSummary returns the listing row of the account registered under email.
+func (s *Store) UserSummary(email string) (UserSummary, error) {
+	var row UserSummary
+	err := s.db.View(func(tx *bolt.Tx) error {
+		a, err := mustAccountByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		row, err = summarize(tx, a, s.now())
+		return err
+	})
+	return row, err
+}
+
+func summarize(tx *bolt.Tx, a *Account, now time.Time) (UserSummary, error) {
+	row := UserSummary{Account: *a}
+	for _, id := range accountSessionIDs(tx, a.ID) {
+		sess, err := getSession(tx, id)
+		if err != nil {
+			return row, err
+		}
+		if sess != nil && now.Before(sess.RefreshExpiresAt) {
+			row.LiveSessions++
+		}
+	}
+	if b := tx.Bucket(bucketLockouts).Get([]byte(a.Email)); b != nil {
+		var rec lockoutRecord
+		if err := decode(b, &rec); err != nil {
+			return row, err
+		}
+		row.Locked = now.Before(rec.LockedUntil)
+	}
+	return row, nil
+}
+
+func mustAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
+	a, err := getAccountByEmail(tx, email)
+	if err == nil && a == nil {
+		return nil, Errorf(ECodeAccountNotFound, "no account is registered under %s", email)
+	}
+	return a, err
+}
+
+// SetDisabled disables or enables the account registered under email.
+// Disabling also closes every session of the account, in the same
+// transaction, and reports how many were closed.
+func (s *Store) SetDisabled(email string, disabled bool) (int, error) {
+	revoked := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		a, err := mustAccountByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		a.Disabled = disabled
+		if err := putAccount(tx, a); err != nil {
+			return err
+		}
+		if disabled {
+			revoked, err = deleteAccountSessions(tx, a.ID, "")
+		}
+		return err
+	})
+	return revoked, err
+}
+
+// SetQuota sets the account's quota in bytes; 0 is unlimited.
+func (s *Store) SetQuota(email string, quota int64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		a, err := mustAccountByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		a.QuotaBytes = quota
+		return putAccount(tx, a)
+	})
+}
