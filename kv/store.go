@@ -106,9 +106,18 @@ func HashToken(token string) []byte {
 }
 
 // Every record is CBOR of a private record struct, so storage tags never leak
-// into the domain types.
+// into the domain types. Times are written with every nanosecond (RFC 3339
+// text): keys hold fixed-width nanoseconds (timeKey) and are rebuilt from
+// decoded records to delete or rewrite them, so a time that lost precision in
+// the record would name a key that does not exist and leave the old one
+// behind — a revoked session's index entry, or a session listed twice after a
+// rewrite.
 var (
-	encMode, _ = cbor.CoreDetEncOptions().EncMode()
+	encMode, _ = func() cbor.EncOptions {
+		o := cbor.CoreDetEncOptions()
+		o.Time = cbor.TimeRFC3339Nano
+		return o
+	}().EncMode()
 	decMode, _ = cbor.DecOptions{}.DecMode()
 )
 
