@@ -25,13 +25,14 @@ var (
 	bucketRefreshTokens     = []byte("refresh_tokens")
 	bucketSpentRefresh      = []byte("spent_refresh")
 	bucketLockouts          = []byte("lockouts")
+	bucketCohorts           = []byte("cohorts")
 	bucketExpiry            = []byte("expiry")
 )
 
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
-	bucketExpiry,
+	bucketCohorts, bucketExpiry,
 }
 
 // Options tune a Store. Zero values take the defaults.

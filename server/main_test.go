@@ -66,12 +66,18 @@ func NewTestConfig(clock *Clock) server.Config {
 // configuration first.
 func MustOpenServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
 	tb.Helper()
+	return MustOpenServerIn(tb, tb.TempDir(), edit...)
+}
+
+// MustOpenServerIn is MustOpenServer over dir/sealbox.db, which may already
+// hold a prepared store.
+func MustOpenServerIn(tb testing.TB, dir string, edit ...func(*server.Config)) *TestServer {
+	tb.Helper()
 	clock := NewClock()
 	cfg := NewTestConfig(clock)
 	for _, e := range edit {
 		e(&cfg)
 	}
-	dir := tb.TempDir()
 	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), kv.Options{Now: cfg.Now})
 	if err != nil {
 		tb.Fatal(err)
