@@ -101,7 +101,13 @@ func writeSession(tx *bolt.Tx, s *Session) error {
 }
 
 func getSession(tx *bolt.Tx, id []byte) (*Session, error) {
-	b := tx.Bucket(bucketSessions).Get(id)
+	return sessionIn(tx.Bucket(bucketSessions), id)
+}
+
+// sessionIn reads a session from the sessions bucket; a loop over many
+// sessions opens the bucket once instead of once per session.
+func sessionIn(bucket *bolt.Bucket, id []byte) (*Session, error) {
+	b := bucket.Get(id)
 	if b == nil {
 		return nil, nil
 	}
@@ -367,8 +373,11 @@ func (s *Store) Sessions(accountID string) ([]*Session, error) {
 // liveSessions lists the account's sessions not expired at now, oldest first.
 func liveSessions(tx *bolt.Tx, accountID string, now time.Time) ([]*Session, error) {
 	var out []*Session
-	for _, id := range accountSessionIDs(tx, accountID) {
-		sess, err := getSession(tx, id)
+	prefix := []byte(accountID)
+	sessions := tx.Bucket(bucketSessions)
+	c := tx.Bucket(bucketSessionsByAccount).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		sess, err := sessionIn(sessions, k[len(prefix)+8:])
 		if err != nil {
 			return nil, err
 		}
