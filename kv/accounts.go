@@ -14,6 +14,16 @@ type Account struct {
 	PasswordHash string
 	DisplayName  *string
 	CreatedAt    time.Time
+	// TOTPSecret is the confirmed second-factor secret, sealed by the server
+	// (the store never holds it in clear); nil when no second factor is on.
+	TOTPSecret []byte
+	// TOTPPending is an enrollment awaiting its confirming code, sealed the
+	// same way; a new enrollment replaces it.
+	TOTPPending []byte
+	// TOTPLastStep is the replay ledger: the newest time step accepted from
+	// this account. It outlives disable and re-enrollment, because a step is
+	// a moment in time, not a property of one secret.
+	TOTPLastStep uint64
 }
 
 type accountRecord struct {
@@ -22,6 +32,9 @@ type accountRecord struct {
 	PasswordHash string    `cbor:"3,keyasint"`
 	DisplayName  *string   `cbor:"4,keyasint,omitempty"`
 	CreatedAt    time.Time `cbor:"5,keyasint"`
+	TOTPSecret   []byte    `cbor:"6,keyasint,omitempty"`
+	TOTPPending  []byte    `cbor:"7,keyasint,omitempty"`
+	TOTPLastStep uint64    `cbor:"8,keyasint,omitempty"`
 }
 
 func getAccount(tx *bolt.Tx, id string) (*Account, error) {

@@ -25,6 +25,7 @@ var (
 	bucketRefreshTokens     = []byte("refresh_tokens")
 	bucketSpentRefresh      = []byte("spent_refresh")
 	bucketLockouts          = []byte("lockouts")
+	bucketMFAChallenges     = []byte("mfa_challenges")
 	bucketCohorts           = []byte("cohorts")
 	bucketExpiry            = []byte("expiry")
 )
@@ -32,7 +33,7 @@ var (
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
-	bucketCohorts, bucketExpiry,
+	bucketMFAChallenges, bucketCohorts, bucketExpiry,
 }
 
 // Options tune a Store. Zero values take the defaults.

@@ -153,9 +153,16 @@ func TestAdvisoryIdentifiersDropped(t *testing.T) {
 	}
 	ts := MustOpenServer(t)
 	ts.Register(t, "alice@example.com")
+	_, secret := ts.RegisterWithTOTP(t, "bob@example.com")
 	for _, u := range unusable {
 		t.Run("login "+u.name, func(t *testing.T) {
 			tok := ts.Login(t, "alice@example.com", map[string]any{"cohort_hash": u.cohort, "device_id": u.device})
+			assertNoAdvisory(t, ts, tok)
+		})
+		t.Run("verify-totp "+u.name, func(t *testing.T) {
+			ts.Clock.Advance(step)
+			mfa := ts.LoginChallenge(t, "bob@example.com")
+			tok := tokensOf(t, ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0), map[string]any{"cohort_hash": u.cohort, "device_id": u.device}))
 			assertNoAdvisory(t, ts, tok)
 		})
 	}

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -59,6 +60,8 @@ func NewTestConfig(clock *Clock) server.Config {
 	cfg.Now = clock.Now
 	cfg.Argon2 = testArgon2
 	cfg.SweepInterval = time.Hour
+	cfg.SealKey = make([]byte, 32)
+	rand.Read(cfg.SealKey)
 	return cfg
 }
 

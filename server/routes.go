@@ -29,6 +29,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerVersionRoutes()
 	s.registerAuthRoutes()
 	s.registerProfileRoutes()
+	s.registerTOTPRoutes()
 	s.registerDeviceRoutes()
 	return s.router
 }

@@ -11,6 +11,7 @@ import (
 const (
 	prefixAccess  = "sbx_at_"
 	prefixRefresh = "sbx_rt_"
+	prefixMFA     = "sbx_mfa_"
 )
 
 // newToken returns prefix followed by 256 random bits, base64url without
