@@ -103,23 +103,18 @@ func isTOTPCode(s string) bool {
 
 // handles "POST /v1/auth/totp/verify-enrollment"
 func (s *Server) handleTOTPVerifyEnrollment(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	sess := caller(r)
-	var req codeRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := req.validate(); err != nil {
-		return err
-	}
-	if err := s.store.ConfirmTOTP(sess.AccountID, s.codeMatcher(*req.TOTPCode)); err != nil {
-		return codeRefusedOnSession(err)
-	}
-	return noContent(w)
+	return s.applyCode(w, r, s.store.ConfirmTOTP)
 }
 
 // handles "POST /v1/auth/totp/disable": a live code is required; a session
 // alone is not enough.
 func (s *Server) handleTOTPDisable(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	return s.applyCode(w, r, s.store.DisableTOTP)
+}
+
+// applyCode is the body of the bearer endpoints that take a CodeRequest:
+// the store change apply runs only if the code is accepted, and answers 204.
+func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(accountID string, match kv.CodeMatcher) error) error {
 	sess := caller(r)
 	var req codeRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
@@ -128,7 +123,7 @@ func (s *Server) handleTOTPDisable(w http.ResponseWriter, r *http.Request, _ htt
 	if err := req.validate(); err != nil {
 		return err
 	}
-	if err := s.store.DisableTOTP(sess.AccountID, s.codeMatcher(*req.TOTPCode)); err != nil {
+	if err := apply(sess.AccountID, s.codeMatcher(*req.TOTPCode)); err != nil {
 		return codeRefusedOnSession(err)
 	}
 	return noContent(w)
