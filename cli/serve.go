@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -34,7 +37,8 @@ const DefaultDataDir = "./sealbox-data"
 
 // Paths inside the data directory.
 const (
-	dbFile = "sealbox.db"
+	dbFile  = "sealbox.db"
+	keyFile = "server.key"
 )
 
 // shutdownGrace bounds how long in-flight requests may run after a signal.
@@ -79,6 +83,11 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	key, err := loadSealKey(filepath.Join(s.DataDir, keyFile))
+	if err != nil {
+		return err
+	}
+	s.Config.SealKey = key
 	store, err := kv.Open(filepath.Join(s.DataDir, dbFile), kv.Options{Now: s.Config.Now})
 	if err != nil {
 		return err
@@ -112,6 +121,54 @@ func (s *Serve) Run(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	return srv.Close(shutdownCtx)
+}
+
+// sealKeyLen is an AES-256 key.
+const sealKeyLen = 32
+
+// loadSealKey reads the server key that seals secrets at rest, creating it
+// (32 random bytes, mode 0600) on first start. It lives beside the database
+// and never inside it, so a copy of the database alone reveals no secret. A
+// key file of the wrong size is refused rather than replaced: replacing it
+// would make every sealed secret unreadable.
+func loadSealKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return createSealKey(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read server key: %w", err)
+	}
+	if len(key) != sealKeyLen {
+		return nil, fmt.Errorf("server key %s holds %d bytes, want %d", path, len(key), sealKeyLen)
+	}
+	return key, nil
+}
+
+func createSealKey(path string) ([]byte, error) {
+	key := make([]byte, sealKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	// O_EXCL: two processes starting on one fresh directory must not each
+	// write a key; the loser fails here instead of sealing under a key that
+	// is then overwritten.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create server key: %w", err)
+	}
+	_, err = f.Write(key)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("write server key: %w", err)
+	}
+	return key, nil
 }
 
 // newLogger logs human-readable lines on a terminal and JSON otherwise.

@@ -14,6 +14,16 @@ type Account struct {
 	PasswordHash string
 	DisplayName  *string
 	CreatedAt    time.Time
+	// TOTPSecret is the confirmed second-factor secret, sealed by the server
+	// (the store never holds it in clear); nil when no second factor is on.
+	TOTPSecret []byte
+	// TOTPPending is an enrollment awaiting its confirming code, sealed the
+	// same way; a new enrollment replaces it.
+	TOTPPending []byte
+	// TOTPLastStep is the replay ledger: the newest time step accepted from
+	// this account. It outlives disable and re-enrollment, because a step is
+	// a moment in time, not a property of one secret.
+	TOTPLastStep uint64
 	// Disabled accounts cannot sign in (the operator's `users disable`).
 	Disabled bool
 	// QuotaBytes caps the bytes of blobs the account holds; 0 is unlimited.
@@ -26,6 +36,9 @@ type accountRecord struct {
 	PasswordHash string    `cbor:"3,keyasint"`
 	DisplayName  *string   `cbor:"4,keyasint,omitempty"`
 	CreatedAt    time.Time `cbor:"5,keyasint"`
+	TOTPSecret   []byte    `cbor:"6,keyasint,omitempty"`
+	TOTPPending  []byte    `cbor:"7,keyasint,omitempty"`
+	TOTPLastStep uint64    `cbor:"8,keyasint,omitempty"`
 	Disabled     bool      `cbor:"20,keyasint,omitempty"`
 	QuotaBytes   int64     `cbor:"21,keyasint,omitempty"`
 }

@@ -74,4 +74,8 @@ const (
 	ECodeReauthRequired     = "error.auth.reauth_required"
 	ECodeProofRequired      = "error.auth.proof_required"
 	ECodeSessionNotFound    = "error.session.not_found"
+
+	ECodeTOTPAlreadyActive  = "error.totp.already_active"
+	ECodeTOTPNothingPending = "error.totp.nothing_pending"
+	ECodeTOTPNotEnrolled    = "error.totp.not_enrolled"
 )

@@ -101,7 +101,13 @@ func writeSession(tx *bolt.Tx, s *Session) error {
 }
 
 func getSession(tx *bolt.Tx, id []byte) (*Session, error) {
-	b := tx.Bucket(bucketSessions).Get(id)
+	return sessionIn(tx.Bucket(bucketSessions), id)
+}
+
+// sessionIn reads a session from the sessions bucket; a loop over many
+// sessions opens the bucket once instead of once per session.
+func sessionIn(bucket *bolt.Bucket, id []byte) (*Session, error) {
+	b := bucket.Get(id)
 	if b == nil {
 		return nil, nil
 	}
@@ -174,15 +180,25 @@ func deleteAccountSessions(tx *bolt.Tx, accountID, keep string) (int, error) {
 	return n, nil
 }
 
-// LoginSucceeded records a verified sign-in: it clears the address's failure
-// count and opens the session.
+// LoginSucceeded records a verified sign-in without a second factor: it
+// clears the address's failure count, opens the session and sights its
+// cohort.
 func (s *Store) LoginSucceeded(email string, sess *Session, access, refresh string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if err := clearLockout(tx, email); err != nil {
-			return err
-		}
-		return putSession(tx, sess, access, refresh)
+		return signedIn(tx, email, sess, access, refresh)
 	})
+}
+
+// signedIn is the end of every completed sign-in (password alone, or
+// password then second factor).
+func signedIn(tx *bolt.Tx, email string, sess *Session, access, refresh string) error {
+	if err := clearLockout(tx, email); err != nil {
+		return err
+	}
+	if err := putSession(tx, sess, access, refresh); err != nil {
+		return err
+	}
+	return sightCohort(tx, sess)
 }
 
 // Authenticate returns the live session an access token belongs to, or
@@ -347,20 +363,29 @@ func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 // Sessions lists the account's live sessions, oldest first (ties by id).
 func (s *Store) Sessions(accountID string) ([]*Session, error) {
 	var out []*Session
-	err := s.db.View(func(tx *bolt.Tx) error {
-		now := s.now()
-		for _, id := range accountSessionIDs(tx, accountID) {
-			sess, err := getSession(tx, id)
-			if err != nil {
-				return err
-			}
-			if sess != nil && now.Before(sess.RefreshExpiresAt) {
-				out = append(out, sess)
-			}
-		}
-		return nil
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		out, err = liveSessions(tx, accountID, s.now())
+		return err
 	})
 	return out, err
+}
+
+// liveSessions lists the account's sessions not expired at now, oldest first.
+func liveSessions(tx *bolt.Tx, accountID string, now time.Time) ([]*Session, error) {
+	var out []*Session
+	prefix := []byte(accountID)
+	sessions := tx.Bucket(bucketSessions)
+	c := tx.Bucket(bucketSessionsByAccount).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		sess, err := sessionIn(sessions, k[len(prefix)+8:])
+		if err != nil {
+			return nil, err
+		}
+		if sess != nil && now.Before(sess.RefreshExpiresAt) {
+			out = append(out, sess)
+		}
+	}
+	return out, nil
 }
 
 // Reauthenticated records a verified password on a live session: the

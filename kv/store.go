@@ -25,13 +25,15 @@ var (
 	bucketRefreshTokens     = []byte("refresh_tokens")
 	bucketSpentRefresh      = []byte("spent_refresh")
 	bucketLockouts          = []byte("lockouts")
+	bucketMFAChallenges     = []byte("mfa_challenges")
+	bucketCohorts           = []byte("cohorts")
 	bucketExpiry            = []byte("expiry")
 )
 
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
-	bucketExpiry,
+	bucketMFAChallenges, bucketCohorts, bucketExpiry,
 }
 
 // Options tune a Store. Zero values take the defaults.

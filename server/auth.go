@@ -178,6 +178,9 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
+	if acct.TOTPSecret != nil {
+		return s.challengeSecondFactor(w, acct)
+	}
 	grant := s.newSession(r, acct.ID, req.CohortHash, req.DeviceID)
 	if err := s.store.LoginSucceeded(email, grant.session, grant.access, grant.refresh); err != nil {
 		return err

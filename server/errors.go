@@ -37,6 +37,10 @@ var statusByCode = map[string]int{
 	kv.ECodeReauthRequired:     http.StatusForbidden,
 	kv.ECodeProofRequired:      http.StatusUnauthorized,
 	kv.ECodeSessionNotFound:    http.StatusNotFound,
+
+	kv.ECodeTOTPAlreadyActive:  http.StatusConflict,
+	kv.ECodeTOTPNothingPending: http.StatusConflict,
+	kv.ECodeTOTPNotEnrolled:    http.StatusConflict,
 }
 
 // statusError overrides the table's status for one use of a code, where the

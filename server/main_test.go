@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -60,6 +61,8 @@ func NewTestConfig(clock *Clock) server.Config {
 	cfg.Now = clock.Now
 	cfg.Argon2 = testArgon2
 	cfg.SweepInterval = time.Hour
+	cfg.SealKey = make([]byte, 32)
+	rand.Read(cfg.SealKey)
 	return cfg
 }
 
@@ -67,12 +70,18 @@ func NewTestConfig(clock *Clock) server.Config {
 // configuration first.
 func MustOpenServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
 	tb.Helper()
+	return MustOpenServerIn(tb, tb.TempDir(), edit...)
+}
+
+// MustOpenServerIn is MustOpenServer over dir/sealbox.db, which may already
+// hold a prepared store.
+func MustOpenServerIn(tb testing.TB, dir string, edit ...func(*server.Config)) *TestServer {
+	tb.Helper()
 	clock := NewClock()
 	cfg := NewTestConfig(clock)
 	for _, e := range edit {
 		e(&cfg)
 	}
-	dir := tb.TempDir()
 	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), kv.Options{Now: cfg.Now})
 	if err != nil {
 		tb.Fatal(err)

@@ -30,6 +30,8 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerHealthRoutes()
 	s.registerAuthRoutes()
 	s.registerProfileRoutes()
+	s.registerTOTPRoutes()
+	s.registerDeviceRoutes()
 	return s.router
 }
 

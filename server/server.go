@@ -45,6 +45,11 @@ type Config struct {
 	// Argon2 are the parameters new password hashes are made with.
 	Argon2 password.Params
 
+	// SealKey is the 32-byte AES-256-GCM key (server.key in the data
+	// directory) that seals TOTP secrets at rest. It never enters the
+	// database, so a copy of the database alone reveals no secret.
+	SealKey []byte
+
 	ProtocolMin string
 	ProtocolMax string
 

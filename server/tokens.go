@@ -6,6 +6,7 @@ import "sealbox/server/ids"
 const (
 	prefixAccess  = "sbx_at_"
 	prefixRefresh = "sbx_rt_"
+	prefixMFA     = "sbx_mfa_"
 )
 
 // newToken returns a fresh bearer secret of the given type.
@@ -13,3 +14,6 @@ func (s *Server) newToken(prefix string) string { return ids.Token(s.cfg.Rand, p
 
 // newUUID returns a fresh server-minted id (user_id, session_id).
 func (s *Server) newUUID() string { return ids.UUID(s.cfg.Rand) }
+
+// mustRead fills b with random bytes (secrets, nonces).
+func (s *Server) mustRead(b []byte) { ids.Fill(s.cfg.Rand, b) }

@@ -1,0 +1,79 @@
+package kv
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Cohort is an advisory device cohort the account has been seen under. It
+// groups sessions in the ledger and gates nothing. A cohort outlives the
+// sessions that carried it.
+type Cohort struct {
+	Hash      string
+	FirstSeen time.Time
+	LastSeen  time.Time
+}
+
+type cohortRecord struct {
+	FirstSeen time.Time `cbor:"1,keyasint"`
+	LastSeen  time.Time `cbor:"2,keyasint"`
+}
+
+// cohortKey is accountID|hash. Account ids are fixed-width UUIDs, so one
+// account's cohorts are exactly the keys with its id as prefix: listing them
+// is a prefix scan, never a full scan.
+func cohortKey(accountID, hash string) []byte {
+	return join([]byte(accountID), []byte(hash))
+}
+
+// sightCohort records that the session's account was seen under its cohort
+// when the session was opened. A session without a cohort records nothing.
+func sightCohort(tx *bolt.Tx, sess *Session) error {
+	if sess.CohortHash == "" {
+		return nil
+	}
+	key := cohortKey(sess.AccountID, sess.CohortHash)
+	rec := cohortRecord{FirstSeen: sess.CreatedAt}
+	if b := tx.Bucket(bucketCohorts).Get(key); b != nil {
+		if err := decode(b, &rec); err != nil {
+			return err
+		}
+	}
+	rec.LastSeen = sess.CreatedAt
+	return tx.Bucket(bucketCohorts).Put(key, encode(&rec))
+}
+
+// Ledger is an account's session ledger: its live sessions, oldest first
+// (ties by id), and every cohort it has ever been seen under, by first
+// sighting (ties by hash).
+type Ledger struct {
+	Sessions []*Session
+	Cohorts  []*Cohort
+}
+
+// Ledger reads the account's session ledger in one read transaction, so
+// sessions and cohorts are one consistent picture.
+func (s *Store) Ledger(accountID string) (*Ledger, error) {
+	var l Ledger
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		if l.Sessions, err = liveSessions(tx, accountID, s.now()); err != nil {
+			return err
+		}
+		prefix := []byte(accountID)
+		c := tx.Bucket(bucketCohorts).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var rec cohortRecord
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			l.Cohorts = append(l.Cohorts, &Cohort{Hash: string(k[len(prefix):]), FirstSeen: rec.FirstSeen, LastSeen: rec.LastSeen})
+		}
+		return nil
+	})
+	// The scan yields hash order; a stable sort keeps it for equal sightings.
+	slices.SortStableFunc(l.Cohorts, func(a, b *Cohort) int { return a.FirstSeen.Compare(b.FirstSeen) })
+	return &l, err
+}

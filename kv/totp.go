@@ -1,0 +1,215 @@
+package kv
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The second factor: the account's TOTP state, its replay ledger, and the
+// sign-in challenges that stand between a verified password and a session.
+//
+// Secrets reach the store sealed under the server's key, so kv cannot check
+// a code by itself. The server lends it a CodeMatcher, and kv runs it inside
+// the transaction that reads the secret and advances the replay ledger: the
+// check and the update are one atomic step, so two submissions of one code
+// can never both be accepted.
+
+// CodeMatcher reports the time step a presented code belongs to under the
+// account's sealed secret at now, or ok false when the code matches none of
+// the steps accepted at now. It must not block: it runs inside a write
+// transaction.
+type CodeMatcher func(accountID string, sealed []byte, now time.Time) (step uint64, ok bool, err error)
+
+// acceptCode checks a code against sealed and, when it matches a step newer
+// than the replay ledger's, records that step on a (the caller writes a).
+func acceptCode(a *Account, sealed []byte, match CodeMatcher, now time.Time) error {
+	step, ok, err := match(a.ID, sealed, now)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Errorf(ECodeInvalidCode, "the code is wrong or out of date")
+	}
+	if step <= a.TOTPLastStep {
+		return Errorf(ECodeCodeReplayed, "this code was already used; wait for the next one")
+	}
+	a.TOTPLastStep = step
+	return nil
+}
+
+// EnrollTOTP records sealed as the account's pending second factor,
+// replacing a pending one (whose secret can then confirm nothing), and
+// returns the account. An account whose second factor is confirmed is
+// refused with error.totp.already_active.
+func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
+	var a *Account
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		if a, err = getAccount(tx, accountID); err != nil {
+			return err
+		}
+		if a.TOTPSecret != nil {
+			return Errorf(ECodeTOTPAlreadyActive, "a second factor is already active; disable it first")
+		}
+		a.TOTPPending = sealed
+		return putAccount(tx, a)
+	})
+	return a, err
+}
+
+// ConfirmTOTP makes the pending enrollment the account's second factor when
+// match accepts the presented code against it; the code's step goes into
+// the replay ledger, so the confirming code is spent at once. Nothing
+// pending: error.totp.nothing_pending. A refused code
+// (error.auth.invalid_code, error.auth.code_replayed) changes nothing.
+func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		a, err := getAccount(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if a.TOTPPending == nil {
+			return Errorf(ECodeTOTPNothingPending, "no second-factor enrollment is pending")
+		}
+		if err := acceptCode(a, a.TOTPPending, match, s.now()); err != nil {
+			return err
+		}
+		a.TOTPSecret, a.TOTPPending = a.TOTPPending, nil
+		return putAccount(tx, a)
+	})
+}
+
+// DisableTOTP removes the account's confirmed second factor when match
+// accepts a live code against it (a session alone is not enough). Not
+// enrolled: error.totp.not_enrolled. A refused code changes nothing. The
+// replay ledger is kept.
+func (s *Store) DisableTOTP(accountID string, match CodeMatcher) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		a, err := getAccount(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if a.TOTPSecret == nil {
+			return Errorf(ECodeTOTPNotEnrolled, "no second factor is active")
+		}
+		if err := acceptCode(a, a.TOTPSecret, match, s.now()); err != nil {
+			return err
+		}
+		a.TOTPSecret = nil
+		return putAccount(tx, a)
+	})
+}
+
+// A sign-in challenge is stored under the SHA-256 of its mfa_token. A burned
+// challenge (Failures at the limit) is kept until it would have expired, so
+// further attempts are answered as rate limited rather than as unknown.
+type mfaChallengeRecord struct {
+	AccountID string    `cbor:"1,keyasint"`
+	ExpiresAt time.Time `cbor:"2,keyasint"`
+	Failures  int       `cbor:"3,keyasint,omitempty"`
+}
+
+// CreateMFAChallenge stores a sign-in challenge for the account until
+// expiresAt. Only the token's hash is written.
+func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		key := HashToken(token)
+		rec := mfaChallengeRecord{AccountID: accountID, ExpiresAt: expiresAt}
+		if err := tx.Bucket(bucketMFAChallenges).Put(key, encode(&rec)); err != nil {
+			return err
+		}
+		return putExpiry(tx, expiresAt, kindMFAChallenge, key)
+	})
+}
+
+// VerifyLogin finishes a sign-in held at its second factor, in one
+// transaction: the challenge named by token is looked up, the code checked
+// against the account's secret and its step against the replay ledger, and
+// on success the challenge is deleted, the ledger advanced, the address's
+// failure count cleared (the sign-in is complete only now) and sess opened
+// with its cohort sighted. sess must carry everything but AccountID, which
+// comes from the challenge.
+//
+// Refusals: an unknown or expired challenge is error.auth.challenge_expired;
+// a wrong or replayed code is error.auth.invalid_code or
+// error.auth.code_replayed and counts against the challenge; once maxFailures
+// codes were refused the challenge is burned and every later attempt, until
+// it would have expired, is error.rate_limited with RetryAfter.
+func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, sess *Session, access, refresh string) error {
+	var refused error
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		key := HashToken(token)
+		expired := Errorf(ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
+		b := tx.Bucket(bucketMFAChallenges).Get(key)
+		if b == nil {
+			refused = expired
+			return nil
+		}
+		var ch mfaChallengeRecord
+		if err := decode(b, &ch); err != nil {
+			return err
+		}
+		if !now.Before(ch.ExpiresAt) {
+			refused = expired
+			return nil
+		}
+		if ch.Failures >= maxFailures {
+			refused = &Error{Code: ECodeRateLimited, Message: "too many wrong codes for this sign-in; sign in again later", RetryAfter: ch.ExpiresAt.Sub(now)}
+			return nil
+		}
+		a, err := getAccount(tx, ch.AccountID)
+		if err != nil {
+			return err
+		}
+		if a.TOTPSecret == nil {
+			// The second factor was disabled since the challenge was issued:
+			// the challenge no longer guards anything.
+			refused = expired
+			return deleteMFAChallenge(tx, key, ch.ExpiresAt)
+		}
+		if err := acceptCode(a, a.TOTPSecret, match, now); err != nil {
+			if ErrorCode(err) == "" {
+				return err // the matcher failed (a secret that will not unseal): not the caller's fault
+			}
+			refused = err
+			ch.Failures++
+			return tx.Bucket(bucketMFAChallenges).Put(key, encode(&ch))
+		}
+		if err := putAccount(tx, a); err != nil {
+			return err
+		}
+		if err := deleteMFAChallenge(tx, key, ch.ExpiresAt); err != nil {
+			return err
+		}
+		sess.AccountID = a.ID
+		return signedIn(tx, a.Email, sess, access, refresh)
+	})
+	if err != nil {
+		return err
+	}
+	return refused
+}
+
+func deleteMFAChallenge(tx *bolt.Tx, key []byte, expiresAt time.Time) error {
+	if err := tx.Bucket(bucketMFAChallenges).Delete(key); err != nil {
+		return err
+	}
+	return deleteExpiry(tx, expiresAt, kindMFAChallenge, key)
+}
+
+// sweepMFAChallenge drops a challenge, burned or not, once it has expired.
+func sweepMFAChallenge(tx *bolt.Tx, id []byte, now time.Time) error {
+	b := tx.Bucket(bucketMFAChallenges).Get(id)
+	if b == nil {
+		return nil
+	}
+	var ch mfaChallengeRecord
+	if err := decode(b, &ch); err != nil {
+		return err
+	}
+	if now.Before(ch.ExpiresAt) {
+		return nil
+	}
+	return tx.Bucket(bucketMFAChallenges).Delete(id)
+}

@@ -1,0 +1,298 @@
+package server
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base32"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/hotp"
+	"github.com/pquerna/otp/totp"
+
+	"sealbox/kv"
+)
+
+func (s *Server) registerTOTPRoutes() {
+	s.handle(http.MethodPost, "/v1/auth/totp/enroll", s.bearer(s.handleTOTPEnroll))
+	s.handle(http.MethodPost, "/v1/auth/totp/verify-enrollment", s.bearer(s.handleTOTPVerifyEnrollment))
+	s.handle(http.MethodPost, "/v1/auth/totp/disable", s.bearer(s.handleTOTPDisable))
+	s.handle(http.MethodPost, "/v1/auth/login/verify-totp", s.handleLoginVerifyTOTP)
+}
+
+// TOTP as ADDENDUM.md section 3 fixes it: HMAC-SHA-1, six digits, 30-second
+// steps, one step of skew either way.
+const (
+	totpPeriod = 30
+	totpSkew   = 1
+	// totpSecretLen is 160 bits, RFC 4226's recommended length for SHA-1.
+	totpSecretLen = 20
+	totpIssuer    = "sealbox"
+
+	mfaTTL = 5 * time.Minute
+	// mfaMaxFailures wrong codes burn a sign-in challenge.
+	mfaMaxFailures = 5
+)
+
+var totpOpts = hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
+
+type enrollmentResponse struct {
+	ProvisioningURI string `json:"provisioning_uri"`
+}
+
+// handles "POST /v1/auth/totp/enroll": a new secret, pending until a code
+// confirms it; a pending one is replaced. The URI is the only time the
+// secret leaves the server.
+func (s *Server) handleTOTPEnroll(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	sess := caller(r)
+	secret := make([]byte, totpSecretLen)
+	s.mustRead(secret)
+	sealed, err := s.sealSecret(sess.AccountID, secret)
+	if err != nil {
+		return err
+	}
+	acct, err := s.store.EnrollTOTP(sess.AccountID, sealed)
+	if err != nil {
+		return err
+	}
+	key, err := totp.Generate(totp.GenerateOpts{
+		Issuer: totpIssuer, AccountName: acct.Email, Secret: secret,
+		Period: totpPeriod, Digits: totpOpts.Digits, Algorithm: totpOpts.Algorithm,
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, enrollmentResponse{ProvisioningURI: key.URL()})
+}
+
+type codeRequest struct {
+	TOTPCode *string `json:"totp_code"`
+}
+
+func (req *codeRequest) validate() error {
+	return checkTOTPCode(req.TOTPCode)
+}
+
+func checkTOTPCode(code *string) error {
+	if err := required("totp_code", code); err != nil {
+		return err
+	}
+	if !isTOTPCode(*code) {
+		return invalid("totp_code", "totp_code must be six digits")
+	}
+	return nil
+}
+
+// isTOTPCode: exactly six ASCII digits.
+func isTOTPCode(s string) bool {
+	if len(s) != 6 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// handles "POST /v1/auth/totp/verify-enrollment"
+func (s *Server) handleTOTPVerifyEnrollment(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	return s.applyCode(w, r, s.store.ConfirmTOTP)
+}
+
+// handles "POST /v1/auth/totp/disable": a live code is required; a session
+// alone is not enough.
+func (s *Server) handleTOTPDisable(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	return s.applyCode(w, r, s.store.DisableTOTP)
+}
+
+// applyCode is the body of the bearer endpoints that take a CodeRequest:
+// the store change apply runs only if the code is accepted, and answers 204.
+func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(accountID string, match kv.CodeMatcher) error) error {
+	sess := caller(r)
+	var req codeRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	if err := apply(sess.AccountID, s.codeMatcher(*req.TOTPCode)); err != nil {
+		return codeRefusedOnSession(err)
+	}
+	return noContent(w)
+}
+
+// codeRefusedOnSession answers a refused code on a bearer endpoint with 403
+// instead of the table's 401: the session is valid, and a client must never
+// mistake a wrong code for a dead session.
+func codeRefusedOnSession(err error) error {
+	switch kv.ErrorCode(err) {
+	case kv.ECodeInvalidCode, kv.ECodeCodeReplayed:
+		return withStatus(http.StatusForbidden, err)
+	}
+	return err
+}
+
+type secondFactorChallenge struct {
+	MFAToken  string `json:"mfa_token"`
+	ExpiresBy int64  `json:"expires_by"`
+}
+
+// challengeSecondFactor answers a login whose password was verified for an
+// account with a confirmed second factor: 202 and a challenge. No session,
+// cohort or refresh token exists until verify-totp succeeds.
+//
+// The failure BeginPasswordAttempt counted in advance is deliberately not
+// cleared here: the sign-in is not complete, and VerifyLogin clears the
+// count when it is. Clearing it at 202 would let someone holding the
+// password but not the authenticator reset the lockout with every login and
+// guess codes without bound; as it is, each challenge costs one counted
+// attempt and allows at most mfaMaxFailures guesses, so the lockout bounds
+// code guessing too. The price: a user who abandons LockoutFailures
+// challenges in a row is locked like one who mistyped the password.
+func (s *Server) challengeSecondFactor(w http.ResponseWriter, acct *kv.Account) error {
+	token := s.newToken(prefixMFA)
+	expires := s.now().Add(mfaTTL)
+	if err := s.store.CreateMFAChallenge(token, acct.ID, expires); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, secondFactorChallenge{MFAToken: token, ExpiresBy: expires.Unix()})
+}
+
+type verifyLoginRequest struct {
+	MFAToken   *string        `json:"mfa_token"`
+	TOTPCode   *string        `json:"totp_code"`
+	CohortHash advisoryString `json:"cohort_hash"`
+	DeviceID   advisoryString `json:"device_id"`
+}
+
+func (req *verifyLoginRequest) validate() error {
+	if err := required("mfa_token", req.MFAToken); err != nil {
+		return err
+	}
+	if err := checkTOTPCode(req.TOTPCode); err != nil {
+		return err
+	}
+	if !isMFAToken(*req.MFAToken) {
+		// Refused before it takes the store's single write lock: a flood of
+		// garbage tokens must not queue real sign-ins.
+		return kv.Errorf(kv.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
+	}
+	return nil
+}
+
+// mfaTokenLen is the prefix plus 256 bits in unpadded base64url.
+var mfaTokenLen = len(prefixMFA) + base64.RawURLEncoding.EncodedLen(32)
+
+// isMFAToken reports whether s has the exact shape newToken gives an
+// mfa_token: the prefix, then the canonical encoding of 32 bytes. The
+// length of the decoded bytes is checked too, because the decoder skips
+// newlines inside its input.
+func isMFAToken(s string) bool {
+	if len(s) != mfaTokenLen || !strings.HasPrefix(s, prefixMFA) {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s[len(prefixMFA):])
+	return err == nil && len(raw) == 32
+}
+
+// handles "POST /v1/auth/login/verify-totp": the second half of a sign-in
+// answered 202. The session opens here, with the advisory identifiers of
+// this request.
+func (s *Server) handleLoginVerifyTOTP(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req verifyLoginRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	grant := s.newSession(r, "", req.CohortHash, req.DeviceID)
+	if err := s.store.VerifyLogin(*req.MFAToken, s.codeMatcher(*req.TOTPCode), mfaMaxFailures, grant.session, grant.access, grant.refresh); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, grant.response())
+}
+
+// codeMatcher lets the store check code against a sealed secret inside the
+// transaction that advances the replay ledger.
+func (s *Server) codeMatcher(code string) kv.CodeMatcher {
+	return func(accountID string, sealed []byte, now time.Time) (uint64, bool, error) {
+		secret, err := s.openSecret(accountID, sealed)
+		if err != nil {
+			return 0, false, err
+		}
+		return matchTOTP(secret, code, now)
+	}
+}
+
+// matchTOTP returns the time step within totpSkew of now whose code is code.
+// When several match (a one-in-a-million coincidence) the oldest wins, so
+// the newer steps stay usable.
+func matchTOTP(secret []byte, code string, now time.Time) (uint64, bool, error) {
+	b32 := base32.StdEncoding.EncodeToString(secret)
+	current := uint64(now.Unix()) / totpPeriod
+	for step := current - min(current, totpSkew); step <= current+totpSkew; step++ {
+		ok, err := hotp.ValidateCustom(code, step, b32, totpOpts)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			return step, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// TOTP secrets are sealed with AES-256-GCM under Config.SealKey, with a
+// random nonce before the ciphertext. The associated data binds a sealed
+// secret to its purpose and account, so one copied onto another account's
+// record does not open.
+const sealNonceLen = 12
+
+func (s *Server) sealAEAD() (cipher.AEAD, error) {
+	if len(s.cfg.SealKey) != 32 {
+		return nil, errors.New("server: SealKey must be 32 bytes (server.key)")
+	}
+	block, err := aes.NewCipher(s.cfg.SealKey)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+func secretAD(accountID string) []byte {
+	return []byte("sealbox/totp-secret/v1\x00" + accountID)
+}
+
+func (s *Server) sealSecret(accountID string, secret []byte) ([]byte, error) {
+	aead, err := s.sealAEAD()
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, sealNonceLen, sealNonceLen+len(secret)+aead.Overhead())
+	s.mustRead(nonce)
+	return aead.Seal(nonce, nonce, secret, secretAD(accountID)), nil
+}
+
+func (s *Server) openSecret(accountID string, sealed []byte) ([]byte, error) {
+	aead, err := s.sealAEAD()
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < sealNonceLen {
+		return nil, errors.New("server: sealed secret too short")
+	}
+	secret, err := aead.Open(nil, sealed[:sealNonceLen], sealed[sealNonceLen:], secretAD(accountID))
+	if err != nil {
+		return nil, errors.New("server: a sealed TOTP secret does not open: server.key differs from the one that sealed it, or the record is corrupt")
+	}
+	return secret, nil
+}
