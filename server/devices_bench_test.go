@@ -106,7 +106,16 @@ func cachedFillerStore(b *testing.B, n int) string {
 				UserAgent: "Mozilla/5.0 (X11; Linux x86_64) sealbox-bench", IPAddress: "203.0.113.7",
 			})
 		}
-		if err := store.SeedSessions(sessions, tokens); err != nil {
+		err := store.Bulk(func(bk *kv.Bulk) error {
+			for _, sess := range sessions {
+				access, refresh := tokens(sess)
+				if err := bk.Session(sess, access, refresh); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
