@@ -73,4 +73,10 @@ const (
 	ECodeReauthRequired     = "error.auth.reauth_required"
 	ECodeProofRequired      = "error.auth.proof_required"
 	ECodeSessionNotFound    = "error.session.not_found"
+
+	ECodeAlbumForbidden = "error.album.forbidden"
+	ECodeAlbumNotFound  = "error.album.not_found"
+	ECodeUploadNotFound = "error.upload.not_found"
+	ECodeBlobNotFound   = "error.blob.not_found"
+	ECodeHashMismatch   = "error.blob.hash_mismatch"
 )

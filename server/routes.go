@@ -29,6 +29,8 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerVersionRoutes()
 	s.registerAuthRoutes()
 	s.registerProfileRoutes()
+	s.registerAlbumRoutes()
+	s.registerUploadRoutes()
 	return s.router
 }
 

@@ -11,6 +11,7 @@ import (
 const (
 	prefixAccess  = "sbx_at_"
 	prefixRefresh = "sbx_rt_"
+	prefixUpload  = "sbx_up_"
 )
 
 // newToken returns prefix followed by 256 random bits, base64url without
