@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/admin"
@@ -37,8 +38,9 @@ const DefaultDataDir = "./sealbox-data"
 
 // Paths inside the data directory.
 const (
-	dbFile  = "sealbox.db"
-	keyFile = "server.key"
+	dbFile   = "sealbox.db"
+	keyFile  = "server.key"
+	blobsDir = "blobs"
 )
 
 // shutdownGrace bounds how long in-flight requests may run after a signal.
@@ -55,8 +57,8 @@ func newServeCmd() *cobra.Command {
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			if cfg.Registration != "open" && cfg.Registration != "closed" {
-				return fmt.Errorf("--registration must be open or closed, not %q", cfg.Registration)
+			if err := validateConfig(cfg); err != nil {
+				return err
 			}
 			cfg.Log = newLogger(cmd.ErrOrStderr())
 			return s.Run(cmd.Context())
@@ -69,12 +71,44 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
 	f.Var(sizeFlag{&cfg.MaxBody}, "max-body", "largest ordinary request body (e.g. 1MiB)")
+	f.Var(sizeFlag{&cfg.MaxBlob}, "max-blob", "largest uploaded blob (e.g. 16GiB)")
 	f.DurationVar(&cfg.AccessTTL, "access-ttl", cfg.AccessTTL, "access token lifetime")
 	f.DurationVar(&cfg.RefreshTTL, "refresh-ttl", cfg.RefreshTTL, "refresh token lifetime")
 	f.DurationVar(&cfg.FreshWindow, "fresh-window", cfg.FreshWindow, "how recent a credential presentation must be for sensitive operations")
 	f.IntVar(&cfg.LockoutFailures, "lockout-failures", cfg.LockoutFailures, "consecutive failed password checks that lock an account")
 	f.DurationVar(&cfg.LockoutWindow, "lockout-window", cfg.LockoutWindow, "how long a lockout lasts")
+	f.StringVar(&cfg.ProtocolMin, "protocol-min", cfg.ProtocolMin, "oldest protocol date (YYYY-MM-DD) the server speaks")
+	f.StringVar(&cfg.ProtocolMax, "protocol-max", cfg.ProtocolMax, "newest protocol date (YYYY-MM-DD) the server speaks")
+	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	return cmd
+}
+
+// validateConfig refuses flag values the server cannot run with.
+func validateConfig(cfg *server.Config) error {
+	if cfg.Registration != "open" && cfg.Registration != "closed" {
+		return fmt.Errorf("--registration must be open or closed, not %q", cfg.Registration)
+	}
+	if cfg.MaxBlob <= 0 {
+		return fmt.Errorf("--max-blob must be positive")
+	}
+	if cfg.AlbumProtocol == "" {
+		cfg.AlbumProtocol = cfg.ProtocolMax
+	}
+	for _, d := range []struct{ flag, value string }{
+		{"--protocol-min", cfg.ProtocolMin}, {"--protocol-max", cfg.ProtocolMax}, {"--album-protocol", cfg.AlbumProtocol},
+	} {
+		if _, err := time.Parse(time.DateOnly, d.value); err != nil {
+			return fmt.Errorf("%s must be a date YYYY-MM-DD, not %q", d.flag, d.value)
+		}
+	}
+	// YYYY-MM-DD strings compare in date order.
+	if cfg.ProtocolMin > cfg.ProtocolMax {
+		return fmt.Errorf("--protocol-min %s is after --protocol-max %s", cfg.ProtocolMin, cfg.ProtocolMax)
+	}
+	if cfg.AlbumProtocol < cfg.ProtocolMin || cfg.AlbumProtocol > cfg.ProtocolMax {
+		return fmt.Errorf("--album-protocol %s is outside %s..%s", cfg.AlbumProtocol, cfg.ProtocolMin, cfg.ProtocolMax)
+	}
+	return nil
 }
 
 // Run opens the data directory, serves until ctx ends, then shuts down
@@ -93,7 +127,11 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	defer store.Close()
-	srv := server.New(s.Config, store)
+	blobStore, err := blobs.Open(filepath.Join(s.DataDir, blobsDir))
+	if err != nil {
+		return fmt.Errorf("open blob store: %w", err)
+	}
+	srv := server.New(s.Config, store, blobStore)
 	if err := srv.Open(s.Listen); err != nil {
 		return err
 	}

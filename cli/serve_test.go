@@ -91,6 +91,41 @@ func TestServeRunCreatesDataAndShutsDown(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil {
 		t.Fatalf("no database in the data directory: %v", err)
 	}
+	if fi, err := os.Stat(filepath.Join(dir, blobsDir)); err != nil || !fi.IsDir() {
+		t.Fatalf("no blob store in the data directory: %v", err)
+	}
+}
+
+func TestServeProtocolAndBlobFlags(t *testing.T) {
+	f := newServeCmd().Flags()
+	for name, want := range map[string]string{
+		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
+	} {
+		if got := f.Lookup(name).DefValue; got != want {
+			t.Errorf("--%s default: got %q, want %q", name, got, want)
+		}
+	}
+	cfg := server.DefaultConfig()
+	if err := validateConfig(&cfg); err != nil || cfg.AlbumProtocol != cfg.ProtocolMax {
+		t.Fatalf("an unset --album-protocol must be --protocol-max: %q, %v", cfg.AlbumProtocol, err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*server.Config)
+	}{
+		{"min not a date", func(c *server.Config) { c.ProtocolMin = "2025-1-15" }},
+		{"max not a date", func(c *server.Config) { c.ProtocolMax = "yesterday" }},
+		{"min after max", func(c *server.Config) { c.ProtocolMin = "2027-01-01" }},
+		{"album before min", func(c *server.Config) { c.AlbumProtocol = "2024-12-31" }},
+		{"album after max", func(c *server.Config) { c.AlbumProtocol = "2026-09-02" }},
+		{"max-blob zero", func(c *server.Config) { c.MaxBlob = 0 }},
+	} {
+		cfg := server.DefaultConfig()
+		tc.edit(&cfg)
+		if err := validateConfig(&cfg); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
 }
 
 func TestLoadSealKey(t *testing.T) {

@@ -78,4 +78,9 @@ const (
 	ECodeTOTPAlreadyActive  = "error.totp.already_active"
 	ECodeTOTPNothingPending = "error.totp.nothing_pending"
 	ECodeTOTPNotEnrolled    = "error.totp.not_enrolled"
+	ECodeAlbumForbidden     = "error.album.forbidden"
+	ECodeAlbumNotFound      = "error.album.not_found"
+	ECodeUploadNotFound     = "error.upload.not_found"
+	ECodeBlobNotFound       = "error.blob.not_found"
+	ECodeHashMismatch       = "error.blob.hash_mismatch"
 )

@@ -28,12 +28,21 @@ var (
 	bucketMFAChallenges     = []byte("mfa_challenges")
 	bucketCohorts           = []byte("cohorts")
 	bucketExpiry            = []byte("expiry")
+	bucketAlbums            = []byte("albums")
+	bucketAlbumsByAccount   = []byte("albums_by_account")
+	bucketBlobs             = []byte("blobs")
+	bucketHoldings          = []byte("holdings")
+	bucketUploads           = []byte("uploads")
+	bucketUploadsByAlbum    = []byte("uploads_by_album")
+	bucketUploadBlobs       = []byte("upload_blobs")
 )
 
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
 	bucketMFAChallenges, bucketCohorts, bucketExpiry,
+	bucketAlbums, bucketAlbumsByAccount, bucketBlobs, bucketHoldings,
+	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs,
 }
 
 // Options tune a Store. Zero values take the defaults.
@@ -163,6 +172,11 @@ func readU64(b []byte) uint64 {
 func timeKey(t time.Time) []byte { return u64(uint64(t.UnixNano())) }
 
 func join(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// idPart is a string id as the leading part of a composite key. The store
+// takes ids of any length, so a 0x00 terminator keeps one id from being a
+// prefix of another ("acct-1" of "acct-10") in a prefix scan.
+func idPart(id string) []byte { return append([]byte(id), 0) }
 
 // copyBytes copies a value read inside a transaction so it outlives it.
 func copyBytes(b []byte) []byte {

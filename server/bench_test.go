@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/password"
@@ -170,13 +171,17 @@ func benchAccountID(n int) string { return fmt.Sprintf("%08x-1111-4000-8000-0000
 // 1,000,000 sessions to a listening server (goal: under 1 s).
 func BenchmarkStartupLargeStore(b *testing.B) {
 	path, _ := largeStore(b, 100_000, 1_000_000)
+	blobStore, err := blobs.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		store, err := kv.Open(path, kv.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv := server.New(server.DefaultConfig(), store)
+		srv := server.New(server.DefaultConfig(), store, blobStore)
 		if err := srv.Open("127.0.0.1:0"); err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 )
 
@@ -41,6 +42,11 @@ var statusByCode = map[string]int{
 	kv.ECodeTOTPAlreadyActive:  http.StatusConflict,
 	kv.ECodeTOTPNothingPending: http.StatusConflict,
 	kv.ECodeTOTPNotEnrolled:    http.StatusConflict,
+	kv.ECodeAlbumForbidden:     http.StatusForbidden,
+	kv.ECodeAlbumNotFound:      http.StatusNotFound,
+	kv.ECodeUploadNotFound:     http.StatusNotFound,
+	kv.ECodeBlobNotFound:       http.StatusNotFound,
+	kv.ECodeHashMismatch:       http.StatusUnprocessableEntity,
 }
 
 // statusError overrides the table's status for one use of a code, where the
@@ -129,11 +135,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // mappedError translates the sentinel errors of packages that do not speak
-// kv.Error. It returns nil for an unknown error.
+// kv.Error. It returns nil for an unknown error (blobs.ErrCorrupt among them:
+// a damaged file is the operator's problem, answered as an opaque 500).
 func mappedError(err error) *kv.Error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	switch {
+	case errors.As(err, &mbe), errors.Is(err, blobs.ErrTooLarge):
 		return kv.Errorf(kv.ECodeTooLarge, "request body too large")
+	case errors.Is(err, blobs.ErrHashMismatch):
+		return kv.FieldErrorf(kv.ECodeHashMismatch, "hash", "the body does not hash to the hash in the path; nothing was stored")
+	case errors.Is(err, blobs.ErrInvalidHash):
+		return kv.FieldErrorf(kv.ECodeMalformed, "hash", "a hash must be 64 lowercase hex characters")
+	case errors.Is(err, blobs.ErrNotFound):
+		return kv.Errorf(kv.ECodeBlobNotFound, "blob not found")
 	}
 	return nil
 }

@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/password"
@@ -41,10 +46,11 @@ func (c *Clock) Advance(d time.Duration) {
 }
 
 // TestServer is a real server on a random loopback port over a real bbolt
-// file in a temp dir.
+// file and a real blob store in a temp dir.
 type TestServer struct {
 	*server.Server
 	Store  *kv.Store
+	Blobs  *blobs.Store
 	Clock  *Clock
 	Config server.Config
 	Dir    string
@@ -86,7 +92,11 @@ func MustOpenServerIn(tb testing.TB, dir string, edit ...func(*server.Config)) *
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := server.New(cfg, store)
+	blobStore, err := blobs.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := server.New(cfg, store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
 	}
@@ -96,7 +106,7 @@ func MustOpenServerIn(tb testing.TB, dir string, edit ...func(*server.Config)) *
 		srv.Close(ctx)
 		store.Close()
 	})
-	return &TestServer{Server: srv, Store: store, Clock: clock, Config: cfg, Dir: dir}
+	return &TestServer{Server: srv, Store: store, Blobs: blobStore, Clock: clock, Config: cfg, Dir: dir}
 }
 
 // Response is a fully read HTTP response.
@@ -252,3 +262,41 @@ func (ts *TestServer) UserID(tb testing.TB, access string) string {
 }
 
 func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
+
+// NewAlbum provisions a fresh album for the token's account and returns its id.
+func (ts *TestServer) NewAlbum(tb testing.TB, access string) string {
+	tb.Helper()
+	id := fmt.Sprintf("%08x-abcd-4ef0-8000-000000000000", albumSeq.Add(1))
+	ts.Do(tb, Req{Method: "POST", Path: "/v1/albums", Token: access, Body: map[string]any{"album_id": id}}).WantStatus(tb, http.StatusCreated)
+	return id
+}
+
+var albumSeq atomic.Uint32
+
+// OpenUpload opens an upload session on the album and returns its id.
+func (ts *TestServer) OpenUpload(tb testing.TB, access, albumID string) string {
+	tb.Helper()
+	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/albums/" + albumID + "/uploads", Token: access}).WantStatus(tb, http.StatusCreated)
+	return r.JSON(tb)["upload_id"].(string)
+}
+
+// PutBlob uploads data under its own hash through the upload session.
+func (ts *TestServer) PutBlob(tb testing.TB, access, uploadID string, data []byte) *Response {
+	tb.Helper()
+	return ts.Do(tb, Req{Method: "PUT", Path: "/v1/uploads/" + uploadID + "/blobs/" + hashOf(data), Token: access,
+		Body: data, ContentType: "application/octet-stream"})
+}
+
+// Upload stores data as a blob held by the token's account (in a new album
+// and upload session) and returns its hash.
+func (ts *TestServer) Upload(tb testing.TB, access string, data []byte) string {
+	tb.Helper()
+	up := ts.OpenUpload(tb, access, ts.NewAlbum(tb, access))
+	ts.PutBlob(tb, access, up, data).WantStatus(tb, http.StatusCreated)
+	return hashOf(data)
+}
+
+func hashOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

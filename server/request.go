@@ -43,6 +43,34 @@ func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit in
 	return body, nil
 }
 
+// streamBody prepares a body too large to read into memory (a blob) for
+// streaming: a Content-Length over limit is refused at once with 413, a
+// non-empty body must be mediaType (415), and a failure to read the body
+// (the client went away, or sent less than it announced) becomes the 400
+// readBody gives, not an internal error. The consumer enforces limit on a
+// body without Content-Length.
+func streamBody(r *http.Request, mediaType string, limit int64) (io.Reader, error) {
+	if r.ContentLength > limit {
+		return nil, kv.Errorf(kv.ECodeTooLarge, "request body too large")
+	}
+	if r.ContentLength != 0 {
+		if err := requireMediaType(r, mediaType); err != nil {
+			return nil, err
+		}
+	}
+	return bodyReader{r.Body}, nil
+}
+
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = kv.Errorf(kv.ECodeMalformed, "the request body could not be read")
+	}
+	return n, err
+}
+
 // requireMediaType refuses a request whose Content-Type is not mediaType
 // (parameters such as charset are allowed).
 func requireMediaType(r *http.Request, mediaType string) error {

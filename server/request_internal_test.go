@@ -49,7 +49,7 @@ func TestPanicAnswersProblem500(t *testing.T) {
 	var logged strings.Builder
 	cfg := DefaultConfig()
 	cfg.Log = zerolog.New(&logged)
-	s := New(cfg, store)
+	s := New(cfg, store, nil)
 	s.handle(http.MethodGet, "/boom", func(http.ResponseWriter, *http.Request, httprouter.Params) error {
 		panic("kaboom")
 	})
@@ -73,7 +73,7 @@ func TestUnknownErrorIsOpaque500(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	s := New(DefaultConfig(), store)
+	s := New(DefaultConfig(), store, nil)
 	s.handle(http.MethodGet, "/fail", func(http.ResponseWriter, *http.Request, httprouter.Params) error {
 		return errors.New("disk on fire at /secret/path")
 	})

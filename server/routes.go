@@ -32,6 +32,8 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerProfileRoutes()
 	s.registerTOTPRoutes()
 	s.registerDeviceRoutes()
+	s.registerAlbumRoutes()
+	s.registerUploadRoutes()
 	return s.router
 }
 

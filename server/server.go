@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"github.com/rs/zerolog"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server/password"
 )
@@ -34,6 +35,8 @@ type Config struct {
 	TrustProxy bool
 	// MaxBody limits ordinary request bodies.
 	MaxBody int64
+	// MaxBlob limits one uploaded blob.
+	MaxBlob int64
 
 	AccessTTL   time.Duration
 	RefreshTTL  time.Duration
@@ -50,8 +53,12 @@ type Config struct {
 	// database, so a copy of the database alone reveals no secret.
 	SealKey []byte
 
-	ProtocolMin string
-	ProtocolMax string
+	// ProtocolMin and ProtocolMax are the protocol dates (YYYY-MM-DD) the
+	// server speaks. AlbumProtocol is the date new albums are pinned to;
+	// empty means ProtocolMax.
+	ProtocolMin   string
+	ProtocolMax   string
+	AlbumProtocol string
 
 	// SweepInterval is how often expired records are deleted.
 	SweepInterval time.Duration
@@ -67,6 +74,7 @@ func DefaultConfig() Config {
 	return Config{
 		Registration:    "open",
 		MaxBody:         1 << 20,
+		MaxBlob:         16 << 30,
 		AccessTTL:       15 * time.Minute,
 		RefreshTTL:      30 * 24 * time.Hour,
 		FreshWindow:     10 * time.Minute,
@@ -82,10 +90,11 @@ func DefaultConfig() Config {
 	}
 }
 
-// Server serves the sealbox API over one store.
+// Server serves the sealbox API over one store and one blob store.
 type Server struct {
 	cfg       Config
 	store     *kv.Store
+	blobs     *blobs.Store
 	log       zerolog.Logger
 	now       func() time.Time
 	router    *httprouter.Router
@@ -101,17 +110,22 @@ type Server struct {
 	once     sync.Once
 }
 
-// New builds a server over store. The store's clock should be cfg.Now.
-func New(cfg Config, store *kv.Store) *Server {
+// New builds a server over store and the blob store blobStore. The store's
+// clock should be cfg.Now.
+func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
+	if cfg.AlbumProtocol == "" {
+		cfg.AlbumProtocol = cfg.ProtocolMax
+	}
 	s := &Server{
 		cfg:       cfg,
 		store:     store,
+		blobs:     blobStore,
 		log:       cfg.Log,
 		now:       cfg.Now,
 		passwords: password.NewHasher(cfg.Argon2, cfg.Rand),

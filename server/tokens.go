@@ -7,6 +7,7 @@ const (
 	prefixAccess  = "sbx_at_"
 	prefixRefresh = "sbx_rt_"
 	prefixMFA     = "sbx_mfa_"
+	prefixUpload  = "sbx_up_"
 )
 
 // newToken returns a fresh bearer secret of the given type.

@@ -1,0 +1,102 @@
+package kv
+
+import (
+	"bytes"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Album is an album id bound to the account that provisioned it.
+type Album struct {
+	ID      string
+	OwnerID string
+	// ProtocolVersion is the protocol date (YYYY-MM-DD) the album is pinned
+	// to, the server's at creation.
+	ProtocolVersion string
+	CreatedAt       time.Time
+	// SyncSeq is the feed position of the album's last applied lifecycle
+	// op; 0 until one is applied.
+	SyncSeq uint64
+}
+
+type albumRecord struct {
+	ID              string    `cbor:"1,keyasint"`
+	OwnerID         string    `cbor:"2,keyasint"`
+	ProtocolVersion string    `cbor:"3,keyasint"`
+	CreatedAt       time.Time `cbor:"4,keyasint"`
+	SyncSeq         uint64    `cbor:"5,keyasint"`
+}
+
+// albumIndexKey orders one account's albums by creation time, then id, so
+// listing them is a prefix scan of the account's rows.
+func albumIndexKey(accountID string, created time.Time, albumID string) []byte {
+	return join(idPart(accountID), timeKey(created), []byte(albumID))
+}
+
+// getAlbum returns nil, nil when no album has the id.
+func getAlbum(tx *bolt.Tx, id string) (*Album, error) {
+	b := tx.Bucket(bucketAlbums).Get([]byte(id))
+	if b == nil {
+		return nil, nil
+	}
+	var rec albumRecord
+	if err := decode(b, &rec); err != nil {
+		return nil, err
+	}
+	a := Album(rec)
+	return &a, nil
+}
+
+func putAlbum(tx *bolt.Tx, a *Album) error {
+	return tx.Bucket(bucketAlbums).Put([]byte(a.ID), encode(albumRecord(*a)))
+}
+
+// ProvisionAlbum binds albumID to accountID, pinned to protocolVersion, and
+// reports created=true. When the account already holds the album it returns
+// the album as stored and created=false, writing nothing (provisioning is
+// idempotent). An album id held by another account is error.album.forbidden.
+func (s *Store) ProvisionAlbum(accountID, albumID, protocolVersion string) (a *Album, created bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if a, err = getAlbum(tx, albumID); err != nil {
+			return err
+		}
+		if a != nil {
+			if a.OwnerID != accountID {
+				a = nil
+				return Errorf(ECodeAlbumForbidden, "the album belongs to another account")
+			}
+			return nil
+		}
+		a = &Album{ID: albumID, OwnerID: accountID, ProtocolVersion: protocolVersion, CreatedAt: s.now()}
+		created = true
+		if err := putAlbum(tx, a); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketAlbumsByAccount).Put(albumIndexKey(accountID, a.CreatedAt, albumID), nil)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return a, created, nil
+}
+
+// Albums lists the account's albums, oldest first (ties by id).
+func (s *Store) Albums(accountID string) ([]*Album, error) {
+	var out []*Album
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := idPart(accountID)
+		c := tx.Bucket(bucketAlbumsByAccount).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			a, err := getAlbum(tx, string(k[len(prefix)+8:]))
+			if err != nil {
+				return err
+			}
+			if a != nil {
+				out = append(out, a)
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,69 @@
+package kv_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/kv"
+)
+
+// holdVia stores b as held by accountID through a fresh upload session, the
+// way the server does.
+func holdVia(tb testing.TB, s *kv.Store, accountID, albumID string, b kv.Blob) bool {
+	tb.Helper()
+	if _, _, err := s.ProvisionAlbum(accountID, albumID, "2026-09-01"); err != nil {
+		tb.Fatal(err)
+	}
+	token := "sbx_up_" + accountID + albumID + b.Hash
+	if _, err := s.OpenUpload(accountID, albumID, token, time.Hour); err != nil {
+		tb.Fatal(err)
+	}
+	newlyHeld, err := s.AddUploadBlob(accountID, token, b, time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return newlyHeld
+}
+
+func hexHash(c byte) string { return strings.Repeat(string(c), 64) }
+
+func TestHoldingsPerAccount(t *testing.T) {
+	s, c := MustOpenStore(t)
+	// "acct-1" is a prefix of "acct-10": their rows must not mix.
+	holdVia(t, s, "acct-1", "album-1", kv.Blob{Hash: hexHash('a'), Size: 100})
+	holdVia(t, s, "acct-1", "album-1", kv.Blob{Hash: hexHash('b'), Size: 20})
+	c.Advance(time.Minute)
+	if !holdVia(t, s, "acct-10", "album-10", kv.Blob{Hash: hexHash('a'), Size: 100}) {
+		t.Fatal("a second account's first holding of a blob is not new")
+	}
+	if holdVia(t, s, "acct-10", "album-10", kv.Blob{Hash: hexHash('a'), Size: 100}) {
+		t.Fatal("a repeated holding reported new")
+	}
+	for _, tc := range []struct {
+		account string
+		bytes   int64
+	}{{"acct-1", 120}, {"acct-10", 100}, {"acct-2", 0}} {
+		if got, err := s.HeldBytes(tc.account); err != nil || got != tc.bytes {
+			t.Errorf("HeldBytes(%s): got %d, %v; want %d", tc.account, got, err, tc.bytes)
+		}
+	}
+	if ok, _ := s.Holds("acct-10", hexHash('b')); ok {
+		t.Fatal("acct-10 holds acct-1's blob")
+	}
+	if ok, _ := s.Holds("acct-1", hexHash('b')); !ok {
+		t.Fatal("acct-1 does not hold its blob")
+	}
+	// One record per blob, stored_at from the first holding, paged in hash order.
+	page, err := s.Blobs("", 1)
+	if err != nil || len(page) != 1 || page[0].Hash != hexHash('a') || page[0].Size != 100 || !page[0].StoredAt.Equal(c.Now().Add(-time.Minute)) {
+		t.Fatalf("first page: %+v, %v", page, err)
+	}
+	page, err = s.Blobs(page[0].Hash, 10)
+	if err != nil || len(page) != 1 || page[0].Hash != hexHash('b') {
+		t.Fatalf("second page: %+v, %v", page, err)
+	}
+	if page, _ = s.Blobs(hexHash('b'), 10); len(page) != 0 {
+		t.Fatalf("past the end: %+v", page)
+	}
+}

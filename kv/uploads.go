@@ -1,0 +1,219 @@
+package kv
+
+import (
+	"bytes"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// An upload session lets one account put blobs for one of its albums. Its
+// id is a bearer token known to the store only by its SHA-256 (the "key"
+// below). It is open until closed or until it has been idle for the idle
+// time the caller passes: every stored blob moves its expiry.
+//
+//   - uploads:          key -> uploadRecord
+//   - uploads_by_album: albumID|0x00|key -> expires_at (8 bytes), so the count
+//     of an album's open sessions (InFlight) is a prefix scan that reads no
+//     record.
+//   - upload_blobs:     key|hash -> nothing: the hashes the session stored,
+//     which integrity checks verify against the blob store.
+
+// Upload is an open upload session.
+type Upload struct {
+	AccountID string
+	AlbumID   string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+type uploadRecord struct {
+	AccountID string    `cbor:"1,keyasint"`
+	AlbumID   string    `cbor:"2,keyasint"`
+	CreatedAt time.Time `cbor:"3,keyasint"`
+	ExpiresAt time.Time `cbor:"4,keyasint"`
+}
+
+func uploadAlbumKey(albumID string, key []byte) []byte {
+	return join(idPart(albumID), key)
+}
+
+// getUpload returns nil, nil when no session has the key.
+func getUpload(tx *bolt.Tx, key []byte) (*Upload, error) {
+	b := tx.Bucket(bucketUploads).Get(key)
+	if b == nil {
+		return nil, nil
+	}
+	var rec uploadRecord
+	if err := decode(b, &rec); err != nil {
+		return nil, err
+	}
+	u := Upload(rec)
+	return &u, nil
+}
+
+func putUpload(tx *bolt.Tx, key []byte, u *Upload) error {
+	if err := tx.Bucket(bucketUploads).Put(key, encode(uploadRecord(*u))); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketUploadsByAlbum).Put(uploadAlbumKey(u.AlbumID, key), timeKey(u.ExpiresAt)); err != nil {
+		return err
+	}
+	return putExpiry(tx, u.ExpiresAt, kindUpload, key)
+}
+
+// liveUpload returns the session the token names when it is the account's
+// and open at now, else error.upload.not_found: unknown, expired, closed and
+// another account's sessions are indistinguishable.
+func liveUpload(tx *bolt.Tx, accountID string, key []byte, now time.Time) (*Upload, error) {
+	u, err := getUpload(tx, key)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil || u.AccountID != accountID || !now.Before(u.ExpiresAt) {
+		return nil, Errorf(ECodeUploadNotFound, "upload session not found")
+	}
+	return u, nil
+}
+
+// deleteUpload removes a session, its album index entry, its expiry entry
+// and its record of stored hashes. The blobs stay held by the account.
+func deleteUpload(tx *bolt.Tx, key []byte, u *Upload) error {
+	if err := tx.Bucket(bucketUploads).Delete(key); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketUploadsByAlbum).Delete(uploadAlbumKey(u.AlbumID, key)); err != nil {
+		return err
+	}
+	if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
+		return err
+	}
+	c := tx.Bucket(bucketUploadBlobs).Cursor()
+	for k, _ := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, _ = c.Seek(key) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sweepUpload(tx *bolt.Tx, key []byte, now time.Time) error {
+	u, err := getUpload(tx, key)
+	if err != nil || u == nil || now.Before(u.ExpiresAt) {
+		return err
+	}
+	return deleteUpload(tx, key, u)
+}
+
+// OpenUpload opens an upload session named by token for the account's
+// album, expiring after idle. An album that does not exist or is another
+// account's is error.album.not_found.
+func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration) (*Upload, error) {
+	var u *Upload
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		a, err := getAlbum(tx, albumID)
+		if err != nil {
+			return err
+		}
+		if a == nil || a.OwnerID != accountID {
+			return Errorf(ECodeAlbumNotFound, "album not found")
+		}
+		u = &Upload{AccountID: accountID, AlbumID: albumID, CreatedAt: now, ExpiresAt: now.Add(idle)}
+		return putUpload(tx, HashToken(token), u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// Upload returns the account's open session named by token, or
+// error.upload.not_found.
+func (s *Store) Upload(accountID, token string) (*Upload, error) {
+	var u *Upload
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		u, err = liveUpload(tx, accountID, HashToken(token), s.now())
+		return err
+	})
+	return u, err
+}
+
+// AddUploadBlob records that the session named by token stored b: the
+// account holds b, the session's hash set gains it, and the session's expiry
+// moves to now+idle. It re-checks that the session is still the account's and
+// open (it may have closed or expired while the bytes streamed), answering
+// error.upload.not_found otherwise. newlyHeld is false when the account
+// already held b.
+func (s *Store) AddUploadBlob(accountID, token string, b Blob, idle time.Duration) (newlyHeld bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		key := HashToken(token)
+		u, err := liveUpload(tx, accountID, key, now)
+		if err != nil {
+			return err
+		}
+		if newlyHeld, err = holdBlob(tx, accountID, b, now); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketUploadBlobs).Put(join(key, []byte(b.Hash)), nil); err != nil {
+			return err
+		}
+		if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
+			return err
+		}
+		u.ExpiresAt = now.Add(idle)
+		return putUpload(tx, key, u)
+	})
+	return newlyHeld, err
+}
+
+// UploadBlobs lists, in hash order, the hashes the account's open session
+// named by token has stored, or error.upload.not_found.
+func (s *Store) UploadBlobs(accountID, token string) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		key := HashToken(token)
+		if _, err := liveUpload(tx, accountID, key, s.now()); err != nil {
+			return err
+		}
+		c := tx.Bucket(bucketUploadBlobs).Cursor()
+		for k, _ := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, _ = c.Next() {
+			out = append(out, string(k[len(key):]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CloseUpload closes the account's open session named by token, or answers
+// error.upload.not_found. The blobs it stored stay held.
+func (s *Store) CloseUpload(accountID, token string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		key := HashToken(token)
+		u, err := liveUpload(tx, accountID, key, s.now())
+		if err != nil {
+			return err
+		}
+		return deleteUpload(tx, key, u)
+	})
+}
+
+// InFlight counts the album's open, unexpired upload sessions: the number the
+// upgrade ceremony waits to see reach zero. It reads only the album's rows of
+// the index, never a session record.
+func (s *Store) InFlight(albumID string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		now := timeKey(s.now())
+		prefix := idPart(albumID)
+		c := tx.Bucket(bucketUploadsByAlbum).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if bytes.Compare(v, now) > 0 {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}

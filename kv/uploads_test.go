@@ -1,0 +1,83 @@
+package kv_test
+
+import (
+	"testing"
+	"time"
+
+	"sealbox/kv"
+)
+
+func TestUploadSessionLifecycle(t *testing.T) {
+	s, c := MustOpenStore(t)
+	const token = "sbx_up_SECRETUPLOADTOKEN0123456789"
+	if _, err := s.OpenUpload("acct", "album", token, time.Hour); kv.ErrorCode(err) != kv.ECodeAlbumNotFound {
+		t.Fatalf("unknown album: %v", err)
+	}
+	if _, _, err := s.ProvisionAlbum("acct", "album", "2026-09-01"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OpenUpload("other", "album", token, time.Hour); kv.ErrorCode(err) != kv.ECodeAlbumNotFound {
+		t.Fatalf("another account's album: %v", err)
+	}
+	up, err := s.OpenUpload("acct", "album", token, time.Hour)
+	if err != nil || !up.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
+		t.Fatalf("open: %+v, %v", up, err)
+	}
+	if _, err := s.Upload("other", token); kv.ErrorCode(err) != kv.ECodeUploadNotFound {
+		t.Fatalf("another account's session: %v", err)
+	}
+	c.Advance(30 * time.Minute)
+	if _, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('c'), Size: 3}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if up, _ := s.Upload("acct", token); !up.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
+		t.Fatalf("a write did not move the expiry: %v", up.ExpiresAt)
+	}
+	if hashes, err := s.UploadBlobs("acct", token); err != nil || len(hashes) != 1 || hashes[0] != hexHash('c') {
+		t.Fatalf("hash set: %v, %v", hashes, err)
+	}
+	// Sweeping before the (moved) expiry keeps the session.
+	c.Advance(59 * time.Minute)
+	if _, err := s.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.InFlight("album"); n != 1 {
+		t.Fatalf("in flight before expiry: %d", n)
+	}
+	c.Advance(time.Minute)
+	if _, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('d'), Size: 3}, time.Hour); kv.ErrorCode(err) != kv.ECodeUploadNotFound {
+		t.Fatalf("write to an expired session: %v", err)
+	}
+	if n, err := s.Sweep(); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if n, _ := s.InFlight("album"); n != 0 {
+		t.Fatalf("in flight after expiry: %d", n)
+	}
+	if ok, _ := s.Holds("acct", hexHash('c')); !ok {
+		t.Fatal("the session's expiry dropped the holding")
+	}
+	path := s.Path()
+	s.Close()
+	assertFileLacks(t, path, token)
+}
+
+func TestProvisionAlbum(t *testing.T) {
+	s, c := MustOpenStore(t)
+	a, created, err := s.ProvisionAlbum("acct", "album", "2026-01-01")
+	if err != nil || !created || a.OwnerID != "acct" || a.ProtocolVersion != "2026-01-01" || !a.CreatedAt.Equal(c.Now()) {
+		t.Fatalf("create: %+v, %v, %v", a, created, err)
+	}
+	c.Advance(time.Hour)
+	// Idempotent: the stored album, pinned as it was, nothing rewritten.
+	a, created, err = s.ProvisionAlbum("acct", "album", "2026-09-01")
+	if err != nil || created || a.ProtocolVersion != "2026-01-01" || !a.CreatedAt.Equal(c.Now().Add(-time.Hour)) {
+		t.Fatalf("repeat: %+v, %v, %v", a, created, err)
+	}
+	if _, _, err := s.ProvisionAlbum("other", "album", "2026-09-01"); kv.ErrorCode(err) != kv.ECodeAlbumForbidden {
+		t.Fatalf("another account: %v", err)
+	}
+	if list, _ := s.Albums("other"); len(list) != 0 {
+		t.Fatalf("a refused provision listed: %+v", list)
+	}
+}

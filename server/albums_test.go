@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+func TestAlbumProvisionAndList(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.AlbumProtocol = "2026-01-01" })
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	const first, second = "0f0e0d0c-0b0a-4908-8706-050403020100", "1f0e0d0c-0b0a-4908-8706-050403020100"
+	provision := func(tok Tokens, id string) *Response {
+		return ts.Do(t, Req{Method: "POST", Path: "/v1/albums", Token: tok.Access, Body: map[string]any{"album_id": id}})
+	}
+
+	r := provision(alice, first).WantStatus(t, http.StatusCreated)
+	if got, want := string(r.Body), `{"album_id":"`+first+`","protocol_version":"2026-01-01","created":true}`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	ts.Clock.Advance(time.Minute)
+	r = provision(alice, first).WantStatus(t, http.StatusOK)
+	if got, want := string(r.Body), `{"album_id":"`+first+`","protocol_version":"2026-01-01","created":false}`; got != want {
+		t.Fatalf("repeat: got %s, want %s", got, want)
+	}
+	provision(bob, first).WantProblem(t, http.StatusForbidden, "error.album.forbidden")
+	provision(alice, second).WantStatus(t, http.StatusCreated)
+
+	r = ts.Do(t, Req{Method: "GET", Path: "/v1/albums", Token: alice.Access}).WantStatus(t, http.StatusOK)
+	want := `{"albums":[` +
+		`{"album_id":"` + first + `","protocol_version":"2026-01-01","created_at":"2026-11-22T10:00:00Z","sync_seq":0},` +
+		`{"album_id":"` + second + `","protocol_version":"2026-01-01","created_at":"2026-11-22T10:01:00Z","sync_seq":0}]}`
+	if string(r.Body) != want {
+		t.Fatalf("list: got %s, want %s", r.Body, want)
+	}
+	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Fatalf("Cache-Control: got %q", cc)
+	}
+	r = ts.Do(t, Req{Method: "GET", Path: "/v1/albums", Token: bob.Access}).WantStatus(t, http.StatusOK)
+	if got := string(r.Body); got != `{"albums":[]}` {
+		t.Fatalf("bob's list: got %s", got)
+	}
+}
+
+func TestAlbumProtocolDefaultsToProtocolMax(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/albums", Token: tok.Access,
+		Body: map[string]any{"album_id": "0f0e0d0c-0b0a-4908-8706-050403020100"}}).WantStatus(t, http.StatusCreated)
+	if got := r.JSON(t)["protocol_version"]; got != ts.Config.ProtocolMax {
+		t.Fatalf("protocol_version: got %v, want %s", got, ts.Config.ProtocolMax)
+	}
+}
+
+func TestAlbumProvisionValidation(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	cases := []struct {
+		name        string
+		token       string
+		body        any
+		contentType string
+		status      int
+		code        string
+	}{
+		{"no token", "", map[string]any{"album_id": "0f0e0d0c-0b0a-4908-8706-050403020100"}, "", 401, "error.auth.unauthenticated"},
+		{"not JSON", tok.Access, "{", "", 400, "error.request.malformed"},
+		{"unknown key", tok.Access, map[string]any{"album_id": "0f0e0d0c-0b0a-4908-8706-050403020100", "name": "x"}, "", 400, "error.request.malformed"},
+		{"wrong type", tok.Access, map[string]any{"album_id": 7}, "", 400, "error.request.malformed"},
+		{"wrong media type", tok.Access, `{"album_id":"0f0e0d0c-0b0a-4908-8706-050403020100"}`, "text/plain", 415, "error.request.unsupported_media_type"},
+		{"missing", tok.Access, map[string]any{}, "", 422, "error.request.invalid"},
+		{"null", tok.Access, map[string]any{"album_id": nil}, "", 422, "error.request.invalid"},
+		{"uppercase", tok.Access, map[string]any{"album_id": "0F0E0D0C-0B0A-4908-8706-050403020100"}, "", 422, "error.request.invalid"},
+		{"no hyphens", tok.Access, map[string]any{"album_id": "0f0e0d0c0b0a49088706050403020100"}, "", 422, "error.request.invalid"},
+		{"braces", tok.Access, map[string]any{"album_id": "{0f0e0d0c-0b0a-4908-8706-050403020100}"}, "", 422, "error.request.invalid"},
+		{"empty", tok.Access, map[string]any{"album_id": ""}, "", 422, "error.request.invalid"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.Do(t, Req{Method: "POST", Path: "/v1/albums", Token: tc.token, Body: tc.body, ContentType: tc.contentType})
+			p := r.WantProblem(t, tc.status, tc.code)
+			if tc.status == 422 && p["field"] != "album_id" {
+				t.Fatalf("field: got %v", p["field"])
+			}
+		})
+	}
+	if r := ts.Do(t, Req{Method: "GET", Path: "/v1/albums", Token: tok.Access}); string(r.Body) != `{"albums":[]}` {
+		t.Fatalf("a refused provision wrote an album: %s", r.Body)
+	}
+}

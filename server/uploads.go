@@ -1,0 +1,100 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"sealbox/blobs"
+	"sealbox/kv"
+)
+
+func (s *Server) registerUploadRoutes() {
+	s.handle(http.MethodPost, "/v1/albums/:album_id/uploads", s.bearer(s.handleUploadOpen))
+	s.handle(http.MethodPut, "/v1/uploads/:upload_id/blobs/:hash", s.bearer(s.handleUploadBlob))
+	s.handle(http.MethodDelete, "/v1/uploads/:upload_id", s.bearer(s.handleUploadClose))
+}
+
+// uploadIdle is how long an upload session lives after its last write
+// (ADDENDUM 8).
+const uploadIdle = time.Hour
+
+type uploadResponse struct {
+	UploadID  string `json:"upload_id"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// handles "POST /v1/albums/:album_id/uploads": opens an upload session on
+// one of the caller's albums. The body, if any, is ignored.
+func (s *Server) handleUploadOpen(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	if err != nil {
+		return err
+	}
+	token := s.newToken(prefixUpload)
+	up, err := s.store.OpenUpload(sess.AccountID, albumID, token, uploadIdle)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, uploadResponse{UploadID: token, ExpiresAt: formatTime(up.ExpiresAt)})
+}
+
+type blobResponse struct {
+	Hash string `json:"hash"`
+	Size int64  `json:"size"`
+}
+
+// handles "PUT /v1/uploads/:upload_id/blobs/:hash": streams the body into
+// the blob store (constant memory, checked against the hash in the path),
+// then records that the caller holds it. 201 when the caller did not hold the
+// blob before, 200 when it did.
+func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	uploadID, err := pathParam(ps, "upload_id", isUploadID)
+	if err != nil {
+		return err
+	}
+	hash, err := pathParam(ps, "hash", blobs.ValidHash)
+	if err != nil {
+		return err
+	}
+	// Refuse an unknown session before reading a possibly huge body.
+	if _, err := s.store.Upload(sess.AccountID, uploadID); err != nil {
+		return err
+	}
+	body, err := streamBody(r, mediaOctet, s.cfg.MaxBlob)
+	if err != nil {
+		return err
+	}
+	// File I/O happens here, outside any transaction; the store records the
+	// holding afterwards and re-checks that the session is still open.
+	info, _, err := s.blobs.Put(body, hash, s.cfg.MaxBlob)
+	if err != nil {
+		return err
+	}
+	newlyHeld, err := s.store.AddUploadBlob(sess.AccountID, uploadID, kv.Blob{Hash: info.Hash, Size: info.Size}, uploadIdle)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if newlyHeld {
+		status = http.StatusCreated
+	}
+	return writeJSON(w, status, blobResponse{Hash: info.Hash, Size: info.Size})
+}
+
+// handles "DELETE /v1/uploads/:upload_id": closes the session; the blobs it
+// stored stay held by the caller.
+func (s *Server) handleUploadClose(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	uploadID, err := pathParam(ps, "upload_id", isUploadID)
+	if err != nil {
+		return err
+	}
+	if err := s.store.CloseUpload(sess.AccountID, uploadID); err != nil {
+		return err
+	}
+	return noContent(w)
+}

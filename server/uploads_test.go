@@ -1,0 +1,260 @@
+package server_test
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+// blobFiles lists every regular file under the test server's blob
+// directory, temp files included.
+func blobFiles(tb testing.TB, ts *TestServer) []string {
+	tb.Helper()
+	var files []string
+	err := filepath.WalkDir(ts.Blobs.Dir(), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files
+}
+
+func TestUploadRoundTrip(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	album := ts.NewAlbum(t, alice.Access)
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/albums/" + album + "/uploads", Token: alice.Access}).WantStatus(t, http.StatusCreated)
+	m := r.JSON(t)
+	up := m["upload_id"].(string)
+	if !strings.HasPrefix(up, "sbx_up_") || m["expires_at"] != "2026-11-22T11:00:00Z" {
+		t.Fatalf("open: %s", r.Body)
+	}
+	data := []byte("ciphertext bytes, sealed on the client")
+	hash := hashOf(data)
+	want := `{"hash":"` + hash + `","size":38}`
+	r = ts.PutBlob(t, alice.Access, up, data).WantStatus(t, http.StatusCreated)
+	if string(r.Body) != want {
+		t.Fatalf("put: got %s, want %s", r.Body, want)
+	}
+	// The same bytes again: already held, same body.
+	r = ts.PutBlob(t, alice.Access, up, data).WantStatus(t, http.StatusOK)
+	if string(r.Body) != want {
+		t.Fatalf("repeat put: got %s, want %s", r.Body, want)
+	}
+	f, info, err := ts.Blobs.Open(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Equal(stored, data) || info.Size != 38 {
+		t.Fatalf("stored %q (%d bytes)", stored, info.Size)
+	}
+	if held, _ := ts.Store.Holds(ts.UserID(t, alice.Access), hash); !held {
+		t.Fatal("the uploader does not hold the blob")
+	}
+	if got, err := ts.Store.UploadBlobs(ts.UserID(t, alice.Access), up); err != nil || len(got) != 1 || got[0] != hash {
+		t.Fatalf("the session's hash set: %v, %v", got, err)
+	}
+
+	// Another account storing the same bytes comes to hold them too: 201.
+	bob := ts.Register(t, "bob@example.org")
+	bobUp := ts.OpenUpload(t, bob.Access, ts.NewAlbum(t, bob.Access))
+	ts.PutBlob(t, bob.Access, bobUp, data).WantStatus(t, http.StatusCreated)
+
+	// An empty blob is a blob.
+	ts.PutBlob(t, alice.Access, up, nil).WantStatus(t, http.StatusCreated)
+
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/uploads/" + up, Token: alice.Access}).WantStatus(t, http.StatusNoContent)
+	ts.PutBlob(t, alice.Access, up, data).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/uploads/" + up, Token: alice.Access}).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+	if held, _ := ts.Store.Holds(ts.UserID(t, alice.Access), hash); !held {
+		t.Fatal("closing the session dropped the holding")
+	}
+}
+
+func TestUploadHashMismatchKeepsNothing(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	claimed := hashOf([]byte("what the client meant to send"))
+	r := ts.Do(t, Req{Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + claimed, Token: tok.Access,
+		Body: []byte("what arrived"), ContentType: "application/octet-stream"})
+	r.WantProblem(t, http.StatusUnprocessableEntity, "error.blob.hash_mismatch")
+	if files := blobFiles(t, ts); len(files) != 0 {
+		t.Fatalf("a refused blob left files: %v", files)
+	}
+	user := ts.UserID(t, tok.Access)
+	for _, h := range []string{claimed, hashOf([]byte("what arrived"))} {
+		if held, _ := ts.Store.Holds(user, h); held {
+			t.Fatalf("a refused blob was recorded as held: %s", h)
+		}
+	}
+	if n, _ := ts.Store.HeldBytes(user); n != 0 {
+		t.Fatalf("held bytes after a refused upload: %d", n)
+	}
+	if got, _ := ts.Store.Blobs("", 10); len(got) != 0 {
+		t.Fatalf("blob records after a refused upload: %v", got)
+	}
+}
+
+func TestUploadMaxBlob(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.MaxBlob = 1024 })
+	tok := ts.Register(t, "a@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	big := bytes.Repeat([]byte{7}, 1025)
+	wantEmpty413 := func(r *Response) {
+		t.Helper()
+		r.WantStatus(t, http.StatusRequestEntityTooLarge)
+		if len(r.Body) != 0 {
+			t.Fatalf("413 with a body: %q", r.Body)
+		}
+	}
+	// Announced by Content-Length: refused before a byte is read.
+	wantEmpty413(ts.PutBlob(t, tok.Access, up, big))
+	// Chunked, no Content-Length: refused once the stream passes the limit.
+	req, _ := http.NewRequest("PUT", ts.URL()+"/v1/uploads/"+up+"/blobs/"+hashOf(big), io.MultiReader(bytes.NewReader(big)))
+	req.Header.Set("Authorization", "Bearer "+tok.Access)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if req.ContentLength != 0 {
+		t.Fatalf("the request announced its length: %d", req.ContentLength)
+	}
+	wantEmpty413(&Response{Status: resp.StatusCode, Header: resp.Header, Body: body})
+	if files := blobFiles(t, ts); len(files) != 0 {
+		t.Fatalf("a refused blob left files: %v", files)
+	}
+	// Exactly the limit is fine.
+	ts.PutBlob(t, tok.Access, up, big[:1024]).WantStatus(t, http.StatusCreated)
+}
+
+func TestUploadIdleExpiry(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.AccessTTL = 24 * time.Hour })
+	tok := ts.Register(t, "a@example.org")
+	album := ts.NewAlbum(t, tok.Access)
+	up := ts.OpenUpload(t, tok.Access, album)
+	inFlight := func(want int) {
+		t.Helper()
+		if n, err := ts.Store.InFlight(album); err != nil || n != want {
+			t.Fatalf("in flight: got %d, %v; want %d", n, err, want)
+		}
+	}
+	inFlight(1)
+	// Each write moves the expiry to an hour after it.
+	ts.Clock.Advance(59 * time.Minute)
+	ts.PutBlob(t, tok.Access, up, []byte("one")).WantStatus(t, http.StatusCreated)
+	ts.Clock.Advance(59 * time.Minute)
+	ts.PutBlob(t, tok.Access, up, []byte("two")).WantStatus(t, http.StatusCreated)
+	inFlight(1)
+	ts.Clock.Advance(time.Hour)
+	inFlight(0)
+	ts.PutBlob(t, tok.Access, up, []byte("three")).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/uploads/" + up, Token: tok.Access}).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+	if n, err := ts.Store.Sweep(); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v (want the one live expiry entry; earlier ones were replaced)", n, err)
+	}
+	inFlight(0)
+}
+
+func TestUploadForeignSessionAndAlbum(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	album := ts.NewAlbum(t, alice.Access)
+	up := ts.OpenUpload(t, alice.Access, album)
+	data := []byte("alice's ciphertext")
+	ts.PutBlob(t, bob.Access, up, data).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/uploads/" + up, Token: bob.Access}).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+	if files := blobFiles(t, ts); len(files) != 0 {
+		t.Fatalf("a refused upload wrote files: %v", files)
+	}
+	// Bob cannot open a session on Alice's album: it answers as an unknown one.
+	ts.Do(t, Req{Method: "POST", Path: "/v1/albums/" + album + "/uploads", Token: bob.Access}).WantProblem(t, http.StatusNotFound, "error.album.not_found")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/albums/9f0e0d0c-0b0a-4908-8706-050403020100/uploads", Token: bob.Access}).WantProblem(t, http.StatusNotFound, "error.album.not_found")
+	// Alice's session is untouched.
+	ts.PutBlob(t, alice.Access, up, data).WantStatus(t, http.StatusCreated)
+}
+
+func TestUploadRequestValidation(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	album := ts.NewAlbum(t, tok.Access)
+	up := ts.OpenUpload(t, tok.Access, album)
+	data := []byte("x")
+	hash := hashOf(data)
+	unknown := "sbx_up_" + strings.Repeat("A", 43)
+	cases := []struct {
+		name, method, path, token, contentType string
+		status                                 int
+		code                                   string
+	}{
+		{"open without token", "POST", "/v1/albums/" + album + "/uploads", "", "", 401, "error.auth.unauthenticated"},
+		{"open, album id not a UUID", "POST", "/v1/albums/not-a-uuid/uploads", tok.Access, "", 400, "error.request.malformed"},
+		{"open, album id uppercase", "POST", "/v1/albums/" + strings.ToUpper(album) + "/uploads", tok.Access, "", 400, "error.request.malformed"},
+		{"put without token", "PUT", "/v1/uploads/" + up + "/blobs/" + hash, "", "application/octet-stream", 401, "error.auth.unauthenticated"},
+		{"put, hash uppercase", "PUT", "/v1/uploads/" + up + "/blobs/" + strings.ToUpper(hash), tok.Access, "application/octet-stream", 400, "error.request.malformed"},
+		{"put, hash short", "PUT", "/v1/uploads/" + up + "/blobs/" + hash[:63], tok.Access, "application/octet-stream", 400, "error.request.malformed"},
+		{"put, hash not hex", "PUT", "/v1/uploads/" + up + "/blobs/" + strings.Repeat("g", 64), tok.Access, "application/octet-stream", 400, "error.request.malformed"},
+		{"put, upload id malformed", "PUT", "/v1/uploads/sbx_up_short/blobs/" + hash, tok.Access, "application/octet-stream", 400, "error.request.malformed"},
+		{"put, upload id of another type", "PUT", "/v1/uploads/sbx_at_" + strings.Repeat("A", 43) + "/blobs/" + hash, tok.Access, "application/octet-stream", 400, "error.request.malformed"},
+		{"put, unknown upload", "PUT", "/v1/uploads/" + unknown + "/blobs/" + hash, tok.Access, "application/octet-stream", 404, "error.upload.not_found"},
+		{"put, JSON body", "PUT", "/v1/uploads/" + up + "/blobs/" + hash, tok.Access, "application/json", 415, "error.request.unsupported_media_type"},
+		{"put, no media type", "PUT", "/v1/uploads/" + up + "/blobs/" + hash, tok.Access, "-", 415, "error.request.unsupported_media_type"},
+		{"delete, upload id malformed", "DELETE", "/v1/uploads/nope", tok.Access, "", 400, "error.request.malformed"},
+		{"delete, unknown upload", "DELETE", "/v1/uploads/" + unknown, tok.Access, "", 404, "error.upload.not_found"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := Req{Method: tc.method, Path: tc.path, Token: tc.token}
+			if tc.method == "PUT" {
+				req.Body, req.ContentType = data, tc.contentType
+				if tc.contentType == "-" {
+					req.ContentType, req.Header = "", map[string]string{"Content-Type": ""}
+				}
+			}
+			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
+		})
+	}
+	if files := blobFiles(t, ts); len(files) != 0 {
+		t.Fatalf("refused uploads wrote files: %v", files)
+	}
+}
+
+func TestInFlightCountsOpenSessionsPerAlbum(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	x, y := ts.NewAlbum(t, tok.Access), ts.NewAlbum(t, tok.Access)
+	first := ts.OpenUpload(t, tok.Access, x)
+	ts.OpenUpload(t, tok.Access, x)
+	ts.OpenUpload(t, tok.Access, y)
+	count := func(album string) int {
+		n, err := ts.Store.InFlight(album)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if count(x) != 2 || count(y) != 1 {
+		t.Fatalf("in flight: x %d, y %d", count(x), count(y))
+	}
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/uploads/" + first, Token: tok.Access}).WantStatus(t, http.StatusNoContent)
+	if count(x) != 1 || count(y) != 1 {
+		t.Fatalf("after close: x %d, y %d", count(x), count(y))
+	}
+}
