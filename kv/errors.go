@@ -83,4 +83,5 @@ const (
 	ECodeUploadNotFound     = "error.upload.not_found"
 	ECodeBlobNotFound       = "error.blob.not_found"
 	ECodeHashMismatch       = "error.blob.hash_mismatch"
+	ECodeQuotaExceeded      = "error.quota.exceeded"
 )

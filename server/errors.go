@@ -47,6 +47,7 @@ var statusByCode = map[string]int{
 	kv.ECodeUploadNotFound:     http.StatusNotFound,
 	kv.ECodeBlobNotFound:       http.StatusNotFound,
 	kv.ECodeHashMismatch:       http.StatusUnprocessableEntity,
+	kv.ECodeQuotaExceeded:      http.StatusForbidden,
 }
 
 // statusError overrides the table's status for one use of a code, where the
