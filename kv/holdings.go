@@ -14,9 +14,10 @@ import (
 //     holds. It is the set of referenced blobs that gc, check and backup walk
 //     (Blobs), and the stored_at a blob read answers as Last-Modified.
 //   - holdings: accountID|0x00|hash -> holdingRecord (size, held_at). "Does the
-//     caller hold this hash" is one Get (Holds); the bytes an account holds
-//     are one prefix scan that never leaves the account's rows (HeldBytes),
-//     because the size is copied into each holding.
+//     caller hold this hash" is one Get (Holds); an account's holdings are one
+//     prefix scan that never leaves the account's rows.
+//   - usage:    accountID -> bytes held (8 bytes big-endian), kept by holdBlob,
+//     so the quota check is one Get however many blobs the account holds.
 //
 // An account comes to hold a blob by uploading it (AddUploadBlob) and, in
 // later features, by the lifecycle ops that store blobs; both call holdBlob
@@ -51,6 +52,36 @@ func holds(tx *bolt.Tx, accountID, hash string) bool {
 	return tx.Bucket(bucketHoldings).Get(holdingKey(accountID, hash)) != nil
 }
 
+// usage is the bytes the account holds.
+func usage(tx *bolt.Tx, accountID string) int64 {
+	if v := tx.Bucket(bucketUsage).Get([]byte(accountID)); len(v) == 8 {
+		return int64(readU64(v))
+	}
+	return 0
+}
+
+// charge adds size bytes to the account's usage, refusing with
+// error.quota.exceeded (and writing nothing) when that would take the
+// account past its quota.
+func charge(tx *bolt.Tx, accountID string, size int64) error {
+	used := usage(tx, accountID)
+	if err := checkQuota(tx, accountID, used, size); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketUsage).Put([]byte(accountID), u64(uint64(used+size)))
+}
+
+func checkQuota(tx *bolt.Tx, accountID string, used, size int64) error {
+	a, err := getAccount(tx, accountID)
+	if err != nil {
+		return err
+	}
+	if a.QuotaBytes > 0 && used+size > a.QuotaBytes {
+		return Errorf(ECodeQuotaExceeded, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use)", size, a.QuotaBytes, used)
+	}
+	return nil
+}
+
 // holdBlob records that the account holds b, creating the blob's record if
 // this is the first holding of it, and reports whether the holding is new
 // (false: the account already held the blob, and nothing was written).
@@ -58,6 +89,9 @@ func holdBlob(tx *bolt.Tx, accountID string, b Blob, now time.Time) (bool, error
 	key := holdingKey(accountID, b.Hash)
 	if tx.Bucket(bucketHoldings).Get(key) != nil {
 		return false, nil
+	}
+	if err := charge(tx, accountID, b.Size); err != nil {
+		return false, err
 	}
 	if tx.Bucket(bucketBlobs).Get([]byte(b.Hash)) == nil {
 		rec := blobRecord{Size: b.Size, StoredAt: now}
@@ -79,23 +113,40 @@ func (s *Store) Holds(accountID, hash string) (bool, error) {
 	return ok, err
 }
 
-// HeldBytes sums the sizes of the blobs the account holds (quota, admin
+// HeldBytes is the bytes of the blobs the account holds (quota, admin
 // listings). A blob held by several accounts counts for each of them.
 func (s *Store) HeldBytes(accountID string) (int64, error) {
 	var total int64
 	err := s.db.View(func(tx *bolt.Tx) error {
-		prefix := idPart(accountID)
-		c := tx.Bucket(bucketHoldings).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			var rec holdingRecord
-			if err := decode(v, &rec); err != nil {
-				return err
-			}
-			total += rec.Size
-		}
+		total = usage(tx, accountID)
 		return nil
 	})
 	return total, err
+}
+
+// CheckQuota refuses, with error.quota.exceeded, to let the account take
+// size more bytes for the blob hash, before any byte is read; a blob the
+// account already holds costs nothing. The transaction that records a
+// holding checks again, so this is an early answer, not the guarantee.
+func (s *Store) CheckQuota(accountID, hash string, size int64) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		if holds(tx, accountID, hash) {
+			return nil
+		}
+		return checkQuota(tx, accountID, usage(tx, accountID), size)
+	})
+}
+
+// heldCount counts the blobs the account holds (a prefix scan of its
+// holdings; for operator listings).
+func heldCount(tx *bolt.Tx, accountID string) int {
+	n := 0
+	prefix := idPart(accountID)
+	c := tx.Bucket(bucketHoldings).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		n++
+	}
+	return n
 }
 
 // Blobs lists up to limit recorded blobs whose hash sorts after after ("" to

@@ -12,6 +12,7 @@ import (
 // way the server does.
 func holdVia(tb testing.TB, s *kv.Store, accountID, albumID string, b kv.Blob) bool {
 	tb.Helper()
+	ensureAccount(tb, s, accountID)
 	if _, _, err := s.ProvisionAlbum(accountID, albumID, "2026-09-01"); err != nil {
 		tb.Fatal(err)
 	}
@@ -24,6 +25,16 @@ func holdVia(tb testing.TB, s *kv.Store, accountID, albumID string, b kv.Blob) b
 		tb.Fatal(err)
 	}
 	return newlyHeld
+}
+
+// ensureAccount creates the account id unless it exists: holdings are
+// charged to a real account.
+func ensureAccount(tb testing.TB, s *kv.Store, id string) {
+	tb.Helper()
+	err := s.AddAccount(&kv.Account{ID: id, Email: id + "@example.org"})
+	if err != nil && kv.ErrorCode(err) != kv.ECodeAccountExists {
+		tb.Fatal(err)
+	}
 }
 
 func hexHash(c byte) string { return strings.Repeat(string(c), 64) }
@@ -65,5 +76,39 @@ func TestHoldingsPerAccount(t *testing.T) {
 	}
 	if page, _ = s.Blobs(hexHash('b'), 10); len(page) != 0 {
 		t.Fatalf("past the end: %+v", page)
+	}
+}
+
+func TestQuotaRefusesAndWritesNothing(t *testing.T) {
+	s, _ := MustOpenStore(t)
+	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 60})
+	if err := s.SetQuota("acct@example.org", 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckQuota("acct", hexHash('b'), 41); kv.ErrorCode(err) != kv.ECodeQuotaExceeded {
+		t.Fatalf("early check: got %v", err)
+	}
+	if err := s.CheckQuota("acct", hexHash('a'), 1000); err != nil {
+		t.Fatalf("a blob already held costs nothing: %v", err)
+	}
+	token := "sbx_up_quota"
+	if _, err := s.OpenUpload("acct", "album", token, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('b'), Size: 41}, time.Hour)
+	if kv.ErrorCode(err) != kv.ECodeQuotaExceeded {
+		t.Fatalf("got %v, want %s", err, kv.ECodeQuotaExceeded)
+	}
+	if held, _ := s.Holds("acct", hexHash('b')); held {
+		t.Fatal("a refused holding was recorded")
+	}
+	if got, _ := s.HeldBytes("acct"); got != 60 {
+		t.Fatalf("usage after a refusal: got %d, want 60", got)
+	}
+	if blobs, _ := s.Blobs("", 10); len(blobs) != 1 {
+		t.Fatalf("a refused blob was recorded: %v", blobs)
+	}
+	if _, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('c'), Size: 40}, time.Hour); err != nil {
+		t.Fatalf("exactly at the quota: %v", err)
 	}
 }

@@ -35,6 +35,7 @@ var (
 	bucketUploads           = []byte("uploads")
 	bucketUploadsByAlbum    = []byte("uploads_by_album")
 	bucketUploadBlobs       = []byte("upload_blobs")
+	bucketUsage             = []byte("usage")
 )
 
 var allBuckets = [][]byte{
@@ -42,7 +43,7 @@ var allBuckets = [][]byte{
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
 	bucketMFAChallenges, bucketCohorts, bucketExpiry,
 	bucketAlbums, bucketAlbumsByAccount, bucketBlobs, bucketHoldings,
-	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs,
+	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs, bucketUsage,
 }
 
 // Options tune a Store. Zero values take the defaults.

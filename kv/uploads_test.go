@@ -9,6 +9,7 @@ import (
 
 func TestUploadSessionLifecycle(t *testing.T) {
 	s, c := MustOpenStore(t)
+	ensureAccount(t, s, "acct")
 	const token = "sbx_up_SECRETUPLOADTOKEN0123456789"
 	if _, err := s.OpenUpload("acct", "album", token, time.Hour); kv.ErrorCode(err) != kv.ECodeAlbumNotFound {
 		t.Fatalf("unknown album: %v", err)

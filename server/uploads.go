@@ -60,9 +60,15 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	if err != nil {
 		return err
 	}
-	// Refuse an unknown session before reading a possibly huge body.
+	// Refuse an unknown session, or a declared size past the quota, before
+	// reading a possibly huge body.
 	if _, err := s.store.Upload(sess.AccountID, uploadID); err != nil {
 		return err
+	}
+	if r.ContentLength > 0 {
+		if err := s.store.CheckQuota(sess.AccountID, hash, r.ContentLength); err != nil {
+			return err
+		}
 	}
 	body, err := streamBody(r, mediaOctet, s.cfg.MaxBlob)
 	if err != nil {
