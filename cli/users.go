@@ -82,7 +82,17 @@ func newUsersCmd() *cobra.Command {
 		},
 	}
 
-	cmd.AddCommand(list, add,
+	reset2FA := &cobra.Command{
+		Use: "reset-2fa EMAIL", Short: "Remove an account's second factor (lost authenticator) and close its sessions", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd, data, func(a admin.Admin) error {
+				u, err := a.ResetSecondFactor(cmd.Context(), args[0])
+				return report(cmd, u, err, "second factor removed for")
+			})
+		},
+	}
+
+	cmd.AddCommand(list, add, reset2FA,
 		setDisabled("disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
 		setDisabled("enable", "Enable a disabled account", false, "enabled"),
 		quota)
@@ -103,7 +113,7 @@ func report(cmd *cobra.Command, u admin.User, err error, verb string) error {
 
 func printUsers(w io.Writer, users []admin.User) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EMAIL\tUSER ID\tCREATED\tSESSIONS\t2FA\tSTATUS\tQUOTA")
+	fmt.Fprintln(tw, "EMAIL\tUSER ID\tCREATED\tSESSIONS\t2FA\tSTATUS\tALBUMS\tBLOBS\tBYTES\tQUOTA")
 	for _, u := range users {
 		status := "active"
 		switch {
@@ -112,8 +122,8 @@ func printUsers(w io.Writer, users []admin.User) error {
 		case u.Locked:
 			status = "locked"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", u.Email, u.UserID, u.CreatedAt.Format(time.DateOnly),
-			u.LiveSessions, onOff(u.SecondFactor), status, quotaText(u.QuotaBytes))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", u.Email, u.UserID, u.CreatedAt.Format(time.DateOnly),
+			u.LiveSessions, onOff(u.SecondFactor), status, u.Albums, u.BlobsHeld, u.BytesHeld, quotaText(u.QuotaBytes))
 	}
 	return tw.Flush()
 }

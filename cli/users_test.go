@@ -119,6 +119,13 @@ func TestUsersThroughTheRunningServer(t *testing.T) {
 	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 200 {
 		t.Fatalf("login after enable: %d", got)
 	}
+	if u := usersJSON(t, dir)[0]; u.SecondFactor || u.Albums != 0 || u.BlobsHeld != 0 {
+		t.Fatalf("row: %+v", u)
+	}
+	out, _ = mustCLI(t, "", "users", "reset-2fa", "ann@example.org", "--data", dir)
+	if !strings.Contains(out, "; 1 sessions closed") {
+		t.Fatalf("reset-2fa: %q", out)
+	}
 	mustCLI(t, "", "users", "set-quota", "ann@example.org", "50GiB", "--data", dir)
 	if got := usersJSON(t, dir)[0].QuotaBytes; got != 50<<30 {
 		t.Fatalf("quota: %d", got)

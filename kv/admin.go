@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -12,6 +13,10 @@ type UserSummary struct {
 	LiveSessions int
 	// Locked reports a password lockout in force now.
 	Locked bool
+	Albums int
+	// BlobsHeld and BytesHeld count every blob the account holds once.
+	BlobsHeld int
+	BytesHeld int64
 }
 
 // UserSummaries lists every account, ordered by email. It reads the whole
@@ -51,7 +56,12 @@ func (s *Store) UserSummary(email string) (UserSummary, error) {
 }
 
 func summarize(tx *bolt.Tx, a *Account, now time.Time) (UserSummary, error) {
-	row := UserSummary{Account: *a}
+	row := UserSummary{Account: *a, BlobsHeld: heldCount(tx, a.ID), BytesHeld: usage(tx, a.ID)}
+	prefix := idPart(a.ID)
+	c := tx.Bucket(bucketAlbumsByAccount).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		row.Albums++
+	}
 	for _, id := range accountSessionIDs(tx, a.ID) {
 		sess, err := getSession(tx, id)
 		if err != nil {
@@ -111,4 +121,25 @@ func (s *Store) SetQuota(email string, quota int64) error {
 		a.QuotaBytes = quota
 		return putAccount(tx, a)
 	})
+}
+
+// ResetSecondFactor removes the account's second factor, confirmed or
+// pending (for a user who lost their authenticator), and closes every
+// session, in one transaction. The replay ledger stays: a step is a moment
+// in time, not a property of one secret.
+func (s *Store) ResetSecondFactor(email string) (int, error) {
+	revoked := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		a, err := mustAccountByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		a.TOTPSecret, a.TOTPPending = nil, nil
+		if err := putAccount(tx, a); err != nil {
+			return err
+		}
+		revoked, err = deleteAccountSessions(tx, a.ID, "")
+		return err
+	})
+	return revoked, err
 }

@@ -433,3 +433,17 @@ func assertNotInDB(t *testing.T, ts *TestServer, secret string) {
 		}
 	}
 }
+
+// The operator's reset (sealbox users reset-2fa) turns the second factor
+// off and closes every session; sign-in is then by password alone.
+func TestOperatorResetOfSecondFactor(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok, _ := ts.RegisterWithTOTP(t, "lost@example.org")
+	ts.LoginChallenge(t, "lost@example.org")
+	revoked, err := ts.Store.ResetSecondFactor("lost@example.org")
+	if err != nil || revoked != 1 {
+		t.Fatalf("reset: %d sessions closed, %v", revoked, err)
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+	ts.Login(t, "lost@example.org")
+}

@@ -22,6 +22,7 @@ type Admin interface {
 	AddUser(ctx context.Context, email, password string) (User, error)
 	SetDisabled(ctx context.Context, email string, disabled bool) (User, error)
 	SetQuota(ctx context.Context, email string, quota int64) (User, error)
+	ResetSecondFactor(ctx context.Context, email string) (User, error)
 }
 
 // User is one row of `sealbox users list`.
@@ -34,6 +35,9 @@ type User struct {
 	Locked       bool      `json:"locked"`
 	Disabled     bool      `json:"disabled"`
 	QuotaBytes   int64     `json:"quota_bytes"`
+	Albums       int       `json:"albums"`
+	BlobsHeld    int       `json:"blobs_held"`
+	BytesHeld    int64     `json:"bytes_held"`
 	// RevokedSessions is set by operations that closed sessions.
 	RevokedSessions int `json:"revoked_sessions,omitempty"`
 }
@@ -42,7 +46,8 @@ func userOf(row kv.UserSummary) User {
 	a := row.Account
 	return User{
 		Email: a.Email, UserID: a.ID, CreatedAt: a.CreatedAt.UTC(), LiveSessions: row.LiveSessions,
-		Locked: row.Locked, Disabled: a.Disabled, QuotaBytes: a.QuotaBytes,
+		SecondFactor: len(a.TOTPSecret) > 0, Locked: row.Locked, Disabled: a.Disabled, QuotaBytes: a.QuotaBytes,
+		Albums: row.Albums, BlobsHeld: row.BlobsHeld, BytesHeld: row.BytesHeld,
 	}
 }
 
@@ -93,6 +98,18 @@ func (o *Ops) AddUser(ctx context.Context, email, pw string) (User, error) {
 // SetDisabled disables (closing every session) or enables an account.
 func (o *Ops) SetDisabled(_ context.Context, email string, disabled bool) (User, error) {
 	revoked, err := o.Store.SetDisabled(normalize(email), disabled)
+	if err != nil {
+		return User{}, err
+	}
+	u, err := o.user(email)
+	u.RevokedSessions = revoked
+	return u, err
+}
+
+// ResetSecondFactor removes the account's second factor and closes its
+// sessions.
+func (o *Ops) ResetSecondFactor(_ context.Context, email string) (User, error) {
+	revoked, err := o.Store.ResetSecondFactor(normalize(email))
 	if err != nil {
 		return User{}, err
 	}

@@ -50,6 +50,7 @@ func Handler(ops Admin) http.Handler {
 		return ops.SetDisabled(ctx, a.Email, a.Disabled)
 	})
 	handle("/users/set-quota", func(ctx context.Context, a userArgs) (any, error) { return ops.SetQuota(ctx, a.Email, a.Quota) })
+	handle("/users/reset-2fa", func(ctx context.Context, a userArgs) (any, error) { return ops.ResetSecondFactor(ctx, a.Email) })
 	return mux
 }
 
@@ -153,4 +154,9 @@ func (c *Client) SetDisabled(ctx context.Context, email string, disabled bool) (
 func (c *Client) SetQuota(ctx context.Context, email string, quota int64) (User, error) {
 	var u User
 	return u, c.call(ctx, "/users/set-quota", userArgs{Email: email, Quota: quota}, &u)
+}
+
+func (c *Client) ResetSecondFactor(ctx context.Context, email string) (User, error) {
+	var u User
+	return u, c.call(ctx, "/users/reset-2fa", userArgs{Email: email}, &u)
 }
