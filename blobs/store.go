@@ -119,23 +119,36 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 	if err := s.ensureDirs(hash); err != nil {
 		return Info{}, false, err
 	}
-	created := false
-	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
-		if err := f.Sync(); err != nil {
+	created, synced := false, false
+	for {
+		// A blob already in place is claimed by refreshing its modification
+		// time: Collect keeps a file touched after its cutoff, so a blob an
+		// upload is about to record is never collected under it. Filesystem
+		// times are wall-clock facts, so this uses the real clock.
+		now := time.Now()
+		err := os.Chtimes(dst, now, now)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
 			return Info{}, false, err
 		}
-		if err := f.Close(); err != nil {
-			return Info{}, false, err
+		if !synced {
+			if err := f.Sync(); err != nil {
+				return Info{}, false, err
+			}
+			synced = true
 		}
-		// link(2) fails with EEXIST if another Put placed the blob since
-		// Lstat: "create if absent" without a race, and never a rewrite.
+		// link(2) fails with EEXIST if another Put placed the blob since:
+		// "create if absent" without a race, and never a rewrite.
 		err = os.Link(f.Name(), dst)
-		if err != nil && !errors.Is(err, fs.ErrExist) {
+		if err == nil {
+			created = true
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
 			return Info{}, false, err
 		}
-		created = err == nil
-	} else if err != nil {
-		return Info{}, false, err
 	}
 	// Even when the blob was already there, a concurrent Put may have placed
 	// it and not yet fsynced the directory: do it before reporting success.
@@ -186,6 +199,42 @@ func (s *Store) Stat(hash string) (Info, error) {
 func (s *Store) Exists(hash string) bool {
 	_, err := s.Stat(hash)
 	return err == nil
+}
+
+// Collect removes the blob if its file was last written or claimed (by a Put
+// of the same bytes) before cutoff, and reports whether it did. It is safe
+// against a concurrent Put: the file is first moved aside, and put back when
+// a Put claimed it meanwhile. Cutoff is wall-clock time, like file times.
+func (s *Store) Collect(hash string, cutoff time.Time) (bool, error) {
+	if !ValidHash(hash) {
+		return false, ErrInvalidHash
+	}
+	p := s.path(hash)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return false, notFound(err)
+	}
+	if !fi.ModTime().Before(cutoff) {
+		return false, nil
+	}
+	aside := filepath.Join(s.tmp, "collect-"+hash)
+	if err := os.Rename(p, aside); err != nil {
+		return false, notFound(err)
+	}
+	defer os.Remove(aside)
+	fi, err = os.Stat(aside)
+	if err != nil {
+		return false, err
+	}
+	if !fi.ModTime().Before(cutoff) {
+		// Claimed between the first look and the move: put it back, unless a
+		// Put already placed the bytes again.
+		if err := os.Link(aside, p); err != nil && !errors.Is(err, fs.ErrExist) {
+			return false, err
+		}
+		return false, syncDir(filepath.Dir(p))
+	}
+	return true, syncDir(filepath.Dir(p))
 }
 
 // Remove deletes the blob, durably, for garbage collection. It returns
