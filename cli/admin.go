@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/admin"
@@ -40,14 +41,19 @@ func connectAdmin(dataDir string, w io.Writer) (admin.Admin, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	blobStore, err := blobs.Open(filepath.Join(dataDir, blobsDir))
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
 	fmt.Fprintf(w, "sealbox: no server is running; working on %s directly\n", dataDir)
-	return newOps(store, password.Default), func() { store.Close() }, nil
+	return newOps(dataDir, store, blobStore, password.Default), func() { store.Close() }, nil
 }
 
-// newOps builds the operations over store; new passwords are hashed with
-// params.
-func newOps(store *kv.Store, params password.Params) *admin.Ops {
-	return &admin.Ops{Store: store, Hasher: password.NewHasher(params, rand.Reader), Rand: rand.Reader}
+// newOps builds the operations over an open data directory; new passwords
+// are hashed with params.
+func newOps(dataDir string, store *kv.Store, blobStore *blobs.Store, params password.Params) *admin.Ops {
+	return &admin.Ops{DataDir: dataDir, Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader), Rand: rand.Reader}
 }
 
 // withAdmin runs fn with a connection to the data directory of cmd's

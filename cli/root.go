@@ -36,7 +36,7 @@ func NewRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newUsersCmd(), newVersionCmd())
+	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newCheckCmd(), newGCCmd(), newVersionCmd())
 	return root
 }
 

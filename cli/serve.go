@@ -38,9 +38,9 @@ const DefaultDataDir = "./sealbox-data"
 
 // Paths inside the data directory.
 const (
-	dbFile   = "sealbox.db"
-	keyFile  = "server.key"
-	blobsDir = "blobs"
+	dbFile   = admin.DBFile
+	keyFile  = admin.KeyFile
+	blobsDir = admin.BlobsDir
 )
 
 // shutdownGrace bounds how long in-flight requests may run after a signal.
@@ -135,7 +135,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err := srv.Open(s.Listen); err != nil {
 		return err
 	}
-	stopAdmin, err := serveAdmin(filepath.Join(s.DataDir, adminSocket), newOps(store, s.Config.Argon2))
+	stopAdmin, err := serveAdmin(filepath.Join(s.DataDir, adminSocket), newOps(s.DataDir, store, blobStore, s.Config.Argon2))
 	if err != nil {
 		srv.Close(context.Background())
 		return err

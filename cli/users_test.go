@@ -50,11 +50,14 @@ func usersJSON(t *testing.T, dir string) []admin.User {
 
 // startServe runs `serve` on dir with cheap password hashing and returns
 // its base URL; the server stops when the test ends.
-func startServe(t *testing.T, dir string) string {
+func startServe(t *testing.T, dir string, edit ...func(*server.Config)) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Argon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
 	cfg.Registration = "closed"
+	for _, e := range edit {
+		e(&cfg)
+	}
 	ready := make(chan string, 1)
 	s := &Serve{DataDir: dir, Listen: "127.0.0.1:0", Config: cfg, Ready: func(u string) { ready <- u }}
 	ctx, cancel := context.WithCancel(context.Background())

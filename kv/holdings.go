@@ -172,3 +172,14 @@ func (s *Store) Blobs(after string, limit int) ([]Blob, error) {
 	})
 	return out, err
 }
+
+// BlobRecorded reports whether some account holds the blob: a blob file
+// with no record is garbage once it is older than an upload could be.
+func (s *Store) BlobRecorded(hash string) (bool, error) {
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketBlobs).Get([]byte(hash)) != nil
+		return nil
+	})
+	return ok, err
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server/ids"
 	"sealbox/server/password"
@@ -23,6 +24,9 @@ type Admin interface {
 	SetDisabled(ctx context.Context, email string, disabled bool) (User, error)
 	SetQuota(ctx context.Context, email string, quota int64) (User, error)
 	ResetSecondFactor(ctx context.Context, email string) (User, error)
+	Backup(ctx context.Context, dest string, progress func(Progress)) (BackupReport, error)
+	Check(ctx context.Context, deep bool) (CheckReport, error)
+	GC(ctx context.Context, dryRun bool, grace time.Duration) (GCReport, error)
 }
 
 // User is one row of `sealbox users list`.
@@ -51,11 +55,13 @@ func userOf(row kv.UserSummary) User {
 	}
 }
 
-// Ops runs the operations on an open store.
+// Ops runs the operations on an open data directory.
 type Ops struct {
-	Store  *kv.Store
-	Hasher *password.Hasher
-	Rand   io.Reader
+	DataDir string
+	Store   *kv.Store
+	Blobs   *blobs.Store
+	Hasher  *password.Hasher
+	Rand    io.Reader
 }
 
 var _ Admin = (*Ops)(nil)

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+func openRegistration(c *server.Config) { c.Registration = "open" }
+
+// apiClient drives the HTTP API of a test server.
+type apiClient struct {
+	t   *testing.T
+	url string
+}
+
+func (c apiClient) do(method, path, token, contentType string, body []byte) (int, map[string]any) {
+	req, err := http.NewRequest(method, c.url+path, bytes.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Error(err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	return resp.StatusCode, m
+}
+
+func (c apiClient) json(method, path, token string, body any) (int, map[string]any) {
+	raw, _ := json.Marshal(body)
+	return c.do(method, path, token, "application/json", raw)
+}
+
+// account registers email and opens an upload session in a new album.
+func (c apiClient) account(email string) (token, upload string) {
+	status, m := c.json("POST", "/v1/auth/register", "", map[string]string{"email": email, "password": "password-" + email})
+	if status != 200 {
+		c.t.Fatalf("register %s: %d %v", email, status, m)
+	}
+	token = m["access_token"].(string)
+	album := hashHex([]byte(email))[:8] + "-0000-4000-8000-000000000000"
+	if status, m := c.json("POST", "/v1/albums", token, map[string]string{"album_id": album}); status != 201 {
+		c.t.Fatalf("album: %d %v", status, m)
+	}
+	status, m = c.do("POST", "/v1/albums/"+album+"/uploads", token, "", nil)
+	if status != 201 {
+		c.t.Fatalf("upload session: %d %v", status, m)
+	}
+	return token, m["upload_id"].(string)
+}
+
+func (c apiClient) put(token, upload string, data []byte) int {
+	sum := sha256.Sum256(data)
+	status, _ := c.do("PUT", "/v1/uploads/"+upload+"/blobs/"+hex.EncodeToString(sum[:]), token, "application/octet-stream", data)
+	return status
+}
+
+func blob(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("blob %d;", i)), 300) }
+
+func hashHex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func blobPath(dir, hash string) string {
+	return filepath.Join(dir, "blobs", hash[:2], hash[2:4], hash)
+}
+
+// TestBackupWhileWritingThenRestore: a backup taken while writers run holds
+// every write acknowledged before it started, and a server started on the
+// backup serves them.
+func TestBackupWhileWritingThenRestore(t *testing.T) {
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, upload := api.account("writer@example.org")
+	for i := 0; i < 20; i++ {
+		if s := api.put(token, upload, blob(i)); s != 201 {
+			t.Fatalf("put %d: %d", i, s)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1000; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			api.put(token, upload, blob(i))
+			api.json("POST", "/v1/auth/register", "", map[string]string{"email": fmt.Sprintf("u%d@example.org", i), "password": "password-x"})
+		}
+	}()
+	out, progress := mustCLI(t, "", "backup", dest, "--data", dir)
+	close(stop)
+	wg.Wait()
+	if !strings.Contains(out, "backup written to "+dest) || !strings.Contains(progress, "backup: 100%") {
+		t.Fatalf("backup output: %q / %q", out, progress)
+	}
+	for _, name := range []string{"sealbox.db", "server.key"} {
+		if _, err := os.Stat(filepath.Join(dest, name)); err != nil {
+			t.Fatalf("backup lacks %s: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dest, "sealbox.db.tmp")); err == nil {
+		t.Fatal("the snapshot's temporary file was left behind")
+	}
+	// Restore = point the server at the backup.
+	if out, _ := mustCLI(t, "", "check", "--deep", "--data", dest); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("check of the backup: %q", out)
+	}
+	restored := apiClient{t, startServe(t, dest, openRegistration)}
+	if s, _ := restored.json("POST", "/v1/auth/login", "", map[string]string{"email": "writer@example.org", "password": "password-writer@example.org"}); s != 200 {
+		t.Fatalf("login on the restored server: %d", s)
+	}
+	for i := 0; i < 20; i++ {
+		got, err := os.ReadFile(blobPath(dest, hashHex(blob(i))))
+		if err != nil || !bytes.Equal(got, blob(i)) {
+			t.Fatalf("blob %d not restored byte-identical: %v", i, err)
+		}
+	}
+}
+
+func TestIncrementalBackupCopiesOnlyNewBlobs(t *testing.T) {
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, upload := api.account("inc@example.org")
+	for i := 0; i < 10; i++ {
+		api.put(token, upload, blob(i))
+	}
+	out, _ := mustCLI(t, "", "backup", dest, "--data", dir)
+	if !strings.Contains(out, "10 blobs copied") {
+		t.Fatalf("first backup: %q", out)
+	}
+	for i := 10; i < 13; i++ {
+		api.put(token, upload, blob(i))
+	}
+	out, _ = mustCLI(t, "", "backup", dest, "--data", dir)
+	if !strings.Contains(out, "3 blobs copied") || !strings.Contains(out, "10 already there") {
+		t.Fatalf("incremental backup: %q", out)
+	}
+}
+
+func TestBackupRefusesTheDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	startServe(t, dir)
+	if _, _, err := runCLI(t, "", "backup", dir, "--data", dir); err == nil {
+		t.Fatal("a backup into the data directory itself was accepted")
+	}
+}
+
+func TestCheckFindsMissingAndCorruptBlobs(t *testing.T) {
+	dir := t.TempDir()
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, upload := api.account("chk@example.org")
+	for i := 0; i < 3; i++ {
+		api.put(token, upload, blob(i))
+	}
+	if out, _ := mustCLI(t, "", "check", "--data", dir); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("clean check: %q", out)
+	}
+	if err := os.Remove(blobPath(dir, hashHex(blob(0)))); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := blobPath(dir, hashHex(blob(1)))
+	data, _ := os.ReadFile(corrupt)
+	data[0] ^= 0xff
+	if err := os.WriteFile(corrupt, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "", "check", "--data", dir)
+	if err == nil || !strings.Contains(out, hashHex(blob(0))+": referenced but missing") || strings.Contains(out, hashHex(blob(1))) {
+		t.Fatalf("shallow check: %v %q", err, out)
+	}
+	out, _, err = runCLI(t, "", "check", "--deep", "--data", dir)
+	if err == nil || !strings.Contains(out, hashHex(blob(1))+": its bytes no longer hash to its name") {
+		t.Fatalf("deep check: %v %q", err, out)
+	}
+}
+
+func TestGCRemovesOnlyOldOrphans(t *testing.T) {
+	dir := t.TempDir()
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, upload := api.account("gc@example.org")
+	api.put(token, upload, blob(1))
+	// Orphans: files in the blob store that no account holds, one old and
+	// one fresh (an upload in progress).
+	old, fresh := blob(100), blob(101)
+	for _, b := range [][]byte{old, fresh} {
+		p := blobPath(dir, hashHex(b))
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(blobPath(dir, hashHex(old)), long, long)
+	os.Chtimes(blobPath(dir, hashHex(blob(1))), long, long)
+
+	out, _ := mustCLI(t, "", "gc", "--dry-run", "--data", dir)
+	if !strings.Contains(out, "would remove 1 unreferenced blobs") {
+		t.Fatalf("dry run: %q", out)
+	}
+	if _, err := os.Stat(blobPath(dir, hashHex(old))); err != nil {
+		t.Fatal("a dry run removed a file")
+	}
+	out, _ = mustCLI(t, "", "gc", "--data", dir)
+	if !strings.Contains(out, "removed 1 unreferenced blobs") {
+		t.Fatalf("gc: %q", out)
+	}
+	for b, want := range map[string]bool{hashHex(old): false, hashHex(fresh): true, hashHex(blob(1)): true} {
+		if _, err := os.Stat(blobPath(dir, b)); (err == nil) != want {
+			t.Errorf("blob %s present=%v, want %v", b[:8], err == nil, want)
+		}
+	}
+	if out, _ := mustCLI(t, "", "check", "--deep", "--data", dir); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("check after gc: %q", out)
+	}
+}
+
+func TestMaintenanceDirectlyOnTheStore(t *testing.T) {
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	func() {
+		ready := startServe(t, dir, openRegistration)
+		api := apiClient{t, ready}
+		token, upload := api.account("direct@example.org")
+		api.put(token, upload, blob(7))
+	}()
+	// The server from startServe stops at the end of the test, so work on a
+	// copy of its data directory that no process holds.
+	copyDir := t.TempDir()
+	mustCLI(t, "", "backup", copyDir+"/snap", "--data", dir)
+	out, how := mustCLI(t, "", "backup", dest, "--data", copyDir+"/snap")
+	if !strings.Contains(how, "directly") || !strings.Contains(out, "1 blobs copied") {
+		t.Fatalf("direct backup: %q %q", how, out)
+	}
+	if out, _ := mustCLI(t, "", "check", "--deep", "--data", dest); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("direct check: %q", out)
+	}
+	if out, _ := mustCLI(t, "", "gc", "--data", dest); !strings.Contains(out, "removed 0 unreferenced blobs") {
+		t.Fatalf("direct gc: %q", out)
+	}
+}

@@ -1,0 +1,57 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sealbox/blobs"
+	"sealbox/kv"
+)
+
+// CheckReport lists every problem found; none means the data is whole.
+type CheckReport struct {
+	Blobs    int      `json:"blobs"`
+	Deep     bool     `json:"deep"`
+	Problems []string `json:"problems"`
+}
+
+// Check verifies the store's own page structure (bbolt's check), that every
+// blob the store references exists with its recorded size, and with deep
+// that every such blob's bytes still hash to its name.
+func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
+	rep := CheckReport{Deep: deep, Problems: []string{}}
+	integrity, err := o.Store.CheckIntegrity()
+	if err != nil {
+		return rep, err
+	}
+	for _, e := range integrity {
+		rep.Problems = append(rep.Problems, "store: "+e.Error())
+	}
+	err = eachBlob(o.Store, func(b kv.Blob) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rep.Blobs++
+		info, err := o.Blobs.Stat(b.Hash)
+		switch {
+		case errors.Is(err, blobs.ErrNotFound):
+			rep.Problems = append(rep.Problems, fmt.Sprintf("blob %s: referenced but missing", b.Hash))
+			return nil
+		case err != nil:
+			return err
+		case info.Size != b.Size:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("blob %s: %d bytes on disk, %d recorded", b.Hash, info.Size, b.Size))
+			return nil
+		}
+		if deep {
+			if err := o.Blobs.Verify(b.Hash); errors.Is(err, blobs.ErrCorrupt) {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("blob %s: its bytes no longer hash to its name", b.Hash))
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return rep, err
+}
