@@ -74,4 +74,10 @@ const (
 	ECodeReauthRequired     = "error.auth.reauth_required"
 	ECodeProofRequired      = "error.auth.proof_required"
 	ECodeSessionNotFound    = "error.session.not_found"
+
+	ECodeEscrowNotFound           = "error.escrow.not_found"
+	ECodeDirectoryMalformed       = "error.directory.malformed"
+	ECodeDirectoryNotFound        = "error.directory.not_found"
+	ECodeDirectoryVersionConflict = "error.directory.version_conflict"
+	ECodeIdentityKeyMismatch      = "error.directory.identity_key_mismatch"
 )

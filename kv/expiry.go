@@ -16,6 +16,7 @@ const (
 	kindSession      byte = 's'
 	kindSpentRefresh byte = 'r'
 	kindLockout      byte = 'l'
+	kindChallenge    byte = 'c'
 )
 
 // sweeper removes record id of its kind if it is expired at now.
@@ -25,6 +26,7 @@ var sweepers = map[byte]sweeper{
 	kindSession:      sweepSession,
 	kindSpentRefresh: sweepSpentRefresh,
 	kindLockout:      sweepLockout,
+	kindChallenge:    sweepChallenge,
 }
 
 func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {

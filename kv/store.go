@@ -26,12 +26,15 @@ var (
 	bucketSpentRefresh      = []byte("spent_refresh")
 	bucketLockouts          = []byte("lockouts")
 	bucketExpiry            = []byte("expiry")
+	bucketEscrow            = []byte("escrow")
+	bucketDirectories       = []byte("directories")
+	bucketRevokeChallenges  = []byte("revoke_challenges")
 )
 
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
-	bucketExpiry,
+	bucketExpiry, bucketEscrow, bucketDirectories, bucketRevokeChallenges,
 }
 
 // Options tune a Store. Zero values take the defaults.

@@ -37,6 +37,12 @@ var statusByCode = map[string]int{
 	kv.ECodeReauthRequired:     http.StatusForbidden,
 	kv.ECodeProofRequired:      http.StatusUnauthorized,
 	kv.ECodeSessionNotFound:    http.StatusNotFound,
+
+	kv.ECodeEscrowNotFound:           http.StatusNotFound,
+	kv.ECodeDirectoryMalformed:       http.StatusBadRequest,
+	kv.ECodeDirectoryNotFound:        http.StatusNotFound,
+	kv.ECodeDirectoryVersionConflict: http.StatusConflict,
+	kv.ECodeIdentityKeyMismatch:      http.StatusForbidden,
 }
 
 // statusError overrides the table's status for one use of a code, where the

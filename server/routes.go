@@ -30,6 +30,9 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerHealthRoutes()
 	s.registerAuthRoutes()
 	s.registerProfileRoutes()
+	s.registerEscrowRoutes()
+	s.registerDirectoryRoutes()
+	s.registerRevokeAllRoutes()
 	return s.router
 }
 

@@ -11,6 +11,8 @@ import (
 const (
 	prefixAccess  = "sbx_at_"
 	prefixRefresh = "sbx_rt_"
+	// prefixChallenge marks a revoke-all (global sign-out) challenge.
+	prefixChallenge = "sbx_ch_"
 )
 
 // newToken returns prefix followed by 256 random bits, base64url without
