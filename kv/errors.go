@@ -80,4 +80,8 @@ const (
 	ECodeDirectoryNotFound        = "error.directory.not_found"
 	ECodeDirectoryVersionConflict = "error.directory.version_conflict"
 	ECodeIdentityKeyMismatch      = "error.directory.identity_key_mismatch"
+
+	ECodeEnrollmentCodeRefused = "error.enrollment.code_refused"
+	ECodeRelayChannelNotFound  = "error.relay.channel_not_found"
+	ECodeRelayMailboxFull      = "error.relay.mailbox_full"
 )

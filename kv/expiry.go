@@ -17,6 +17,8 @@ const (
 	kindSpentRefresh byte = 'r'
 	kindLockout      byte = 'l'
 	kindChallenge    byte = 'c'
+	kindEnrollCode   byte = 'e'
+	kindChannel      byte = 'h'
 )
 
 // sweeper removes record id of its kind if it is expired at now.
@@ -27,6 +29,8 @@ var sweepers = map[byte]sweeper{
 	kindSpentRefresh: sweepSpentRefresh,
 	kindLockout:      sweepLockout,
 	kindChallenge:    sweepChallenge,
+	kindEnrollCode:   sweepEnrollCode,
+	kindChannel:      sweepChannel,
 }
 
 func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {

@@ -29,12 +29,17 @@ var (
 	bucketEscrow            = []byte("escrow")
 	bucketDirectories       = []byte("directories")
 	bucketRevokeChallenges  = []byte("revoke_challenges")
+	bucketEnrollCodes       = []byte("enroll_codes")
+	bucketEnrollFallbacks   = []byte("enroll_fallbacks")
+	bucketRelayChannels     = []byte("relay_channels")
+	bucketRelayMailboxes    = []byte("relay_mailboxes")
 )
 
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
 	bucketExpiry, bucketEscrow, bucketDirectories, bucketRevokeChallenges,
+	bucketEnrollCodes, bucketEnrollFallbacks, bucketRelayChannels, bucketRelayMailboxes,
 }
 
 // Options tune a Store. Zero values take the defaults.

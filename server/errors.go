@@ -43,6 +43,10 @@ var statusByCode = map[string]int{
 	kv.ECodeDirectoryNotFound:        http.StatusNotFound,
 	kv.ECodeDirectoryVersionConflict: http.StatusConflict,
 	kv.ECodeIdentityKeyMismatch:      http.StatusForbidden,
+
+	kv.ECodeEnrollmentCodeRefused: http.StatusNotFound,
+	kv.ECodeRelayChannelNotFound:  http.StatusNotFound,
+	kv.ECodeRelayMailboxFull:      http.StatusUnprocessableEntity,
 }
 
 // statusError overrides the table's status for one use of a code, where the

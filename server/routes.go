@@ -33,6 +33,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerEscrowRoutes()
 	s.registerDirectoryRoutes()
 	s.registerRevokeAllRoutes()
+	s.registerRelayRoutes()
 	return s.router
 }
 

@@ -86,6 +86,7 @@ type Server struct {
 	handler   http.Handler
 	passwords *passwordHasher
 	metrics   *metrics
+	redeem    *redeemLimits
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -109,6 +110,7 @@ func New(cfg Config, store *kv.Store) *Server {
 		log:       cfg.Log,
 		now:       cfg.Now,
 		passwords: newPasswordHasher(cfg.Argon2, cfg.Rand),
+		redeem:    newRedeemLimits(cfg.Now),
 		stop:      make(chan struct{}),
 	}
 	s.metrics = newMetrics(s)

@@ -13,6 +13,10 @@ const (
 	prefixRefresh = "sbx_rt_"
 	// prefixChallenge marks a revoke-all (global sign-out) challenge.
 	prefixChallenge = "sbx_ch_"
+	// prefixEnrollCode marks the full spelling of an enrollment code.
+	prefixEnrollCode = "sbx_en_"
+	// prefixChannel marks a relay channel handle.
+	prefixChannel = "sbx_rl_"
 )
 
 // newToken returns prefix followed by 256 random bits, base64url without
