@@ -18,6 +18,9 @@ const (
 	kindLockout      byte = 'l'
 	kindMFAChallenge byte = 'm'
 	kindUpload       byte = 'u'
+	kindChallenge    byte = 'c'
+	kindEnrollCode   byte = 'e'
+	kindChannel      byte = 'h'
 )
 
 // sweeper removes record id of its kind if it is expired at now.
@@ -29,6 +32,9 @@ var sweepers = map[byte]sweeper{
 	kindLockout:      sweepLockout,
 	kindMFAChallenge: sweepMFAChallenge,
 	kindUpload:       sweepUpload,
+	kindChallenge:    sweepChallenge,
+	kindEnrollCode:   sweepEnrollCode,
+	kindChannel:      sweepChannel,
 }
 
 func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {

@@ -36,6 +36,13 @@ var (
 	bucketUploadsByAlbum    = []byte("uploads_by_album")
 	bucketUploadBlobs       = []byte("upload_blobs")
 	bucketUsage             = []byte("usage")
+	bucketEscrow            = []byte("escrow")
+	bucketDirectories       = []byte("directories")
+	bucketRevokeChallenges  = []byte("revoke_challenges")
+	bucketEnrollCodes       = []byte("enroll_codes")
+	bucketEnrollFallbacks   = []byte("enroll_fallbacks")
+	bucketRelayChannels     = []byte("relay_channels")
+	bucketRelayMailboxes    = []byte("relay_mailboxes")
 )
 
 var allBuckets = [][]byte{
@@ -44,6 +51,8 @@ var allBuckets = [][]byte{
 	bucketMFAChallenges, bucketCohorts, bucketExpiry,
 	bucketAlbums, bucketAlbumsByAccount, bucketBlobs, bucketHoldings,
 	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs, bucketUsage,
+	bucketEscrow, bucketDirectories, bucketRevokeChallenges,
+	bucketEnrollCodes, bucketEnrollFallbacks, bucketRelayChannels, bucketRelayMailboxes,
 }
 
 // Options tune a Store. Zero values take the defaults.

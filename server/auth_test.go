@@ -350,6 +350,12 @@ func TestVersionAndUnknownRoutes(t *testing.T) {
 	}
 	ts.Do(t, Req{Method: "GET", Path: "/v1/nope"}).WantProblem(t, 404, "error.not_found")
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/login"}).WantProblem(t, 405, "error.method_not_allowed")
+	// The shared DELETE /v1/auth/devices/... dispatcher answers unknown
+	// shapes like the router does.
+	tok := ts.Register(t, "routes@example.org")
+	for _, p := range []string{"/v1/auth/devices/a/b", "/v1/auth/devices/enroll/channel", "/v1/auth/devices/enroll/channel/x/y"} {
+		ts.Do(t, Req{Method: "DELETE", Path: p, Token: tok.Access}).WantProblem(t, 404, "error.not_found")
+	}
 	r := ts.Do(t, Req{Method: "GET", Path: "/v1/version"})
 	for k, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"} {
 		if got := r.Header.Get(k); got != want {

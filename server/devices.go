@@ -10,7 +10,7 @@ import (
 
 func (s *Server) registerDeviceRoutes() {
 	s.handle(http.MethodGet, "/v1/auth/devices", s.bearer(s.handleDevicesList))
-	s.handle(http.MethodDelete, "/v1/auth/devices/:session_id", s.bearer(s.handleDeviceDelete))
+	s.handleShared(http.MethodDelete, "/v1/auth/devices/:session_id", s.bearer(s.handleDeviceDelete))
 }
 
 type sessionView struct {

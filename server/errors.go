@@ -39,15 +39,24 @@ var statusByCode = map[string]int{
 	kv.ECodeProofRequired:      http.StatusUnauthorized,
 	kv.ECodeSessionNotFound:    http.StatusNotFound,
 
-	kv.ECodeTOTPAlreadyActive:  http.StatusConflict,
-	kv.ECodeTOTPNothingPending: http.StatusConflict,
-	kv.ECodeTOTPNotEnrolled:    http.StatusConflict,
-	kv.ECodeAlbumForbidden:     http.StatusForbidden,
-	kv.ECodeAlbumNotFound:      http.StatusNotFound,
-	kv.ECodeUploadNotFound:     http.StatusNotFound,
-	kv.ECodeBlobNotFound:       http.StatusNotFound,
-	kv.ECodeHashMismatch:       http.StatusUnprocessableEntity,
-	kv.ECodeQuotaExceeded:      http.StatusForbidden,
+	kv.ECodeTOTPAlreadyActive:        http.StatusConflict,
+	kv.ECodeTOTPNothingPending:       http.StatusConflict,
+	kv.ECodeTOTPNotEnrolled:          http.StatusConflict,
+	kv.ECodeAlbumForbidden:           http.StatusForbidden,
+	kv.ECodeAlbumNotFound:            http.StatusNotFound,
+	kv.ECodeUploadNotFound:           http.StatusNotFound,
+	kv.ECodeBlobNotFound:             http.StatusNotFound,
+	kv.ECodeHashMismatch:             http.StatusUnprocessableEntity,
+	kv.ECodeQuotaExceeded:            http.StatusForbidden,
+	kv.ECodeEscrowNotFound:           http.StatusNotFound,
+	kv.ECodeDirectoryMalformed:       http.StatusBadRequest,
+	kv.ECodeDirectoryNotFound:        http.StatusNotFound,
+	kv.ECodeDirectoryVersionConflict: http.StatusConflict,
+	kv.ECodeIdentityKeyMismatch:      http.StatusForbidden,
+
+	kv.ECodeEnrollmentCodeRefused: http.StatusNotFound,
+	kv.ECodeRelayChannelNotFound:  http.StatusNotFound,
+	kv.ECodeRelayMailboxFull:      http.StatusUnprocessableEntity,
 }
 
 // statusError overrides the table's status for one use of a code, where the

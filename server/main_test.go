@@ -109,6 +109,34 @@ func MustOpenServerIn(tb testing.TB, dir string, edit ...func(*server.Config)) *
 	return &TestServer{Server: srv, Store: store, Blobs: blobStore, Clock: clock, Config: cfg, Dir: dir}
 }
 
+// Restart closes the server and its store and opens them again on the same
+// data directory, configuration and clock: what survives is what was
+// durably stored.
+func (ts *TestServer) Restart(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ts.Server.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if err := ts.Store.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	store, err := kv.Open(filepath.Join(ts.Dir, "sealbox.db"), kv.Options{Now: ts.Config.Now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := server.New(ts.Config, store, ts.Blobs)
+	if err := srv.Open("127.0.0.1:0"); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		srv.Close(context.Background())
+		store.Close()
+	})
+	ts.Server, ts.Store = srv, store
+}
+
 // Response is a fully read HTTP response.
 type Response struct {
 	Status int

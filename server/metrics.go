@@ -76,6 +76,9 @@ var authFailureReasons = map[string]string{
 	kv.ECodeChallengeExpired:   "challenge_expired",
 	kv.ECodeProofRequired:      "proof_required",
 	kv.ECodeSessionExpired:     "session_expired",
+	// A key swap attempt is what a stolen access token would try first.
+	kv.ECodeIdentityKeyMismatch:   "identity_key_mismatch",
+	kv.ECodeEnrollmentCodeRefused: "enrollment_code_refused",
 }
 
 // noteRefusal logs and counts an authentication failure or a rate-limit

@@ -22,6 +22,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return err
 }
 
+// writeBytes answers opaque bytes exactly as stored. They are key material
+// of one account, so no cache may keep them.
+func writeBytes(w http.ResponseWriter, contentType string, b []byte) error {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
+}
+
 // noContent answers 204.
 func noContent(w http.ResponseWriter) error {
 	w.Header().Set("Cache-Control", "no-store")

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"net/http"
+	"sort"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -34,6 +36,10 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerDeviceRoutes()
 	s.registerAlbumRoutes()
 	s.registerUploadRoutes()
+	s.registerEscrowRoutes()
+	s.registerDirectoryRoutes()
+	s.registerRevokeAllRoutes()
+	s.registerRelayRoutes()
 	return s.router
 }
 
@@ -46,6 +52,70 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// sharedPrefix is the part of a path below which httprouter (v1.3) cannot
+// hold both a parameter and a static name in one segment for one method:
+// DELETE /v1/auth/devices/:session_id beside DELETE
+// /v1/auth/devices/enroll/channel/:channel_id. Such routes are registered
+// through handleShared and dispatched by one catch-all route.
+const sharedPrefix = "/v1/auth/devices"
+
+type sharedRoute struct {
+	segments []string // below sharedPrefix; ":name" is a parameter
+	pattern  string
+	h        handlerFunc
+}
+
+// handleShared registers h for method and pattern (which must start with
+// sharedPrefix). Routes with a static segment win over a parameter in the
+// same place.
+func (s *Server) handleShared(method, pattern string, h handlerFunc) {
+	if s.shared == nil {
+		s.shared = map[string][]sharedRoute{}
+	}
+	rel := strings.TrimPrefix(pattern, sharedPrefix+"/")
+	rt := sharedRoute{segments: strings.Split(rel, "/"), pattern: pattern, h: h}
+	routes := append(s.shared[method], rt)
+	sort.SliceStable(routes, func(i, j int) bool {
+		return !strings.HasPrefix(routes[i].segments[0], ":") && strings.HasPrefix(routes[j].segments[0], ":")
+	})
+	s.shared[method] = routes
+	if len(routes) > 1 {
+		return
+	}
+	s.router.Handle(method, sharedPrefix+"/*rest", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		segs := strings.Split(strings.TrimPrefix(ps.ByName("rest"), "/"), "/")
+		for _, rt := range s.shared[method] {
+			if params, ok := rt.match(segs); ok {
+				infoFrom(r).route = rt.pattern
+				if err := rt.h(w, r, params); err != nil {
+					s.writeError(w, r, err)
+				}
+				return
+			}
+		}
+		s.router.NotFound.ServeHTTP(w, r)
+	})
+}
+
+func (rt sharedRoute) match(segs []string) (httprouter.Params, bool) {
+	if len(segs) != len(rt.segments) {
+		return nil, false
+	}
+	var ps httprouter.Params
+	for i, want := range rt.segments {
+		switch {
+		case strings.HasPrefix(want, ":"):
+			if segs[i] == "" {
+				return nil, false
+			}
+			ps = append(ps, httprouter.Param{Key: want[1:], Value: segs[i]})
+		case segs[i] != want:
+			return nil, false
+		}
+	}
+	return ps, true
 }
 
 // bearer wraps a handler that needs an authenticated caller: a missing,

@@ -98,9 +98,11 @@ type Server struct {
 	log       zerolog.Logger
 	now       func() time.Time
 	router    *httprouter.Router
+	shared    map[string][]sharedRoute
 	handler   http.Handler
 	passwords *password.Hasher
 	metrics   *metrics
+	redeem    *redeemLimits
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -129,6 +131,7 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 		log:       cfg.Log,
 		now:       cfg.Now,
 		passwords: password.NewHasher(cfg.Argon2, cfg.Rand),
+		redeem:    newRedeemLimits(cfg.Now),
 		stop:      make(chan struct{}),
 	}
 	s.metrics = newMetrics(s)

@@ -8,6 +8,12 @@ const (
 	prefixRefresh = "sbx_rt_"
 	prefixMFA     = "sbx_mfa_"
 	prefixUpload  = "sbx_up_"
+	// prefixChallenge marks a revoke-all (global sign-out) challenge.
+	prefixChallenge = "sbx_ch_"
+	// prefixEnrollCode marks the full spelling of an enrollment code.
+	prefixEnrollCode = "sbx_en_"
+	// prefixChannel marks a relay channel handle.
+	prefixChannel = "sbx_rl_"
 )
 
 // newToken returns a fresh bearer secret of the given type.

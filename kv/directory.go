@@ -1,0 +1,88 @@
+package kv
+
+import (
+	"bytes"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Directory is an account's signed device directory: Bytes exactly as the
+// owner signed them, the directory_version read from them, and the identity
+// public key pinned by the account's first publish.
+type Directory struct {
+	Version     uint64
+	Bytes       []byte
+	IdentityKey []byte
+	PublishedAt time.Time
+}
+
+type directoryRecord struct {
+	Version     uint64    `cbor:"1,keyasint"`
+	Bytes       []byte    `cbor:"2,keyasint"`
+	IdentityKey []byte    `cbor:"3,keyasint"`
+	PublishedAt time.Time `cbor:"4,keyasint"`
+}
+
+func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
+	b := tx.Bucket(bucketDirectories).Get([]byte(accountID))
+	if b == nil {
+		return nil, nil
+	}
+	var rec directoryRecord
+	if err := decode(b, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// PublishDirectory stores d for the account when its version is above the
+// stored one. The comparison and the write are one transaction, so of two
+// concurrent publishes of one version exactly one succeeds. The first
+// publish pins d.IdentityKey; a later one with another key is refused with
+// error.directory.identity_key_mismatch (403) before the version is looked
+// at, so a stolen access token cannot swap the key global sign-out checks.
+// A version not above the stored one is error.directory.version_conflict
+// with the submitted and stored versions as details.
+func (s *Store) PublishDirectory(accountID string, d *Directory) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		old, err := getDirectory(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			if !bytes.Equal(old.IdentityKey, d.IdentityKey) {
+				return Errorf(ECodeIdentityKeyMismatch, "the identity key differs from the one pinned by the account's first directory")
+			}
+			if d.Version <= old.Version {
+				return &Error{
+					Code:    ECodeDirectoryVersionConflict,
+					Message: "directory_version must be above the stored version; re-sign above it",
+					Details: map[string]any{"submitted": d.Version, "stored": old.Version},
+				}
+			}
+		}
+		d.PublishedAt = s.now()
+		rec := directoryRecord{Version: d.Version, Bytes: d.Bytes, IdentityKey: d.IdentityKey, PublishedAt: d.PublishedAt}
+		return tx.Bucket(bucketDirectories).Put([]byte(accountID), encode(&rec))
+	})
+}
+
+// Directory returns the account's directory and pinned key, or
+// error.directory.not_found for an unknown account and for an account that
+// has not published one (the two are indistinguishable).
+func (s *Store) Directory(accountID string) (*Directory, error) {
+	var d *Directory
+	err := s.db.View(func(tx *bolt.Tx) error {
+		rec, err := getDirectory(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return Errorf(ECodeDirectoryNotFound, "no directory is published for this account")
+		}
+		d = &Directory{Version: rec.Version, Bytes: rec.Bytes, IdentityKey: rec.IdentityKey, PublishedAt: rec.PublishedAt}
+		return nil
+	})
+	return d, err
+}

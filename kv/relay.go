@@ -1,0 +1,286 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The enrollment relay: an authenticated device issues a code with two
+// spellings (the full code and a short numeric fallback); an unauthenticated
+// device redeems either spelling once for a channel with two mailboxes.
+// Codes, fallbacks and channel handles are bearer secrets: only their
+// SHA-256 is stored.
+
+// Direction names one of a channel's two mailboxes.
+type Direction byte
+
+const (
+	ToInitiator Direction = 0
+	ToEnrollee  Direction = 1
+)
+
+type enrollCodeRecord struct {
+	AccountID    string    `cbor:"1,keyasint"`
+	ExpiresAt    time.Time `cbor:"2,keyasint"`
+	FallbackHash []byte    `cbor:"3,keyasint"`
+}
+
+// ErrFallbackTaken reports that a new code's numeric fallback equals the
+// fallback of a live code. The space is 10^12, so this is rare enough that
+// the caller simply fails the request rather than retry; writing it anyway
+// would let one spelling redeem another account's code.
+var ErrFallbackTaken = errors.New("kv: the enrollment fallback is held by a live code")
+
+// IssueEnrollmentCode records code and its fallback spelling for the account
+// until expiresAt.
+func (s *Store) IssueEnrollmentCode(accountID, code, fallback string, expiresAt time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		key, fkey := HashToken(code), HashToken(fallback)
+		if held := tx.Bucket(bucketEnrollFallbacks).Get(fkey); held != nil {
+			heldKey := copyBytes(held)
+			rec, err := getEnrollCode(tx, heldKey)
+			if err != nil {
+				return err
+			}
+			if rec != nil && now.Before(rec.ExpiresAt) {
+				return ErrFallbackTaken
+			}
+			if err := deleteEnrollCode(tx, heldKey, rec); err != nil {
+				return err
+			}
+		}
+		rec := enrollCodeRecord{AccountID: accountID, ExpiresAt: expiresAt, FallbackHash: fkey}
+		if err := tx.Bucket(bucketEnrollCodes).Put(key, encode(&rec)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketEnrollFallbacks).Put(fkey, key); err != nil {
+			return err
+		}
+		return putExpiry(tx, expiresAt, kindEnrollCode, key)
+	})
+}
+
+func getEnrollCode(tx *bolt.Tx, key []byte) (*enrollCodeRecord, error) {
+	b := tx.Bucket(bucketEnrollCodes).Get(key)
+	if b == nil {
+		return nil, nil
+	}
+	var rec enrollCodeRecord
+	if err := decode(b, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// deleteEnrollCode removes a code and both of its spellings (nothing when
+// rec is nil). The fallback entry is removed only while it still points at
+// this code, so sweeping a stale code never unlinks a newer code's fallback.
+func deleteEnrollCode(tx *bolt.Tx, key []byte, rec *enrollCodeRecord) error {
+	if rec == nil {
+		return nil
+	}
+	fallbacks := tx.Bucket(bucketEnrollFallbacks)
+	if bytes.Equal(fallbacks.Get(rec.FallbackHash), key) {
+		if err := fallbacks.Delete(rec.FallbackHash); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketEnrollCodes).Delete(key); err != nil {
+		return err
+	}
+	return deleteExpiry(tx, rec.ExpiresAt, kindEnrollCode, key)
+}
+
+func sweepEnrollCode(tx *bolt.Tx, key []byte, now time.Time) error {
+	rec, err := getEnrollCode(tx, key)
+	if err != nil || rec == nil || now.Before(rec.ExpiresAt) {
+		return err
+	}
+	return deleteEnrollCode(tx, key, rec)
+}
+
+// channelRecord is a relay channel opened by redeeming a code. AccountID is
+// the account that issued the code: the only one that may close the channel.
+type channelRecord struct {
+	AccountID string    `cbor:"1,keyasint"`
+	ExpiresAt time.Time `cbor:"2,keyasint"`
+	// Count is how many payloads wait in each mailbox; Next is the sequence
+	// number the next payload of each mailbox takes, so a mailbox is read in
+	// arrival order by a prefix scan.
+	Count [2]int    `cbor:"3,keyasint"`
+	Next  [2]uint64 `cbor:"4,keyasint"`
+}
+
+// RedeemEnrollmentCode spends a code by either spelling (fallback tells
+// which one spelling is) and opens channel channelID for the account that
+// issued the code, until channelExpiresAt. Both spellings are spent together.
+// An unknown, expired or spent code is error.enrollment.code_refused.
+func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		refused := Errorf(ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
+		key := HashToken(spelling)
+		if fallback {
+			held := tx.Bucket(bucketEnrollFallbacks).Get(key)
+			if held == nil {
+				return refused
+			}
+			key = copyBytes(held)
+		}
+		rec, err := getEnrollCode(tx, key)
+		if err != nil {
+			return err
+		}
+		if rec == nil || !s.now().Before(rec.ExpiresAt) {
+			return refused
+		}
+		if err := deleteEnrollCode(tx, key, rec); err != nil {
+			return err
+		}
+		ch := channelRecord{AccountID: rec.AccountID, ExpiresAt: channelExpiresAt}
+		return putChannel(tx, HashToken(channelID), &ch, true)
+	})
+}
+
+func putChannel(tx *bolt.Tx, key []byte, ch *channelRecord, isNew bool) error {
+	if err := tx.Bucket(bucketRelayChannels).Put(key, encode(ch)); err != nil {
+		return err
+	}
+	if !isNew {
+		return nil
+	}
+	return putExpiry(tx, ch.ExpiresAt, kindChannel, key)
+}
+
+// liveChannel returns the channel a handle names, or
+// error.relay.channel_not_found when it is unknown or expired.
+func liveChannel(tx *bolt.Tx, key []byte, now time.Time) (*channelRecord, error) {
+	b := tx.Bucket(bucketRelayChannels).Get(key)
+	if b == nil {
+		return nil, errChannelNotFound()
+	}
+	var ch channelRecord
+	if err := decode(b, &ch); err != nil {
+		return nil, err
+	}
+	if !now.Before(ch.ExpiresAt) {
+		return nil, errChannelNotFound()
+	}
+	return &ch, nil
+}
+
+// errChannelNotFound is the one answer for a handle that is unknown, expired,
+// closed or another account's, so none of them can be told apart.
+func errChannelNotFound() error {
+	return Errorf(ECodeRelayChannelNotFound, "channel not found")
+}
+
+func mailboxPrefix(key []byte, dir Direction) []byte {
+	return join(key, []byte{byte(dir)})
+}
+
+// AppendRelay appends payload to one mailbox of a live channel. A mailbox
+// that already holds capacity payloads refuses with error.relay.mailbox_full.
+func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, capacity int) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		key := HashToken(channelID)
+		ch, err := liveChannel(tx, key, s.now())
+		if err != nil {
+			return err
+		}
+		if ch.Count[dir] >= capacity {
+			return Errorf(ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", capacity)
+		}
+		if err := tx.Bucket(bucketRelayMailboxes).Put(join(mailboxPrefix(key, dir), u64(ch.Next[dir])), payload); err != nil {
+			return err
+		}
+		ch.Count[dir]++
+		ch.Next[dir]++
+		return putChannel(tx, key, ch, false)
+	})
+}
+
+// DrainRelay removes and returns every payload of one mailbox of a live
+// channel, in arrival order; the other mailbox is untouched.
+func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
+	var out [][]byte
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		key := HashToken(channelID)
+		ch, err := liveChannel(tx, key, s.now())
+		if err != nil {
+			return err
+		}
+		out, err = deleteMailbox(tx, mailboxPrefix(key, dir))
+		if err != nil {
+			return err
+		}
+		ch.Count[dir] = 0
+		return putChannel(tx, key, ch, false)
+	})
+	return out, err
+}
+
+// deleteMailbox removes the payloads under prefix and returns copies of them
+// in key (arrival) order.
+func deleteMailbox(tx *bolt.Tx, prefix []byte) ([][]byte, error) {
+	var keys, payloads [][]byte
+	c := tx.Bucket(bucketRelayMailboxes).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		keys = append(keys, copyBytes(k))
+		payloads = append(payloads, copyBytes(v))
+	}
+	for _, k := range keys {
+		if err := tx.Bucket(bucketRelayMailboxes).Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	return payloads, nil
+}
+
+// deleteChannel removes a channel and both of its mailboxes.
+func deleteChannel(tx *bolt.Tx, key []byte, ch *channelRecord) error {
+	for _, dir := range []Direction{ToInitiator, ToEnrollee} {
+		if _, err := deleteMailbox(tx, mailboxPrefix(key, dir)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketRelayChannels).Delete(key); err != nil {
+		return err
+	}
+	return deleteExpiry(tx, ch.ExpiresAt, kindChannel, key)
+}
+
+// CloseChannel closes a live channel and drops both mailboxes. Only the
+// account that issued the code may; for any other account the channel does
+// not exist (error.relay.channel_not_found, as for an unknown handle).
+func (s *Store) CloseChannel(accountID, channelID string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		key := HashToken(channelID)
+		ch, err := liveChannel(tx, key, s.now())
+		if err != nil {
+			return err
+		}
+		if ch.AccountID != accountID {
+			return errChannelNotFound()
+		}
+		return deleteChannel(tx, key, ch)
+	})
+}
+
+func sweepChannel(tx *bolt.Tx, key []byte, now time.Time) error {
+	b := tx.Bucket(bucketRelayChannels).Get(key)
+	if b == nil {
+		return nil
+	}
+	var ch channelRecord
+	if err := decode(b, &ch); err != nil {
+		return err
+	}
+	if now.Before(ch.ExpiresAt) {
+		return nil
+	}
+	return deleteChannel(tx, key, &ch)
+}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"encoding/base64"
+	"net/http"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/julienschmidt/httprouter"
+
+	"sealbox/kv"
+	"sealbox/server/hybridsig"
+)
+
+func (s *Server) registerDirectoryRoutes() {
+	s.handle(http.MethodPost, "/v1/auth/devices/directory", s.bearer(s.handleDirectoryPublish))
+	s.handle(http.MethodGet, "/v1/auth/devices/directory/:user_id", s.bearer(s.handleDirectoryGet))
+}
+
+// maxDirectory is the directory size limit (ADDENDUM 1).
+const maxDirectory = 256 << 10
+
+// headerIdentityKey carries the account identity public key: the 1984-byte
+// hybrid layout in padded standard base64.
+const headerIdentityKey = "X-Service-Identity-Key"
+
+// directoryDecMode reads untrusted directory bytes. The body limit already
+// bounds the work; the limits here refuse what no directory needs (deep
+// nesting), and duplicate map keys are refused because a signed directory
+// with two directory_version entries would mean one version to the server
+// and possibly another to a client.
+var directoryDecMode = func() cbor.DecMode {
+	dm, err := cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
+		MaxNestedLevels:   32,
+		MaxArrayElements:  maxDirectory,
+		MaxMapPairs:       maxDirectory,
+	}.DecMode()
+	if err != nil {
+		panic("server: invalid CBOR decoding options: " + err.Error())
+	}
+	return dm
+}()
+
+// directoryHead is the one field of a directory the server reads; every other
+// key is skipped (but must still be well-formed CBOR).
+type directoryHead struct {
+	Version cbor.RawMessage `cbor:"directory_version"`
+}
+
+// readDirectoryVersion returns the top-level directory_version of a
+// directory: the body must be one well-formed CBOR data item, a map holding
+// the text key directory_version with an unsigned integer >= 1 (major type
+// 0, untagged). Anything else is 400 error.directory.malformed.
+func readDirectoryVersion(body []byte) (uint64, error) {
+	malformed := kv.Errorf(kv.ECodeDirectoryMalformed,
+		"the directory must be one CBOR map holding the text key directory_version with an unsigned integer of at least 1")
+	var head directoryHead
+	if err := directoryDecMode.Unmarshal(body, &head); err != nil {
+		return 0, malformed
+	}
+	if len(head.Version) == 0 || head.Version[0]>>5 != 0 {
+		return 0, malformed
+	}
+	var v uint64
+	if err := cbor.Unmarshal(head.Version, &v); err != nil || v == 0 {
+		return 0, malformed
+	}
+	return v, nil
+}
+
+// identityKeyOf reads X-Service-Identity-Key: missing or not 1984 bytes of
+// canonical padded standard base64 is 400.
+func identityKeyOf(r *http.Request) (*hybridsig.PublicKey, error) {
+	pk, err := hybridsig.DecodePublicKey(r.Header.Get(headerIdentityKey))
+	if err != nil {
+		return nil, kv.FieldErrorf(kv.ECodeMalformed, headerIdentityKey,
+			"%s must be the 1984-byte identity public key in padded standard base64", headerIdentityKey)
+	}
+	return pk, nil
+}
+
+type publishDirectoryResponse struct {
+	DirectoryVersion uint64 `json:"directory_version"`
+}
+
+// handles "POST /v1/auth/devices/directory": the bytes are stored verbatim;
+// the version check and the write are one transaction.
+func (s *Server) handleDirectoryPublish(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	sess := caller(r)
+	pk, err := identityKeyOf(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, mediaCBOR, maxDirectory)
+	if err != nil {
+		return err
+	}
+	version, err := readDirectoryVersion(body)
+	if err != nil {
+		return err
+	}
+	d := &kv.Directory{Version: version, Bytes: body, IdentityKey: pk.Bytes()}
+	if err := s.store.PublishDirectory(sess.AccountID, d); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, publishDirectoryResponse{DirectoryVersion: version})
+}
+
+// handles "GET /v1/auth/devices/directory/:user_id": the exact bytes the
+// owner signed, with the pinned identity key beside them. Any account's
+// directory is readable by any signed-in caller: it publishes keys and
+// nothing else.
+func (s *Server) handleDirectoryGet(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	userID, ok := parseUUID(ps.ByName("user_id"))
+	if !ok {
+		return kv.FieldErrorf(kv.ECodeMalformed, "user_id", "user_id must be a UUID")
+	}
+	d, err := s.store.Directory(userID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set(headerIdentityKey, base64.StdEncoding.EncodeToString(d.IdentityKey))
+	return writeBytes(w, mediaCBOR, d.Bytes)
+}

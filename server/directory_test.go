@@ -1,0 +1,242 @@
+package server_test
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"sealbox/server/hybridsig/hybridsigtest"
+)
+
+// Test identity keys. Deriving one costs an ML-DSA key generation, so they
+// are made once.
+var (
+	aliceKey = hybridsigtest.NewKey([32]byte{'a'})
+	bobKey   = hybridsigtest.NewKey([32]byte{'b'})
+)
+
+// detCBOR encodes deterministically, so equal inputs give equal bytes (Go
+// map order would otherwise vary).
+var detCBOR, _ = cbor.CoreDetEncOptions().EncMode()
+
+// directoryBody is a signed-directory stand-in: a CBOR map with the version
+// and opaque binary the server must keep verbatim.
+func directoryBody(tb testing.TB, version uint64, seed uint64) []byte {
+	tb.Helper()
+	b, err := detCBOR.Marshal(map[string]any{"directory_version": version, "devices": randomBinary(1000, seed), "signature": []byte{0, 1, 0}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// publish POSTs a directory under the identity key keyB64.
+func (ts *TestServer) publish(tb testing.TB, access, keyB64 string, body []byte) *Response {
+	tb.Helper()
+	return ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/devices/directory", Token: access, Body: body, ContentType: "application/cbor",
+		Header: map[string]string{"X-Service-Identity-Key": keyB64}})
+}
+
+func TestDirectoryRoundTrip(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	aliceID := ts.UserID(t, alice.Access)
+	body := directoryBody(t, 1, 7)
+
+	r := ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), body).WantStatus(t, 200)
+	if got := r.JSON(t)["directory_version"]; got != float64(1) {
+		t.Fatalf("directory_version: got %v", got)
+	}
+	// Any signed-in account reads it, byte for byte, with the pinned key.
+	for _, tok := range []string{alice.Access, bob.Access} {
+		got := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + aliceID, Token: tok}).WantStatus(t, 200)
+		if !bytes.Equal(got.Body, body) {
+			t.Fatalf("GET: the bytes differ from the published ones")
+		}
+		if ct := got.Header.Get("Content-Type"); ct != "application/cbor" {
+			t.Fatalf("Content-Type: got %q", ct)
+		}
+		if k := got.Header.Get("X-Service-Identity-Key"); k != aliceKey.PublicKeyBase64() {
+			t.Fatalf("X-Service-Identity-Key: not the pinned key")
+		}
+	}
+	// An upper-case spelling of the id names the same account.
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + strings.ToUpper(aliceID), Token: bob.Access}).WantStatus(t, 200)
+
+	next := directoryBody(t, 5, 8)
+	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), next).WantStatus(t, 200)
+	if got := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + aliceID, Token: bob.Access}); !bytes.Equal(got.Body, next) {
+		t.Fatal("GET after a newer publish does not answer it")
+	}
+}
+
+func TestDirectoryVersionConflict(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	key := aliceKey.PublicKeyBase64()
+	ts.publish(t, tok.Access, key, directoryBody(t, 3, 1)).WantStatus(t, 200)
+	for _, v := range []uint64{3, 2, 1} {
+		p := ts.publish(t, tok.Access, key, directoryBody(t, v, 2)).WantProblem(t, 409, "error.directory.version_conflict")
+		if p["submitted"] != float64(v) || p["stored"] != float64(3) {
+			t.Fatalf("version %d: submitted/stored: %v/%v", v, p["submitted"], p["stored"])
+		}
+	}
+	ts.publish(t, tok.Access, key, directoryBody(t, 4, 3)).WantStatus(t, 200)
+}
+
+// Two publishes of one version race: the store's compare-and-set lets
+// exactly one through.
+func TestDirectoryConcurrentPublishCAS(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	key := aliceKey.PublicKeyBase64()
+	ts.publish(t, tok.Access, key, directoryBody(t, 1, 1)).WantStatus(t, 200)
+	for round := uint64(2); round < 12; round++ {
+		var wg sync.WaitGroup
+		results := make([]*Response, 2)
+		start := make(chan struct{})
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i] = ts.publish(t, tok.Access, key, directoryBody(t, round, uint64(i)))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ok, conflict := 0, 0
+		for _, r := range results {
+			switch r.Status {
+			case 200:
+				ok++
+			case 409:
+				p := r.WantProblem(t, 409, "error.directory.version_conflict")
+				if p["submitted"] != float64(round) || p["stored"] != float64(round) {
+					t.Fatalf("conflict members: %s", r.Body)
+				}
+				conflict++
+			}
+		}
+		if ok != 1 || conflict != 1 {
+			t.Fatalf("round %d: %d succeeded and %d conflicted, want 1 and 1", round, ok, conflict)
+		}
+	}
+}
+
+func TestDirectoryKeyPinning(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, tok.Access)
+	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	// Another key is refused even with a higher version, and nothing changes.
+	ts.publish(t, tok.Access, bobKey.PublicKeyBase64(), directoryBody(t, 2, 2)).WantProblem(t, 403, "error.directory.identity_key_mismatch")
+	got := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + id, Token: tok.Access}).WantStatus(t, 200)
+	if got.Header.Get("X-Service-Identity-Key") != aliceKey.PublicKeyBase64() || !bytes.Equal(got.Body, directoryBody(t, 1, 1)) {
+		t.Fatal("a refused publish changed the directory or the key")
+	}
+	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 2, 2)).WantStatus(t, 200)
+}
+
+// cborHead concatenates raw CBOR pieces.
+func cborHead(parts ...string) []byte { return []byte(strings.Join(parts, "")) }
+
+const dvKey = "\x71directory_version" // text(17) "directory_version"
+
+func TestDirectoryPublishRefusals(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	key := aliceKey.PublicKeyBase64()
+	mustCBOR := func(v any) []byte {
+		b, err := cbor.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	deep := append(cborHead("\xa2", dvKey, "\x01", "\x61x"), bytes.Repeat([]byte{0x81}, 100)...)
+	deep = append(deep, 0x00)
+	cases := []struct {
+		name        string
+		token       string
+		key         string
+		body        []byte
+		contentType string
+		status      int
+		code        string
+	}{
+		{"no token", "", key, directoryBody(t, 1, 1), "", 401, "error.auth.unauthenticated"},
+		{"no identity key", tok.Access, "", directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
+		{"identity key too short", tok.Access, key[:len(key)-4], directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
+		{"identity key URL alphabet", tok.Access, strings.NewReplacer("+", "-", "/", "_").Replace(key), directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
+		{"identity key unpadded", tok.Access, strings.TrimRight(key, "="), directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
+		{"wrong content type", tok.Access, key, directoryBody(t, 1, 1), "application/octet-stream", 415, "error.request.unsupported_media_type"},
+		{"empty body", tok.Access, key, []byte{}, "", 400, "error.directory.malformed"},
+		{"not CBOR", tok.Access, key, []byte("\xff\xff"), "", 400, "error.directory.malformed"},
+		{"truncated", tok.Access, key, directoryBody(t, 1, 1)[:20], "", 400, "error.directory.malformed"},
+		{"trailing data", tok.Access, key, append(directoryBody(t, 1, 1), 0x00), "", 400, "error.directory.malformed"},
+		{"array", tok.Access, key, mustCBOR([]any{1, 2}), "", 400, "error.directory.malformed"},
+		{"unsigned integer", tok.Access, key, mustCBOR(7), "", 400, "error.directory.malformed"},
+		{"null", tok.Access, key, []byte{0xf6}, "", 400, "error.directory.malformed"},
+		{"no version", tok.Access, key, mustCBOR(map[string]any{"devices": []byte{1}}), "", 400, "error.directory.malformed"},
+		{"version zero", tok.Access, key, mustCBOR(map[string]any{"directory_version": 0}), "", 400, "error.directory.malformed"},
+		{"version negative", tok.Access, key, mustCBOR(map[string]any{"directory_version": -1}), "", 400, "error.directory.malformed"},
+		{"version text", tok.Access, key, mustCBOR(map[string]any{"directory_version": "1"}), "", 400, "error.directory.malformed"},
+		{"version float", tok.Access, key, mustCBOR(map[string]any{"directory_version": 1.0}), "", 400, "error.directory.malformed"},
+		{"version tagged", tok.Access, key, cborHead("\xa1", dvKey, "\xc2\x41\x01"), "", 400, "error.directory.malformed"},
+		{"version in a nested map only", tok.Access, key, mustCBOR(map[string]any{"inner": map[string]any{"directory_version": 1}}), "", 400, "error.directory.malformed"},
+		{"version key in another case", tok.Access, key, mustCBOR(map[string]any{"Directory_Version": 1}), "", 400, "error.directory.malformed"},
+		{"version key as bytes", tok.Access, key, cborHead("\xa1\x51directory_version\x01"), "", 400, "error.directory.malformed"},
+		{"duplicate version key", tok.Access, key, cborHead("\xa2", dvKey, "\x01", dvKey, "\x02"), "", 400, "error.directory.malformed"},
+		{"duplicate other key", tok.Access, key, cborHead("\xa3", dvKey, "\x01", "\x01\x01", "\x01\x02"), "", 400, "error.directory.malformed"},
+		{"nesting too deep", tok.Access, key, deep, "", 400, "error.directory.malformed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ct := tc.contentType
+			if ct == "" {
+				ct = "application/cbor"
+			}
+			req := Req{Method: "POST", Path: "/v1/auth/devices/directory", Token: tc.token, Body: tc.body, ContentType: ct}
+			if tc.key != "" {
+				req.Header = map[string]string{"X-Service-Identity-Key": tc.key}
+			}
+			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
+		})
+	}
+	// Over 256 KiB: 413 with no body.
+	big := mustCBOR(map[string]any{"directory_version": 1, "pad": make([]byte, 256<<10)})
+	if r := ts.publish(t, tok.Access, key, big); r.Status != 413 || len(r.Body) != 0 {
+		t.Fatalf("over the limit: got %d with %d body bytes", r.Status, len(r.Body))
+	}
+	// Accepted: integer keys and an indefinite-length map beside the version.
+	ts.publish(t, tok.Access, key, cborHead("\xbf", "\x01\x02", dvKey, "\x1b\x00\x00\x00\x01\x00\x00\x00\x00", "\xff")).WantStatus(t, 200)
+	// Nothing refused above pinned another key.
+	ts.publish(t, tok.Access, bobKey.PublicKeyBase64(), directoryBody(t, 1<<33, 1)).WantProblem(t, 403, "error.directory.identity_key_mismatch")
+}
+
+func TestDirectoryGetRefusals(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	noDir := ts.Register(t, "b@example.org")
+	cases := []struct {
+		name, path, token string
+		status            int
+		code              string
+	}{
+		{"no token", "/v1/auth/devices/directory/6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b", "", 401, "error.auth.unauthenticated"},
+		{"not a UUID", "/v1/auth/devices/directory/alice", tok.Access, 400, "error.request.malformed"},
+		{"UUID without hyphens", "/v1/auth/devices/directory/6f1c2b9e3d4a4e5f8a7b1c2d3e4f5a6b", tok.Access, 400, "error.request.malformed"},
+		{"unknown account", "/v1/auth/devices/directory/6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b", tok.Access, 404, "error.directory.not_found"},
+		{"account without a directory", "/v1/auth/devices/directory/" + ts.UserID(t, noDir.Access), tok.Access, 404, "error.directory.not_found"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts.Do(t, Req{Method: "GET", Path: tc.path, Token: tc.token}).WantProblem(t, tc.status, tc.code)
+		})
+	}
+}

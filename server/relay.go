@@ -1,0 +1,281 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"sealbox/kv"
+	"sealbox/server/ratelimit"
+)
+
+func (s *Server) registerRelayRoutes() {
+	s.handle(http.MethodPost, "/v1/auth/devices/enroll", s.bearer(s.handleEnrollIssue))
+	s.handle(http.MethodPost, "/v1/auth/devices/enroll/redeem", s.handleEnrollRedeem)
+	s.handle(http.MethodPost, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayPost)
+	s.handle(http.MethodGet, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayDrain)
+	s.handleShared(http.MethodDelete, "/v1/auth/devices/enroll/channel/:channel_id", s.bearer(s.handleRelayClose))
+}
+
+// Figures of ADDENDUM 6.
+const (
+	enrollCodeTTL   = 10 * time.Minute
+	channelTTL      = 15 * time.Minute
+	maxRelayPayload = 64 << 10
+	mailboxCapacity = 64
+
+	redeemWindow = 10 * time.Minute
+	// More refused redemptions than these within redeemWindow answer 429:
+	// per client address, and across all addresses for fallback-shaped
+	// codes, whose 10^12 space is small enough to be worth spraying.
+	redeemRefusalsPerAddr   = 10
+	redeemFallbackRefusals  = 100
+	fallbackDigits          = 12
+	fallbackSpace           = 1_000_000_000_000
+	maxRedeemCodeLen        = 128
+	fallbackSamplingCeiling = math.MaxUint64 - math.MaxUint64%fallbackSpace
+)
+
+// redeemLimits count refused redemptions in memory, not in the store: every
+// refusal is attacker-driven, and a store write (an fsync) per refusal would
+// hand an attacker a cheap way to load the disk. The price is that a restart
+// forgets the counts, which is worth at most one more window of guesses to
+// someone who can also restart the server.
+type redeemLimits struct {
+	byAddr   *ratelimit.Window
+	fallback *ratelimit.Window
+}
+
+func newRedeemLimits(now func() time.Time) *redeemLimits {
+	return &redeemLimits{
+		byAddr:   ratelimit.NewWindow(redeemRefusalsPerAddr, redeemWindow, now),
+		fallback: ratelimit.NewWindow(redeemFallbackRefusals, redeemWindow, now),
+	}
+}
+
+// admit books a redemption attempt from addr as a refusal in advance (so
+// parallel guesses cannot overrun a limit while they run) or refuses it with
+// 429. The caller runs the returned refund when the attempt turns out not to
+// be a refusal.
+func (l *redeemLimits) admit(addr string, fallback bool) (refund func(), err error) {
+	at, wait, ok := l.byAddr.Spend(addr)
+	if !ok {
+		return nil, &kv.Error{Code: kv.ECodeRateLimited, Message: "too many refused redemptions from this address", RetryAfter: wait}
+	}
+	refundAddr := func() { l.byAddr.Refund(addr, at) }
+	if !fallback {
+		return refundAddr, nil
+	}
+	fat, wait, ok := l.fallback.Spend("")
+	if !ok {
+		refundAddr()
+		return nil, &kv.Error{Code: kv.ECodeRateLimited, Message: "too many refused numeric codes; use the full code", RetryAfter: wait}
+	}
+	return func() { refundAddr(); l.fallback.Refund("", fat) }, nil
+}
+
+// requireFresh is the freshness gate: the session's last credential
+// presentation (authenticated_at, which refresh carries over and
+// reauthenticate or a password change renews) must be less than
+// FreshWindow old.
+func (s *Server) requireFresh(sess *kv.Session) error {
+	if !s.now().Before(sess.AuthenticatedAt.Add(s.cfg.FreshWindow)) {
+		return kv.Errorf(kv.ECodeReauthRequired, "this operation needs a recent password; reauthenticate first")
+	}
+	return nil
+}
+
+// newFallback returns fallbackDigits uniformly random decimal digits. A
+// 64-bit draw at or above the largest multiple of 10^12 is drawn again, so
+// the modulo favours no value.
+func (s *Server) newFallback() string {
+	for {
+		var b [8]byte
+		s.mustRead(b[:])
+		if v := binary.BigEndian.Uint64(b[:]); v < fallbackSamplingCeiling {
+			return fmt.Sprintf("%0*d", fallbackDigits, v%fallbackSpace)
+		}
+	}
+}
+
+// isFallbackShaped reports whether a presented code is spelled as a numeric
+// fallback: exactly fallbackDigits ASCII digits.
+func isFallbackShaped(code string) bool {
+	if len(code) != fallbackDigits {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		if code[i] < '0' || code[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+type enrollmentCodeResponse struct {
+	Code         string `json:"code"`
+	TextFallback string `json:"text_fallback"`
+	ExpiresAt    string `json:"expires_at"`
+}
+
+// handles "POST /v1/auth/devices/enroll": a session alone is not enough; its
+// credential must have been presented recently.
+func (s *Server) handleEnrollIssue(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	sess := caller(r)
+	if err := s.requireFresh(sess); err != nil {
+		return err
+	}
+	code, fallback := s.newToken(prefixEnrollCode), s.newFallback()
+	expiresAt := s.now().Add(enrollCodeTTL)
+	if err := s.store.IssueEnrollmentCode(sess.AccountID, code, fallback, expiresAt); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, enrollmentCodeResponse{Code: code, TextFallback: fallback, ExpiresAt: formatTime(expiresAt)})
+}
+
+type redeemRequest struct {
+	Code *string `json:"code"`
+}
+
+func (req *redeemRequest) validate() error {
+	if err := required("code", req.Code); err != nil {
+		return err
+	}
+	if n := len(*req.Code); n < 1 || n > maxRedeemCodeLen {
+		return invalid("code", "code must be 1 to %d characters", maxRedeemCodeLen)
+	}
+	return nil
+}
+
+type channelResponse struct {
+	ChannelID string `json:"channel_id"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// handles "POST /v1/auth/devices/enroll/redeem": gated by the code alone.
+func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req redeemRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	fallback := isFallbackShaped(*req.Code)
+	refund, err := s.redeem.admit(s.clientAddr(r), fallback)
+	if err != nil {
+		return err
+	}
+	channelID := s.newToken(prefixChannel)
+	expiresAt := s.now().Add(channelTTL)
+	err = s.store.RedeemEnrollmentCode(*req.Code, fallback, channelID, expiresAt)
+	if kv.ErrorCode(err) != kv.ECodeEnrollmentCodeRefused {
+		refund()
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, channelResponse{ChannelID: channelID, ExpiresAt: formatTime(expiresAt)})
+}
+
+// parseDirection maps a direction's wire name to its mailbox.
+func parseDirection(s string) (kv.Direction, bool) {
+	switch s {
+	case "to_initiator":
+		return kv.ToInitiator, true
+	case "to_enrollee":
+		return kv.ToEnrollee, true
+	}
+	return 0, false
+}
+
+// direction is the JSON form of a mailbox name; a value outside the enum is
+// 400, as the addendum decides for enums.
+type direction kv.Direction
+
+func (d *direction) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &fieldError{field: "direction", msg: "direction must be a string"}
+	}
+	dir, ok := parseDirection(s)
+	if !ok {
+		return &fieldError{field: "direction", msg: "direction must be to_initiator or to_enrollee"}
+	}
+	*d = direction(dir)
+	return nil
+}
+
+type relayRequest struct {
+	Direction *direction `json:"direction"`
+	Payload   *string    `json:"payload"`
+}
+
+func (req *relayRequest) validate() error {
+	if err := required("direction", req.Direction); err != nil {
+		return err
+	}
+	if err := required("payload", req.Payload); err != nil {
+		return err
+	}
+	if n := len(*req.Payload); n < 1 || n > maxRelayPayload {
+		return invalid("payload", "payload must be 1 byte to 64 KiB")
+	}
+	return nil
+}
+
+// handles "POST /v1/auth/devices/enroll/channel/:channel_id": gated by the
+// handle alone. A handle that is not a live channel of ours, whatever its
+// shape, is 404: the handle is a capability, and a shape check would only
+// tell a guesser which strings not to try.
+func (s *Server) handleRelayPost(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	channelID := ps.ByName("channel_id")
+	var req relayRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	if err := s.store.AppendRelay(channelID, kv.Direction(*req.Direction), []byte(*req.Payload), mailboxCapacity); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+type drainResponse struct {
+	Payloads []string `json:"payloads"`
+}
+
+// handles "GET /v1/auth/devices/enroll/channel/:channel_id": destructive; the
+// named mailbox is emptied and the other left alone.
+func (s *Server) handleRelayDrain(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	channelID := ps.ByName("channel_id")
+	dir, ok := parseDirection(r.URL.Query().Get("direction"))
+	if !ok {
+		return kv.FieldErrorf(kv.ECodeMalformed, "direction", "the query parameter direction must be to_initiator or to_enrollee")
+	}
+	got, err := s.store.DrainRelay(channelID, dir)
+	if err != nil {
+		return err
+	}
+	resp := drainResponse{Payloads: make([]string, len(got))}
+	for i, p := range got {
+		resp.Payloads[i] = string(p)
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handles "DELETE /v1/auth/devices/enroll/channel/:channel_id": only the
+// account that issued the code; for any other the channel does not exist.
+func (s *Server) handleRelayClose(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if err := s.store.CloseChannel(caller(r).AccountID, ps.ByName("channel_id")); err != nil {
+		return err
+	}
+	return noContent(w)
+}

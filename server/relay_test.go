@@ -1,0 +1,400 @@
+package server_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+// issueCode asks for an enrollment code and returns both spellings.
+func (ts *TestServer) issueCode(tb testing.TB, access string) (code, fallback string) {
+	tb.Helper()
+	m := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/devices/enroll", Token: access}).WantStatus(tb, 200).JSON(tb)
+	return m["code"].(string), m["text_fallback"].(string)
+}
+
+// redeem presents a code from the client address addr ("" for the TCP peer).
+func (ts *TestServer) redeem(tb testing.TB, code, addr string) *Response {
+	tb.Helper()
+	req := Req{Method: "POST", Path: "/v1/auth/devices/enroll/redeem", Body: map[string]any{"code": code}}
+	if addr != "" {
+		req.Header = map[string]string{"X-Forwarded-For": addr}
+	}
+	return ts.Do(tb, req)
+}
+
+// openChannel issues a code with access and redeems it.
+func (ts *TestServer) openChannel(tb testing.TB, access string) string {
+	tb.Helper()
+	code, _ := ts.issueCode(tb, access)
+	return ts.redeem(tb, code, "").WantStatus(tb, 200).JSON(tb)["channel_id"].(string)
+}
+
+func channelPath(ch string) string { return "/v1/auth/devices/enroll/channel/" + ch }
+
+func (ts *TestServer) post(tb testing.TB, ch, dir, payload string) *Response {
+	tb.Helper()
+	return ts.Do(tb, Req{Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": dir, "payload": payload}})
+}
+
+func (ts *TestServer) drain(tb testing.TB, ch, dir string) []string {
+	tb.Helper()
+	m := ts.Do(tb, Req{Method: "GET", Path: channelPath(ch) + "?direction=" + dir}).WantStatus(tb, 200).JSON(tb)
+	raw, ok := m["payloads"].([]any)
+	if !ok {
+		tb.Fatalf("payloads is not an array: %v", m)
+	}
+	out := make([]string, len(raw))
+	for i, p := range raw {
+		out[i] = p.(string)
+	}
+	return out
+}
+
+func TestEnrollmentCodeShape(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	seen := map[string]bool{}
+	for i := 0; i < 20; i++ {
+		m := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll", Token: tok.Access}).WantStatus(t, 200).JSON(t)
+		code, fallback := m["code"].(string), m["text_fallback"].(string)
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(code, "sbx_en_"))
+		if !strings.HasPrefix(code, "sbx_en_") || err != nil || len(raw) != 32 {
+			t.Fatalf("code %q is not sbx_en_ and 256 bits of base64url", code)
+		}
+		if len(fallback) != 12 || strings.Trim(fallback, "0123456789") != "" {
+			t.Fatalf("text_fallback %q is not 12 digits", fallback)
+		}
+		if m["expires_at"] != "2026-11-22T10:10:00Z" {
+			t.Fatalf("expires_at: %v", m["expires_at"])
+		}
+		if seen[code] || seen[fallback] {
+			t.Fatal("a spelling repeated")
+		}
+		seen[code], seen[fallback] = true, true
+	}
+}
+
+func TestEnrollmentFreshnessGate(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	enroll := func(access string) *Response {
+		return ts.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll", Token: access})
+	}
+	ts.Clock.Advance(10*time.Minute - time.Second)
+	enroll(tok.Access).WantStatus(t, 200)
+	ts.Clock.Advance(time.Second)
+	enroll(tok.Access).WantProblem(t, 403, "error.auth.reauth_required")
+	// Refresh does not renew the presentation time.
+	next := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	enroll(next.Access).WantProblem(t, 403, "error.auth.reauth_required")
+	// Reauthenticate does.
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: next.Access, Body: map[string]any{"password": testPassword}}).WantStatus(t, 200)
+	enroll(next.Access).WantStatus(t, 200)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll"}).WantProblem(t, 401, "error.auth.unauthenticated")
+}
+
+func TestRedeemEitherSpellingOnce(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	for _, byFallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", byFallback), func(t *testing.T) {
+			code, fallback := ts.issueCode(t, tok.Access)
+			first, second := code, fallback
+			if byFallback {
+				first, second = fallback, code
+			}
+			m := ts.redeem(t, first, "").WantStatus(t, 200).JSON(t)
+			if ch := m["channel_id"].(string); !strings.HasPrefix(ch, "sbx_rl_") || len(ch) != len("sbx_rl_")+43 {
+				t.Fatalf("channel_id shape: %q", ch)
+			}
+			if m["expires_at"] != "2026-11-22T10:15:00Z" {
+				t.Fatalf("expires_at: %v", m["expires_at"])
+			}
+			// Both spellings were spent together.
+			ts.redeem(t, first, "").WantProblem(t, 404, "error.enrollment.code_refused")
+			ts.redeem(t, second, "").WantProblem(t, 404, "error.enrollment.code_refused")
+		})
+	}
+}
+
+func TestRedeemRefusals(t *testing.T) {
+	ts := MustOpenServer(t)
+	cases := []struct {
+		name   string
+		body   any
+		ct     string
+		status int
+		code   string
+	}{
+		{"unknown code", map[string]any{"code": "sbx_en_never-issued"}, "", 404, "error.enrollment.code_refused"},
+		{"unknown fallback", map[string]any{"code": "000000000000"}, "", 404, "error.enrollment.code_refused"},
+		{"empty code", map[string]any{"code": ""}, "", 422, "error.request.invalid"},
+		{"code too long", map[string]any{"code": strings.Repeat("x", 129)}, "", 422, "error.request.invalid"},
+		{"missing code", map[string]any{}, "", 422, "error.request.invalid"},
+		{"code of the wrong type", map[string]any{"code": 123456789012}, "", 400, "error.request.malformed"},
+		{"unknown key", map[string]any{"code": "x", "account": "y"}, "", 400, "error.request.malformed"},
+		{"wrong content type", `{"code":"x"}`, "text/plain", 415, "error.request.unsupported_media_type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll/redeem", Body: tc.body, ContentType: tc.ct}).WantProblem(t, tc.status, tc.code)
+		})
+	}
+}
+
+func TestEnrollmentCodeExpires(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	code, fallback := ts.issueCode(t, tok.Access)
+	code2, _ := ts.issueCode(t, tok.Access)
+	ts.Clock.Advance(10*time.Minute - time.Second)
+	ts.redeem(t, code2, "").WantStatus(t, 200)
+	ts.Clock.Advance(time.Second)
+	ts.redeem(t, code, "").WantProblem(t, 404, "error.enrollment.code_refused")
+	ts.redeem(t, fallback, "").WantProblem(t, 404, "error.enrollment.code_refused")
+	// The sweeper removes the expired code; it stays refused.
+	if _, err := ts.Store.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	ts.redeem(t, code, "").WantProblem(t, 404, "error.enrollment.code_refused")
+}
+
+func TestRedeemRateLimitPerAddress(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.TrustProxy = true })
+	tok := ts.Register(t, "a@example.org")
+	code, _ := ts.issueCode(t, tok.Access)
+	// Successful redemptions do not count.
+	for i := 0; i < 12; i++ {
+		ts.redeem(t, ts.mustCode(t, tok.Access), "198.51.100.7").WantStatus(t, 200)
+	}
+	for i := 0; i < 10; i++ {
+		ts.Clock.Advance(time.Second)
+		ts.redeem(t, fmt.Sprintf("sbx_en_guess%d", i), "198.51.100.7").WantProblem(t, 404, "error.enrollment.code_refused")
+	}
+	// The 11th attempt is refused before the code is looked at, even a good one.
+	r := ts.redeem(t, code, "198.51.100.7")
+	r.WantProblem(t, 429, "error.rate_limited")
+	// The first refusal was at +1s; it leaves the 10-minute window at +10m1s.
+	if got := r.Header.Get("Retry-After"); got != "591" {
+		t.Fatalf("Retry-After: got %q, want 591", got)
+	}
+	// Another address is not affected.
+	ts.redeem(t, "sbx_en_other", "198.51.100.8").WantProblem(t, 404, "error.enrollment.code_refused")
+	ts.Clock.Advance(590 * time.Second)
+	ts.redeem(t, code, "198.51.100.7").WantProblem(t, 429, "error.rate_limited")
+	ts.Clock.Advance(time.Second)
+	// The oldest refusal has left the window: one more attempt is admitted.
+	// (The first code has expired by now, so a new one is used.)
+	ts.redeem(t, ts.mustCode(t, ts.Login(t, "a@example.org").Access), "198.51.100.7").WantStatus(t, 200)
+}
+
+// mustCode issues a code and returns its full spelling.
+func (ts *TestServer) mustCode(tb testing.TB, access string) string {
+	code, _ := ts.issueCode(tb, access)
+	return code
+}
+
+func TestRedeemRateLimitFallbackGlobal(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.TrustProxy = true })
+	tok := ts.Register(t, "a@example.org")
+	code, fallback := ts.issueCode(t, tok.Access)
+	// 100 refused fallback guesses from 100 addresses: each address is far
+	// below its own limit.
+	for i := 0; i < 100; i++ {
+		ts.redeem(t, fmt.Sprintf("%012d", i), fmt.Sprintf("203.0.113.%d", i)).WantProblem(t, 404, "error.enrollment.code_refused")
+	}
+	r := ts.redeem(t, fallback, "198.51.100.1")
+	r.WantProblem(t, 429, "error.rate_limited")
+	if r.Header.Get("Retry-After") != "600" {
+		t.Fatalf("Retry-After: got %q", r.Header.Get("Retry-After"))
+	}
+	// Full codes still work, and the 429 was not counted against the address.
+	ts.redeem(t, code, "198.51.100.1").WantStatus(t, 200)
+	ts.Clock.Advance(10 * time.Minute)
+	_, fallback2 := ts.issueCode(t, ts.Login(t, "a@example.org").Access)
+	ts.redeem(t, fallback2, "198.51.100.1").WantStatus(t, 200)
+}
+
+func TestRelayMailboxes(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	ch := ts.openChannel(t, tok.Access)
+	for _, p := range []string{"one", "two", "three"} {
+		ts.post(t, ch, "to_initiator", p).WantStatus(t, 204)
+	}
+	ts.post(t, ch, "to_enrollee", "hello enrollee").WantStatus(t, 204)
+	// Draining one direction leaves the other untouched; a payload is
+	// delivered once.
+	if got := ts.drain(t, ch, "to_initiator"); strings.Join(got, ",") != "one,two,three" {
+		t.Fatalf("to_initiator: got %q", got)
+	}
+	if got := ts.drain(t, ch, "to_initiator"); len(got) != 0 {
+		t.Fatalf("second drain: got %q, want none", got)
+	}
+	ts.post(t, ch, "to_initiator", "four").WantStatus(t, 204)
+	if got := ts.drain(t, ch, "to_enrollee"); len(got) != 1 || got[0] != "hello enrollee" {
+		t.Fatalf("to_enrollee: got %q", got)
+	}
+	if got := ts.drain(t, ch, "to_initiator"); len(got) != 1 || got[0] != "four" {
+		t.Fatalf("to_initiator after more: got %q", got)
+	}
+	// The empty answer is an empty array, not null.
+	r := ts.Do(t, Req{Method: "GET", Path: channelPath(ch) + "?direction=to_enrollee"}).WantStatus(t, 200)
+	if string(r.Body) != `{"payloads":[]}` {
+		t.Fatalf("empty drain: %s", r.Body)
+	}
+}
+
+func TestRelayRefusals(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	ch := ts.openChannel(t, tok.Access)
+	full := ts.openChannel(t, tok.Access)
+	for i := 0; i < 64; i++ {
+		ts.post(t, full, "to_enrollee", fmt.Sprint(i)).WantStatus(t, 204)
+	}
+	max := strings.Repeat("p", 64<<10)
+	ts.post(t, ch, "to_initiator", max).WantStatus(t, 204)
+	cases := []struct {
+		name   string
+		method string
+		path   string
+		body   any
+		status int
+		code   string
+	}{
+		{"direction outside the enum", "POST", channelPath(ch), map[string]any{"direction": "to_server", "payload": "x"}, 400, "error.request.malformed"},
+		{"direction of the wrong type", "POST", channelPath(ch), map[string]any{"direction": 1, "payload": "x"}, 400, "error.request.malformed"},
+		{"direction missing", "POST", channelPath(ch), map[string]any{"payload": "x"}, 422, "error.request.invalid"},
+		{"payload missing", "POST", channelPath(ch), map[string]any{"direction": "to_initiator"}, 422, "error.request.invalid"},
+		{"payload empty", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": ""}, 422, "error.request.invalid"},
+		{"payload over 64 KiB", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": max + "p"}, 422, "error.request.invalid"},
+		{"payload not text", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": []int{1}}, 400, "error.request.malformed"},
+		{"unknown key", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": "x", "x": 1}, 400, "error.request.malformed"},
+		{"mailbox full", "POST", channelPath(full), map[string]any{"direction": "to_enrollee", "payload": "x"}, 422, "error.relay.mailbox_full"},
+		{"post to an unknown channel", "POST", channelPath("sbx_rl_unknown"), map[string]any{"direction": "to_enrollee", "payload": "x"}, 404, "error.relay.channel_not_found"},
+		{"post to a handle of another shape", "POST", channelPath("x"), map[string]any{"direction": "to_enrollee", "payload": "x"}, 404, "error.relay.channel_not_found"},
+		{"drain without direction", "GET", channelPath(ch), nil, 400, "error.request.malformed"},
+		{"drain with direction outside the enum", "GET", channelPath(ch) + "?direction=both", nil, 400, "error.request.malformed"},
+		{"drain an unknown channel", "GET", channelPath("sbx_rl_unknown") + "?direction=to_enrollee", nil, 404, "error.relay.channel_not_found"},
+		{"close without a token", "DELETE", channelPath(ch), nil, 401, "error.auth.unauthenticated"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts.Do(t, Req{Method: tc.method, Path: tc.path, Body: tc.body}).WantProblem(t, tc.status, tc.code)
+		})
+	}
+	// The full mailbox's other direction still takes payloads, and draining
+	// frees the full one.
+	ts.post(t, full, "to_initiator", "x").WantStatus(t, 204)
+	if got := ts.drain(t, full, "to_enrollee"); len(got) != 64 || got[0] != "0" || got[63] != "63" {
+		t.Fatalf("drained %d payloads", len(got))
+	}
+	ts.post(t, full, "to_enrollee", "x").WantStatus(t, 204)
+	if got := ts.drain(t, ch, "to_initiator"); len(got) != 1 || got[0] != max {
+		t.Fatal("the 64 KiB payload did not come back whole")
+	}
+}
+
+func TestRelayCloseOnlyByInitiator(t *testing.T) {
+	ts := MustOpenServer(t)
+	owner := ts.Register(t, "a@example.org")
+	stranger := ts.Register(t, "b@example.org")
+	ch := ts.openChannel(t, owner.Access)
+	ts.post(t, ch, "to_initiator", "secret").WantStatus(t, 204)
+
+	foreign := ts.Do(t, Req{Method: "DELETE", Path: channelPath(ch), Token: stranger.Access})
+	foreign.WantProblem(t, 404, "error.relay.channel_not_found")
+	unknown := ts.Do(t, Req{Method: "DELETE", Path: channelPath("sbx_rl_unknown"), Token: stranger.Access})
+	unknown.WantProblem(t, 404, "error.relay.channel_not_found")
+	if string(foreign.Body) != string(unknown.Body) {
+		t.Fatalf("a foreign channel is distinguishable from an unknown one:\n%s\n%s", foreign.Body, unknown.Body)
+	}
+	// The stranger's attempt changed nothing.
+	if got := ts.drain(t, ch, "to_initiator"); len(got) != 1 {
+		t.Fatalf("after a foreign close: %q", got)
+	}
+	ts.post(t, ch, "to_initiator", "again").WantStatus(t, 204)
+	ts.Do(t, Req{Method: "DELETE", Path: channelPath(ch), Token: owner.Access}).WantStatus(t, 204)
+	ts.post(t, ch, "to_initiator", "x").WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, Req{Method: "GET", Path: channelPath(ch) + "?direction=to_initiator"}).WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, Req{Method: "DELETE", Path: channelPath(ch), Token: owner.Access}).WantProblem(t, 404, "error.relay.channel_not_found")
+}
+
+func TestRelayChannelExpires(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	ch := ts.openChannel(t, tok.Access)
+	ts.post(t, ch, "to_enrollee", "x").WantStatus(t, 204)
+	ts.Clock.Advance(15*time.Minute - time.Second)
+	ts.post(t, ch, "to_enrollee", "y").WantStatus(t, 204)
+	ts.Clock.Advance(time.Second)
+	ts.post(t, ch, "to_enrollee", "z").WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, Req{Method: "GET", Path: channelPath(ch) + "?direction=to_enrollee"}).WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, Req{Method: "DELETE", Path: channelPath(ch), Token: ts.Login(t, "a@example.org").Access}).WantProblem(t, 404, "error.relay.channel_not_found")
+	// The sweeper drops the channel and its mailboxes.
+	if _, err := ts.Store.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	ts.post(t, ch, "to_enrollee", "z").WantProblem(t, 404, "error.relay.channel_not_found")
+}
+
+// Channels and mailboxes live in the store: a restart loses nothing.
+func TestRelaySurvivesRestart(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	ch := ts.openChannel(t, tok.Access)
+	ts.post(t, ch, "to_enrollee", "before the restart").WantStatus(t, 204)
+	code, _ := ts.issueCode(t, tok.Access)
+
+	ts.Restart(t)
+
+	if got := ts.drain(t, ch, "to_enrollee"); len(got) != 1 || got[0] != "before the restart" {
+		t.Fatalf("after the restart: %q", got)
+	}
+	ts.redeem(t, code, "").WantStatus(t, 200)
+}
+
+// BenchmarkRelayRoundTrip: one relay round trip (POST a payload, then drain
+// it with GET) over HTTP through the full stack, run with b.RunParallel, one
+// channel per goroutine. Each iteration is two requests and two bbolt write
+// transactions; compare with BenchmarkAuthenticatedGET from the same run
+// (one request, one read transaction).
+func BenchmarkRelayRoundTrip(b *testing.B) {
+	ts := MustOpenServer(b)
+	tok := ts.Register(b, "bench@example.org")
+	payload := strings.Repeat("p", 1024)
+	body := `{"direction":"to_enrollee","payload":"` + payload + `"}`
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ch := ts.openChannel(b, tok.Access)
+		url := ts.URL() + channelPath(ch)
+		for pb.Next() {
+			resp, err := benchClient.Post(url, "application/json", strings.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				b.Fatalf("post: status %d", resp.StatusCode)
+			}
+			resp, err = benchClient.Get(url + "?direction=to_enrollee")
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || n < int64(len(payload)) {
+				b.Fatalf("drain: status %d, %d bytes", resp.StatusCode, n)
+			}
+		}
+	})
+}

@@ -1,0 +1,177 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/server/hybridsig"
+	"sealbox/server/hybridsig/hybridsigtest"
+)
+
+// The signing bytes themselves are checked against the committed vector
+// (testdata/revoke_all_vector.json) by TestRevokeAllVector in
+// server/hybridsig; these tests check the endpoints around them.
+
+// challenge asks for a revoke-all challenge with a session token.
+func (ts *TestServer) challenge(tb testing.TB, access string) string {
+	tb.Helper()
+	m := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/logout/all/challenge", Token: access}).WantStatus(tb, 200).JSON(tb)
+	return m["challenge"].(string)
+}
+
+// proof signs revoke_all_signing_bytes for the account and challenge.
+func proof(key *hybridsigtest.Key, userID, challenge string) string {
+	return key.SignBase64(hybridsig.RevokeAllSigningBytes(userID, challenge))
+}
+
+func (ts *TestServer) revokeAll(tb testing.TB, challenge, proof string) *Response {
+	tb.Helper()
+	return ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/logout/all", Body: map[string]any{"challenge": challenge, "proof": proof}})
+}
+
+func TestRevokeAllWithProof(t *testing.T) {
+	ts := MustOpenServer(t)
+	first := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, first.Access)
+	ts.publish(t, first.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	second := ts.Login(t, "a@example.org")
+	third := ts.Login(t, "a@example.org")
+	bystander := ts.Register(t, "b@example.org")
+
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout/all/challenge", Token: second.Access}).WantStatus(t, 200)
+	m := r.JSON(t)
+	ch := m["challenge"].(string)
+	if !strings.HasPrefix(ch, "sbx_ch_") || len(ch) != len("sbx_ch_")+43 {
+		t.Fatalf("challenge shape: %q", ch)
+	}
+	if m["expires_at"] != "2026-11-22T10:05:00Z" {
+		t.Fatalf("expires_at: %v", m["expires_at"])
+	}
+	got := ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantStatus(t, 200).JSON(t)
+	if got["revoked"] != float64(3) {
+		t.Fatalf("revoked: got %v, want 3", got["revoked"])
+	}
+	for _, tok := range []Tokens{first, second, third} {
+		ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}).WantProblem(t, 401, "error.auth.session_expired")
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: bystander.Access}).WantStatus(t, 200)
+	// The challenge was spent by the success too.
+	ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantProblem(t, 401, "error.auth.challenge_expired")
+}
+
+func TestRevokeAllRefusals(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, tok.Access)
+	other := ts.Register(t, "b@example.org")
+	otherID := ts.UserID(t, other.Access)
+	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	valid := proof(aliceKey, id, "sbx_ch_x")
+	cases := []struct {
+		name   string
+		proof  func(ch string) string
+		status int
+		code   string
+	}{
+		{"signed by another key", func(ch string) string { return proof(bobKey, id, ch) }, 401, "error.auth.proof_required"},
+		{"signed for another account", func(ch string) string { return proof(aliceKey, otherID, ch) }, 401, "error.auth.proof_required"},
+		{"signed over another challenge", func(string) string { return valid }, 401, "error.auth.proof_required"},
+		{"one bit flipped", func(ch string) string {
+			p := []byte(proof(aliceKey, id, ch))
+			p[10] ^= 1
+			return string(p)
+		}, 401, "error.auth.proof_required"},
+		{"not base64", func(string) string { return "not a proof" }, 401, "error.auth.proof_required"},
+		{"empty", func(string) string { return "" }, 401, "error.auth.proof_required"},
+		{"truncated", func(ch string) string { return proof(aliceKey, id, ch)[:100] }, 401, "error.auth.proof_required"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := ts.challenge(t, tok.Access)
+			ts.revokeAll(t, ch, tc.proof(ch)).WantProblem(t, tc.status, tc.code)
+			// The refusal burned the challenge: a good proof is now too late.
+			ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantProblem(t, 401, "error.auth.challenge_expired")
+			// And nothing was revoked.
+			ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
+		})
+	}
+
+	bodyCases := []struct {
+		name   string
+		body   any
+		ct     string
+		status int
+		code   string
+	}{
+		{"unknown challenge", map[string]any{"challenge": "sbx_ch_never-issued", "proof": valid}, "", 401, "error.auth.challenge_expired"},
+		{"empty challenge", map[string]any{"challenge": "", "proof": valid}, "", 401, "error.auth.challenge_expired"},
+		{"missing challenge", map[string]any{"proof": valid}, "", 422, "error.request.invalid"},
+		{"null proof", map[string]any{"challenge": "sbx_ch_x", "proof": nil}, "", 422, "error.request.invalid"},
+		{"unknown key", map[string]any{"challenge": "sbx_ch_x", "proof": valid, "user_id": id}, "", 400, "error.request.malformed"},
+		{"proof of the wrong type", map[string]any{"challenge": "sbx_ch_x", "proof": 5}, "", 400, "error.request.malformed"},
+		{"not JSON", "{", "", 400, "error.request.malformed"},
+		{"wrong content type", `{"challenge":"x","proof":"y"}`, "text/plain", 415, "error.request.unsupported_media_type"},
+	}
+	for _, tc := range bodyCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout/all", Body: tc.body, ContentType: tc.ct}).WantProblem(t, tc.status, tc.code)
+		})
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout/all/challenge"}).WantProblem(t, 401, "error.auth.unauthenticated")
+}
+
+func TestRevokeAllReusedChallenge(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, tok.Access)
+	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	ch := ts.challenge(t, tok.Access)
+	p := proof(aliceKey, id, ch)
+	ts.revokeAll(t, ch, p).WantStatus(t, 200)
+	// A replay of the same good request after sign-in again revokes nothing.
+	again := ts.Login(t, "a@example.org")
+	ts.revokeAll(t, ch, p).WantProblem(t, 401, "error.auth.challenge_expired")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: again.Access}).WantStatus(t, 200)
+}
+
+func TestRevokeAllWithoutPinnedKey(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, tok.Access)
+	ch := ts.challenge(t, tok.Access)
+	ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantProblem(t, 401, "error.auth.proof_required")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
+}
+
+func TestRevokeAllChallengeExpires(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, tok.Access)
+	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	ch := ts.challenge(t, tok.Access)
+	ts.Clock.Advance(5 * time.Minute)
+	ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantProblem(t, 401, "error.auth.challenge_expired")
+	// One second before expiry still works.
+	ch = ts.challenge(t, tok.Access)
+	ts.Clock.Advance(5*time.Minute - time.Second)
+	ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantStatus(t, 200)
+}
+
+// A stolen access token can end its own session (logout) but never the
+// others: the challenge it can obtain is worthless without the identity key.
+func TestStolenAccessTokenCannotRevokeAll(t *testing.T) {
+	ts := MustOpenServer(t)
+	victim := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, victim.Access)
+	ts.publish(t, victim.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	stolen := ts.Login(t, "a@example.org")
+	// The thief cannot swap in its own key...
+	ts.publish(t, stolen.Access, bobKey.PublicKeyBase64(), directoryBody(t, 2, 2)).WantProblem(t, 403, "error.directory.identity_key_mismatch")
+	// ...so its own key's proof is refused.
+	ch := ts.challenge(t, stolen.Access)
+	ts.revokeAll(t, ch, proof(bobKey, id, ch)).WantProblem(t, 401, "error.auth.proof_required")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: stolen.Access}).WantStatus(t, 204)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: victim.Access}).WantStatus(t, 200)
+}
