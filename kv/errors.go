@@ -79,4 +79,8 @@ const (
 	ECodeUploadNotFound = "error.upload.not_found"
 	ECodeBlobNotFound   = "error.blob.not_found"
 	ECodeHashMismatch   = "error.blob.hash_mismatch"
+
+	ECodeShareNotFound     = "error.share.not_found"
+	ECodeShareIDTaken      = "error.share.id_taken"
+	ECodeShareBlobNotOwned = "error.share.blob_not_owned"
 )

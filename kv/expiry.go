@@ -17,6 +17,7 @@ const (
 	kindSpentRefresh byte = 'r'
 	kindLockout      byte = 'l'
 	kindUpload       byte = 'u'
+	kindShare        byte = 'k'
 )
 
 // sweeper removes record id of its kind if it is expired at now.
@@ -27,6 +28,7 @@ var sweepers = map[byte]sweeper{
 	kindSpentRefresh: sweepSpentRefresh,
 	kindLockout:      sweepLockout,
 	kindUpload:       sweepUpload,
+	kindShare:        sweepShare,
 }
 
 func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {

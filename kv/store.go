@@ -33,13 +33,15 @@ var (
 	bucketUploads           = []byte("uploads")
 	bucketUploadsByAlbum    = []byte("uploads_by_album")
 	bucketUploadBlobs       = []byte("upload_blobs")
+	bucketShares            = []byte("shares")
+	bucketShareBlobs        = []byte("share_blobs")
 )
 
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
 	bucketExpiry, bucketAlbums, bucketAlbumsByAccount, bucketBlobs, bucketHoldings,
-	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs,
+	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs, bucketShares, bucketShareBlobs,
 }
 
 // Options tune a Store. Zero values take the defaults.
@@ -165,6 +167,11 @@ func join(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 // takes ids of any length, so a 0x00 terminator keeps one id from being a
 // prefix of another ("acct-1" of "acct-10") in a prefix scan.
 func idPart(id string) []byte { return append([]byte(id), 0) }
+
+// member is the value of a key that only records membership in a set. bbolt's
+// Get answers nil for an empty value inside a write transaction, so members
+// hold one byte and Get reliably tells present from absent.
+var member = []byte{1}
 
 // copyBytes copies a value read inside a transaction so it outlives it.
 func copyBytes(b []byte) []byte {

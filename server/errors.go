@@ -43,6 +43,10 @@ var statusByCode = map[string]int{
 	kv.ECodeUploadNotFound: http.StatusNotFound,
 	kv.ECodeBlobNotFound:   http.StatusNotFound,
 	kv.ECodeHashMismatch:   http.StatusUnprocessableEntity,
+
+	kv.ECodeShareNotFound:     http.StatusNotFound,
+	kv.ECodeShareIDTaken:      http.StatusUnprocessableEntity,
+	kv.ECodeShareBlobNotOwned: http.StatusUnprocessableEntity,
 }
 
 // statusError overrides the table's status for one use of a code, where the

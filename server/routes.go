@@ -31,6 +31,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerProfileRoutes()
 	s.registerAlbumRoutes()
 	s.registerUploadRoutes()
+	s.registerShareRoutes()
 	return s.router
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/server/ratelimit"
 )
 
 // Version is the server's semantic version, reported by GET /v1/version.
@@ -54,6 +55,12 @@ type Config struct {
 	ProtocolMax   string
 	AlbumProtocol string
 
+	// ShareRate and ShareBurst are the token bucket each client address
+	// spends on public share reads: ShareBurst at once, then ShareRate per
+	// second.
+	ShareRate  float64
+	ShareBurst int
+
 	// SweepInterval is how often expired records are deleted.
 	SweepInterval time.Duration
 
@@ -77,6 +84,8 @@ func DefaultConfig() Config {
 		Argon2:          DefaultArgon2,
 		ProtocolMin:     "2025-01-15",
 		ProtocolMax:     "2026-09-01",
+		ShareRate:       20,
+		ShareBurst:      200,
 		SweepInterval:   time.Minute,
 		Now:             time.Now,
 		Rand:            rand.Reader,
@@ -94,6 +103,8 @@ type Server struct {
 	router    *httprouter.Router
 	handler   http.Handler
 	passwords *passwordHasher
+	// shareLimiter holds each client address to its rate of share reads.
+	shareLimiter *ratelimit.Limiter
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -116,13 +127,14 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 		cfg.AlbumProtocol = cfg.ProtocolMax
 	}
 	s := &Server{
-		cfg:       cfg,
-		store:     store,
-		blobs:     blobStore,
-		log:       cfg.Log,
-		now:       cfg.Now,
-		passwords: newPasswordHasher(cfg.Argon2, cfg.Rand),
-		stop:      make(chan struct{}),
+		cfg:          cfg,
+		store:        store,
+		blobs:        blobStore,
+		log:          cfg.Log,
+		now:          cfg.Now,
+		passwords:    newPasswordHasher(cfg.Argon2, cfg.Rand),
+		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
+		stop:         make(chan struct{}),
 	}
 	s.router = s.routes()
 	s.handler = s.withMiddleware(s.router)
