@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -80,6 +81,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.ProtocolMin, "protocol-min", cfg.ProtocolMin, "oldest protocol date (YYYY-MM-DD) the server speaks")
 	f.StringVar(&cfg.ProtocolMax, "protocol-max", cfg.ProtocolMax, "newest protocol date (YYYY-MM-DD) the server speaks")
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
+	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
+	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
 	return cmd
 }
 
@@ -90,6 +93,12 @@ func validateConfig(cfg *server.Config) error {
 	}
 	if cfg.MaxBlob <= 0 {
 		return fmt.Errorf("--max-blob must be positive")
+	}
+	// The limiter keeps whole nanoseconds per token and refuses a bucket
+	// that takes over a century to refill.
+	if !(cfg.ShareRate > 0) || math.IsInf(cfg.ShareRate, 0) || cfg.ShareBurst < 1 ||
+		float64(cfg.ShareBurst)/cfg.ShareRate > 100*365*24*3600 {
+		return fmt.Errorf("--share-rate must be a positive number and --share-burst at least 1, refilling within a century")
 	}
 	if cfg.AlbumProtocol == "" {
 		cfg.AlbumProtocol = cfg.ProtocolMax

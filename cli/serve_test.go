@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -100,6 +101,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 	f := newServeCmd().Flags()
 	for name, want := range map[string]string{
 		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
+		"share-rate": "20", "share-burst": "200",
 	} {
 		if got := f.Lookup(name).DefValue; got != want {
 			t.Errorf("--%s default: got %q, want %q", name, got, want)
@@ -119,6 +121,12 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 		{"album before min", func(c *server.Config) { c.AlbumProtocol = "2024-12-31" }},
 		{"album after max", func(c *server.Config) { c.AlbumProtocol = "2026-09-02" }},
 		{"max-blob zero", func(c *server.Config) { c.MaxBlob = 0 }},
+		{"share-rate zero", func(c *server.Config) { c.ShareRate = 0 }},
+		{"share-rate negative", func(c *server.Config) { c.ShareRate = -1 }},
+		{"share-rate NaN", func(c *server.Config) { c.ShareRate = math.NaN() }},
+		{"share-rate infinite", func(c *server.Config) { c.ShareRate = math.Inf(1) }},
+		{"share-burst zero", func(c *server.Config) { c.ShareBurst = 0 }},
+		{"share bucket spans centuries", func(c *server.Config) { c.ShareRate, c.ShareBurst = 1e-9, 1000 }},
 	} {
 		cfg := server.DefaultConfig()
 		tc.edit(&cfg)
@@ -192,5 +200,19 @@ func TestServeCreatesKey(t *testing.T) {
 	}
 	if !bytes.Equal(s.Config.SealKey, key) {
 		t.Fatal("the server was not given the key file's key")
+	}
+}
+
+func TestShareRateFlagTakesAFraction(t *testing.T) {
+	t.Setenv("SEALBOX_SHARE_RATE", "0.5")
+	cmd := newServeCmd()
+	if err := cmd.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := bindEnv(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cmd.Flags().GetFloat64("share-rate"); got != 0.5 {
+		t.Fatalf("share-rate: got %v", got)
 	}
 }

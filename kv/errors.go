@@ -93,4 +93,8 @@ const (
 	ECodeEnrollmentCodeRefused = "error.enrollment.code_refused"
 	ECodeRelayChannelNotFound  = "error.relay.channel_not_found"
 	ECodeRelayMailboxFull      = "error.relay.mailbox_full"
+
+	ECodeShareNotFound     = "error.share.not_found"
+	ECodeShareIDTaken      = "error.share.id_taken"
+	ECodeShareBlobNotOwned = "error.share.blob_not_owned"
 )

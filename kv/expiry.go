@@ -21,6 +21,7 @@ const (
 	kindChallenge    byte = 'c'
 	kindEnrollCode   byte = 'e'
 	kindChannel      byte = 'h'
+	kindShare        byte = 'k'
 )
 
 // sweeper removes record id of its kind if it is expired at now.
@@ -35,6 +36,7 @@ var sweepers = map[byte]sweeper{
 	kindChallenge:    sweepChallenge,
 	kindEnrollCode:   sweepEnrollCode,
 	kindChannel:      sweepChannel,
+	kindShare:        sweepShare,
 }
 
 func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {

@@ -102,6 +102,19 @@ func holdBlob(tx *bolt.Tx, accountID string, b Blob, now time.Time) (bool, error
 	return true, tx.Bucket(bucketHoldings).Put(key, encode(&holdingRecord{Size: b.Size, HeldAt: now}))
 }
 
+// getBlob returns nil, nil when the blob is not recorded.
+func getBlob(tx *bolt.Tx, hash string) (*Blob, error) {
+	v := tx.Bucket(bucketBlobs).Get([]byte(hash))
+	if v == nil {
+		return nil, nil
+	}
+	var rec blobRecord
+	if err := decode(v, &rec); err != nil {
+		return nil, err
+	}
+	return &Blob{Hash: hash, Size: rec.Size, StoredAt: rec.StoredAt}, nil
+}
+
 // Holds reports whether the account holds the blob (uploaded it, or stored
 // it through a lifecycle op).
 func (s *Store) Holds(accountID, hash string) (bool, error) {

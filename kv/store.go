@@ -43,6 +43,8 @@ var (
 	bucketEnrollFallbacks   = []byte("enroll_fallbacks")
 	bucketRelayChannels     = []byte("relay_channels")
 	bucketRelayMailboxes    = []byte("relay_mailboxes")
+	bucketShares            = []byte("shares")
+	bucketShareBlobs        = []byte("share_blobs")
 )
 
 var allBuckets = [][]byte{
@@ -53,6 +55,7 @@ var allBuckets = [][]byte{
 	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs, bucketUsage,
 	bucketEscrow, bucketDirectories, bucketRevokeChallenges,
 	bucketEnrollCodes, bucketEnrollFallbacks, bucketRelayChannels, bucketRelayMailboxes,
+	bucketShares, bucketShareBlobs,
 }
 
 // Options tune a Store. Zero values take the defaults.
@@ -187,6 +190,11 @@ func join(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 // takes ids of any length, so a 0x00 terminator keeps one id from being a
 // prefix of another ("acct-1" of "acct-10") in a prefix scan.
 func idPart(id string) []byte { return append([]byte(id), 0) }
+
+// member is the value of a key that only records membership in a set. bbolt's
+// Get answers nil for an empty value inside a write transaction, so members
+// hold one byte and Get reliably tells present from absent.
+var member = []byte{1}
 
 // copyBytes copies a value read inside a transaction so it outlives it.
 func copyBytes(b []byte) []byte {

@@ -16,7 +16,7 @@ import (
 //   - uploads_by_album: albumID|0x00|key -> expires_at (8 bytes), so the count
 //     of an album's open sessions (InFlight) is a prefix scan that reads no
 //     record.
-//   - upload_blobs:     key|hash -> nothing: the hashes the session stored,
+//   - upload_blobs:     key|hash -> member: the hashes the session stored,
 //     which integrity checks verify against the blob store.
 
 // Upload is an open upload session.
@@ -156,7 +156,7 @@ func (s *Store) AddUploadBlob(accountID, token string, b Blob, idle time.Duratio
 		if newlyHeld, err = holdBlob(tx, accountID, b, now); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketUploadBlobs).Put(join(key, []byte(b.Hash)), nil); err != nil {
+		if err := tx.Bucket(bucketUploadBlobs).Put(join(key, []byte(b.Hash)), member); err != nil {
 			return err
 		}
 		if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {

@@ -98,7 +98,10 @@ func BenchmarkConcurrentLoginsRSS(b *testing.B) {
 }
 
 // peakRSS reads VmHWM (peak resident set) of this process.
-func peakRSS(tb testing.TB) int64 {
+func peakRSS(tb testing.TB) int64 { return procStatus(tb, "VmHWM") }
+
+// procStatus reads a "kB" field (VmRSS, VmHWM) of this process.
+func procStatus(tb testing.TB, field string) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		tb.Skip("no /proc/self/status")
@@ -106,12 +109,12 @@ func peakRSS(tb testing.TB) int64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			return kb << 10
 		}
 	}
-	tb.Skip("no VmHWM")
+	tb.Skipf("no %s", field)
 	return 0
 }
 

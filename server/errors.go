@@ -57,6 +57,10 @@ var statusByCode = map[string]int{
 	kv.ECodeEnrollmentCodeRefused: http.StatusNotFound,
 	kv.ECodeRelayChannelNotFound:  http.StatusNotFound,
 	kv.ECodeRelayMailboxFull:      http.StatusUnprocessableEntity,
+
+	kv.ECodeShareNotFound:     http.StatusNotFound,
+	kv.ECodeShareIDTaken:      http.StatusUnprocessableEntity,
+	kv.ECodeShareBlobNotOwned: http.StatusUnprocessableEntity,
 }
 
 // statusError overrides the table's status for one use of a code, where the

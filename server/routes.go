@@ -40,6 +40,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerDirectoryRoutes()
 	s.registerRevokeAllRoutes()
 	s.registerRelayRoutes()
+	s.registerShareRoutes()
 	return s.router
 }
 

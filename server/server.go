@@ -20,6 +20,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server/password"
+	"sealbox/server/ratelimit"
 )
 
 // Version is the server's semantic version, reported by GET /v1/version.
@@ -60,6 +61,12 @@ type Config struct {
 	ProtocolMax   string
 	AlbumProtocol string
 
+	// ShareRate and ShareBurst are the token bucket each client address
+	// spends on public share reads: ShareBurst at once, then ShareRate per
+	// second.
+	ShareRate  float64
+	ShareBurst int
+
 	// SweepInterval is how often expired records are deleted.
 	SweepInterval time.Duration
 
@@ -83,6 +90,8 @@ func DefaultConfig() Config {
 		Argon2:          password.Default,
 		ProtocolMin:     "2025-01-15",
 		ProtocolMax:     "2026-09-01",
+		ShareRate:       20,
+		ShareBurst:      200,
 		SweepInterval:   time.Minute,
 		Now:             time.Now,
 		Rand:            rand.Reader,
@@ -103,6 +112,8 @@ type Server struct {
 	passwords *password.Hasher
 	metrics   *metrics
 	redeem    *redeemLimits
+	// shareLimiter holds each client address to its rate of share reads.
+	shareLimiter *ratelimit.Limiter
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -125,14 +136,15 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 		cfg.AlbumProtocol = cfg.ProtocolMax
 	}
 	s := &Server{
-		cfg:       cfg,
-		store:     store,
-		blobs:     blobStore,
-		log:       cfg.Log,
-		now:       cfg.Now,
-		passwords: password.NewHasher(cfg.Argon2, cfg.Rand),
-		redeem:    newRedeemLimits(cfg.Now),
-		stop:      make(chan struct{}),
+		cfg:          cfg,
+		store:        store,
+		blobs:        blobStore,
+		log:          cfg.Log,
+		now:          cfg.Now,
+		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand),
+		redeem:       newRedeemLimits(cfg.Now),
+		stop:         make(chan struct{}),
+		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 	}
 	s.metrics = newMetrics(s)
 	s.router = s.routes()

@@ -104,3 +104,17 @@ func isUploadID(s string) bool {
 	}
 	return true
 }
+
+// isOpaqueID accepts a share link id: 128 bits as 32 lowercase hex
+// characters.
+func isOpaqueID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

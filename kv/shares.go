@@ -1,0 +1,246 @@
+package kv
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A share link is named by a client-generated opaque id, which is the
+// capability: whoever holds it may read the link. The store keys a link by
+// the id's SHA-256 and never writes the id itself, so a copy of the database
+// does not yield working links.
+//
+//   - shares:      SHA-256(opaque id) -> shareRecord
+//   - share_blobs: SHA-256(opaque id)|hash -> member: the blobs the link
+//     serves, so a blob read is a point lookup and never decodes a list of up
+//     to 10,000 hashes.
+//
+// A revoked link stays as a tombstone (owner and body digest, nothing to
+// serve), so a delayed retry of its registration cannot bring it back. A
+// link with an expiry is deleted, tombstone or not, once it has expired.
+
+// Share is a public link to an account's blobs.
+type Share struct {
+	AccountID    string
+	MetadataHash string
+	// Serves are the distinct hashes the link may serve, metadata_hash among
+	// them. CreateShare reads it; reads leave it nil.
+	Serves []string
+	// WrappedSecret is the passphrase-wrapped scope material; nil when the
+	// link has no passphrase.
+	WrappedSecret []byte
+	// ExpiresAt is when the link stops being live; zero means never.
+	ExpiresAt time.Time
+	CreatedAt time.Time
+}
+
+type shareRecord struct {
+	AccountID     string    `cbor:"1,keyasint"`
+	MetadataHash  string    `cbor:"2,keyasint,omitempty"`
+	WrappedSecret []byte    `cbor:"3,keyasint,omitempty"`
+	ExpiresAt     time.Time `cbor:"4,keyasint,omitempty"`
+	CreatedAt     time.Time `cbor:"5,keyasint"`
+	// Digest identifies the registered body, so a retry of the same
+	// registration is recognised without reading the serves back.
+	Digest  []byte `cbor:"6,keyasint"`
+	Revoked bool   `cbor:"7,keyasint,omitempty"`
+}
+
+// ErrShareNotFound is the one answer of every share read that finds nothing
+// to serve: an unknown, revoked or expired link, a blob the link does not
+// name, the wrapped secret of a link without one. Being one value, it renders
+// to byte-identical problem bodies, so a viewer cannot tell the cases apart.
+var ErrShareNotFound = &Error{Code: ECodeShareNotFound, Message: "share link not found"}
+
+// shareDigest is the SHA-256 of a registration's body in a canonical form
+// (serves sorted), the identity an idempotent retry must match.
+func shareDigest(sh *Share, sortedServes []string) []byte {
+	var expires int64
+	if !sh.ExpiresAt.IsZero() {
+		expires = sh.ExpiresAt.UnixNano()
+	}
+	sum := sha256.Sum256(encode([]any{sh.MetadataHash, sortedServes, sh.WrappedSecret, expires}))
+	return sum[:]
+}
+
+// getShare returns nil, nil when no link has the key.
+func getShare(tx *bolt.Tx, key []byte) (*shareRecord, error) {
+	b := tx.Bucket(bucketShares).Get(key)
+	if b == nil {
+		return nil, nil
+	}
+	var rec shareRecord
+	if err := decode(b, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+func (rec *shareRecord) expired(now time.Time) bool {
+	return !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt)
+}
+
+// liveShare returns the link the opaque id names when it is live at now, else
+// ErrShareNotFound.
+func liveShare(tx *bolt.Tx, key []byte, now time.Time) (*shareRecord, error) {
+	rec, err := getShare(tx, key)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.Revoked || rec.expired(now) {
+		return nil, ErrShareNotFound
+	}
+	return rec, nil
+}
+
+// deleteShareBlobs removes the link's list of served blobs.
+func deleteShareBlobs(tx *bolt.Tx, key []byte) error {
+	c := tx.Bucket(bucketShareBlobs).Cursor()
+	for k, _ := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, _ = c.Seek(key) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deleteShare(tx *bolt.Tx, key []byte, rec *shareRecord) error {
+	if err := tx.Bucket(bucketShares).Delete(key); err != nil {
+		return err
+	}
+	if !rec.ExpiresAt.IsZero() {
+		if err := deleteExpiry(tx, rec.ExpiresAt, kindShare, key); err != nil {
+			return err
+		}
+	}
+	return deleteShareBlobs(tx, key)
+}
+
+func sweepShare(tx *bolt.Tx, key []byte, now time.Time) error {
+	rec, err := getShare(tx, key)
+	if err != nil || rec == nil || !rec.expired(now) {
+		return err
+	}
+	return deleteShare(tx, key, rec)
+}
+
+// CreateShare registers the link sh under opaqueID. sh.Serves must hold
+// distinct hashes, each one the account holds, else
+// error.share.blob_not_owned: a link cannot expose another account's
+// ciphertext. An id already registered answers nil again when it is the same
+// account's live link with the same body (an idempotent retry; serves compare
+// as a set) and error.share.id_taken otherwise, revoked links included. An id
+// whose link has expired is free again.
+func (s *Store) CreateShare(opaqueID string, sh *Share) error {
+	serves := slices.Sorted(slices.Values(sh.Serves))
+	digest := shareDigest(sh, serves)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		key := HashToken(opaqueID)
+		old, err := getShare(tx, key)
+		if err != nil {
+			return err
+		}
+		if old != nil && old.expired(now) {
+			if err := deleteShare(tx, key, old); err != nil {
+				return err
+			}
+			old = nil
+		}
+		if old != nil {
+			if old.AccountID == sh.AccountID && !old.Revoked && bytes.Equal(old.Digest, digest) {
+				return nil
+			}
+			return FieldErrorf(ECodeShareIDTaken, "opaque_id", "the opaque_id is already registered")
+		}
+		for _, h := range serves {
+			if !holds(tx, sh.AccountID, h) {
+				return FieldErrorf(ECodeShareBlobNotOwned, "serves", "serves names %s, which is not a blob the caller holds", h)
+			}
+		}
+		rec := shareRecord{
+			AccountID: sh.AccountID, MetadataHash: sh.MetadataHash, WrappedSecret: sh.WrappedSecret,
+			ExpiresAt: sh.ExpiresAt, CreatedAt: now, Digest: digest,
+		}
+		if err := tx.Bucket(bucketShares).Put(key, encode(&rec)); err != nil {
+			return err
+		}
+		for _, h := range serves {
+			if err := tx.Bucket(bucketShareBlobs).Put(join(key, []byte(h)), member); err != nil {
+				return err
+			}
+		}
+		if rec.ExpiresAt.IsZero() {
+			return nil
+		}
+		return putExpiry(tx, rec.ExpiresAt, kindShare, key)
+	})
+}
+
+// RevokeShare ends the account's link named by opaqueID. It is idempotent
+// and silent: an unknown, already revoked or another account's link changes
+// nothing and is no error.
+func (s *Store) RevokeShare(accountID, opaqueID string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		key := HashToken(opaqueID)
+		rec, err := getShare(tx, key)
+		if err != nil || rec == nil || rec.AccountID != accountID || rec.Revoked {
+			return err
+		}
+		rec.Revoked, rec.MetadataHash, rec.WrappedSecret = true, "", nil
+		if err := tx.Bucket(bucketShares).Put(key, encode(rec)); err != nil {
+			return err
+		}
+		return deleteShareBlobs(tx, key)
+	})
+}
+
+// Share returns the live link named by opaqueID (without Serves), or
+// ErrShareNotFound.
+func (s *Store) Share(opaqueID string) (*Share, error) {
+	var sh *Share
+	err := s.db.View(func(tx *bolt.Tx) error {
+		rec, err := liveShare(tx, HashToken(opaqueID), s.now())
+		if err != nil {
+			return err
+		}
+		sh = &Share{
+			AccountID: rec.AccountID, MetadataHash: rec.MetadataHash, WrappedSecret: copyBytes(rec.WrappedSecret),
+			ExpiresAt: rec.ExpiresAt, CreatedAt: rec.CreatedAt,
+		}
+		return nil
+	})
+	return sh, err
+}
+
+// SharedBlob returns the record of blob hash when the live link named by
+// opaqueID serves it, else ErrShareNotFound. The caller streams the file
+// after this returns, so no read transaction stays open meanwhile.
+func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
+	var b Blob
+	err := s.db.View(func(tx *bolt.Tx) error {
+		key := HashToken(opaqueID)
+		if _, err := liveShare(tx, key, s.now()); err != nil {
+			return err
+		}
+		if tx.Bucket(bucketShareBlobs).Get(join(key, []byte(hash))) == nil {
+			return ErrShareNotFound
+		}
+		rec, err := getBlob(tx, hash)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			// A link only serves blobs its owner held when it was made.
+			return fmt.Errorf("kv: a share serves blob %s, which has no record", hash)
+		}
+		b = *rec
+		return nil
+	})
+	return b, err
+}

@@ -1,0 +1,500 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+// sharedLink is a registered link and what it serves.
+type sharedLink struct {
+	id       string
+	metadata []byte
+	content  []byte
+	secret   []byte
+}
+
+// patterned returns n bytes that differ at every offset a test reads.
+func patterned(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	return b
+}
+
+var linkSeq int
+
+// newLink uploads a metadata blob and a content blob as the token's account
+// and registers a link serving both; edit adjusts the registration body.
+func (ts *TestServer) newLink(tb testing.TB, access string, edit ...func(map[string]any)) sharedLink {
+	tb.Helper()
+	linkSeq++
+	l := sharedLink{
+		id:       fmt.Sprintf("%032x", 0xabc000+linkSeq),
+		metadata: []byte(fmt.Sprintf("sealed metadata %d", linkSeq)),
+		content:  patterned(1000),
+		secret:   []byte{0, 0xff, 'w', 'r', 'a', 'p', 0x80},
+	}
+	ts.Upload(tb, access, l.metadata)
+	if held, _ := ts.Store.Holds(ts.UserID(tb, access), hashOf(l.content)); !held {
+		ts.Upload(tb, access, l.content)
+	}
+	body := map[string]any{
+		"opaque_id":      l.id,
+		"metadata_hash":  hashOf(l.metadata),
+		"serves":         []string{hashOf(l.metadata), hashOf(l.content), hashOf(l.content)},
+		"wrapped_secret": base64.StdEncoding.EncodeToString(l.secret),
+	}
+	for _, e := range edit {
+		e(body)
+	}
+	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/shares", Token: access, Body: body}).WantStatus(tb, http.StatusCreated)
+	if got, want := string(r.Body), `{"opaque_id":"`+l.id+`"}`; got != want {
+		tb.Fatalf("register: got %s, want %s", got, want)
+	}
+	return l
+}
+
+func wantHeader(tb testing.TB, r *Response, name, want string) {
+	tb.Helper()
+	if got := r.Header.Get(name); got != want {
+		tb.Fatalf("%s: got %q, want %q", name, got, want)
+	}
+}
+
+func TestShareLinkRoundTrip(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "alice@example.org")
+	storedAt := ts.Clock.Now().UTC().Format(http.TimeFormat)
+	l := ts.newLink(t, tok.Access)
+
+	r := ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
+	if got, want := string(r.Body), `{"metadata_hash":"`+hashOf(l.metadata)+`","passphrase_protected":true}`; got != want {
+		t.Fatalf("metadata: got %s, want %s", got, want)
+	}
+	wantHeader(t, r, "Referrer-Policy", "no-referrer")
+	wantHeader(t, r, "Cache-Control", "no-store")
+	wantHeader(t, r, "Content-Type", "application/json")
+
+	r = ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/wrapped-secret"}).WantStatus(t, http.StatusOK)
+	if !bytes.Equal(r.Body, l.secret) {
+		t.Fatalf("wrapped secret: got %x, want %x", r.Body, l.secret)
+	}
+	wantHeader(t, r, "Content-Type", "application/octet-stream")
+	wantHeader(t, r, "Cache-Control", "no-store")
+	wantHeader(t, r, "Referrer-Policy", "no-referrer")
+
+	for _, blob := range [][]byte{l.metadata, l.content} {
+		r = ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(blob)}).WantStatus(t, http.StatusOK)
+		if !bytes.Equal(r.Body, blob) {
+			t.Fatalf("blob body differs")
+		}
+		wantHeader(t, r, "Content-Type", "application/octet-stream")
+		wantHeader(t, r, "Content-Length", fmt.Sprint(len(blob)))
+		wantHeader(t, r, "ETag", `"`+hashOf(blob)+`"`)
+		wantHeader(t, r, "Last-Modified", storedAt)
+		wantHeader(t, r, "Accept-Ranges", "bytes")
+		wantHeader(t, r, "Cache-Control", "private, no-cache")
+		wantHeader(t, r, "Referrer-Policy", "no-referrer")
+		wantHeader(t, r, "X-Content-Type-Options", "nosniff")
+	}
+}
+
+// TestShareBlobRangesAndConditionals runs every Range and conditional case of
+// ADDENDUM 7 through /s/.../blob/... and checks the exact status, headers and
+// bytes.
+func TestShareBlobRangesAndConditionals(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "alice@example.org")
+	lastModified := ts.Clock.Now().UTC().Format(http.TimeFormat)
+	earlier := ts.Clock.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
+	l := ts.newLink(t, tok.Access)
+	content := l.content
+	etag := `"` + hashOf(content) + `"`
+	path := "/s/" + l.id + "/blob/" + hashOf(content)
+
+	type part struct {
+		contentRange string
+		body         []byte
+	}
+	cases := []struct {
+		name         string
+		header       map[string]string
+		status       int
+		contentRange string // for a single 206
+		body         []byte // for 200 and a single 206
+		parts        []part // for a multipart 206
+	}{
+		{"whole", nil, 200, "", content, nil},
+		{"first bytes", map[string]string{"Range": "bytes=0-99"}, 206, "bytes 0-99/1000", content[:100], nil},
+		{"open ended", map[string]string{"Range": "bytes=990-"}, 206, "bytes 990-999/1000", content[990:], nil},
+		{"suffix", map[string]string{"Range": "bytes=-100"}, 206, "bytes 900-999/1000", content[900:], nil},
+		{"past the end is clamped", map[string]string{"Range": "bytes=500-5000"}, 206, "bytes 500-999/1000", content[500:], nil},
+		{"multi", map[string]string{"Range": "bytes=0-9,500-509"}, 206, "", nil,
+			[]part{{"bytes 0-9/1000", content[:10]}, {"bytes 500-509/1000", content[500:510]}}},
+		{"malformed is ignored", map[string]string{"Range": "bytes=abc"}, 200, "", content, nil},
+		{"unknown unit is ignored", map[string]string{"Range": "items=0-9"}, 200, "", content, nil},
+		{"reversed is ignored", map[string]string{"Range": "bytes=9-0"}, 200, "", content, nil},
+		{"unsatisfiable is 200, not 416", map[string]string{"Range": "bytes=1000-2000"}, 200, "", content, nil},
+		{"If-None-Match matching", map[string]string{"If-None-Match": etag}, 304, "", nil, nil},
+		{"If-None-Match weak matches too", map[string]string{"If-None-Match": "W/" + etag}, 304, "", nil, nil},
+		{"If-None-Match in a list", map[string]string{"If-None-Match": `"other", ` + etag}, 304, "", nil, nil},
+		{"If-None-Match star", map[string]string{"If-None-Match": "*"}, 304, "", nil, nil},
+		{"If-None-Match other", map[string]string{"If-None-Match": `"other"`}, 200, "", content, nil},
+		{"If-Modified-Since at storage", map[string]string{"If-Modified-Since": lastModified}, 304, "", nil, nil},
+		{"If-Modified-Since earlier", map[string]string{"If-Modified-Since": earlier}, 200, "", content, nil},
+		{"If-None-Match wins over If-Modified-Since", map[string]string{"If-None-Match": `"other"`, "If-Modified-Since": lastModified}, 200, "", content, nil},
+		{"If-Range strong match", map[string]string{"Range": "bytes=0-9", "If-Range": etag}, 206, "bytes 0-9/1000", content[:10], nil},
+		{"If-Range weak is whole", map[string]string{"Range": "bytes=0-9", "If-Range": "W/" + etag}, 200, "", content, nil},
+		{"If-Range other is whole", map[string]string{"Range": "bytes=0-9", "If-Range": `"other"`}, 200, "", content, nil},
+		{"If-Match is ignored", map[string]string{"If-Match": `"other"`}, 200, "", content, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.Do(t, Req{Method: "GET", Path: path, Header: tc.header}).WantStatus(t, tc.status)
+			wantHeader(t, r, "ETag", etag)
+			wantHeader(t, r, "Last-Modified", lastModified)
+			wantHeader(t, r, "Cache-Control", "private, no-cache")
+			wantHeader(t, r, "Referrer-Policy", "no-referrer")
+			switch {
+			case tc.status == 304:
+				if len(r.Body) != 0 {
+					t.Fatalf("304 with a body: %q", r.Body)
+				}
+				return
+			case tc.parts != nil:
+				wantHeader(t, r, "Accept-Ranges", "bytes")
+				mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+				if err != nil || mt != "multipart/byteranges" {
+					t.Fatalf("Content-Type: %q", r.Header.Get("Content-Type"))
+				}
+				mr := multipart.NewReader(bytes.NewReader(r.Body), params["boundary"])
+				for i, want := range tc.parts {
+					p, err := mr.NextPart()
+					if err != nil {
+						t.Fatalf("part %d: %v", i, err)
+					}
+					got, _ := io.ReadAll(p)
+					if cr := p.Header.Get("Content-Range"); cr != want.contentRange || !bytes.Equal(got, want.body) {
+						t.Fatalf("part %d: %q %x, want %q %x", i, cr, got, want.contentRange, want.body)
+					}
+				}
+				if _, err := mr.NextPart(); err != io.EOF {
+					t.Fatalf("more parts than asked for: %v", err)
+				}
+				return
+			}
+			wantHeader(t, r, "Accept-Ranges", "bytes")
+			wantHeader(t, r, "Content-Type", "application/octet-stream")
+			wantHeader(t, r, "Content-Range", tc.contentRange)
+			wantHeader(t, r, "Content-Length", fmt.Sprint(len(tc.body)))
+			if !bytes.Equal(r.Body, tc.body) {
+				t.Fatalf("body: got %d bytes, want %d", len(r.Body), len(tc.body))
+			}
+		})
+	}
+}
+
+// TestShareNotFoundIsByteIdentical: an unknown, revoked or expired link, a
+// blob the link does not name and the secret of a link without a passphrase
+// all answer the very same 404 body.
+func TestShareNotFoundIsByteIdentical(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.AccessTTL = 24 * time.Hour })
+	tok := ts.Register(t, "alice@example.org")
+	revoked := ts.newLink(t, tok.Access)
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + revoked.id, Token: tok.Access}).WantStatus(t, http.StatusNoContent)
+	expiring := ts.newLink(t, tok.Access, func(b map[string]any) {
+		b["expires_at"] = ts.Clock.Now().Add(time.Hour).Format(time.RFC3339)
+	})
+	plain := ts.newLink(t, tok.Access, func(b map[string]any) { delete(b, "wrapped_secret") })
+	unnamed := hashOf([]byte("held by alice, not named by the link"))
+	ts.Upload(t, tok.Access, []byte("held by alice, not named by the link"))
+	ts.Clock.Advance(time.Hour)
+
+	paths := map[string]string{
+		"unknown link":              "/s/" + strings.Repeat("0", 32),
+		"revoked link":              "/s/" + revoked.id,
+		"expired link":              "/s/" + expiring.id + "/blob/" + hashOf(expiring.content),
+		"blob not named":            "/s/" + plain.id + "/blob/" + unnamed,
+		"secret without passphrase": "/s/" + plain.id + "/wrapped-secret",
+	}
+	var first []byte
+	for name, path := range paths {
+		r := ts.Do(t, Req{Method: "GET", Path: path})
+		r.WantProblem(t, http.StatusNotFound, "error.share.not_found")
+		wantHeader(t, r, "Referrer-Policy", "no-referrer")
+		if first == nil {
+			first = r.Body
+		} else if !bytes.Equal(r.Body, first) {
+			t.Fatalf("%s: body %s differs from %s", name, r.Body, first)
+		}
+	}
+	// The other reads of those links fail the same way.
+	for _, path := range []string{"/s/" + revoked.id + "/blob/" + hashOf(revoked.content), "/s/" + expiring.id, "/s/" + revoked.id + "/wrapped-secret"} {
+		if r := ts.Do(t, Req{Method: "GET", Path: path}); r.Status != 404 || !bytes.Equal(r.Body, first) {
+			t.Fatalf("%s: %d %s", path, r.Status, r.Body)
+		}
+	}
+	// The live link still serves.
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + plain.id + "/blob/" + hashOf(plain.content)}).WantStatus(t, http.StatusOK)
+}
+
+func TestShareMalformedPathIs400(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "alice@example.org")
+	l := ts.newLink(t, tok.Access)
+	hash := hashOf(l.content)
+	for _, path := range []string{
+		"/s/" + strings.ToUpper(l.id),
+		"/s/" + l.id[:31],
+		"/s/" + l.id + "0",
+		"/s/" + l.id[:31] + "g/wrapped-secret",
+		"/s/" + l.id + "/blob/" + strings.ToUpper(hash),
+		"/s/" + l.id + "/blob/" + hash[:63],
+		"/s/" + strings.ToUpper(l.id) + "/blob/" + hash,
+	} {
+		r := ts.Do(t, Req{Method: "GET", Path: path})
+		r.WantProblem(t, http.StatusBadRequest, "error.request.malformed")
+		wantHeader(t, r, "Referrer-Policy", "no-referrer")
+	}
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + strings.ToUpper(l.id), Token: tok.Access}).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
+}
+
+// TestShareCannotExposeAnotherAccountsBlob: knowing a hash is not holding it.
+func TestShareCannotExposeAnotherAccountsBlob(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	secret := []byte("alice's ciphertext")
+	ts.Upload(t, alice.Access, secret)
+	mine := []byte("bob's metadata")
+	ts.Upload(t, bob.Access, mine)
+	body := map[string]any{
+		"opaque_id": strings.Repeat("b", 32), "metadata_hash": hashOf(mine), "serves": []string{hashOf(mine), hashOf(secret)},
+	}
+	p := ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: bob.Access, Body: body}).WantProblem(t, http.StatusUnprocessableEntity, "error.share.blob_not_owned")
+	if p["field"] != "serves" {
+		t.Fatalf("field: %v", p["field"])
+	}
+	// A hash nobody holds answers the same.
+	body["serves"] = []string{hashOf(mine), hashOf([]byte("nobody's"))}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: bob.Access, Body: body}).WantProblem(t, http.StatusUnprocessableEntity, "error.share.blob_not_owned")
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + strings.Repeat("b", 32)}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+	// Once Bob uploads the same bytes himself, he holds them and may share them.
+	body["serves"] = []string{hashOf(mine), hashOf(secret)}
+	ts.Upload(t, bob.Access, secret)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: bob.Access, Body: body}).WantStatus(t, http.StatusCreated)
+}
+
+func TestShareExpiry(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "alice@example.org")
+	l := ts.newLink(t, tok.Access, func(b map[string]any) {
+		b["expires_at"] = ts.Clock.Now().Add(time.Hour).Format(time.RFC3339)
+	})
+	ts.Clock.Advance(time.Hour - time.Second)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(l.content)}).WantStatus(t, http.StatusOK)
+	ts.Clock.Advance(time.Second)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(l.content)}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/wrapped-secret"}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+	if n, err := ts.Store.Sweep(); err != nil || n == 0 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+}
+
+func TestShareRevoke(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	l := ts.newLink(t, alice.Access)
+	revoke := func(tok, id string) *Response {
+		return ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + id, Token: tok})
+	}
+	// Another account's revoke answers 204 and changes nothing.
+	revoke(bob.Access, l.id).WantStatus(t, http.StatusNoContent)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
+	revoke(alice.Access, strings.Repeat("e", 32)).WantStatus(t, http.StatusNoContent)
+	revoke("", l.id).WantProblem(t, http.StatusUnauthorized, "error.auth.unauthenticated")
+
+	revoke(alice.Access, l.id).WantStatus(t, http.StatusNoContent)
+	for _, path := range []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + hashOf(l.content), "/s/" + l.id + "/wrapped-secret"} {
+		ts.Do(t, Req{Method: "GET", Path: path}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+	}
+	revoke(alice.Access, l.id).WantStatus(t, http.StatusNoContent)
+}
+
+func TestShareIdempotentRetryAndIDTaken(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	meta, content := []byte("meta"), []byte("content")
+	ts.Upload(t, alice.Access, meta)
+	ts.Upload(t, alice.Access, content)
+	ts.Upload(t, bob.Access, meta)
+	ts.Upload(t, bob.Access, content)
+	id := strings.Repeat("c", 32)
+	body := func(edit func(map[string]any)) map[string]any {
+		b := map[string]any{
+			"opaque_id": id, "metadata_hash": hashOf(meta), "serves": []string{hashOf(meta), hashOf(content)},
+			"wrapped_secret": "c2VjcmV0", "expires_at": "2026-12-01T00:00:00Z",
+		}
+		if edit != nil {
+			edit(b)
+		}
+		return b
+	}
+	post := func(tok string, b map[string]any) *Response {
+		return ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok, Body: b})
+	}
+	post(alice.Access, body(nil)).WantStatus(t, http.StatusCreated)
+	r := post(alice.Access, body(nil)).WantStatus(t, http.StatusCreated)
+	if got := string(r.Body); got != `{"opaque_id":"`+id+`"}` {
+		t.Fatalf("retry: %s", got)
+	}
+	// The same set of serves, in another order with a duplicate, is the same body.
+	post(alice.Access, body(func(b map[string]any) {
+		b["serves"] = []string{hashOf(content), hashOf(meta), hashOf(content)}
+	})).WantStatus(t, http.StatusCreated)
+	// The same instant spelled in another zone is the same expiry.
+	post(alice.Access, body(func(b map[string]any) { b["expires_at"] = "2026-12-01T01:00:00+01:00" })).WantStatus(t, http.StatusCreated)
+
+	for name, edit := range map[string]func(map[string]any){
+		"other serves":   func(b map[string]any) { b["serves"] = []string{hashOf(meta)} },
+		"other secret":   func(b map[string]any) { b["wrapped_secret"] = "b3RoZXI=" },
+		"no secret":      func(b map[string]any) { delete(b, "wrapped_secret") },
+		"other expiry":   func(b map[string]any) { b["expires_at"] = "2026-12-02T00:00:00Z" },
+		"no expiry":      func(b map[string]any) { delete(b, "expires_at") },
+		"other metadata": func(b map[string]any) { b["metadata_hash"] = hashOf(content) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			post(alice.Access, body(edit)).WantProblem(t, http.StatusUnprocessableEntity, "error.share.id_taken")
+		})
+	}
+	// Another account, even with the very same body.
+	post(bob.Access, body(nil)).WantProblem(t, http.StatusUnprocessableEntity, "error.share.id_taken")
+	// A revoked link's registration is not replayed back to life.
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + id, Token: alice.Access}).WantStatus(t, http.StatusNoContent)
+	post(alice.Access, body(nil)).WantProblem(t, http.StatusUnprocessableEntity, "error.share.id_taken")
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + id}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+}
+
+func TestShareCreateValidation(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "alice@example.org")
+	meta, content := []byte("meta"), []byte("content")
+	ts.Upload(t, tok.Access, meta)
+	ts.Upload(t, tok.Access, content)
+	m, c := hashOf(meta), hashOf(content)
+	valid := func(edit func(map[string]any)) map[string]any {
+		b := map[string]any{"opaque_id": strings.Repeat("d", 32), "metadata_hash": m, "serves": []string{m, c}}
+		edit(b)
+		return b
+	}
+	many := make([]string, 10_001)
+	for i := range many {
+		many[i] = fmt.Sprintf("%064x", i)
+	}
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+		field  string
+	}{
+		{"not JSON", "{", 400, "error.request.malformed", ""},
+		{"unknown key", valid(func(b map[string]any) { b["title"] = "x" }), 400, "error.request.malformed", "title"},
+		{"serves not an array", valid(func(b map[string]any) { b["serves"] = m }), 400, "error.request.malformed", "serves"},
+		{"opaque_id a number", valid(func(b map[string]any) { b["opaque_id"] = 5 }), 400, "error.request.malformed", "opaque_id"},
+		{"opaque_id missing", valid(func(b map[string]any) { delete(b, "opaque_id") }), 422, "error.request.invalid", "opaque_id"},
+		{"opaque_id uppercase", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("D", 32) }), 422, "error.request.invalid", "opaque_id"},
+		{"opaque_id short", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 31) }), 422, "error.request.invalid", "opaque_id"},
+		{"opaque_id long", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 33) }), 422, "error.request.invalid", "opaque_id"},
+		{"metadata_hash null", valid(func(b map[string]any) { b["metadata_hash"] = nil }), 422, "error.request.invalid", "metadata_hash"},
+		{"metadata_hash malformed", valid(func(b map[string]any) { b["metadata_hash"] = strings.ToUpper(m) }), 422, "error.request.invalid", "metadata_hash"},
+		{"metadata_hash not served", valid(func(b map[string]any) { b["serves"] = []string{c} }), 422, "error.request.invalid", "metadata_hash"},
+		{"serves missing", valid(func(b map[string]any) { delete(b, "serves") }), 422, "error.request.invalid", "serves"},
+		{"serves empty", valid(func(b map[string]any) { b["serves"] = []string{} }), 422, "error.request.invalid", "serves"},
+		{"serves malformed", valid(func(b map[string]any) { b["serves"] = []string{m, c[:63]} }), 422, "error.request.invalid", "serves"},
+		{"serves null element", valid(func(b map[string]any) { b["serves"] = []any{m, nil} }), 422, "error.request.invalid", "serves"},
+		{"serves 10,001 distinct", valid(func(b map[string]any) { b["serves"] = append([]string{m}, many[:10_000]...) }), 422, "error.request.invalid", "serves"},
+		{"wrapped_secret not base64", valid(func(b map[string]any) { b["wrapped_secret"] = "not base64!" }), 422, "error.request.invalid", "wrapped_secret"},
+		{"wrapped_secret url alphabet", valid(func(b map[string]any) { b["wrapped_secret"] = "-_-_" }), 422, "error.request.invalid", "wrapped_secret"},
+		{"wrapped_secret unpadded", valid(func(b map[string]any) { b["wrapped_secret"] = "YWI" }), 422, "error.request.invalid", "wrapped_secret"},
+		{"wrapped_secret empty", valid(func(b map[string]any) { b["wrapped_secret"] = "" }), 422, "error.request.invalid", "wrapped_secret"},
+		{"wrapped_secret over 16 KiB", valid(func(b map[string]any) {
+			b["wrapped_secret"] = base64.StdEncoding.EncodeToString(make([]byte, 16<<10+1))
+		}), 422, "error.request.invalid", "wrapped_secret"},
+		{"expires_at not RFC 3339", valid(func(b map[string]any) { b["expires_at"] = "2027-01-01" }), 422, "error.request.invalid", "expires_at"},
+		{"expires_at now", valid(func(b map[string]any) { b["expires_at"] = "2026-11-22T10:00:00Z" }), 422, "error.request.invalid", "expires_at"},
+		{"expires_at past", valid(func(b map[string]any) { b["expires_at"] = "2020-01-01T00:00:00Z" }), 422, "error.request.invalid", "expires_at"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access, Body: tc.body}).WantProblem(t, tc.status, tc.code)
+			if tc.field != "" && p["field"] != tc.field {
+				t.Fatalf("field: got %v, want %s", p["field"], tc.field)
+			}
+		})
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Body: valid(func(map[string]any) {})}).WantProblem(t, 401, "error.auth.unauthenticated")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access, Body: `{}`, ContentType: "text/plain"}).WantProblem(t, 415, "error.request.unsupported_media_type")
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + strings.Repeat("d", 32)}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+
+	// The limits themselves are accepted: 10,001 entries that are 2 distinct
+	// hashes, a secret of exactly 16 KiB, an expiry a second away.
+	dupes := make([]string, 10_001)
+	for i := range dupes {
+		dupes[i] = []string{m, c}[i%2]
+	}
+	secret := bytes.Repeat([]byte{0xfe}, 16<<10)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access, Body: valid(func(b map[string]any) {
+		b["serves"] = dupes
+		b["wrapped_secret"] = base64.StdEncoding.EncodeToString(secret)
+		b["expires_at"] = "2026-11-22T10:00:01Z"
+	})}).WantStatus(t, http.StatusCreated)
+	r := ts.Do(t, Req{Method: "GET", Path: "/s/" + strings.Repeat("d", 32) + "/wrapped-secret"}).WantStatus(t, http.StatusOK)
+	if !bytes.Equal(r.Body, secret) {
+		t.Fatal("the 16 KiB secret did not come back exactly")
+	}
+}
+
+func TestShareReadRateLimit(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) {
+		c.ShareRate, c.ShareBurst = 0.5, 3
+		c.TrustProxy = true
+	})
+	tok := ts.Register(t, "alice@example.org")
+	l := ts.newLink(t, tok.Access)
+	from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+	// Every kind of read spends the address's tokens, a 404 or 400 too.
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + strings.Repeat("0", 32), Header: from("192.0.2.1")}).WantStatus(t, http.StatusNotFound)
+	ts.Do(t, Req{Method: "GET", Path: "/s/nope/wrapped-secret", Header: from("192.0.2.1")}).WantStatus(t, http.StatusBadRequest)
+	for _, path := range []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + hashOf(l.content), "/s/" + l.id + "/wrapped-secret"} {
+		r := ts.Do(t, Req{Method: "GET", Path: path, Header: from("192.0.2.1")})
+		r.WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
+		wantHeader(t, r, "Retry-After", "2")
+		wantHeader(t, r, "Referrer-Policy", "no-referrer")
+	}
+	// Another address has its own bucket.
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id, Header: from("192.0.2.2")}).WantStatus(t, http.StatusOK)
+	// A token comes back after 1/rate seconds.
+	ts.Clock.Advance(2 * time.Second)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id, Header: from("192.0.2.1")}).WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
+	// Registration and revocation are not share reads.
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + l.id, Token: tok.Access, Header: from("192.0.2.1")}).WantStatus(t, http.StatusNoContent)
+}
