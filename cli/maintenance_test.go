@@ -96,10 +96,16 @@ func TestBackupWhileWritingThenRestore(t *testing.T) {
 	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
 	api := apiClient{t, startServe(t, dir, openRegistration)}
 	token, upload := api.account("writer@example.org")
+	var serves []string
 	for i := 0; i < 20; i++ {
 		if s := api.put(token, upload, blob(i)); s != 201 {
 			t.Fatalf("put %d: %d", i, s)
 		}
+		serves = append(serves, hashHex(blob(i)))
+	}
+	const link = "0123456789abcdef0123456789abcdef"
+	if s, m := api.json("POST", "/v1/shares", token, map[string]any{"opaque_id": link, "metadata_hash": serves[0], "serves": serves}); s != 201 {
+		t.Fatalf("share: %d %v", s, m)
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -139,9 +145,14 @@ func TestBackupWhileWritingThenRestore(t *testing.T) {
 		t.Fatalf("login on the restored server: %d", s)
 	}
 	for i := 0; i < 20; i++ {
-		got, err := os.ReadFile(blobPath(dest, hashHex(blob(i))))
-		if err != nil || !bytes.Equal(got, blob(i)) {
-			t.Fatalf("blob %d not restored byte-identical: %v", i, err)
+		resp, err := http.Get(restored.url + "/s/" + link + "/blob/" + hashHex(blob(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Equal(got, blob(i)) {
+			t.Fatalf("blob %d through the restored share link: %d, %d bytes", i, resp.StatusCode, len(got))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"fmt"
 	"io"
 
 	bolt "go.etcd.io/bbolt"
@@ -30,4 +31,32 @@ func (s *Store) CheckIntegrity() ([]error, error) {
 		return nil
 	})
 	return problems, err
+}
+
+// DanglingReferences lists references to blobs the store has no record of
+// (a share link's served blob, an upload session's stored blob), at most
+// limit of them. Every such blob must be held, and so recorded, by
+// construction: an entry here means the store is inconsistent.
+func (s *Store) DanglingReferences(limit int) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		recorded := tx.Bucket(bucketBlobs)
+		for _, ref := range []struct {
+			bucket []byte
+			what   string
+		}{{bucketShareBlobs, "a share link"}, {bucketUploadBlobs, "an upload session"}} {
+			c := tx.Bucket(ref.bucket).Cursor()
+			for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+				if len(k) < 64 {
+					continue
+				}
+				hash := k[len(k)-64:]
+				if recorded.Get(hash) == nil {
+					out = append(out, fmt.Sprintf("blob %s: referenced by %s but not recorded", hash, ref.what))
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
 }

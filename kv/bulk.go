@@ -19,3 +19,9 @@ func (b *Bulk) Account(a *Account) error { return insertAccount(b.tx, a) }
 func (b *Bulk) Session(s *Session, access, refresh string) error {
 	return putSession(b.tx, s, access, refresh)
 }
+
+// Hold records that the account holds b (charging its usage).
+func (b *Bulk) Hold(accountID string, blob Blob) error {
+	_, err := holdBlob(b.tx, accountID, blob, blob.StoredAt)
+	return err
+}

@@ -16,8 +16,12 @@ type CheckReport struct {
 	Problems []string `json:"problems"`
 }
 
+// maxReported bounds the problems of one kind that a check lists.
+const maxReported = 1000
+
 // Check verifies the store's own page structure (bbolt's check), that every
-// blob the store references exists with its recorded size, and with deep
+// blob a share link or upload session names is recorded, that every
+// recorded blob exists with its recorded size, and with deep
 // that every such blob's bytes still hash to its name.
 func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 	rep := CheckReport{Deep: deep, Problems: []string{}}
@@ -28,6 +32,11 @@ func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 	for _, e := range integrity {
 		rep.Problems = append(rep.Problems, "store: "+e.Error())
 	}
+	dangling, err := o.Store.DanglingReferences(maxReported)
+	if err != nil {
+		return rep, err
+	}
+	rep.Problems = append(rep.Problems, dangling...)
 	err = eachBlob(o.Store, func(b kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
