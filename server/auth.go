@@ -72,23 +72,28 @@ func truncate(s string, n int) string {
 	return s
 }
 
-type registerRequest struct {
+// credentials are the fields register and login share. validate returns
+// the normalized email; passwordRule is the rule for a password being set
+// (register) or presented (login).
+type credentials struct {
 	Email    *string `json:"email"`
 	Password *string `json:"password"`
 }
 
-func (req *registerRequest) validate() (email string, err error) {
-	if err := required("email", req.Email); err != nil {
+func (c *credentials) validate(passwordRule func(field, pw string) error) (email string, err error) {
+	if err := required("email", c.Email); err != nil {
 		return "", err
 	}
-	if err := required("password", req.Password); err != nil {
+	if err := required("password", c.Password); err != nil {
 		return "", err
 	}
-	if email, err = normalizeEmail(*req.Email); err != nil {
+	if email, err = normalizeEmail(*c.Email); err != nil {
 		return "", err
 	}
-	return email, checkNewPassword("password", *req.Password)
+	return email, passwordRule("password", *c.Password)
 }
+
+type registerRequest = credentials
 
 // handles "POST /v1/auth/register"
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -99,7 +104,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	email, err := req.validate()
+	email, err := req.validate(checkNewPassword)
 	if err != nil {
 		return err
 	}
@@ -116,23 +121,9 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 }
 
 type loginRequest struct {
-	Email      *string        `json:"email"`
-	Password   *string        `json:"password"`
+	credentials
 	CohortHash advisoryString `json:"cohort_hash"`
 	DeviceID   advisoryString `json:"device_id"`
-}
-
-func (req *loginRequest) validate() (email string, err error) {
-	if err := required("email", req.Email); err != nil {
-		return "", err
-	}
-	if err := required("password", req.Password); err != nil {
-		return "", err
-	}
-	if email, err = normalizeEmail(*req.Email); err != nil {
-		return "", err
-	}
-	return email, checkPresentedPassword("password", *req.Password)
 }
 
 // verifyPassword runs one counted password verification for the account
@@ -170,7 +161,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httproute
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	email, err := req.validate()
+	email, err := req.validate(checkPresentedPassword)
 	if err != nil {
 		return err
 	}
