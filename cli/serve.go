@@ -79,6 +79,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.LockoutWindow, "lockout-window", cfg.LockoutWindow, "how long a lockout lasts")
 	f.StringVar(&cfg.ProtocolMin, "protocol-min", cfg.ProtocolMin, "oldest protocol date (YYYY-MM-DD) the server speaks")
 	f.StringVar(&cfg.ProtocolMax, "protocol-max", cfg.ProtocolMax, "newest protocol date (YYYY-MM-DD) the server speaks")
+	f.DurationVar(&cfg.UpgradeWindow, "upgrade-window", cfg.UpgradeWindow, "how long a protocol-upgrade ceremony may wait for quiescence")
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	return cmd
 }
@@ -90,6 +91,9 @@ func validateConfig(cfg *server.Config) error {
 	}
 	if cfg.MaxBlob <= 0 {
 		return fmt.Errorf("--max-blob must be positive")
+	}
+	if cfg.UpgradeWindow <= 0 {
+		return fmt.Errorf("--upgrade-window must be positive")
 	}
 	if cfg.AlbumProtocol == "" {
 		cfg.AlbumProtocol = cfg.ProtocolMax

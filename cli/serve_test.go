@@ -100,6 +100,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 	f := newServeCmd().Flags()
 	for name, want := range map[string]string{
 		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
+		"upgrade-window": "15m0s",
 	} {
 		if got := f.Lookup(name).DefValue; got != want {
 			t.Errorf("--%s default: got %q, want %q", name, got, want)
@@ -119,6 +120,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 		{"album before min", func(c *server.Config) { c.AlbumProtocol = "2024-12-31" }},
 		{"album after max", func(c *server.Config) { c.AlbumProtocol = "2026-09-02" }},
 		{"max-blob zero", func(c *server.Config) { c.MaxBlob = 0 }},
+		{"upgrade-window zero", func(c *server.Config) { c.UpgradeWindow = 0 }},
 	} {
 		cfg := server.DefaultConfig()
 		tc.edit(&cfg)

@@ -84,4 +84,14 @@ const (
 	ECodeBlobNotFound       = "error.blob.not_found"
 	ECodeHashMismatch       = "error.blob.hash_mismatch"
 	ECodeQuotaExceeded      = "error.quota.exceeded"
+
+	ECodeProtocolUnsupported = "error.protocol.unsupported"
+	ECodeOpProtocolMismatch  = "error.op.protocol_mismatch"
+	ECodeOpStaleChain        = "error.op.stale_chain"
+	ECodeOpForeignAuthor     = "error.op.foreign_author"
+	ECodeOpMetadataMismatch  = "error.op.metadata_mismatch"
+	ECodeOpBlobMissing       = "error.op.blob_missing"
+	ECodeUpgradeInFlight     = "error.album.upgrade_in_flight"
+	ECodeUpgradeBadTarget    = "error.upgrade.bad_target"
+	ECodeUpgradeNotQuiescent = "error.upgrade.not_quiescent"
 )

@@ -18,6 +18,7 @@ const (
 	kindLockout      byte = 'l'
 	kindMFAChallenge byte = 'm'
 	kindUpload       byte = 'u'
+	kindUpgrade      byte = 'g'
 )
 
 // sweeper removes record id of its kind if it is expired at now.
@@ -29,6 +30,7 @@ var sweepers = map[byte]sweeper{
 	kindLockout:      sweepLockout,
 	kindMFAChallenge: sweepMFAChallenge,
 	kindUpload:       sweepUpload,
+	kindUpgrade:      sweepUpgrade,
 }
 
 func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {

@@ -34,6 +34,9 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerDeviceRoutes()
 	s.registerAlbumRoutes()
 	s.registerUploadRoutes()
+	s.registerOpRoutes()
+	s.registerFeedRoutes()
+	s.registerUpgradeRoutes()
 	return s.router
 }
 

@@ -59,6 +59,9 @@ type Config struct {
 	ProtocolMin   string
 	ProtocolMax   string
 	AlbumProtocol string
+	// UpgradeWindow is how long an upgrade ceremony may wait for its
+	// album's upload sessions to drain before it is aborted.
+	UpgradeWindow time.Duration
 
 	// SweepInterval is how often expired records are deleted.
 	SweepInterval time.Duration
@@ -83,6 +86,7 @@ func DefaultConfig() Config {
 		Argon2:          password.Default,
 		ProtocolMin:     "2025-01-15",
 		ProtocolMax:     "2026-09-01",
+		UpgradeWindow:   15 * time.Minute,
 		SweepInterval:   time.Minute,
 		Now:             time.Now,
 		Rand:            rand.Reader,
