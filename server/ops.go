@@ -257,17 +257,33 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 		// chain head first), the files it wrote stay on disk unreferenced
 		// by any holding: gc collects unreferenced blobs after its grace
 		// period. Every step of the battery has passed by now.
-		if _, _, err := s.blobs.PutBytes(wr.manifest); err != nil {
+		if err := s.storeOpBlobs(wr); err != nil {
 			return err
-		}
-		if wr.metadata != nil {
-			if _, _, err := s.blobs.PutBytes(wr.metadata); err != nil {
-				return err
-			}
 		}
 		if res, err = s.store.ApplyOp(sess.AccountID, &wr.op); err != nil {
 			return err
 		}
 	}
 	return writeJSON(w, http.StatusOK, opResponse{AssetID: res.AssetID, SyncSeq: res.SyncSeq, Action: res.Action, Replayed: res.Replayed})
+}
+
+// storeOpBlobs writes the op's manifest and metadata blobs to the blob store
+// side by side: each is a durable file creation (file and directory fsyncs)
+// that costs more than the whole store transaction, and the two overlap on
+// the disk.
+func (s *Server) storeOpBlobs(wr *opWrite) error {
+	if wr.metadata == nil {
+		_, _, err := s.blobs.PutBytes(wr.manifest)
+		return err
+	}
+	metaErr := make(chan error, 1)
+	go func() {
+		_, _, err := s.blobs.PutBytes(wr.metadata)
+		metaErr <- err
+	}()
+	_, _, err := s.blobs.PutBytes(wr.manifest)
+	if merr := <-metaErr; err == nil {
+		err = merr
+	}
+	return err
 }
