@@ -80,6 +80,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.LockoutWindow, "lockout-window", cfg.LockoutWindow, "how long a lockout lasts")
 	f.StringVar(&cfg.ProtocolMin, "protocol-min", cfg.ProtocolMin, "oldest protocol date (YYYY-MM-DD) the server speaks")
 	f.StringVar(&cfg.ProtocolMax, "protocol-max", cfg.ProtocolMax, "newest protocol date (YYYY-MM-DD) the server speaks")
+	f.DurationVar(&cfg.UpgradeWindow, "upgrade-window", cfg.UpgradeWindow, "how long a protocol-upgrade ceremony may wait for quiescence")
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
@@ -99,6 +100,9 @@ func validateConfig(cfg *server.Config) error {
 	if !(cfg.ShareRate > 0) || math.IsInf(cfg.ShareRate, 0) || cfg.ShareBurst < 1 ||
 		float64(cfg.ShareBurst)/cfg.ShareRate > 100*365*24*3600 {
 		return fmt.Errorf("--share-rate must be a positive number and --share-burst at least 1, refilling within a century")
+	}
+	if cfg.UpgradeWindow <= 0 {
+		return fmt.Errorf("--upgrade-window must be positive")
 	}
 	if cfg.AlbumProtocol == "" {
 		cfg.AlbumProtocol = cfg.ProtocolMax

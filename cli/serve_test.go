@@ -102,6 +102,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 	for name, want := range map[string]string{
 		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
 		"share-rate": "20", "share-burst": "200",
+		"upgrade-window": "15m0s",
 	} {
 		if got := f.Lookup(name).DefValue; got != want {
 			t.Errorf("--%s default: got %q, want %q", name, got, want)
@@ -127,6 +128,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 		{"share-rate infinite", func(c *server.Config) { c.ShareRate = math.Inf(1) }},
 		{"share-burst zero", func(c *server.Config) { c.ShareBurst = 0 }},
 		{"share bucket spans centuries", func(c *server.Config) { c.ShareRate, c.ShareBurst = 1e-9, 1000 }},
+		{"upgrade-window zero", func(c *server.Config) { c.UpgradeWindow = 0 }},
 	} {
 		cfg := server.DefaultConfig()
 		tc.edit(&cfg)

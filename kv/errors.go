@@ -97,4 +97,14 @@ const (
 	ECodeShareNotFound     = "error.share.not_found"
 	ECodeShareIDTaken      = "error.share.id_taken"
 	ECodeShareBlobNotOwned = "error.share.blob_not_owned"
+
+	ECodeProtocolUnsupported = "error.protocol.unsupported"
+	ECodeOpProtocolMismatch  = "error.op.protocol_mismatch"
+	ECodeOpStaleChain        = "error.op.stale_chain"
+	ECodeOpForeignAuthor     = "error.op.foreign_author"
+	ECodeOpMetadataMismatch  = "error.op.metadata_mismatch"
+	ECodeOpBlobMissing       = "error.op.blob_missing"
+	ECodeUpgradeInFlight     = "error.album.upgrade_in_flight"
+	ECodeUpgradeBadTarget    = "error.upgrade.bad_target"
+	ECodeUpgradeNotQuiescent = "error.upgrade.not_quiescent"
 )

@@ -22,6 +22,7 @@ const (
 	kindEnrollCode   byte = 'e'
 	kindChannel      byte = 'h'
 	kindShare        byte = 'k'
+	kindUpgrade      byte = 'g'
 )
 
 // sweeper removes record id of its kind if it is expired at now.
@@ -37,6 +38,7 @@ var sweepers = map[byte]sweeper{
 	kindEnrollCode:   sweepEnrollCode,
 	kindChannel:      sweepChannel,
 	kindShare:        sweepShare,
+	kindUpgrade:      sweepUpgrade,
 }
 
 func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {

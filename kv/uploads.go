@@ -107,7 +107,8 @@ func sweepUpload(tx *bolt.Tx, key []byte, now time.Time) error {
 
 // OpenUpload opens an upload session named by token for the account's
 // album, expiring after idle. An album that does not exist or is another
-// account's is error.album.not_found.
+// account's is error.album.not_found; an album with a protocol upgrade in
+// flight is error.album.upgrade_in_flight.
 func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration) (*Upload, error) {
 	var u *Upload
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -118,6 +119,13 @@ func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration)
 		}
 		if a == nil || a.OwnerID != accountID {
 			return Errorf(ECodeAlbumNotFound, "album not found")
+		}
+		// A protocol upgrade waits for in_flight to reach zero: a new
+		// session would move the count away from it.
+		if up, err := liveUpgrade(tx, albumID, now); err != nil {
+			return err
+		} else if up != nil {
+			return Errorf(ECodeUpgradeInFlight, "a protocol upgrade of the album is in flight; no upload session opens until it ends")
 		}
 		u = &Upload{AccountID: accountID, AlbumID: albumID, CreatedAt: now, ExpiresAt: now.Add(idle)}
 		return putUpload(tx, HashToken(token), u)
@@ -205,15 +213,21 @@ func (s *Store) CloseUpload(accountID, token string) error {
 func (s *Store) InFlight(albumID string) (int, error) {
 	n := 0
 	err := s.db.View(func(tx *bolt.Tx) error {
-		now := timeKey(s.now())
-		prefix := idPart(albumID)
-		c := tx.Bucket(bucketUploadsByAlbum).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if bytes.Compare(v, now) > 0 {
-				n++
-			}
-		}
+		n = inFlight(tx, albumID, s.now())
 		return nil
 	})
 	return n, err
+}
+
+func inFlight(tx *bolt.Tx, albumID string, now time.Time) int {
+	n := 0
+	limit := timeKey(now)
+	prefix := idPart(albumID)
+	c := tx.Bucket(bucketUploadsByAlbum).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if bytes.Compare(v, limit) > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -61,6 +61,16 @@ var statusByCode = map[string]int{
 	kv.ECodeShareNotFound:     http.StatusNotFound,
 	kv.ECodeShareIDTaken:      http.StatusUnprocessableEntity,
 	kv.ECodeShareBlobNotOwned: http.StatusUnprocessableEntity,
+
+	kv.ECodeProtocolUnsupported: http.StatusUpgradeRequired,
+	kv.ECodeOpProtocolMismatch:  http.StatusConflict,
+	kv.ECodeOpStaleChain:        http.StatusConflict,
+	kv.ECodeOpForeignAuthor:     http.StatusForbidden,
+	kv.ECodeOpMetadataMismatch:  http.StatusUnprocessableEntity,
+	kv.ECodeOpBlobMissing:       http.StatusUnprocessableEntity,
+	kv.ECodeUpgradeInFlight:     http.StatusConflict,
+	kv.ECodeUpgradeBadTarget:    http.StatusBadRequest,
+	kv.ECodeUpgradeNotQuiescent: http.StatusConflict,
 }
 
 // statusError overrides the table's status for one use of a code, where the

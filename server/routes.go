@@ -41,6 +41,9 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerRevokeAllRoutes()
 	s.registerRelayRoutes()
 	s.registerShareRoutes()
+	s.registerOpRoutes()
+	s.registerFeedRoutes()
+	s.registerUpgradeRoutes()
 	return s.router
 }
 

@@ -60,6 +60,9 @@ type Config struct {
 	ProtocolMin   string
 	ProtocolMax   string
 	AlbumProtocol string
+	// UpgradeWindow is how long an upgrade ceremony may wait for its
+	// album's upload sessions to drain before it is aborted.
+	UpgradeWindow time.Duration
 
 	// ShareRate and ShareBurst are the token bucket each client address
 	// spends on public share reads: ShareBurst at once, then ShareRate per
@@ -92,6 +95,7 @@ func DefaultConfig() Config {
 		ProtocolMax:     "2026-09-01",
 		ShareRate:       20,
 		ShareBurst:      200,
+		UpgradeWindow:   15 * time.Minute,
 		SweepInterval:   time.Minute,
 		Now:             time.Now,
 		Rand:            rand.Reader,

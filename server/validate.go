@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
@@ -117,4 +118,16 @@ func isOpaqueID(s string) bool {
 		}
 	}
 	return true
+}
+
+// isProtocolDate accepts a protocol date: YYYY-MM-DD, a real calendar day.
+func isProtocolDate(v string) bool {
+	_, err := time.Parse(time.DateOnly, v)
+	return err == nil && len(v) == len(time.DateOnly)
+}
+
+// speaksProtocol reports whether the protocol date v is within the range the
+// server speaks. YYYY-MM-DD strings compare in date order.
+func (s *Server) speaksProtocol(v string) bool {
+	return v >= s.cfg.ProtocolMin && v <= s.cfg.ProtocolMax
 }

@@ -1,0 +1,108 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The sync feed is the album's applied ops in sync_seq order, written by
+// ApplyOp. Its keys are albumID|0x00|sync_seq (8 bytes, big-endian), so a
+// page is one Seek and a walk that never leaves the album's rows.
+
+// FeedEntry is one applied op. Optional hashes are "" when absent.
+type FeedEntry struct {
+	SyncSeq          uint64
+	AssetID          string
+	Action           string
+	ManifestHash     string
+	CiphertextHash   string
+	MetadataBlobHash string
+	OriginalBlobHash string
+	AppliedAt        time.Time
+}
+
+type feedRecord struct {
+	AssetID          string    `cbor:"1,keyasint"`
+	Action           string    `cbor:"2,keyasint"`
+	ManifestHash     string    `cbor:"3,keyasint"`
+	CiphertextHash   string    `cbor:"4,keyasint"`
+	MetadataBlobHash string    `cbor:"5,keyasint,omitempty"`
+	OriginalBlobHash string    `cbor:"6,keyasint,omitempty"`
+	AppliedAt        time.Time `cbor:"7,keyasint"`
+}
+
+func feedKey(albumID string, seq uint64) []byte { return join(idPart(albumID), u64(seq)) }
+
+func putFeedEntry(tx *bolt.Tx, albumID string, e *FeedEntry) error {
+	rec := feedRecord{
+		AssetID: e.AssetID, Action: e.Action, ManifestHash: e.ManifestHash, CiphertextHash: e.CiphertextHash,
+		MetadataBlobHash: e.MetadataBlobHash, OriginalBlobHash: e.OriginalBlobHash, AppliedAt: e.AppliedAt,
+	}
+	return tx.Bucket(bucketFeed).Put(feedKey(albumID, e.SyncSeq), encode(&rec))
+}
+
+func decodeFeedEntry(seq uint64, b []byte) (FeedEntry, error) {
+	var rec feedRecord
+	if err := decode(b, &rec); err != nil {
+		return FeedEntry{}, err
+	}
+	return FeedEntry{
+		SyncSeq: seq, AssetID: rec.AssetID, Action: rec.Action, ManifestHash: rec.ManifestHash,
+		CiphertextHash: rec.CiphertextHash, MetadataBlobHash: rec.MetadataBlobHash, OriginalBlobHash: rec.OriginalBlobHash,
+		AppliedAt: rec.AppliedAt,
+	}, nil
+}
+
+// errMissingFeedEntry is a damaged store: the replay index points at a feed
+// entry that is not there. It answers 500.
+var errMissingFeedEntry = errors.New("kv: the replay index names a missing feed entry")
+
+// getFeedEntry reads the entry the replay index points at.
+func getFeedEntry(tx *bolt.Tx, albumID string, seq uint64) (FeedEntry, error) {
+	b := tx.Bucket(bucketFeed).Get(feedKey(albumID, seq))
+	if b == nil {
+		return FeedEntry{}, errMissingFeedEntry
+	}
+	return decodeFeedEntry(seq, b)
+}
+
+// Feed returns up to limit entries of the account's album with sync_seq
+// above after, oldest first, and whether more follow. An album that does not
+// exist or is another account's is error.album.forbidden, as for ops.
+func (s *Store) Feed(accountID, albumID string, after uint64, limit int) (entries []FeedEntry, hasMore bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		a, err := getAlbum(tx, albumID)
+		if err != nil {
+			return err
+		}
+		if a == nil || a.OwnerID != accountID {
+			return Errorf(ECodeAlbumForbidden, "the album does not exist or belongs to another account")
+		}
+		prefix := idPart(albumID)
+		c := tx.Bucket(bucketFeed).Cursor()
+		start := feedKey(albumID, after)
+		k, v := c.Seek(start)
+		if bytes.Equal(k, start) {
+			k, v = c.Next()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(entries) == limit {
+				hasMore = true
+				break
+			}
+			e, err := decodeFeedEntry(readU64(k[len(prefix):]), v)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return entries, hasMore, nil
+}

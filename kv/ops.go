@@ -1,0 +1,284 @@
+package kv
+
+import (
+	"errors"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A lifecycle op applies one signed manifest to an asset of an album. The
+// store keeps, per album:
+//
+//   - assets:            albumID|0x00|assetID -> assetRecord: the asset's
+//     provenance chain head (the manifest hash of its last applied op), the
+//     compare-and-set point of every replace.
+//   - applied_manifests: albumID|0x00|manifestHash -> sync_seq (8 bytes): the
+//     replay index, so a manifest sent twice is answered from its first
+//     application and never applied again.
+//   - feed:              albumID|0x00|sync_seq (8 bytes) -> feedRecord (see
+//     feed.go), one entry per applied op.
+//
+// The album's SyncSeq counts its applied ops: each op takes the next one.
+
+// The actions of the lifecycle-write surface.
+const (
+	OpCreate  = "create"
+	OpReplace = "replace"
+)
+
+// Op is a lifecycle op whose envelope the server has decoded and checked for
+// shape. Hashes are 64-character lowercase hex content addresses; "" is an
+// absent optional hash.
+type Op struct {
+	AlbumID         string
+	AssetID         string
+	Action          string
+	ProtocolVersion string
+	CreatedByUser   string
+	// PriorHash is the chain position the op continues from.
+	PriorHash      string
+	CiphertextHash string
+	// MetadataBlobHash is the metadata blob the manifest commits to.
+	MetadataBlobHash string
+	OriginalBlobHash string
+	// Manifest is the signed manifest as sent: its hash is the op's manifest
+	// hash, and it is stored verbatim as the asset's new provenance blob.
+	Manifest Blob
+	// Metadata is the metadata blob sent with the op, hashed by the server;
+	// nil when none was sent.
+	Metadata *Blob
+}
+
+// OpResult is the outcome of an applied (or replayed) op.
+type OpResult struct {
+	AssetID string
+	// SyncSeq is the feed position the op occupies; on a replay, the
+	// position of its first application.
+	SyncSeq  uint64
+	Action   string
+	Replayed bool
+}
+
+type assetRecord struct {
+	Head string `cbor:"1,keyasint"`
+}
+
+func assetKey(albumID, assetID string) []byte { return join(idPart(albumID), []byte(assetID)) }
+
+func appliedKey(albumID, manifestHash string) []byte {
+	return join(idPart(albumID), []byte(manifestHash))
+}
+
+// assetHead returns the asset's chain head, or "" when the asset does not
+// exist.
+func assetHead(tx *bolt.Tx, albumID, assetID string) (string, error) {
+	b := tx.Bucket(bucketAssets).Get(assetKey(albumID, assetID))
+	if b == nil {
+		return "", nil
+	}
+	var rec assetRecord
+	if err := decode(b, &rec); err != nil {
+		return "", err
+	}
+	return rec.Head, nil
+}
+
+// storedBlobs are the blobs the op stores and the caller comes to hold.
+func (op *Op) storedBlobs() []Blob {
+	out := []Blob{op.Manifest}
+	if op.Metadata != nil && op.Metadata.Hash != op.Manifest.Hash {
+		out = append(out, *op.Metadata)
+	}
+	return out
+}
+
+// staleChain is the 409 of a chain conflict. head "" (the asset does not
+// exist) is answered as chain_head null: a chain conflict with no chain,
+// where a protocol mismatch carries no chain_head member at all.
+func staleChain(head, format string, args ...any) *Error {
+	e := Errorf(ECodeOpStaleChain, format, args...)
+	if head == "" {
+		e.Details = map[string]any{"chain_head": nil}
+	} else {
+		e.Details = map[string]any{"chain_head": head}
+	}
+	return e
+}
+
+// checkOp runs the store's part of the validation battery (ADDENDUM 9), in
+// the battery's order: the album (403), its pinned protocol (step 4), the
+// author (5), the metadata blob and the replace's original (6), the blobs
+// the caller must hold (7), replay (8) and the chain (9); then the account's
+// quota. Steps 5 and 6 need nothing from the store, but they sit between
+// steps that do, so the order is kept in one place. It writes nothing. A
+// replay returns its first application's result and no error.
+func checkOp(tx *bolt.Tx, accountID string, op *Op) (*Album, *OpResult, error) {
+	a, err := getAlbum(tx, op.AlbumID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a == nil || a.OwnerID != accountID {
+		return nil, nil, Errorf(ECodeAlbumForbidden, "the album does not exist or belongs to another account")
+	}
+	if op.ProtocolVersion != a.ProtocolVersion {
+		return nil, nil, FieldErrorf(ECodeOpProtocolMismatch, "manifest_envelope.protocol_version",
+			"the manifest was written under protocol %s; the album is pinned to %s", op.ProtocolVersion, a.ProtocolVersion)
+	}
+	if op.CreatedByUser != accountID {
+		return nil, nil, FieldErrorf(ECodeOpForeignAuthor, "manifest_envelope.created_by_user", "created_by_user is not the caller")
+	}
+	if (op.Metadata == nil) != (op.MetadataBlobHash == "") {
+		return nil, nil, FieldErrorf(ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob must be sent exactly when the manifest commits to metadata_blob_hash")
+	}
+	if op.Metadata != nil && op.Metadata.Hash != op.MetadataBlobHash {
+		return nil, nil, FieldErrorf(ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob does not hash to metadata_blob_hash")
+	}
+	if op.Action == OpReplace && op.OriginalBlobHash == "" {
+		return nil, nil, FieldErrorf(ECodeInvalid, "manifest_envelope.original_blob_hash", "original_blob_hash is required on a replace")
+	}
+	for _, h := range []struct{ field, hash string }{
+		{"manifest_envelope.ciphertext_hash", op.CiphertextHash},
+		{"manifest_envelope.original_blob_hash", op.OriginalBlobHash},
+	} {
+		if h.hash != "" && !holds(tx, accountID, h.hash) {
+			return nil, nil, FieldErrorf(ECodeOpBlobMissing, h.field, "%s names a blob the caller does not hold", h.field)
+		}
+	}
+	if seq := tx.Bucket(bucketAppliedManifests).Get(appliedKey(op.AlbumID, op.Manifest.Hash)); seq != nil {
+		e, err := getFeedEntry(tx, op.AlbumID, readU64(seq))
+		if err != nil {
+			return nil, nil, err
+		}
+		return a, &OpResult{AssetID: e.AssetID, SyncSeq: e.SyncSeq, Action: e.Action, Replayed: true}, nil
+	}
+	head, err := assetHead(tx, op.AlbumID, op.AssetID)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case op.Action == OpCreate && head != "":
+		return nil, nil, staleChain(head, "a create names an asset that already exists")
+	case op.Action == OpReplace && head == "":
+		return nil, nil, staleChain(head, "a replace names an asset that does not exist")
+	case op.Action == OpReplace && op.PriorHash != head:
+		return nil, nil, staleChain(head, "prior_provenance_hash is not the asset's chain head")
+	}
+	if err := checkOpQuota(tx, accountID, op.storedBlobs()); err != nil {
+		return nil, nil, err
+	}
+	return a, nil, nil
+}
+
+// checkOpQuota refuses an op whose newly held bytes would take the account
+// past its quota, before any blob file is written; holdBlob charges the
+// usage and checks again inside the applying transaction.
+func checkOpQuota(tx *bolt.Tx, accountID string, stored []Blob) error {
+	var add int64
+	for _, b := range stored {
+		if !holds(tx, accountID, b.Hash) {
+			add += b.Size
+		}
+	}
+	if add == 0 {
+		return nil
+	}
+	return checkQuota(tx, accountID, usage(tx, accountID), add)
+}
+
+// CheckOp runs the store's part of the validation battery without writing,
+// so a refused op is refused before its blobs reach the disk. It returns the
+// first application's result when the manifest was already applied in the
+// album, and nil, nil when the op may be applied. ApplyOp checks again: the
+// store may change in between.
+func (s *Store) CheckOp(accountID string, op *Op) (*OpResult, error) {
+	var res *OpResult
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		_, res, err = checkOp(tx, accountID, op)
+		return err
+	})
+	return res, err
+}
+
+// ApplyOp applies op for the account in one transaction: it re-runs the
+// checks of CheckOp against the current state (the chain compare-and-set:
+// of concurrent ops on one head exactly one applies, the others get
+// error.op.stale_chain), then takes the album's next sync_seq, records the
+// feed entry, the replay index entry and the new chain head, and records
+// that the account holds the manifest and metadata blobs, which the caller
+// has already stored in the blob store. A manifest already applied is
+// answered from its first application, writing nothing.
+//
+// Concurrent ops share commits (commitOp).
+func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
+	var (
+		res     *OpResult
+		refusal error
+	)
+	err := s.commitOp(func(tx *bolt.Tx) error {
+		// Batch may run this function more than once (a batch whose
+		// transaction fails is retried), so every result is set afresh.
+		res, refusal = nil, nil
+		now := s.now()
+		a, replay, err := checkOp(tx, accountID, op)
+		if err != nil {
+			var ke *Error
+			if errors.As(err, &ke) {
+				// A refusal has written nothing: returning nil keeps it
+				// from rolling back, and re-running, the other ops of
+				// the shared transaction.
+				refusal = err
+				return nil
+			}
+			return err
+		}
+		if replay != nil {
+			res = replay
+			return nil
+		}
+		a.SyncSeq++
+		if err := putAlbum(tx, a); err != nil {
+			return err
+		}
+		if err := putFeedEntry(tx, op.AlbumID, &FeedEntry{
+			SyncSeq: a.SyncSeq, AssetID: op.AssetID, Action: op.Action, ManifestHash: op.Manifest.Hash,
+			CiphertextHash: op.CiphertextHash, MetadataBlobHash: op.MetadataBlobHash, OriginalBlobHash: op.OriginalBlobHash,
+			AppliedAt: now,
+		}); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketAppliedManifests).Put(appliedKey(op.AlbumID, op.Manifest.Hash), u64(a.SyncSeq)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketAssets).Put(assetKey(op.AlbumID, op.AssetID), encode(&assetRecord{Head: op.Manifest.Hash})); err != nil {
+			return err
+		}
+		for _, b := range op.storedBlobs() {
+			if _, err := holdBlob(tx, accountID, b, now); err != nil {
+				return err
+			}
+		}
+		res = &OpResult{AssetID: op.AssetID, SyncSeq: a.SyncSeq, Action: op.Action}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if refusal != nil {
+		return nil, refusal
+	}
+	return res, nil
+}
+
+// commitOp runs fn in a write transaction shared with concurrent ops
+// (bbolt's Batch), so many writers pay for one commit's fsyncs. A lone op
+// uses its own transaction at once: in a batch it would wait MaxBatchDelay
+// for writers that are not coming. fn must be idempotent and leave a refused
+// op's writes undone itself (see ApplyOp): Batch re-runs the functions of a
+// failed batch.
+func (s *Store) commitOp(fn func(*bolt.Tx) error) error {
+	defer s.opWriters.Add(-1)
+	if s.opWriters.Add(1) == 1 {
+		return s.db.Update(fn)
+	}
+	return s.db.Batch(fn)
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/julienschmidt/httprouter"
+
+	"sealbox/kv"
+)
+
+func (s *Server) registerUpgradeRoutes() {
+	s.handle(http.MethodGet, "/v1/albums/:album_id/upgrade", s.bearer(s.handleUpgradePhase))
+	s.handle(http.MethodPost, "/v1/albums/:album_id/upgrade", s.bearer(s.handleUpgradeStart))
+	s.handle(http.MethodDelete, "/v1/albums/:album_id/upgrade", s.bearer(s.handleUpgradeAbort))
+	s.handle(http.MethodPost, "/v1/albums/:album_id/upgrade/commit", s.bearer(s.handleUpgradeCommit))
+}
+
+// maxUpgradeBody limits the intent and the tombstone, CBOR documents like a
+// device directory (ADDENDUM 1).
+const maxUpgradeBody = 256 << 10
+
+// upgradeCBOR decodes the intent and checks tombstones. The limits bound
+// the work a hostile 256 KiB body can cause (nesting depth is recursion);
+// duplicate map keys are refused so no two readers of one intent can
+// disagree about its intent_id or target.
+var upgradeCBOR, _ = cbor.DecOptions{
+	MaxNestedLevels:  32,
+	MaxArrayElements: 1 << 16,
+	MaxMapPairs:      1 << 16,
+	DupMapKey:        cbor.DupMapKeyEnforcedAPF,
+}.DecMode()
+
+// upgradeIntent is the start body: a CBOR map whose text keys intent_id and
+// to_protocol_version are read; other keys are allowed and kept, since the
+// whole body is stored verbatim.
+type upgradeIntent struct {
+	IntentID          *string `cbor:"intent_id"`
+	ToProtocolVersion *string `cbor:"to_protocol_version"`
+}
+
+// decodeUpgradeIntent reads and checks a start body. Anything but a
+// well-formed CBOR map with both keys, intent_id a UUID and
+// to_protocol_version a date, is malformed (400). It returns the intent id in
+// canonical lowercase.
+func decodeUpgradeIntent(body []byte) (id, to string, err error) {
+	var in upgradeIntent
+	if err := upgradeCBOR.Unmarshal(body, &in); err != nil {
+		return "", "", kv.Errorf(kv.ECodeMalformed, "the body must be a CBOR map")
+	}
+	if in.IntentID == nil {
+		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "intent_id (a text UUID) is required")
+	}
+	if in.ToProtocolVersion == nil {
+		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "to_protocol_version", "to_protocol_version (text YYYY-MM-DD) is required")
+	}
+	id, ok := parseUUID(*in.IntentID)
+	if !ok {
+		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "intent_id must be a UUID")
+	}
+	if !isProtocolDate(*in.ToProtocolVersion) {
+		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "to_protocol_version", "to_protocol_version must be a date YYYY-MM-DD")
+	}
+	return id, *in.ToProtocolVersion, nil
+}
+
+// intentQuery reads the intent_id query parameter of abort and commit.
+func intentQuery(r *http.Request) (string, error) {
+	id, ok := parseUUID(r.URL.Query().Get("intent_id"))
+	if !ok {
+		return "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "the query parameter intent_id must be a UUID")
+	}
+	return id, nil
+}
+
+type upgradePhaseResponse struct {
+	AlbumID           string `json:"album_id"`
+	IntentID          string `json:"intent_id,omitempty"`
+	ToProtocolVersion string `json:"to_protocol_version,omitempty"`
+	ExpiresAt         string `json:"expires_at,omitempty"`
+	InFlight          int    `json:"in_flight"`
+}
+
+func writePhase(w http.ResponseWriter, p *kv.Phase) error {
+	resp := upgradePhaseResponse{AlbumID: p.AlbumID, InFlight: p.InFlight}
+	if u := p.Upgrade; u != nil {
+		resp.IntentID, resp.ToProtocolVersion, resp.ExpiresAt = u.IntentID, u.ToProtocolVersion, formatTime(u.ExpiresAt)
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handles "GET /v1/albums/:album_id/upgrade": the phase the proposer polls.
+func (s *Server) handleUpgradePhase(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	if err != nil {
+		return err
+	}
+	p, err := s.store.UpgradePhase(sess.AccountID, albumID)
+	if err != nil {
+		return err
+	}
+	return writePhase(w, p)
+}
+
+// handles "POST /v1/albums/:album_id/upgrade": starts quiescence toward
+// to_protocol_version, or answers the ceremony as it is when its intent_id
+// is repeated.
+func (s *Server) handleUpgradeStart(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, mediaCBOR, maxUpgradeBody)
+	if err != nil {
+		return err
+	}
+	id, to, err := decodeUpgradeIntent(body)
+	if err != nil {
+		return err
+	}
+	if !s.speaksProtocol(to) {
+		return kv.FieldErrorf(kv.ECodeUpgradeBadTarget, "to_protocol_version",
+			"to_protocol_version is outside %s..%s, the range the server speaks", s.cfg.ProtocolMin, s.cfg.ProtocolMax)
+	}
+	p, err := s.store.StartUpgrade(sess.AccountID, albumID, kv.Upgrade{IntentID: id, ToProtocolVersion: to, Intent: body}, s.cfg.UpgradeWindow)
+	if err != nil {
+		return err
+	}
+	return writePhase(w, p)
+}
+
+// handles "DELETE /v1/albums/:album_id/upgrade": aborts the ceremony named
+// by the intent_id query parameter.
+func (s *Server) handleUpgradeAbort(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	if err != nil {
+		return err
+	}
+	id, err := intentQuery(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.store.AbortUpgrade(sess.AccountID, albumID, id)
+	if err != nil {
+		return err
+	}
+	return writePhase(w, p)
+}
+
+// handles "POST /v1/albums/:album_id/upgrade/commit": with in_flight at
+// zero, re-pins the album and keeps the tombstone (any well-formed CBOR,
+// stored verbatim).
+func (s *Server) handleUpgradeCommit(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	if err != nil {
+		return err
+	}
+	id, err := intentQuery(r)
+	if err != nil {
+		return err
+	}
+	tombstone, err := readBody(w, r, mediaCBOR, maxUpgradeBody)
+	if err != nil {
+		return err
+	}
+	if err := upgradeCBOR.Wellformed(tombstone); err != nil {
+		return kv.Errorf(kv.ECodeMalformed, "the tombstone must be one well-formed CBOR data item")
+	}
+	p, err := s.store.CommitUpgrade(sess.AccountID, albumID, id, tombstone)
+	if err != nil {
+		return err
+	}
+	return writePhase(w, p)
+}

@@ -1,0 +1,222 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"sealbox/server"
+)
+
+const (
+	intentA = "1a7e0000-0000-4000-8000-00000000000a"
+	intentB = "1a7e0000-0000-4000-8000-00000000000b"
+	target  = "2026-09-01"
+)
+
+func intent(tb testing.TB, id, to string) []byte {
+	tb.Helper()
+	b, err := cbor.Marshal(map[string]any{"intent_id": id, "to_protocol_version": to, "proposer_note": []any{1, "kept verbatim"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func (f *opFixture) upgrade(tb testing.TB, method, suffix string, body []byte) *Response {
+	tb.Helper()
+	req := Req{Method: method, Path: "/v1/albums/" + f.album + "/upgrade" + suffix, Token: f.tok.Access}
+	if body != nil {
+		req.Body, req.ContentType = body, "application/cbor"
+	}
+	return f.ts.Do(tb, req)
+}
+
+func (f *opFixture) wantPhase(tb testing.TB, r *Response, want string) {
+	tb.Helper()
+	r.WantStatus(tb, http.StatusOK)
+	if string(r.Body) != want {
+		tb.Fatalf("phase:\ngot  %s\nwant %s", r.Body, want)
+	}
+}
+
+func (f *opFixture) normalPhase(inFlight string) string {
+	return `{"album_id":"` + f.album + `","in_flight":` + inFlight + `}`
+}
+
+func (f *opFixture) livePhase(id, expires, inFlight string) string {
+	return `{"album_id":"` + f.album + `","intent_id":"` + id + `","to_protocol_version":"` + target +
+		`","expires_at":"` + expires + `","in_flight":` + inFlight + `}`
+}
+
+func (f *opFixture) albumProtocol(tb testing.TB) any {
+	tb.Helper()
+	list := f.ts.Do(tb, Req{Method: "GET", Path: "/v1/albums", Token: f.tok.Access}).WantStatus(tb, http.StatusOK).JSON(tb)
+	for _, a := range list["albums"].([]any) {
+		if a := a.(map[string]any); a["album_id"] == f.album {
+			return a["protocol_version"]
+		}
+	}
+	tb.Fatal("album not listed")
+	return nil
+}
+
+// TestUpgradeCeremony walks start, repeat, conflict, uploads refused, ops
+// still applied, commit refused until quiescent, commit and re-pin.
+func TestUpgradeCeremony(t *testing.T) {
+	f := newOpFixture(t)
+	f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.normalPhase("0"))
+	up := f.ts.OpenUpload(t, f.tok.Access, f.album)
+
+	// Start: 200 with the phase; the window is 15 minutes on the server clock.
+	live := f.livePhase(intentA, "2026-11-22T10:15:00Z", "1")
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentA, target)), live)
+	f.wantPhase(t, f.upgrade(t, "GET", "", nil), live)
+
+	// The same intent again, later: the same phase, the window not moved.
+	f.ts.Clock.Advance(time.Minute)
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentA, target)), live)
+	// Another intent: 409.
+	f.upgrade(t, "POST", "", intent(t, intentB, target)).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+
+	// No upload session opens while in flight; lifecycle ops still apply.
+	f.ts.Do(t, Req{Method: "POST", Path: "/v1/albums/" + f.album + "/uploads", Token: f.tok.Access}).
+		WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	create := f.createBody(assetA)
+	f.op(t, create).WantStatus(t, http.StatusOK)
+
+	// Commit with a session still in flight: 409 not quiescent.
+	tombstone := []byte("\xa1\x69tombstone\xf5")
+	f.upgrade(t, "POST", "/commit?intent_id="+intentA, tombstone).WantProblem(t, http.StatusConflict, "error.upgrade.not_quiescent")
+	f.ts.Do(t, Req{Method: "DELETE", Path: "/v1/uploads/" + up, Token: f.tok.Access}).WantStatus(t, http.StatusNoContent)
+	f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+
+	// Commit with another intent id, or without a ceremony: 409.
+	f.upgrade(t, "POST", "/commit?intent_id="+intentB, tombstone).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	if got := f.albumProtocol(t); got != opPin {
+		t.Fatalf("a refused commit re-pinned the album: %v", got)
+	}
+	// Commit: re-pinned, normal operation.
+	f.wantPhase(t, f.upgrade(t, "POST", "/commit?intent_id="+intentA, tombstone), f.normalPhase("0"))
+	if got := f.albumProtocol(t); got != target {
+		t.Fatalf("album protocol after commit: got %v, want %s", got, target)
+	}
+	f.upgrade(t, "POST", "/commit?intent_id="+intentA, tombstone).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	// The same intent cannot start again: the album is at its target now.
+	f.upgrade(t, "POST", "", intent(t, intentA, target)).WantProblem(t, http.StatusBadRequest, "error.upgrade.bad_target")
+
+	// Uploads open again; ops must now carry the new protocol.
+	f.ts.OpenUpload(t, f.tok.Access, f.album)
+	old := f.replaceBody(assetA, manifestHash(create))
+	f.op(t, old).WantProblem(t, http.StatusConflict, "error.op.protocol_mismatch")
+	old["manifest_envelope"].(map[string]any)["protocol_version"] = target
+	f.op(t, old).WantStatus(t, http.StatusOK)
+}
+
+func TestUpgradeAbort(t *testing.T) {
+	f := newOpFixture(t)
+	f.upgrade(t, "DELETE", "?intent_id="+intentA, nil).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentA, target)), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+	f.upgrade(t, "DELETE", "?intent_id="+intentB, nil).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+	f.wantPhase(t, f.upgrade(t, "DELETE", "?intent_id="+intentA, nil), f.normalPhase("0"))
+	f.upgrade(t, "DELETE", "?intent_id="+intentA, nil).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	// The album is free: uploads open, another ceremony starts.
+	f.ts.OpenUpload(t, f.tok.Access, f.album)
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentB, target)), f.livePhase(intentB, "2026-11-22T10:15:00Z", "1"))
+	if got := f.albumProtocol(t); got != opPin {
+		t.Fatalf("abort changed the pin: %v", got)
+	}
+}
+
+func TestUpgradeExpiry(t *testing.T) {
+	f := newOpFixture(t, func(c *server.Config) { c.UpgradeWindow = 10 * time.Minute })
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentA, target)), f.livePhase(intentA, "2026-11-22T10:10:00Z", "0"))
+	f.ts.Clock.Advance(10*time.Minute - time.Second)
+	f.upgrade(t, "POST", "", intent(t, intentB, target)).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	f.ts.Clock.Advance(time.Second)
+	// The window has closed: normal operation at once, before any sweep.
+	f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.normalPhase("0"))
+	f.upgrade(t, "POST", "/commit?intent_id="+intentA, []byte{0xf6}).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	f.upgrade(t, "DELETE", "?intent_id="+intentA, nil).WantProblem(t, http.StatusConflict, "error.album.upgrade_in_flight")
+	f.ts.OpenUpload(t, f.tok.Access, f.album)
+	if n, err := f.ts.Store.Sweep(); err != nil || n < 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentB, target)), f.livePhase(intentB, "2026-11-22T10:20:00Z", "1"))
+	if got := f.albumProtocol(t); got != opPin {
+		t.Fatalf("expiry changed the pin: %v", got)
+	}
+}
+
+func TestUpgradeRefusals(t *testing.T) {
+	f := newOpFixture(t)
+	bob := newOpAccount(t, f.ts, "bob@example.org")
+	mustCBOR := func(v any) []byte {
+		b, err := cbor.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	const unknown = "0f0e0d0c-0b0a-4908-8706-0504030201ff"
+	cases := []struct {
+		name, method, path string
+		body               []byte
+		contentType        string
+		status             int
+		code               string
+	}{
+		{"start not CBOR", "POST", "", []byte("{\"intent_id\":1}"), "", 400, "error.request.malformed"},
+		{"start empty", "POST", "", []byte{}, "", 400, "error.request.malformed"},
+		{"start trailing data", "POST", "", append(intent(t, intentA, target), 0x00), "", 400, "error.request.malformed"},
+		{"start not a map", "POST", "", mustCBOR([]string{intentA, target}), "", 400, "error.request.malformed"},
+		{"start no intent_id", "POST", "", mustCBOR(map[string]any{"to_protocol_version": target}), "", 400, "error.request.malformed"},
+		{"start no target", "POST", "", mustCBOR(map[string]any{"intent_id": intentA}), "", 400, "error.request.malformed"},
+		{"start intent_id not text", "POST", "", mustCBOR(map[string]any{"intent_id": 7, "to_protocol_version": target}), "", 400, "error.request.malformed"},
+		{"start intent_id not a UUID", "POST", "", intent(t, "intent-a", target), "", 400, "error.request.malformed"},
+		{"start target not a date", "POST", "", intent(t, intentA, "2026-9-1"), "", 400, "error.request.malformed"},
+		{"start duplicate key", "POST", "", []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x69intent_id\x78\x24" + intentB), "", 400, "error.request.malformed"},
+		{"start wrong media type", "POST", "", intent(t, intentA, target), "application/json", 415, "error.request.unsupported_media_type"},
+		{"start target the pin", "POST", "", intent(t, intentA, opPin), "", 400, "error.upgrade.bad_target"},
+		{"start target older than the pin", "POST", "", intent(t, intentA, "2025-06-01"), "", 400, "error.upgrade.bad_target"},
+		{"start target after the range", "POST", "", intent(t, intentA, "2026-09-02"), "", 400, "error.upgrade.bad_target"},
+		{"abort without intent_id", "DELETE", "", nil, "", 400, "error.request.malformed"},
+		{"abort intent_id not a UUID", "DELETE", "?intent_id=x", nil, "", 400, "error.request.malformed"},
+		{"commit without intent_id", "POST", "/commit", []byte{0xf6}, "", 400, "error.request.malformed"},
+		{"commit tombstone not CBOR", "POST", "/commit?intent_id=" + intentA, []byte{0xff}, "", 400, "error.request.malformed"},
+		{"commit tombstone truncated", "POST", "/commit?intent_id=" + intentA, []byte{0xa1, 0x61}, "", 400, "error.request.malformed"},
+		{"commit tombstone empty", "POST", "/commit?intent_id=" + intentA, []byte{}, "", 400, "error.request.malformed"},
+		{"commit tombstone two items", "POST", "/commit?intent_id=" + intentA, []byte{0xf6, 0xf6}, "", 400, "error.request.malformed"},
+		{"commit wrong media type", "POST", "/commit?intent_id=" + intentA, []byte{0xf6}, "application/octet-stream", 415, "error.request.unsupported_media_type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ct := tc.contentType
+			if ct == "" {
+				ct = "application/cbor"
+			}
+			f.ts.Do(t, Req{Method: tc.method, Path: "/v1/albums/" + f.album + "/upgrade" + tc.path, Token: f.tok.Access, Body: tc.body, ContentType: ct}).
+				WantProblem(t, tc.status, tc.code)
+			f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.normalPhase("0"))
+		})
+	}
+	// Unknown and another account's albums answer 404 on every ceremony
+	// endpoint, even for a well-formed request.
+	for _, album := range []string{unknown, bob.album} {
+		for _, r := range []Req{
+			{Method: "GET", Path: "/v1/albums/" + album + "/upgrade"},
+			{Method: "POST", Path: "/v1/albums/" + album + "/upgrade", Body: intent(t, intentA, target), ContentType: "application/cbor"},
+			{Method: "DELETE", Path: "/v1/albums/" + album + "/upgrade?intent_id=" + intentA},
+			{Method: "POST", Path: "/v1/albums/" + album + "/upgrade/commit?intent_id=" + intentA, Body: []byte{0xf6}, ContentType: "application/cbor"},
+		} {
+			r.Token = f.tok.Access
+			f.ts.Do(t, r).WantProblem(t, http.StatusNotFound, "error.album.not_found")
+		}
+	}
+	bob.wantPhase(t, bob.upgrade(t, "GET", "", nil), bob.normalPhase("0"))
+	f.ts.Do(t, Req{Method: "GET", Path: "/v1/albums/nope/upgrade", Token: f.tok.Access}).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
+	f.ts.Do(t, Req{Method: "GET", Path: "/v1/albums/" + f.album + "/upgrade"}).WantProblem(t, http.StatusUnauthorized, "error.auth.unauthenticated")
+}
