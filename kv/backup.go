@@ -34,8 +34,8 @@ func (s *Store) CheckIntegrity() ([]error, error) {
 }
 
 // DanglingReferences lists references to blobs the store has no record of
-// (a share link's served blob, an upload session's stored blob), at most
-// limit of them. Every such blob must be held, and so recorded, by
+// (a share link's served blob, an upload session's stored blob, an asset's
+// provenance chain head), at most limit of them. Every such blob must be held, and so recorded, by
 // construction: an entry here means the store is inconsistent.
 func (s *Store) DanglingReferences(limit int) ([]string, error) {
 	var out []string
@@ -54,6 +54,16 @@ func (s *Store) DanglingReferences(limit int) ([]string, error) {
 				if recorded.Get(hash) == nil {
 					out = append(out, fmt.Sprintf("blob %s: referenced by %s but not recorded", hash, ref.what))
 				}
+			}
+		}
+		c := tx.Bucket(bucketAssets).Cursor()
+		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+			var rec assetRecord
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			if recorded.Get([]byte(rec.Head)) == nil {
+				out = append(out, fmt.Sprintf("blob %s: the head of a provenance chain but not recorded", rec.Head))
 			}
 		}
 		return nil

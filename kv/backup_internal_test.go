@@ -27,6 +27,9 @@ func TestDanglingReferencesFindsUnrecordedBlobs(t *testing.T) {
 				return err
 			}
 		}
+		if err := tx.Bucket(bucketAssets).Put(assetKey("album", "asset"), encode(&assetRecord{Head: strings.Repeat("c", 64)})); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketUploadBlobs).Put(join(HashToken("upload"), []byte(recorded)), []byte{1})
 	})
 	if err != nil {
@@ -36,7 +39,8 @@ func TestDanglingReferencesFindsUnrecordedBlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || !strings.Contains(got[0], dangling) || !strings.Contains(got[0], "share link") {
+	if len(got) != 2 || !strings.Contains(got[0], dangling) || !strings.Contains(got[0], "share link") ||
+		!strings.Contains(got[1], strings.Repeat("c", 64)) || !strings.Contains(got[1], "provenance chain") {
 		t.Fatalf("got %v", got)
 	}
 }

@@ -20,7 +20,7 @@ type CheckReport struct {
 const maxReported = 1000
 
 // Check verifies the store's own page structure (bbolt's check), that every
-// blob a share link or upload session names is recorded, that every
+// blob a share link, upload session or provenance chain names is recorded, that every
 // recorded blob exists with its recorded size, and with deep
 // that every such blob's bytes still hash to its name.
 func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
