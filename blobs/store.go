@@ -119,7 +119,32 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 	if err := s.ensureDirs(hash); err != nil {
 		return Info{}, false, err
 	}
-	created, synced := false, false
+	synced := false
+	for {
+		created, err := place(f, dst, &synced)
+		if err != nil {
+			return Info{}, false, err
+		}
+		// Even when the blob was already there, a concurrent Put may have
+		// placed it and not yet fsynced the directory: do it before reporting
+		// success.
+		if err := syncDir(filepath.Dir(dst)); err != nil {
+			return Info{}, false, err
+		}
+		info, err := s.Stat(hash)
+		if errors.Is(err, ErrNotFound) {
+			// A concurrent Collect moved the blob aside between the claim and
+			// this look; it puts a claimed blob back, so claim it again.
+			continue
+		}
+		return info, created, err
+	}
+}
+
+// place puts the written, hashed temp file f at dst unless a blob is already
+// there, in which case it claims that one. It reports whether it placed f.
+// synced records whether f was fsynced, so a retry does not fsync again.
+func place(f *os.File, dst string, synced *bool) (bool, error) {
 	for {
 		// A blob already in place is claimed by refreshing its modification
 		// time: Collect keeps a file touched after its cutoff, so a blob an
@@ -128,35 +153,27 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 		now := time.Now()
 		err := os.Chtimes(dst, now, now)
 		if err == nil {
-			break
+			return false, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return Info{}, false, err
+			return false, err
 		}
-		if !synced {
+		if !*synced {
 			if err := f.Sync(); err != nil {
-				return Info{}, false, err
+				return false, err
 			}
-			synced = true
+			*synced = true
 		}
 		// link(2) fails with EEXIST if another Put placed the blob since:
 		// "create if absent" without a race, and never a rewrite.
 		err = os.Link(f.Name(), dst)
 		if err == nil {
-			created = true
-			break
+			return true, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return Info{}, false, err
+			return false, err
 		}
 	}
-	// Even when the blob was already there, a concurrent Put may have placed
-	// it and not yet fsynced the directory: do it before reporting success.
-	if err := syncDir(filepath.Dir(dst)); err != nil {
-		return Info{}, false, err
-	}
-	info, err := s.Stat(hash)
-	return info, created, err
 }
 
 // PutBytes stores b under its SHA-256, as Put does. It suits small blobs such
