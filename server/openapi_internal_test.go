@@ -252,7 +252,7 @@ func newOpenAPITestServer(t *testing.T) *Server {
 	return New(DefaultConfig(), store, nil)
 }
 
-func set(list []string) map[string]bool {
+func stringSet(list []string) map[string]bool {
 	m := make(map[string]bool, len(list))
 	for _, s := range list {
 		m[s] = true
@@ -278,7 +278,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	for _, o := range doc.operations(t) {
 		documented[o.String()] = true
 	}
-	pending := set(pendingRoutes)
+	pending := stringSet(pendingRoutes)
 	for key := range registered {
 		if !documented[key] {
 			t.Errorf("route %s is registered but not described in server/openapi.yaml", key)
@@ -319,7 +319,7 @@ func TestOpenAPIErrorCatalog(t *testing.T) {
 
 	doc := loadOpenAPI(t)
 	catalog := doc.catalog(t)
-	pending := set(pendingCodes)
+	pending := stringSet(pendingCodes)
 	for code, status := range statusByCode {
 		got, ok := catalog[code]
 		switch {
