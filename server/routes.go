@@ -44,12 +44,21 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerOpRoutes()
 	s.registerFeedRoutes()
 	s.registerUpgradeRoutes()
+	s.registerOpenAPIRoutes()
 	return s.router
+}
+
+// route is one registration: a method and its pattern in httprouter syntax
+// (":name" parameters). httprouter cannot list its routes, so handle and
+// handleShared record each one; the OpenAPI test walks the list.
+type route struct {
+	method, pattern string
 }
 
 // handle registers h for method and pattern. The pattern, not the raw path,
 // is what the access log records.
 func (s *Server) handle(method, pattern string, h handlerFunc) {
+	s.routeList = append(s.routeList, route{method, pattern})
 	s.router.Handle(method, pattern, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		infoFrom(r).route = pattern
 		if err := h(w, r, ps); err != nil {
@@ -75,6 +84,7 @@ type sharedRoute struct {
 // sharedPrefix). Routes with a static segment win over a parameter in the
 // same place.
 func (s *Server) handleShared(method, pattern string, h handlerFunc) {
+	s.routeList = append(s.routeList, route{method, pattern})
 	if s.shared == nil {
 		s.shared = map[string][]sharedRoute{}
 	}

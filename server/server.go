@@ -112,6 +112,7 @@ type Server struct {
 	now       func() time.Time
 	router    *httprouter.Router
 	shared    map[string][]sharedRoute
+	routeList []route // every registration, in order (see route)
 	handler   http.Handler
 	passwords *password.Hasher
 	metrics   *metrics
