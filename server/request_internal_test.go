@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/rs/zerolog"
@@ -14,27 +16,74 @@ import (
 	"sealbox/kv"
 )
 
-// FuzzDecodeStrict: the strict decoder never panics and every refusal is a
-// 400 error.request.malformed; an accepted body is a single JSON object.
+// requestTypes is every JSON request body the API decodes, with the
+// validate step its handler runs after decoding and the codes that step may
+// refuse with (besides 422 error.request.invalid).
+var requestTypes = []struct {
+	name     string
+	new      func() any
+	validate func(v any) error
+	codes    []string
+}{
+	{"register", func() any { return &registerRequest{} }, func(v any) error { _, err := v.(*registerRequest).validate(checkNewPassword); return err }, nil},
+	{"login", func() any { return &loginRequest{} }, func(v any) error { _, err := v.(*loginRequest).validate(checkPresentedPassword); return err }, nil},
+	{"refresh", func() any { return &refreshRequest{} }, func(v any) error { return required("refresh_token", v.(*refreshRequest).RefreshToken) }, nil},
+	{"reauthenticate", func() any { return &reauthenticateRequest{} }, func(v any) error {
+		req := v.(*reauthenticateRequest)
+		if err := required("password", req.Password); err != nil {
+			return err
+		}
+		return checkPresentedPassword("password", *req.Password)
+	}, nil},
+	{"password", func() any { return &changePasswordRequest{} }, func(v any) error { return v.(*changePasswordRequest).validate() }, nil},
+	{"profile", func() any { return &updateProfileRequest{} }, func(v any) error { return v.(*updateProfileRequest).validate() }, nil},
+	{"redeem", func() any { return &redeemRequest{} }, func(v any) error { return v.(*redeemRequest).validate() }, nil},
+	{"relay", func() any { return &relayRequest{} }, func(v any) error { return v.(*relayRequest).validate() }, nil},
+	{"revoke-all", func() any { return &revokeAllRequest{} }, func(v any) error { return v.(*revokeAllRequest).validate() }, nil},
+	{"share", func() any { return &issueShareRequest{} }, func(v any) error {
+		_, err := v.(*issueShareRequest).validate(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+		return err
+	}, nil},
+	{"totp-code", func() any { return &codeRequest{} }, func(v any) error { return v.(*codeRequest).validate() }, nil},
+	{"verify-totp", func() any { return &verifyLoginRequest{} }, func(v any) error { return v.(*verifyLoginRequest).validate() },
+		[]string{kv.ECodeChallengeExpired}},
+	{"album", func() any { return &provisionAlbumRequest{} }, func(v any) error { return v.(*provisionAlbumRequest).validate() }, nil},
+}
+
+// FuzzDecodeStrict decodes every body into every request type, then runs
+// the type's validate step: nothing panics, every decoding refusal is a 400
+// error.request.malformed, an accepted body is a single JSON object, and
+// validation refuses only with 422 error.request.invalid (or the type's own
+// listed codes). Seeds beyond these live in testdata/fuzz/FuzzDecodeStrict.
 func FuzzDecodeStrict(f *testing.F) {
 	for _, seed := range []string{
 		`{"email":"a@b.c","password":"12345678"}`, `{}`, `[]`, `null`, `{"email":1}`,
 		`{"email":"a"} {}`, `{"unknown":true}`, "\xff", `{"email":"\u0000"}`, ` {"password":"x"}`,
 		`{"cohort_hash":{"a":[1,2]},"device_id":null}`,
+		`{"direction":"to_enrollee","payload":"x"}`, `{"direction":"up","payload":"x"}`,
+		`{"opaque_id":"0123456789abcdef0123456789abcdef","metadata_hash":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","serves":["e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"],"wrapped_secret":"AA==","expires_at":"2030-01-01T00:00:00Z"}`,
+		`{"mfa_token":"sbx_mfa_x","totp_code":"123456"}`, `{"album_id":"6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b"}`,
+		`{"display_name":"\u0007"}`, `{"current_password":"","new_password":"1234567"}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, dst := range []any{&loginRequest{}, &updateProfileRequest{}, &changePasswordRequest{}} {
+		for _, rt := range requestTypes {
+			dst := rt.new()
 			err := decodeStrict(body, dst)
-			if err == nil {
-				if trimmed := strings.TrimLeft(string(body), " \t\r\n"); trimmed == "" || trimmed[0] != '{' {
-					t.Fatalf("accepted a body that is not an object: %q", body)
+			if err != nil {
+				if code := kv.ErrorCode(err); code != kv.ECodeMalformed {
+					t.Fatalf("%s: refusal with code %q (%v) for %q", rt.name, code, err, body)
 				}
 				continue
 			}
-			if code := kv.ErrorCode(err); code != kv.ECodeMalformed {
-				t.Fatalf("refusal with code %q (%v) for %q", code, err, body)
+			if trimmed := strings.TrimLeft(string(body), " \t\r\n"); trimmed == "" || trimmed[0] != '{' {
+				t.Fatalf("%s: accepted a body that is not an object: %q", rt.name, body)
+			}
+			if err := rt.validate(dst); err != nil {
+				if code := kv.ErrorCode(err); code != kv.ECodeInvalid && !slices.Contains(rt.codes, code) {
+					t.Fatalf("%s: validation refusal with code %q (%v) for %q", rt.name, code, err, body)
+				}
 			}
 		}
 	})

@@ -73,6 +73,10 @@ type Config struct {
 	// SweepInterval is how often expired records are deleted.
 	SweepInterval time.Duration
 
+	// ReadHeaderTimeout is how long a client may take to send a request's
+	// headers before the connection is closed (slow-header clients).
+	ReadHeaderTimeout time.Duration
+
 	// Now is the clock; Rand the source of every token and id.
 	Now  func() time.Time
 	Rand io.Reader
@@ -82,24 +86,25 @@ type Config struct {
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{
-		Registration:    "open",
-		MaxBody:         1 << 20,
-		MaxBlob:         16 << 30,
-		AccessTTL:       15 * time.Minute,
-		RefreshTTL:      30 * 24 * time.Hour,
-		FreshWindow:     10 * time.Minute,
-		LockoutFailures: 10,
-		LockoutWindow:   15 * time.Minute,
-		Argon2:          password.Default,
-		ProtocolMin:     "2025-01-15",
-		ProtocolMax:     "2026-09-01",
-		ShareRate:       20,
-		ShareBurst:      200,
-		UpgradeWindow:   15 * time.Minute,
-		SweepInterval:   time.Minute,
-		Now:             time.Now,
-		Rand:            rand.Reader,
-		Log:             zerolog.Nop(),
+		Registration:      "open",
+		MaxBody:           1 << 20,
+		MaxBlob:           16 << 30,
+		AccessTTL:         15 * time.Minute,
+		RefreshTTL:        30 * 24 * time.Hour,
+		FreshWindow:       10 * time.Minute,
+		LockoutFailures:   10,
+		LockoutWindow:     15 * time.Minute,
+		Argon2:            password.Default,
+		ProtocolMin:       "2025-01-15",
+		ProtocolMax:       "2026-09-01",
+		ShareRate:         20,
+		ShareBurst:        200,
+		UpgradeWindow:     15 * time.Minute,
+		SweepInterval:     time.Minute,
+		ReadHeaderTimeout: 10 * time.Second,
+		Now:               time.Now,
+		Rand:              rand.Reader,
+		Log:               zerolog.Nop(),
 	}
 }
 
@@ -140,6 +145,9 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 	if cfg.AlbumProtocol == "" {
 		cfg.AlbumProtocol = cfg.ProtocolMax
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
+	}
 	s := &Server{
 		cfg:          cfg,
 		store:        store,
@@ -173,7 +181,7 @@ func (s *Server) Open(addr string) error {
 		// Headers must arrive promptly (slow-header clients are cut off);
 		// bodies and responses have no deadline, because a blob upload or
 		// download over a home uplink may take hours.
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          nil,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/hex"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -39,4 +40,70 @@ func FuzzPathOpaqueID(f *testing.F) {
 func FuzzPathHash(f *testing.F) {
 	f.Add("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
 	f.Fuzz(func(t *testing.T, v string) { fuzzPathParam(t, "hash", blobs.ValidHash, 64, v) })
+}
+
+// uuidShape is the oracle for parseUUID: 8-4-4-4-12 hex digits of either
+// case.
+var uuidShape = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// FuzzPathUUID: the UUID path parameters. session_id and user_id go
+// through parseUUID (either case, answered lowercase); album_id through
+// isCanonicalUUID (lowercase only) and pathParam, which refuses anything
+// else as a malformed path parameter (400).
+func FuzzPathUUID(f *testing.F) {
+	f.Add("6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b")
+	f.Fuzz(func(t *testing.T, v string) {
+		want := uuidShape.MatchString(v)
+		canon, ok := parseUUID(v)
+		if ok != want {
+			t.Fatalf("parseUUID(%q): ok %v, want %v", v, ok, want)
+		}
+		if ok && canon != strings.ToLower(v) {
+			t.Fatalf("parseUUID(%q) = %q, want it lowercased", v, canon)
+		}
+		if again, ok2 := parseUUID(canon); ok && (!ok2 || again != canon) {
+			t.Fatalf("parseUUID is not idempotent on %q", canon)
+		}
+		got, err := pathParam(httprouter.Params{{Key: "album_id", Value: v}}, "album_id", isCanonicalUUID)
+		wantCanon := want && v == strings.ToLower(v)
+		switch {
+		case wantCanon && (err != nil || got != v):
+			t.Fatalf("album_id %q refused: %v", v, err)
+		case !wantCanon && err == nil:
+			t.Fatalf("album_id %q accepted", v)
+		case !wantCanon && kv.ErrorCode(err) != kv.ECodeMalformed:
+			t.Fatalf("album_id %q refused with %v, want %s", v, err, kv.ECodeMalformed)
+		}
+	})
+}
+
+// FuzzPathUploadID: an upload_id is the upload prefix and 43 base64url
+// characters (256 bits); nothing else reaches the store.
+func FuzzPathUploadID(f *testing.F) {
+	f.Add(prefixUpload + strings.Repeat("A", 43))
+	f.Fuzz(func(t *testing.T, v string) {
+		rest, hasPrefix := strings.CutPrefix(v, prefixUpload)
+		// Any 43 base64url characters are accepted, canonical or not: the
+		// store's lookup by hash decides whether the id exists.
+		want := hasPrefix && len(rest) == 43 && isURLAlphabet(rest)
+		got, err := pathParam(httprouter.Params{{Key: "upload_id", Value: v}}, "upload_id", isUploadID)
+		switch {
+		case want && (err != nil || got != v):
+			t.Fatalf("upload_id %q refused: %v", v, err)
+		case !want && err == nil:
+			t.Fatalf("upload_id %q accepted", v)
+		case !want && kv.ErrorCode(err) != kv.ECodeMalformed:
+			t.Fatalf("upload_id %q refused with %v, want %s", v, err, kv.ECodeMalformed)
+		}
+	})
+}
+
+func isURLAlphabet(s string) bool {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for _, c := range s {
+		if !strings.ContainsRune(alphabet, c) {
+			return false
+		}
+	}
+	return true
 }

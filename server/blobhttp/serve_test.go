@@ -549,3 +549,65 @@ func benchmarkServe(b *testing.B, respond func(w http.ResponseWriter, r *http.Re
 		}
 	}
 }
+
+// FuzzConditionalHeaders sends arbitrary If-None-Match, If-Modified-Since,
+// If-Range, Range, If-Match and If-Unmodified-Since values through Serve:
+// every answer is 200, 206 or 304 with ETag and Last-Modified; a 304 has no
+// body, a 200 has the whole blob, and a 206 never comes from a Range that
+// ParseRange refuses. An If-None-Match naming the blob's own tag always
+// answers 304.
+func FuzzConditionalHeaders(f *testing.F) {
+	tag := `"` + testHash + `"`
+	f.Add(tag, "", "", "", "", "")
+	f.Add("W/"+tag, testLastModified, tag, "bytes=0-9", "", "")
+	f.Add(`"other", `+tag, "", "", "", "", "")
+	f.Add("*", "", "", "", "nope", "Mon, 01 Jan 1970 00:00:00 GMT")
+	f.Add("", testLastModified, "", "", "", "")
+	f.Add("", "Sun, 22 Nov 2026 09:59:59 GMT", "", "", "", "")
+	f.Add("", "Sunday, 22-Nov-26 10:00:00 GMT", testLastModified, "bytes=-5", "", "")
+	f.Add("", "", "W/"+tag, "bytes=1-2", "", "")
+	f.Add("", "", "garbage", "bytes=1-2,4-5", "", "")
+	f.Add(`"`, "\xff", "\x00", "bytes=\xff", "\xff", "\xff")
+	f.Fuzz(func(t *testing.T, ifNoneMatch, ifModifiedSince, ifRange, rangeHeader, ifMatch, ifUnmodifiedSince string) {
+		header := http.Header{}
+		for name, v := range map[string]string{
+			"If-None-Match": ifNoneMatch, "If-Modified-Since": ifModifiedSince, "If-Range": ifRange,
+			"Range": rangeHeader, "If-Match": ifMatch, "If-Unmodified-Since": ifUnmodifiedSince,
+		} {
+			if v != "" {
+				header[name] = []string{v}
+			}
+		}
+		r := httptest.NewRequest(http.MethodGet, "/s/link/blob/"+testHash, nil)
+		r.Header = header
+		w := httptest.NewRecorder()
+		Serve(w, r, bytes.NewReader(testBlob), int64(len(testBlob)), testHash, testModTime)
+		resp := w.Result()
+		body, _ := io.ReadAll(resp.Body)
+		if got := resp.Header.Get("ETag"); got != tag {
+			t.Fatalf("ETag %q", got)
+		}
+		if got := resp.Header.Get("Last-Modified"); got != testLastModified {
+			t.Fatalf("Last-Modified %q", got)
+		}
+		switch resp.StatusCode {
+		case http.StatusNotModified:
+			if len(body) != 0 {
+				t.Fatalf("304 with %d body bytes", len(body))
+			}
+		case http.StatusOK:
+			if !bytes.Equal(body, testBlob) {
+				t.Fatalf("200 with %d bytes that are not the blob", len(body))
+			}
+		case http.StatusPartialContent:
+			if _, ok := ParseRange(rangeHeader, int64(len(testBlob))); !ok {
+				t.Fatalf("206 for a Range ParseRange refuses: %q", rangeHeader)
+			}
+		default:
+			t.Fatalf("status %d for %q", resp.StatusCode, header)
+		}
+		if ifNoneMatch == tag && resp.StatusCode != http.StatusNotModified {
+			t.Fatalf("If-None-Match with the blob's own tag answered %d", resp.StatusCode)
+		}
+	})
+}
