@@ -22,32 +22,62 @@ type lockoutRecord struct {
 	ExpiresAt time.Time `cbor:"4,keyasint"`
 }
 
-// BeginPasswordAttempt must precede every password verification (login,
-// reauthenticate, password change). It refuses a locked address with
-// error.auth.account_locked, without any verification. Otherwise it counts
-// the attempt as a failure in advance — the check and the increment are one
-// transaction, so parallel guesses cannot exceed the limit while their
-// verifications run — and returns the account registered under email, or nil
-// when there is none: unknown addresses are counted and locked the same way,
-// so a 423 never reveals whether an account exists. A verified password
-// clears the count through the success methods (LoginSucceeded,
-// Reauthenticated, ChangePassword).
-func (s *Store) BeginPasswordAttempt(email string, p LockoutPolicy) (*Account, error) {
+// The lockout counts completed failed password verifications per
+// normalized address, for unknown addresses too, so a 423 never reveals
+// whether an account exists. Bounding the verifications in flight, so that
+// parallel guesses cannot pass the limit while they run, is the server's
+// job: it admits a verification only while the failures counted here plus
+// those in flight stay under the limit.
+
+// current returns the address's counter as it stands at now under p: a
+// counter whose lock has ended or whose last failure left the window starts
+// again from zero.
+func currentLockout(tx *bolt.Tx, email string, p LockoutPolicy, now time.Time) (lockoutRecord, error) {
+	var rec lockoutRecord
+	if b := tx.Bucket(bucketLockouts).Get([]byte(email)); b != nil {
+		if err := decode(b, &rec); err != nil {
+			return rec, err
+		}
+	}
+	if now.Before(rec.LockedUntil) {
+		return rec, &Error{Code: ECodeAccountLocked, Message: "too many failed attempts; the account is locked for a while", RetryAfter: rec.LockedUntil.Sub(now)}
+	}
+	if !rec.LockedUntil.IsZero() || !now.Before(rec.LastFailure.Add(p.Window)) {
+		rec = lockoutRecord{}
+	}
+	return rec, nil
+}
+
+// PasswordAttempt precedes a password verification (login, reauthenticate,
+// password change). It refuses a locked address with
+// error.auth.account_locked, without any verification; otherwise it returns
+// the account registered under email (nil when there is none) and the
+// failures counted against the address.
+func (s *Store) PasswordAttempt(email string, p LockoutPolicy) (*Account, int, error) {
 	var a *Account
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	var failures int
+	err := s.db.View(func(tx *bolt.Tx) error {
+		rec, err := currentLockout(tx, email, p, s.now())
+		if err != nil {
+			return err
+		}
+		failures = rec.Failures
+		a, err = getAccountByEmail(tx, email)
+		return err
+	})
+	return a, failures, err
+}
+
+// CountPasswordFailure counts one failed verification against the address
+// and locks it for p.Window when the count reaches p.Failures. A verified
+// password clears the count through the success methods (LoginSucceeded,
+// Reauthenticated, ChangePassword).
+func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
 		now := s.now()
-		key := []byte(email)
-		var rec lockoutRecord
-		if b := tx.Bucket(bucketLockouts).Get(key); b != nil {
-			if err := decode(b, &rec); err != nil {
-				return err
-			}
-		}
-		if now.Before(rec.LockedUntil) {
-			return &Error{Code: ECodeAccountLocked, Message: "too many failed attempts; the account is locked for a while", RetryAfter: rec.LockedUntil.Sub(now)}
-		}
-		if !rec.LockedUntil.IsZero() || !now.Before(rec.LastFailure.Add(p.Window)) {
-			rec = lockoutRecord{}
+		rec, err := currentLockout(tx, email, p, now)
+		if err != nil {
+			return err
 		}
 		rec.Failures++
 		rec.LastFailure = now
@@ -55,17 +85,12 @@ func (s *Store) BeginPasswordAttempt(email string, p LockoutPolicy) (*Account, e
 			rec.LockedUntil = now.Add(p.Window)
 		}
 		rec.ExpiresAt = now.Add(p.Window)
+		key := []byte(email)
 		if err := tx.Bucket(bucketLockouts).Put(key, encode(&rec)); err != nil {
 			return err
 		}
-		if err := putExpiry(tx, rec.ExpiresAt, kindLockout, key); err != nil {
-			return err
-		}
-		var err error
-		a, err = getAccountByEmail(tx, email)
-		return err
+		return putExpiry(tx, rec.ExpiresAt, kindLockout, key)
 	})
-	return a, err
 }
 
 func clearLockout(tx *bolt.Tx, email string) error {

@@ -160,71 +160,77 @@ func TestSessionsOldestFirstPrefixScan(t *testing.T) {
 	}
 }
 
-func TestLockoutCountsParallelGuesses(t *testing.T) {
-	s, _ := MustOpenStore(t)
-	p := kv.LockoutPolicy{Failures: 10, Window: 15 * time.Minute}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	passed := 0
-	for i := 0; i < 50; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := s.BeginPasswordAttempt("nobody@example.org", p); err == nil {
-				mu.Lock()
-				passed++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if passed != 10 {
-		t.Fatalf("%d attempts reached verification, want exactly 10", passed)
-	}
-}
-
 func TestLockoutWindowAndReset(t *testing.T) {
 	s, c := MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	p := kv.LockoutPolicy{Failures: 3, Window: 15 * time.Minute}
-	for i := 0; i < 2; i++ {
-		if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
+	failures := func() int {
+		t.Helper()
+		_, n, err := s.PasswordAttempt(a.Email, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fail := func() {
+		t.Helper()
+		if err := s.CountPasswordFailure(a.Email, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A success clears the count: three more attempts pass again.
+	fail()
+	fail()
+	if got := failures(); got != 2 {
+		t.Fatalf("failures: got %d, want 2", got)
+	}
+	// A success clears the count.
 	if err := s.Reauthenticated(a.Email, "sess-1-0", c.Now()); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 3; i++ {
-		if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
-			t.Fatalf("attempt %d after reset: %v", i+1, err)
-		}
+	if got := failures(); got != 0 {
+		t.Fatalf("after a success: got %d, want 0", got)
 	}
-	_, err := s.BeginPasswordAttempt(a.Email, p)
-	var ke *kv.Error
-	if kv.ErrorCode(err) != kv.ECodeAccountLocked {
+	fail()
+	fail()
+	fail()
+	acct, _, err := s.PasswordAttempt(a.Email, p)
+	if kv.ErrorCode(err) != kv.ECodeAccountLocked || acct != nil {
 		t.Fatalf("got %v, want %s", err, kv.ECodeAccountLocked)
 	}
-	ke = err.(*kv.Error)
-	if ke.RetryAfter != 15*time.Minute {
+	if ke := err.(*kv.Error); ke.RetryAfter != 15*time.Minute {
 		t.Fatalf("RetryAfter: got %v, want 15m", ke.RetryAfter)
 	}
-	c.Advance(15 * time.Minute)
-	if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
-		t.Fatalf("lock outlived its window: %v", err)
+	if err := s.CountPasswordFailure(a.Email, p); kv.ErrorCode(err) != kv.ECodeAccountLocked {
+		t.Fatalf("a locked address counted another failure: %v", err)
 	}
-	// The sweep keeps a counter that is still within its window.
+	c.Advance(15 * time.Minute)
+	if got := failures(); got != 0 {
+		t.Fatalf("the lock outlived its window: %d failures", got)
+	}
+	// Failures are remembered for the window, across sweeps.
+	fail()
 	c.Advance(time.Minute)
 	if _, err := s.Sweep(); err != nil {
 		t.Fatal(err)
 	}
+	if got := failures(); got != 1 {
+		t.Fatalf("count lost across a sweep: %d", got)
+	}
+	c.Advance(15 * time.Minute)
+	if got := failures(); got != 0 {
+		t.Fatalf("a failure outlived the window: %d", got)
+	}
+}
+
+func TestLockoutCountsUnknownAddresses(t *testing.T) {
+	s, _ := MustOpenStore(t)
+	p := kv.LockoutPolicy{Failures: 2, Window: time.Minute}
 	for i := 0; i < 2; i++ {
-		if _, err := s.BeginPasswordAttempt(a.Email, p); err != nil {
+		if err := s.CountPasswordFailure("ghost@example.org", p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.BeginPasswordAttempt(a.Email, p); kv.ErrorCode(err) != kv.ECodeAccountLocked {
-		t.Fatalf("count lost across a sweep: %v", err)
+	if _, _, err := s.PasswordAttempt("ghost@example.org", p); kv.ErrorCode(err) != kv.ECodeAccountLocked {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -127,17 +128,25 @@ type loginRequest struct {
 }
 
 // verifyPassword runs one counted password verification for the account
-// registered under email (which may not exist): the lockout check and count
-// come first, then argon2id against the stored or the dummy hash. It
-// returns the account when the password is right, error.auth.account_locked
-// (423) while locked or when the operator disabled the account (told only to
-// a caller who knows the password), and error.auth.invalid_credentials
+// registered under email (which may not exist): the lockout check comes
+// first, and the attempt gate admits it only while failures counted plus
+// verifications in flight stay under the limit; then argon2id runs against
+// the stored or the dummy hash, and a wrong password is counted. It returns
+// the account when the password is right, error.auth.account_locked (423)
+// while locked or when the operator disabled the account (told only to a
+// caller who knows the password), and error.auth.invalid_credentials
 // otherwise.
-func (s *Server) verifyPassword(email, password string) (*kv.Account, error) {
-	acct, err := s.store.BeginPasswordAttempt(email, kv.LockoutPolicy{Failures: s.cfg.LockoutFailures, Window: s.cfg.LockoutWindow})
+func (s *Server) verifyPassword(ctx context.Context, email, password string) (*kv.Account, error) {
+	var acct *kv.Account
+	release, err := s.attempts.enter(ctx, email, s.cfg.LockoutFailures, func() (int, error) {
+		a, failures, err := s.store.PasswordAttempt(email, s.lockoutPolicy())
+		acct = a
+		return failures, err
+	})
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	stored := ""
 	if acct != nil {
 		stored = acct.PasswordHash
@@ -147,12 +156,19 @@ func (s *Server) verifyPassword(email, password string) (*kv.Account, error) {
 		return nil, err
 	}
 	if !ok {
+		if err := s.store.CountPasswordFailure(email, s.lockoutPolicy()); err != nil {
+			return nil, err
+		}
 		return nil, kv.Errorf(kv.ECodeInvalidCredentials, "the email or password is wrong")
 	}
 	if acct.Disabled {
 		return nil, kv.Errorf(kv.ECodeAccountLocked, "the operator has disabled this account")
 	}
 	return acct, nil
+}
+
+func (s *Server) lockoutPolicy() kv.LockoutPolicy {
+	return kv.LockoutPolicy{Failures: s.cfg.LockoutFailures, Window: s.cfg.LockoutWindow}
 }
 
 // handles "POST /v1/auth/login"
@@ -165,7 +181,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
-	acct, err := s.verifyPassword(email, *req.Password)
+	acct, err := s.verifyPassword(r.Context(), email, *req.Password)
 	if err != nil {
 		return err
 	}
@@ -237,7 +253,7 @@ func (s *Server) handleReauthenticate(w http.ResponseWriter, r *http.Request, _ 
 	if err != nil {
 		return err
 	}
-	if _, err := s.verifyPassword(acct.Email, *req.Password); err != nil {
+	if _, err := s.verifyPassword(r.Context(), acct.Email, *req.Password); err != nil {
 		return err
 	}
 	at := s.now()
@@ -281,7 +297,7 @@ func (s *Server) handlePasswordChange(w http.ResponseWriter, r *http.Request, _ 
 	if err != nil {
 		return err
 	}
-	if _, err := s.verifyPassword(acct.Email, *req.CurrentPassword); err != nil {
+	if _, err := s.verifyPassword(r.Context(), acct.Email, *req.CurrentPassword); err != nil {
 		return err
 	}
 	hash, err := s.passwords.Hash(*req.NewPassword)

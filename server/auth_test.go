@@ -392,3 +392,44 @@ func TestConcurrentRegistrationOfOneAddress(t *testing.T) {
 		t.Fatalf("%d registrations succeeded, want 1", ok)
 	}
 }
+
+// Parallel guesses cannot pass the lockout limit while their verifications
+// run: of 40 concurrent wrong passwords exactly LockoutFailures are checked
+// (401) and the rest find the address locked (423).
+func TestParallelGuessesStopAtTheLimit(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Register(t, "a@example.org")
+	statuses := concurrentLogins(t, ts, 40, "a@example.org", "wrong password")
+	if statuses[401] != 10 || statuses[423] != 30 {
+		t.Fatalf("statuses: %v, want 10 x 401 and 30 x 423", statuses)
+	}
+}
+
+// Parallel correct sign-ins of one account all succeed: verifications in
+// flight are not counted as failures.
+func TestParallelCorrectLoginsAllSucceed(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Register(t, "a@example.org")
+	if statuses := concurrentLogins(t, ts, 40, "a@example.org", testPassword); statuses[200] != 40 {
+		t.Fatalf("statuses: %v, want 40 x 200", statuses)
+	}
+}
+
+func concurrentLogins(t *testing.T, ts *TestServer, n int, email, password string) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": email, "password": password}})
+			mu.Lock()
+			statuses[r.Status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return statuses
+}

@@ -122,6 +122,7 @@ type Server struct {
 	passwords *password.Hasher
 	metrics   *metrics
 	redeem    *redeemLimits
+	attempts  *attemptGate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
 
@@ -156,6 +157,7 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 		now:          cfg.Now,
 		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand),
 		redeem:       newRedeemLimits(cfg.Now),
+		attempts:     newAttemptGate(),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 	}

@@ -149,15 +149,17 @@ type secondFactorChallenge struct {
 // account with a confirmed second factor: 202 and a challenge. No session,
 // cohort or refresh token exists until verify-totp succeeds.
 //
-// The failure BeginPasswordAttempt counted in advance is deliberately not
-// cleared here: the sign-in is not complete, and VerifyLogin clears the
-// count when it is. Clearing it at 202 would let someone holding the
-// password but not the authenticator reset the lockout with every login and
-// guess codes without bound; as it is, each challenge costs one counted
-// attempt and allows at most mfaMaxFailures guesses, so the lockout bounds
-// code guessing too. The price: a user who abandons LockoutFailures
+// A challenge counts as one failed attempt against the address until
+// VerifyLogin completes the sign-in and clears the count: otherwise someone
+// holding the password but not the authenticator could sign in over and
+// over and guess codes without bound. As it is, each challenge allows at
+// most mfaMaxFailures guesses and the lockout bounds the challenges, so it
+// bounds code guessing too. The price: a user who abandons LockoutFailures
 // challenges in a row is locked like one who mistyped the password.
 func (s *Server) challengeSecondFactor(w http.ResponseWriter, acct *kv.Account) error {
+	if err := s.store.CountPasswordFailure(acct.Email, s.lockoutPolicy()); err != nil {
+		return err
+	}
 	token := s.newToken(prefixMFA)
 	expires := s.now().Add(mfaTTL)
 	if err := s.store.CreateMFAChallenge(token, acct.ID, expires); err != nil {
