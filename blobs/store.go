@@ -115,21 +115,51 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 		return Info{}, false, ErrHashMismatch
 	}
 
+	return s.link(f.Name(), hash, func() error {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		return f.Close()
+	})
+}
+
+// Adopt places the file at path into the store as the blob hash without
+// copying it, for a file too large to write twice (a resumable upload
+// assembled over many requests). Adopt does not read the file: the caller
+// vouches that it has fsynced it and that its bytes hash to hash. path must
+// be on the store's filesystem, for example in a directory of its own under
+// Dir (Walk skips any directory that is not a fan-out one); across
+// filesystems Adopt fails and places nothing.
+//
+// The blob gets a second name by link(2), so path keeps its own and the
+// caller removes it when it no longer needs it: until then a crash leaves the
+// caller's file intact whatever else happened. As with Put, an existing blob
+// is never rewritten (created is then false and path is left unused), and
+// when Adopt returns nil the blob's name is durable. It returns
+// ErrInvalidHash for an invalid hash.
+func (s *Store) Adopt(path, hash string) (Info, bool, error) {
+	if !ValidHash(hash) {
+		return Info{}, false, ErrInvalidHash
+	}
+	return s.link(path, hash, func() error { return nil })
+}
+
+// link gives the file at src the name of blob hash unless that blob is
+// already stored, calling prepare first (to make src's bytes durable) only
+// when it will link, and makes the name durable.
+func (s *Store) link(src, hash string, prepare func() error) (Info, bool, error) {
 	dst := s.path(hash)
 	if err := s.ensureDirs(hash); err != nil {
 		return Info{}, false, err
 	}
 	created := false
 	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
-		if err := f.Sync(); err != nil {
-			return Info{}, false, err
-		}
-		if err := f.Close(); err != nil {
+		if err := prepare(); err != nil {
 			return Info{}, false, err
 		}
 		// link(2) fails with EEXIST if another Put placed the blob since
 		// Lstat: "create if absent" without a race, and never a rewrite.
-		err = os.Link(f.Name(), dst)
+		err = os.Link(src, dst)
 		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return Info{}, false, err
 		}
