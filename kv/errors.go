@@ -84,4 +84,9 @@ const (
 	ECodeBlobNotFound       = "error.blob.not_found"
 	ECodeHashMismatch       = "error.blob.hash_mismatch"
 	ECodeQuotaExceeded      = "error.quota.exceeded"
+
+	ECodeTransferNotFound = "error.transfer.not_found"
+	ECodeOffsetMismatch   = "error.transfer.offset_mismatch"
+	ECodeTransferLocked   = "error.transfer.locked"
+	ECodeTusVersion       = "error.tus.version"
 )

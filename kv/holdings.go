@@ -83,19 +83,25 @@ func (s *Store) Holds(accountID, hash string) (bool, error) {
 // listings). A blob held by several accounts counts for each of them.
 func (s *Store) HeldBytes(accountID string) (int64, error) {
 	var total int64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		prefix := idPart(accountID)
-		c := tx.Bucket(bucketHoldings).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			var rec holdingRecord
-			if err := decode(v, &rec); err != nil {
-				return err
-			}
-			total += rec.Size
-		}
-		return nil
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		total, err = heldBytes(tx, accountID)
+		return err
 	})
 	return total, err
+}
+
+func heldBytes(tx *bolt.Tx, accountID string) (int64, error) {
+	var total int64
+	prefix := idPart(accountID)
+	c := tx.Bucket(bucketHoldings).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var rec holdingRecord
+		if err := decode(v, &rec); err != nil {
+			return 0, err
+		}
+		total += rec.Size
+	}
+	return total, nil
 }
 
 // Blobs lists up to limit recorded blobs whose hash sorts after after ("" to

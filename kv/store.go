@@ -35,6 +35,11 @@ var (
 	bucketUploads           = []byte("uploads")
 	bucketUploadsByAlbum    = []byte("uploads_by_album")
 	bucketUploadBlobs       = []byte("upload_blobs")
+
+	bucketTransfers          = []byte("transfers")
+	bucketTransfersByUpload  = []byte("transfers_by_upload")
+	bucketTransfersByAccount = []byte("transfers_by_account")
+	bucketTransferRemovals   = []byte("transfer_removals")
 )
 
 var allBuckets = [][]byte{
@@ -43,6 +48,7 @@ var allBuckets = [][]byte{
 	bucketMFAChallenges, bucketCohorts, bucketExpiry,
 	bucketAlbums, bucketAlbumsByAccount, bucketBlobs, bucketHoldings,
 	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs,
+	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 }
 
 // Options tune a Store. Zero values take the defaults.

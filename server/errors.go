@@ -48,6 +48,11 @@ var statusByCode = map[string]int{
 	kv.ECodeBlobNotFound:       http.StatusNotFound,
 	kv.ECodeHashMismatch:       http.StatusUnprocessableEntity,
 	kv.ECodeQuotaExceeded:      http.StatusForbidden,
+
+	kv.ECodeTransferNotFound: http.StatusNotFound,
+	kv.ECodeOffsetMismatch:   http.StatusConflict,
+	kv.ECodeTransferLocked:   http.StatusLocked,
+	kv.ECodeTusVersion:       http.StatusPreconditionFailed,
 }
 
 // statusError overrides the table's status for one use of a code, where the
