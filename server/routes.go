@@ -34,6 +34,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerDeviceRoutes()
 	s.registerAlbumRoutes()
 	s.registerUploadRoutes()
+	s.registerTusRoutes()
 	return s.router
 }
 

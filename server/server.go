@@ -101,6 +101,8 @@ type Server struct {
 	handler   http.Handler
 	passwords *password.Hasher
 	metrics   *metrics
+	// tusLocks holds the ids of the transfers a request is writing.
+	tusLocks sync.Map
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -202,6 +204,8 @@ func (s *Server) sweepLoop() {
 			} else if n > 0 {
 				s.log.Debug().Int("records", n).Msg("swept expired records")
 			}
+			// Expired sessions take their transfers with them.
+			s.removePartials()
 		}
 	}
 }
