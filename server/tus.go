@@ -302,7 +302,7 @@ func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Tr
 		step := min(tusCheckpoint, t.Length-from)
 		// The wrappers hide WriterTo and ReaderFrom, which would make
 		// CopyBuffer ignore the buffer.
-		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(f, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
+		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(&writeback{f: f, off: from}, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
 		var readErr *kv.Error
 		if err != nil && !errors.As(err, &readErr) {
 			return 0, err // a write failed: nothing more is acknowledged
@@ -334,6 +334,32 @@ func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Tr
 			return t.Offset, err
 		}
 	}
+}
+
+// writebackStep is how many written bytes writeback lets accumulate before
+// it hands them to the disk.
+const writebackStep = 1 << 20
+
+// writeback writes to the partial file from offset off and starts the disk
+// writing each megabyte as soon as it is written, without waiting for it, so
+// receiving the body and writing it to disk overlap and the fsync that
+// acknowledges the PATCH only waits for the tail. Without it every PATCH
+// would receive, then stall while its whole body is flushed.
+type writeback struct {
+	f       *os.File
+	off     int64 // where the next byte goes
+	pending int64 // bytes before off not yet handed to the disk
+}
+
+func (w *writeback) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	w.pending += int64(n)
+	if w.pending >= writebackStep {
+		startWriteback(w.f, w.off-w.pending, w.pending)
+		w.pending = 0
+	}
+	return n, err
 }
 
 // moreBody reports whether body holds another byte.
