@@ -115,13 +115,54 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 		return Info{}, false, ErrHashMismatch
 	}
 
+	return s.link(f.Name(), hash, func() error {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		return f.Close()
+	})
+}
+
+// Adopt places the file at path into the store as the blob hash without
+// copying it, for a file too large to write twice (a resumable upload
+// assembled over many requests). Adopt does not read the file: the caller
+// vouches that it has fsynced it and that its bytes hash to hash. path must
+// be on the store's filesystem, for example in a directory of its own under
+// Dir (Walk skips any directory that is not a fan-out one); across
+// filesystems Adopt fails and places nothing.
+//
+// The blob gets a second name by link(2), so path keeps its own and the
+// caller removes it when it no longer needs it: until then a crash leaves the
+// caller's file intact whatever else happened. As with Put, an existing blob
+// is never rewritten (created is then false and path is left unused), and
+// when Adopt returns nil the blob's name is durable. It returns
+// ErrInvalidHash for an invalid hash.
+func (s *Store) Adopt(path, hash string) (Info, bool, error) {
+	if !ValidHash(hash) {
+		return Info{}, false, ErrInvalidHash
+	}
+	return s.link(path, hash, func() error { return nil })
+}
+
+// link gives the file at src the name of blob hash unless that blob is
+// already stored, in which case it claims that blob instead (see place). It
+// calls prepare (to make src's bytes durable) once, and only when it will
+// link, and makes the name durable before it returns.
+func (s *Store) link(src, hash string, prepare func() error) (Info, bool, error) {
 	dst := s.path(hash)
 	if err := s.ensureDirs(hash); err != nil {
 		return Info{}, false, err
 	}
-	synced := false
+	prepared := false
+	prepareOnce := func() error {
+		if prepared {
+			return nil
+		}
+		prepared = true
+		return prepare()
+	}
 	for {
-		created, err := place(f, dst, &synced)
+		created, err := place(src, dst, prepareOnce)
 		if err != nil {
 			return Info{}, false, err
 		}
@@ -141,10 +182,9 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 	}
 }
 
-// place puts the written, hashed temp file f at dst unless a blob is already
-// there, in which case it claims that one. It reports whether it placed f.
-// synced records whether f was fsynced, so a retry does not fsync again.
-func place(f *os.File, dst string, synced *bool) (bool, error) {
+// place links src to dst unless a blob is already there, in which case it
+// claims that one, and reports whether it linked src.
+func place(src, dst string, prepare func() error) (bool, error) {
 	for {
 		// A blob already in place is claimed by refreshing its modification
 		// time: Collect keeps a file touched after its cutoff, so a blob an
@@ -158,15 +198,12 @@ func place(f *os.File, dst string, synced *bool) (bool, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return false, err
 		}
-		if !*synced {
-			if err := f.Sync(); err != nil {
-				return false, err
-			}
-			*synced = true
+		if err := prepare(); err != nil {
+			return false, err
 		}
 		// link(2) fails with EEXIST if another Put placed the blob since:
 		// "create if absent" without a race, and never a rewrite.
-		err = os.Link(f.Name(), dst)
+		err = os.Link(src, dst)
 		if err == nil {
 			return true, nil
 		}

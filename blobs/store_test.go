@@ -624,3 +624,103 @@ func TestCollectRacingPut(t *testing.T) {
 		}
 	}
 }
+
+// writePartial writes data to a file in a directory of its own under the
+// store, as a resumable upload does, and returns its path.
+func writePartial(t *testing.T, s *blobs.Store, name string, data []byte) string {
+	t.Helper()
+	dir := filepath.Join(s.Dir(), "partial")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAdopt(t *testing.T) {
+	s := MustOpenStore(t)
+	data := randomBytes(3<<20, 11)
+	h := hashOf(data)
+	src := writePartial(t, s, "upload-1", data)
+	info, created, err := s.Adopt(src, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !created || info.Hash != h || info.Size != int64(len(data)) {
+		t.Fatalf("Adopt = %+v, created %v", info, created)
+	}
+	// The blob is the same file under a second name, not a copy; the
+	// caller's name stays until the caller removes it.
+	srcFi, err := os.Stat(src)
+	if err != nil {
+		t.Fatalf("Adopt removed the caller's name: %v", err)
+	}
+	f, _, err := s.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobFi, _ := f.Stat()
+	got, _ := io.ReadAll(f)
+	f.Close()
+	if !os.SameFile(srcFi, blobFi) {
+		t.Error("the blob is a copy, not a link of the adopted file")
+	}
+	if !bytes.Equal(got, data) {
+		t.Error("the adopted blob's bytes differ")
+	}
+	if err := s.Verify(h); err != nil {
+		t.Errorf("Verify = %v", err)
+	}
+	if err := os.Remove(src); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Exists(h) {
+		t.Error("removing the caller's name removed the blob")
+	}
+	var walked []string
+	s.Walk(func(i blobs.Info) error { walked = append(walked, i.Hash); return nil })
+	if !slices.Equal(walked, []string{h}) {
+		t.Errorf("Walk = %q, want only the adopted blob", walked)
+	}
+}
+
+func TestAdoptExistingNeverRewritten(t *testing.T) {
+	s := MustOpenStore(t)
+	data := []byte("the stored blob")
+	h := hashOf(data)
+	if _, _, err := s.PutBytes(data); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Stat(h)
+	// Even a caller wrong about its bytes cannot replace a stored blob.
+	src := writePartial(t, s, "upload-2", []byte("other bytes of another length"))
+	info, created, err := s.Adopt(src, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stored blob is claimed (its mtime moves forward), never replaced.
+	if created || info.Hash != before.Hash || info.Size != before.Size || info.ModTime.Before(before.ModTime) {
+		t.Fatalf("Adopt over an existing blob: created %v, info %+v, want %+v", created, info, before)
+	}
+	if err := s.Verify(h); err != nil {
+		t.Errorf("the stored blob changed: %v", err)
+	}
+}
+
+func TestAdoptRefusals(t *testing.T) {
+	s := MustOpenStore(t)
+	src := writePartial(t, s, "upload-3", []byte("x"))
+	if _, _, err := s.Adopt(src, "ABC"); !errors.Is(err, blobs.ErrInvalidHash) {
+		t.Errorf("invalid hash: err = %v, want %v", err, blobs.ErrInvalidHash)
+	}
+	h := hashOf([]byte("never written"))
+	if _, _, err := s.Adopt(filepath.Join(s.Dir(), "partial", "missing"), h); err == nil {
+		t.Error("adopting a missing file succeeded")
+	}
+	if s.Exists(h) {
+		t.Error("a failed Adopt left a blob")
+	}
+}

@@ -107,4 +107,9 @@ const (
 	ECodeUpgradeInFlight     = "error.album.upgrade_in_flight"
 	ECodeUpgradeBadTarget    = "error.upgrade.bad_target"
 	ECodeUpgradeNotQuiescent = "error.upgrade.not_quiescent"
+
+	ECodeTransferNotFound = "error.transfer.not_found"
+	ECodeOffsetMismatch   = "error.transfer.offset_mismatch"
+	ECodeTransferLocked   = "error.transfer.locked"
+	ECodeTusVersion       = "error.tus.version"
 )

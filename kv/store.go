@@ -51,6 +51,11 @@ var (
 	bucketFeed              = []byte("feed")
 	bucketUpgrades          = []byte("upgrades")
 	bucketTombstones        = []byte("tombstones")
+
+	bucketTransfers          = []byte("transfers")
+	bucketTransfersByUpload  = []byte("transfers_by_upload")
+	bucketTransfersByAccount = []byte("transfers_by_account")
+	bucketTransferRemovals   = []byte("transfer_removals")
 )
 
 var allBuckets = [][]byte{
@@ -63,6 +68,7 @@ var allBuckets = [][]byte{
 	bucketEnrollCodes, bucketEnrollFallbacks, bucketRelayChannels, bucketRelayMailboxes,
 	bucketShares, bucketShareBlobs,
 	bucketAssets, bucketAppliedManifests, bucketFeed, bucketUpgrades, bucketTombstones,
+	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 }
 
 // Options tune a Store. Zero values take the defaults.

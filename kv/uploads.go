@@ -76,9 +76,23 @@ func liveUpload(tx *bolt.Tx, accountID string, key []byte, now time.Time) (*Uplo
 	return u, nil
 }
 
-// deleteUpload removes a session, its album index entry, its expiry entry
-// and its record of stored hashes. The blobs stay held by the account.
+// touchUpload moves the session's expiry to now+idle: every write to a
+// session keeps it open.
+func touchUpload(tx *bolt.Tx, key []byte, u *Upload, now time.Time, idle time.Duration) error {
+	if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
+		return err
+	}
+	u.ExpiresAt = now.Add(idle)
+	return putUpload(tx, key, u)
+}
+
+// deleteUpload removes a session, its album index entry, its expiry entry,
+// its record of stored hashes and its unfinished transfers. The blobs stay
+// held by the account.
 func deleteUpload(tx *bolt.Tx, key []byte, u *Upload) error {
+	if err := deleteUploadTransfers(tx, key); err != nil {
+		return err
+	}
 	if err := tx.Bucket(bucketUploads).Delete(key); err != nil {
 		return err
 	}
@@ -167,11 +181,7 @@ func (s *Store) AddUploadBlob(accountID, token string, b Blob, idle time.Duratio
 		if err := tx.Bucket(bucketUploadBlobs).Put(join(key, []byte(b.Hash)), member); err != nil {
 			return err
 		}
-		if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
-			return err
-		}
-		u.ExpiresAt = now.Add(idle)
-		return putUpload(tx, key, u)
+		return touchUpload(tx, key, u, now, idle)
 	})
 	return newlyHeld, err
 }
@@ -195,7 +205,8 @@ func (s *Store) UploadBlobs(accountID, token string) ([]string, error) {
 }
 
 // CloseUpload closes the account's open session named by token, or answers
-// error.upload.not_found. The blobs it stored stay held.
+// error.upload.not_found. The blobs it stored stay held; its unfinished
+// transfers are discarded.
 func (s *Store) CloseUpload(accountID, token string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		key := HashToken(token)

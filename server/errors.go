@@ -71,6 +71,11 @@ var statusByCode = map[string]int{
 	kv.ECodeUpgradeInFlight:     http.StatusConflict,
 	kv.ECodeUpgradeBadTarget:    http.StatusBadRequest,
 	kv.ECodeUpgradeNotQuiescent: http.StatusConflict,
+
+	kv.ECodeTransferNotFound: http.StatusNotFound,
+	kv.ECodeOffsetMismatch:   http.StatusConflict,
+	kv.ECodeTransferLocked:   http.StatusLocked,
+	kv.ECodeTusVersion:       http.StatusPreconditionFailed,
 }
 
 // statusError overrides the table's status for one use of a code, where the

@@ -167,6 +167,13 @@ type Req struct {
 // Do sends req and reads the whole response.
 func (ts *TestServer) Do(tb testing.TB, req Req) *Response {
 	tb.Helper()
+	return DoAt(tb, ts.URL(), req)
+}
+
+// DoAt sends req to the server at baseURL (one not started by
+// MustOpenServer, such as the built binary) and reads the whole response.
+func DoAt(tb testing.TB, baseURL string, req Req) *Response {
+	tb.Helper()
 	var body io.Reader
 	contentType := req.ContentType
 	switch b := req.Body.(type) {
@@ -185,7 +192,7 @@ func (ts *TestServer) Do(tb testing.TB, req Req) *Response {
 	if body != nil && contentType == "" {
 		contentType = "application/json"
 	}
-	hr, err := http.NewRequest(req.Method, ts.URL()+req.Path, body)
+	hr, err := http.NewRequest(req.Method, baseURL+req.Path, body)
 	if err != nil {
 		tb.Fatal(err)
 	}

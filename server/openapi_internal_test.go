@@ -21,29 +21,7 @@ import (
 // The tests in this file hold server/openapi.yaml to the code: its operations
 // to the routes registered through handle and handleShared, its error catalog
 // to kv's codes and statusByCode, and each operation's error responses to the
-// catalog. They tolerate exactly one thing: what the two lists below name,
-// operations and codes that arrive with branches not merged into this one yet.
-//
-// pendingRoutes and pendingCodes: each entry must be in the document and must
-// NOT be registered (a route) or in statusByCode (a code). The moment a merge
-// brings one in, these tests fail until it is deleted here, so neither list
-// can go stale. Both are emptied once issue 9 (ADDENDUM 8: tus resumable
-// transfers) is merged.
-var pendingRoutes = []string{
-	"OPTIONS /v1/uploads/{upload_id}/tus",
-	"POST /v1/uploads/{upload_id}/tus",
-	"HEAD /v1/uploads/{upload_id}/tus/{transfer_id}",
-	"PATCH /v1/uploads/{upload_id}/tus/{transfer_id}",
-	"DELETE /v1/uploads/{upload_id}/tus/{transfer_id}",
-}
-
-var pendingCodes = []string{
-	// issue 9
-	"error.transfer.not_found",
-	"error.transfer.offset_mismatch",
-	"error.transfer.locked",
-	"error.tus.version",
-}
+// catalog, with no exceptions.
 
 // catalogOnly are codes no operation lists, each for the reason given.
 var catalogOnly = map[string]string{
@@ -235,17 +213,9 @@ func newOpenAPITestServer(t *testing.T) *Server {
 	return New(DefaultConfig(), store, nil)
 }
 
-func stringSet(list []string) map[string]bool {
-	m := make(map[string]bool, len(list))
-	for _, s := range list {
-		m[s] = true
-	}
-	return m
-}
 
 // TestOpenAPIMatchesRouter walks every registered route and every documented
-// operation: each must be in the other, except the pendingRoutes, which must
-// be documented and not registered.
+// operation: each must be in the other.
 func TestOpenAPIMatchesRouter(t *testing.T) {
 	s := newOpenAPITestServer(t)
 	doc := loadOpenAPI(t)
@@ -261,23 +231,14 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	for _, o := range doc.operations(t) {
 		documented[o.String()] = true
 	}
-	pending := stringSet(pendingRoutes)
 	for key := range registered {
 		if !documented[key] {
 			t.Errorf("route %s is registered but not described in server/openapi.yaml", key)
 		}
-		if pending[key] {
-			t.Errorf("route %s is registered now: delete it from pendingRoutes", key)
-		}
 	}
 	for key := range documented {
-		if !registered[key] && !pending[key] {
+		if !registered[key] {
 			t.Errorf("server/openapi.yaml describes %s, which is not registered", key)
-		}
-	}
-	for key := range pending {
-		if !documented[key] {
-			t.Errorf("pending route %s is not described in server/openapi.yaml", key)
 		}
 	}
 }
@@ -302,7 +263,6 @@ func TestOpenAPIErrorCatalog(t *testing.T) {
 
 	doc := loadOpenAPI(t)
 	catalog := doc.catalog(t)
-	pending := stringSet(pendingCodes)
 	for code, status := range statusByCode {
 		got, ok := catalog[code]
 		switch {
@@ -311,18 +271,10 @@ func TestOpenAPIErrorCatalog(t *testing.T) {
 		case got != status:
 			t.Errorf("code %s: server/openapi.yaml says %d, statusByCode %d", code, got, status)
 		}
-		if pending[code] {
-			t.Errorf("code %s is in statusByCode now: delete it from pendingCodes", code)
-		}
 	}
 	for code := range catalog {
-		if _, ok := statusByCode[code]; !ok && !pending[code] {
+		if _, ok := statusByCode[code]; !ok {
 			t.Errorf("server/openapi.yaml catalogs %s, which statusByCode does not map", code)
-		}
-	}
-	for code := range pending {
-		if _, ok := catalog[code]; !ok {
-			t.Errorf("pending code %s is not in the catalog of server/openapi.yaml", code)
 		}
 	}
 }

@@ -45,6 +45,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerFeedRoutes()
 	s.registerUpgradeRoutes()
 	s.registerOpenAPIRoutes()
+	s.registerTusRoutes()
 	return s.router
 }
 

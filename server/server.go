@@ -125,6 +125,8 @@ type Server struct {
 	attempts  *attemptGate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
+	// tusLocks holds the ids of the transfers a request is writing.
+	tusLocks sync.Map
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -232,6 +234,8 @@ func (s *Server) sweepLoop() {
 			} else if n > 0 {
 				s.log.Debug().Int("records", n).Msg("swept expired records")
 			}
+			// Expired sessions take their transfers with them.
+			s.removePartials()
 		}
 	}
 }

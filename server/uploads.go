@@ -92,7 +92,7 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 }
 
 // handles "DELETE /v1/uploads/:upload_id": closes the session; the blobs it
-// stored stay held by the caller.
+// stored stay held by the caller, its unfinished transfers are discarded.
 func (s *Server) handleUploadClose(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	sess := caller(r)
 	uploadID, err := pathParam(ps, "upload_id", isUploadID)
@@ -102,5 +102,6 @@ func (s *Server) handleUploadClose(w http.ResponseWriter, r *http.Request, ps ht
 	if err := s.store.CloseUpload(sess.AccountID, uploadID); err != nil {
 		return err
 	}
+	s.removePartials() // of the transfers the session still had open
 	return noContent(w)
 }

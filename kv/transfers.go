@@ -1,0 +1,307 @@
+package kv
+
+import (
+	"bytes"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A transfer is a resumable (tus) upload of one blob inside an upload
+// session: the server appends the bytes of many requests to a partial file
+// and records here how many of them are durable (the offset) with the
+// SHA-256 state after exactly those bytes, so a restart resumes hashing where
+// it stopped instead of re-reading gigabytes. A transfer belongs to its
+// session: it is refused (error.transfer.not_found) through any other
+// session or account, and is deleted with the session (close or expiry).
+//
+//   - transfers:            transferID -> transferRecord
+//   - transfers_by_upload:  uploadKey|transferID -> nothing, so deleting a
+//     session finds its transfers by a prefix scan (upload keys are
+//     fixed-width SHA-256 sums, so no terminator is needed).
+//   - transfers_by_account: accountID|0x00|transferID -> declared length
+//     (8 bytes): what the account's open transfers may still add to what it
+//     holds, summed for the quota without reading a record.
+//   - transfer_removals:    transferID -> nothing: partial files whose
+//     transfer is gone. Files are never touched inside a transaction, so
+//     the store queues them and the server deletes them afterwards
+//     (TransferRemovals, ForgetTransferRemovals); a crash in between leaves
+//     the queue entry, never a forgotten file.
+
+// Transfer is a resumable upload of one declared blob.
+type Transfer struct {
+	// ID is server-minted; it also names the partial file.
+	ID        string
+	AccountID string
+	// Hash is the content address the client declared; Length its size.
+	Hash   string
+	Length int64
+	// Offset is the number of bytes acknowledged: durable in the partial
+	// file. HashState is the SHA-256 state after exactly those bytes (the
+	// encoding.BinaryMarshaler form of crypto/sha256's digest); nil at 0.
+	Offset    int64
+	HashState []byte
+	CreatedAt time.Time
+}
+
+type transferRecord struct {
+	AccountID string    `cbor:"1,keyasint"`
+	UploadKey []byte    `cbor:"2,keyasint"`
+	Hash      string    `cbor:"3,keyasint"`
+	Length    int64     `cbor:"4,keyasint"`
+	Offset    int64     `cbor:"5,keyasint"`
+	HashState []byte    `cbor:"6,keyasint,omitempty"`
+	CreatedAt time.Time `cbor:"7,keyasint"`
+}
+
+func getTransfer(tx *bolt.Tx, id string) (*Transfer, []byte, error) {
+	b := tx.Bucket(bucketTransfers).Get([]byte(id))
+	if b == nil {
+		return nil, nil, nil
+	}
+	var rec transferRecord
+	if err := decode(b, &rec); err != nil {
+		return nil, nil, err
+	}
+	return &Transfer{
+		ID: id, AccountID: rec.AccountID, Hash: rec.Hash, Length: rec.Length,
+		Offset: rec.Offset, HashState: rec.HashState, CreatedAt: rec.CreatedAt,
+	}, rec.UploadKey, nil
+}
+
+func putTransfer(tx *bolt.Tx, uploadKey []byte, t *Transfer) error {
+	rec := transferRecord{
+		AccountID: t.AccountID, UploadKey: uploadKey, Hash: t.Hash, Length: t.Length,
+		Offset: t.Offset, HashState: t.HashState, CreatedAt: t.CreatedAt,
+	}
+	return tx.Bucket(bucketTransfers).Put([]byte(t.ID), encode(&rec))
+}
+
+// deleteTransfer removes a transfer and its index entries and queues its
+// partial file for removal.
+func deleteTransfer(tx *bolt.Tx, uploadKey []byte, t *Transfer) error {
+	if err := tx.Bucket(bucketTransfers).Delete([]byte(t.ID)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketTransfersByUpload).Delete(join(uploadKey, []byte(t.ID))); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketTransfersByAccount).Delete(join(idPart(t.AccountID), []byte(t.ID))); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketTransferRemovals).Put([]byte(t.ID), nil)
+}
+
+// deleteUploadTransfers deletes every transfer of the session uploadKey.
+func deleteUploadTransfers(tx *bolt.Tx, uploadKey []byte) error {
+	c := tx.Bucket(bucketTransfersByUpload).Cursor()
+	var ids []string
+	for k, _ := c.Seek(uploadKey); k != nil && bytes.HasPrefix(k, uploadKey); k, _ = c.Next() {
+		ids = append(ids, string(k[len(uploadKey):]))
+	}
+	for _, id := range ids {
+		t, _, err := getTransfer(tx, id)
+		if err != nil {
+			return err
+		}
+		if t == nil {
+			continue
+		}
+		if err := deleteTransfer(tx, uploadKey, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// liveTransfer returns the transfer id of the account's open session named
+// by uploadKey, with the session. Unknown, expired, another session's and
+// another account's transfers are indistinguishable: error.transfer.not_found
+// (or error.upload.not_found when the session itself is not live).
+func liveTransfer(tx *bolt.Tx, accountID string, uploadKey []byte, id string, now time.Time) (*Upload, *Transfer, error) {
+	u, err := liveUpload(tx, accountID, uploadKey, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, key, err := getTransfer(tx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t == nil || t.AccountID != accountID || !bytes.Equal(key, uploadKey) {
+		return nil, nil, Errorf(ECodeTransferNotFound, "transfer not found")
+	}
+	return u, t, nil
+}
+
+// pendingBytes sums the declared lengths of the account's open transfers.
+func pendingBytes(tx *bolt.Tx, accountID string) int64 {
+	var total int64
+	prefix := idPart(accountID)
+	c := tx.Bucket(bucketTransfersByAccount).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		total += int64(readU64(v))
+	}
+	return total
+}
+
+// CreateTransfer records a new transfer t (ID, Hash and Length set by the
+// caller) in the account's open session named by uploadToken, and moves the
+// session's expiry to now+idle. The account's quota (0: unlimited) must cover
+// what it holds, the declared lengths of its other open transfers (counted
+// whole, conservatively) and t.Length, else error.quota.exceeded; nothing is
+// recorded then. An unknown, expired or foreign session is
+// error.upload.not_found.
+func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle time.Duration) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		key := HashToken(uploadToken)
+		u, err := liveUpload(tx, accountID, key, now)
+		if err != nil {
+			return err
+		}
+		// The quota counts held bytes plus every open transfer's full length:
+		// conservative, so parallel transfers cannot together pass it.
+		if err := checkQuota(tx, accountID, usage(tx, accountID)+pendingBytes(tx, accountID), t.Length); err != nil {
+			return err
+		}
+		t.AccountID, t.Offset, t.HashState, t.CreatedAt = accountID, 0, nil, now
+		if err := putTransfer(tx, key, t); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketTransfersByUpload).Put(join(key, []byte(t.ID)), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketTransfersByAccount).Put(join(idPart(accountID), []byte(t.ID)), u64(uint64(t.Length))); err != nil {
+			return err
+		}
+		return touchUpload(tx, key, u, now, idle)
+	})
+}
+
+// Transfer returns the transfer id of the account's open session named by
+// uploadToken, or error.transfer.not_found / error.upload.not_found.
+func (s *Store) Transfer(accountID, uploadToken, id string) (*Transfer, error) {
+	var t *Transfer
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		_, t, err = liveTransfer(tx, accountID, HashToken(uploadToken), id, s.now())
+		return err
+	})
+	return t, err
+}
+
+// AdvanceTransfer acknowledges bytes from..to of the transfer: the caller has
+// made them durable in the partial file, and state is the SHA-256 state after
+// byte to. It moves the session's expiry to now+idle, as any write to the
+// session does. The offset must still be from (error.transfer.offset_mismatch
+// otherwise: another request moved it), and to must not pass the length.
+func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int64, state []byte, idle time.Duration) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		key := HashToken(uploadToken)
+		u, t, err := liveTransfer(tx, accountID, key, id, now)
+		if err != nil {
+			return err
+		}
+		if t.Offset != from || to < from || to > t.Length {
+			return Errorf(ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
+		}
+		t.Offset, t.HashState = to, state
+		if err := putTransfer(tx, key, t); err != nil {
+			return err
+		}
+		return touchUpload(tx, key, u, now, idle)
+	})
+}
+
+// CompleteTransfer ends the transfer whose last bytes, from offset from to
+// its length, the caller has made durable and whose blob it has verified and
+// placed in the blob store: the transfer is deleted (its partial file queued
+// for removal), and, as AddUploadBlob does, the account holds the blob, the
+// session's hash set gains it and its expiry moves to now+idle. newlyHeld is
+// false when the account already held the blob. The offset must still be
+// from, else error.transfer.offset_mismatch.
+func (s *Store) CompleteTransfer(accountID, uploadToken, id string, from int64, idle time.Duration) (newlyHeld bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now()
+		key := HashToken(uploadToken)
+		u, t, err := liveTransfer(tx, accountID, key, id, now)
+		if err != nil {
+			return err
+		}
+		if t.Offset != from {
+			return Errorf(ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
+		}
+		if err := deleteTransfer(tx, key, t); err != nil {
+			return err
+		}
+		if newlyHeld, err = holdBlob(tx, accountID, Blob{Hash: t.Hash, Size: t.Length}, now); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketUploadBlobs).Put(join(key, []byte(t.Hash)), nil); err != nil {
+			return err
+		}
+		return touchUpload(tx, key, u, now, idle)
+	})
+	return newlyHeld, err
+}
+
+// DiscardTransfer deletes the transfer (termination, or a blob that did not
+// hash to its declared address) and queues its partial file for removal.
+func (s *Store) DiscardTransfer(accountID, uploadToken, id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		key := HashToken(uploadToken)
+		_, t, err := liveTransfer(tx, accountID, key, id, s.now())
+		if err != nil {
+			return err
+		}
+		return deleteTransfer(tx, key, t)
+	})
+}
+
+// TransferRemovals lists up to limit ids of deleted transfers whose partial
+// files are still to be removed.
+func (s *Store) TransferRemovals(limit int) ([]string, error) {
+	var ids []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketTransferRemovals).Cursor()
+		for k, _ := c.First(); k != nil && len(ids) < limit; k, _ = c.Next() {
+			ids = append(ids, string(k))
+		}
+		return nil
+	})
+	return ids, err
+}
+
+// ForgetTransferRemovals drops ids from the removal queue once their partial
+// files are gone. It may be called more than once for an id.
+func (s *Store) ForgetTransferRemovals(ids []string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, id := range ids {
+			if err := tx.Bucket(bucketTransferRemovals).Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Transfers lists up to limit ids of recorded transfers whose id sorts after
+// after ("" to start), in id order: the partial files to keep. A garbage
+// collector pages through it and may delete any other partial file last
+// written before its listing began (a newer one may belong to a transfer
+// created meanwhile).
+func (s *Store) Transfers(after string, limit int) ([]string, error) {
+	var ids []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketTransfers).Cursor()
+		k, _ := c.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, _ = c.Next()
+		}
+		for ; k != nil && len(ids) < limit; k, _ = c.Next() {
+			ids = append(ids, string(k))
+		}
+		return nil
+	})
+	return ids, err
+}

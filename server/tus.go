@@ -1,0 +1,483 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/julienschmidt/httprouter"
+
+	"sealbox/blobs"
+	"sealbox/kv"
+)
+
+// Resumable uploads speak tus 1.0.0 (core, creation, termination) inside an
+// upload session (ADDENDUM 8), implemented here rather than through tusd:
+// bearer auth, the session's ownership and expiry, the problem+json errors,
+// the saved hash state and the durability order (fsync, then record, then
+// answer) are all ours, and they are most of the code.
+func (s *Server) registerTusRoutes() {
+	s.handle(http.MethodOptions, "/v1/uploads/:upload_id/tus", s.tus(s.bearer(s.handleTusOptions)))
+	s.handle(http.MethodPost, "/v1/uploads/:upload_id/tus", s.tus(s.bearer(s.handleTusCreate)))
+	s.handle(http.MethodHead, "/v1/uploads/:upload_id/tus/:transfer_id", s.tus(s.bearer(s.handleTusHead)))
+	s.handle(http.MethodPatch, "/v1/uploads/:upload_id/tus/:transfer_id", s.tus(s.bearer(s.handleTusPatch)))
+	s.handle(http.MethodDelete, "/v1/uploads/:upload_id/tus/:transfer_id", s.tus(s.bearer(s.handleTusDelete)))
+}
+
+const (
+	tusVersion    = "1.0.0"
+	tusExtensions = "creation,termination"
+	mediaTusPatch = "application/offset+octet-stream"
+
+	// tusCheckpoint bounds the bytes a PATCH takes between two
+	// acknowledgements (fsync, then record), so a crash in the middle of a
+	// long PATCH loses at most this much.
+	tusCheckpoint = 64 << 20
+	// tusDir is the directory of partial files inside the blob store's
+	// directory: on the same filesystem, so a finished file is linked into
+	// place, never copied.
+	tusDir = "tus"
+)
+
+// tus wraps every tus handler. Every answer names the protocol version, and
+// every request but OPTIONS must speak 1.0.0 (tus 1.0.0 "Tus-Resumable"):
+// anything else is refused with 412 and the versions the server speaks,
+// before anything else is looked at.
+func (s *Server) tus(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		w.Header().Set("Tus-Resumable", tusVersion)
+		w.Header().Set("Cache-Control", "no-store")
+		if r.Method != http.MethodOptions && r.Header.Get("Tus-Resumable") != tusVersion {
+			w.Header().Set("Tus-Version", tusVersion)
+			return kv.Errorf(kv.ECodeTusVersion, "this server speaks tus %s; send Tus-Resumable: %s", tusVersion, tusVersion)
+		}
+		return h(w, r, ps)
+	}
+}
+
+// handles "OPTIONS /v1/uploads/:upload_id/tus": what the server supports.
+func (s *Server) handleTusOptions(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	uploadID, err := pathParam(ps, "upload_id", isUploadID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.Upload(sess.AccountID, uploadID); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Tus-Version", tusVersion)
+	h.Set("Tus-Extension", tusExtensions)
+	h.Set("Tus-Max-Size", strconv.FormatInt(s.cfg.MaxBlob, 10))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// handles "POST /v1/uploads/:upload_id/tus": creates a transfer of
+// Upload-Length bytes that must hash to the content address in
+// Upload-Metadata's "hash". Size and quota are checked here, before the
+// client sends a byte. The body, if any, is ignored (creation-with-upload is
+// not offered).
+func (s *Server) handleTusCreate(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	uploadID, err := pathParam(ps, "upload_id", isUploadID)
+	if err != nil {
+		return err
+	}
+	length, err := headerOffset(r, "Upload-Length")
+	if err != nil {
+		return err
+	}
+	if length > s.cfg.MaxBlob {
+		return kv.Errorf(kv.ECodeTooLarge, "the upload is larger than the largest blob")
+	}
+	hash, err := declaredHash(r)
+	if err != nil {
+		return err
+	}
+	id := s.newUUID()
+	if length == 0 {
+		// A tus client considers an empty upload done once it is created
+		// and sends no PATCH, so it is stored now, as an empty PUT is.
+		if err := s.storeEmpty(sess.AccountID, uploadID, hash); err != nil {
+			return err
+		}
+	} else if err := s.store.CreateTransfer(sess.AccountID, uploadID, &kv.Transfer{ID: id, Hash: hash, Length: length}, uploadIdle); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/uploads/"+uploadID+"/tus/"+id)
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// storeEmpty stores the empty blob for the session, refusing a declared hash
+// that is not the empty one.
+func (s *Server) storeEmpty(accountID, uploadID, hash string) error {
+	if _, err := s.store.Upload(accountID, uploadID); err != nil {
+		return err
+	}
+	if empty := sha256.Sum256(nil); hash != hex.EncodeToString(empty[:]) {
+		return kv.FieldErrorf(kv.ECodeHashMismatch, "hash", "an empty upload does not hash to the declared hash; nothing was stored")
+	}
+	info, _, err := s.blobs.Put(strings.NewReader(""), hash, 0)
+	if err != nil {
+		return err
+	}
+	_, err = s.store.AddUploadBlob(accountID, uploadID, kv.Blob{Hash: info.Hash, Size: info.Size}, uploadIdle)
+	return err
+}
+
+// handles "HEAD /v1/uploads/:upload_id/tus/:transfer_id": the acknowledged
+// offset, from which the client resumes.
+func (s *Server) handleTusHead(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	uploadID, transferID, err := tusParams(ps)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.Transfer(sess.AccountID, uploadID, transferID)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Upload-Offset", strconv.FormatInt(t.Offset, 10))
+	h.Set("Upload-Length", strconv.FormatInt(t.Length, 10))
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// handles "PATCH /v1/uploads/:upload_id/tus/:transfer_id": appends the body
+// at Upload-Offset, which must be the acknowledged offset (409 otherwise). It
+// answers the new offset once the bytes are durable. With the last byte the
+// blob is checked against its declared hash and stored as a PUT stores it, or
+// the transfer is discarded (422). A body that would pass the declared length
+// is 413, like any body over its limit.
+func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	uploadID, transferID, err := tusParams(ps)
+	if err != nil {
+		return err
+	}
+	if err := requireMediaType(r, mediaTusPatch); err != nil {
+		return err
+	}
+	offset, err := headerOffset(r, "Upload-Offset")
+	if err != nil {
+		return err
+	}
+	if !s.lockTransfer(transferID) {
+		return kv.Errorf(kv.ECodeTransferLocked, "another request is writing this transfer; retry")
+	}
+	defer s.unlockTransfer(transferID)
+	t, err := s.store.Transfer(sess.AccountID, uploadID, transferID)
+	if err != nil {
+		return err
+	}
+	if offset != t.Offset {
+		return kv.Errorf(kv.ECodeOffsetMismatch, "the transfer is at offset %d, not %d", t.Offset, offset)
+	}
+	if r.ContentLength > t.Length-t.Offset {
+		return kv.Errorf(kv.ECodeTooLarge, "the body passes the upload's length")
+	}
+	newOffset, err := s.appendBody(bodyReader{r.Body}, sess.AccountID, uploadID, t)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Upload-Offset", strconv.FormatInt(newOffset, 10))
+	return noContent(w)
+}
+
+// handles "DELETE /v1/uploads/:upload_id/tus/:transfer_id": discards the
+// transfer and its bytes (tus termination).
+func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	uploadID, transferID, err := tusParams(ps)
+	if err != nil {
+		return err
+	}
+	if !s.lockTransfer(transferID) {
+		return kv.Errorf(kv.ECodeTransferLocked, "another request is writing this transfer; retry")
+	}
+	defer s.unlockTransfer(transferID)
+	if err := s.store.DiscardTransfer(sess.AccountID, uploadID, transferID); err != nil {
+		return err
+	}
+	s.removePartials()
+	return noContent(w)
+}
+
+func tusParams(ps httprouter.Params) (uploadID, transferID string, err error) {
+	if uploadID, err = pathParam(ps, "upload_id", isUploadID); err != nil {
+		return "", "", err
+	}
+	transferID, err = pathParam(ps, "transfer_id", isCanonicalUUID)
+	return uploadID, transferID, err
+}
+
+// headerOffset parses a tus size or offset header: a non-negative decimal
+// integer (400 when absent or anything else).
+func headerOffset(r *http.Request, name string) (int64, error) {
+	v := r.Header.Get(name)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || strings.TrimLeft(v, "0123456789") != "" {
+		return 0, kv.FieldErrorf(kv.ECodeMalformed, name, "%s must be a non-negative integer", name)
+	}
+	return n, nil
+}
+
+// declaredHash reads the content address from Upload-Metadata ("key
+// base64value" pairs separated by commas). Other keys are ignored: a file
+// name, say, is not the server's to keep. A header that does not parse is
+// 400; a missing hash or one that is not 64 lowercase hex characters, 422.
+func declaredHash(r *http.Request) (string, error) {
+	for pair := range strings.SplitSeq(r.Header.Get("Upload-Metadata"), ",") {
+		key, value, _ := strings.Cut(strings.TrimSpace(pair), " ")
+		if key != "hash" {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(value)
+		if err != nil {
+			return "", kv.FieldErrorf(kv.ECodeMalformed, "hash", "the hash in Upload-Metadata must be base64")
+		}
+		if !blobs.ValidHash(string(raw)) {
+			return "", invalid("hash", "the hash must be 64 lowercase hex characters")
+		}
+		return string(raw), nil
+	}
+	return "", invalid("hash", "Upload-Metadata must carry the blob's hash")
+}
+
+// lockTransfer claims the transfer for one writing request. tus allows one
+// writer per upload; a second, typically a client retrying while the server
+// still reads its first request, is told to retry (423, which tus clients
+// retry).
+func (s *Server) lockTransfer(id string) bool {
+	_, busy := s.tusLocks.LoadOrStore(id, struct{}{})
+	return !busy
+}
+
+func (s *Server) unlockTransfer(id string) { s.tusLocks.Delete(id) }
+
+// tusBufPool holds the copy buffers of PATCH bodies, so a transfer of any
+// size takes constant memory.
+var tusBufPool = sync.Pool{New: func() any {
+	b := make([]byte, 1<<20)
+	return &b
+}}
+
+// appendBody writes body into the transfer's partial file from its offset
+// and returns the new offset. Bytes are acknowledged in steps of at most
+// tusCheckpoint: written, fsynced, then recorded with the hash state after
+// them. When the body breaks off (the client went away) the bytes that did
+// arrive are acknowledged before the error returns, so the client resumes
+// after them. The last byte completes the transfer.
+func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Transfer) (int64, error) {
+	h := sha256.New()
+	if t.HashState != nil {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(t.HashState); err != nil {
+			return 0, fmt.Errorf("restore the hash state of transfer %s: %w", t.ID, err)
+		}
+	}
+	f, err := s.openPartial(t.ID, t.Offset)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := tusBufPool.Get().(*[]byte)
+	defer tusBufPool.Put(buf)
+	for {
+		from := t.Offset
+		step := min(tusCheckpoint, t.Length-from)
+		// The wrappers hide WriterTo and ReaderFrom, which would make
+		// CopyBuffer ignore the buffer.
+		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(&writeback{f: f, off: from}, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
+		var readErr *kv.Error
+		if err != nil && !errors.As(err, &readErr) {
+			return 0, err // a write failed: nothing more is acknowledged
+		}
+		to := from + n
+		if to == t.Length {
+			if err == nil && moreBody(body) {
+				return 0, kv.Errorf(kv.ECodeTooLarge, "the body passes the upload's length")
+			}
+			if err := f.Sync(); err != nil {
+				return 0, err
+			}
+			return to, s.completeTransfer(f.Name(), h, accountID, uploadID, t, from)
+		}
+		if n > 0 {
+			if err := f.Sync(); err != nil {
+				return 0, err
+			}
+			state, merr := h.(encoding.BinaryMarshaler).MarshalBinary()
+			if merr != nil {
+				return 0, merr
+			}
+			if err := s.store.AdvanceTransfer(accountID, uploadID, t.ID, from, to, state, uploadIdle); err != nil {
+				return 0, err
+			}
+			t.Offset, t.HashState = to, state
+		}
+		if err != nil || n < step {
+			return t.Offset, err
+		}
+	}
+}
+
+// writebackStep is how many written bytes writeback lets accumulate before
+// it hands them to the disk.
+const writebackStep = 1 << 20
+
+// writeback writes to the partial file from offset off and starts the disk
+// writing each megabyte as soon as it is written, without waiting for it, so
+// receiving the body and writing it to disk overlap and the fsync that
+// acknowledges the PATCH only waits for the tail. Without it every PATCH
+// would receive, then stall while its whole body is flushed.
+type writeback struct {
+	f       *os.File
+	off     int64 // where the next byte goes
+	pending int64 // bytes before off not yet handed to the disk
+}
+
+func (w *writeback) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	w.pending += int64(n)
+	if w.pending >= writebackStep {
+		startWriteback(w.f, w.off-w.pending, w.pending)
+		w.pending = 0
+	}
+	return n, err
+}
+
+// moreBody reports whether body holds another byte.
+func moreBody(body io.Reader) bool {
+	var one [1]byte
+	n, _ := io.ReadFull(body, one[:])
+	return n == 1
+}
+
+// completeTransfer ends a transfer whose bytes are all durable in its
+// partial file (the last ones from offset from on, not yet recorded): a
+// hash other than the declared one discards the transfer; else the file is
+// linked into the blob store and the session records the blob as a PUT would.
+// A crash between the two steps leaves the transfer at from with its file
+// intact, so the client resumes and the blob is found in place.
+func (s *Server) completeTransfer(path string, h hash.Hash, accountID, uploadID string, t *kv.Transfer, from int64) error {
+	if hex.EncodeToString(h.Sum(nil)) != t.Hash {
+		if err := s.store.DiscardTransfer(accountID, uploadID, t.ID); err != nil {
+			return err
+		}
+		s.removePartials()
+		return kv.FieldErrorf(kv.ECodeHashMismatch, "hash", "the uploaded bytes do not hash to the declared hash; the transfer was discarded and nothing was stored")
+	}
+	if _, _, err := s.blobs.Adopt(path, t.Hash); err != nil {
+		return err
+	}
+	if _, err := s.store.CompleteTransfer(accountID, uploadID, t.ID, from, uploadIdle); err != nil {
+		return err
+	}
+	s.removePartials()
+	return nil
+}
+
+func (s *Server) partialPath(id string) string {
+	return filepath.Join(s.blobs.Dir(), tusDir, id)
+}
+
+// openPartial opens the transfer's partial file for writing at offset,
+// creating it (durably: its directory entries are fsynced) for a transfer at
+// offset 0. Bytes past offset were written but never acknowledged (a crash,
+// or a request that failed before recording them) and are cut off: the
+// recorded hash state covers exactly offset bytes. A file shorter than
+// offset has lost acknowledged bytes, which only damage to the disk can do.
+func (s *Server) openPartial(id string, offset int64) (*os.File, error) {
+	path := s.partialPath(id)
+	if offset == 0 {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() < offset {
+		err = fmt.Errorf("partial file %s holds %d bytes, fewer than the %d acknowledged", path, fi.Size(), offset)
+	}
+	if err == nil && fi.Size() > offset {
+		err = f.Truncate(offset)
+	}
+	if err == nil {
+		_, err = f.Seek(offset, io.SeekStart)
+	}
+	if err == nil && offset == 0 {
+		for _, d := range []string{filepath.Dir(path), s.blobs.Dir()} {
+			if err = syncDir(d); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// removePartials deletes the partial files of deleted transfers. The store
+// queues them because no file is touched inside a transaction; what fails
+// here is logged and stays queued for the next call (the sweeper calls it on
+// every tick).
+func (s *Server) removePartials() {
+	const page = 100
+	for {
+		ids, err := s.store.TransferRemovals(page)
+		if err != nil {
+			s.log.Error().Err(err).Msg("list partial files to remove")
+			return
+		}
+		var gone []string
+		for _, id := range ids {
+			if err := os.Remove(s.partialPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.log.Error().Err(err).Msg("remove a partial file")
+				continue
+			}
+			gone = append(gone, id)
+		}
+		if len(gone) > 0 {
+			if err := s.store.ForgetTransferRemovals(gone); err != nil {
+				s.log.Error().Err(err).Msg("forget removed partial files")
+				return
+			}
+		}
+		if len(ids) < page || len(gone) < len(ids) {
+			return
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

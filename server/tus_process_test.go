@@ -1,0 +1,275 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// These tests run the real binary, as an operator does, so what they prove
+// (durability across kill -9, a real tus client) holds outside the test
+// harness too.
+
+// buildSealbox builds the sealbox binary into a temp dir.
+func buildSealbox(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "sealbox")
+	out, err := exec.Command("go", "build", "-o", bin, "sealbox").CombinedOutput()
+	if err != nil {
+		tb.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// sealboxProcess is a running `sealbox serve`.
+type sealboxProcess struct {
+	cmd *exec.Cmd
+	URL string
+}
+
+// startSealbox runs `sealbox serve` on dataDir and a free loopback port and
+// waits until it listens. It is killed when the test ends.
+func startSealbox(tb testing.TB, bin, dataDir string) *sealboxProcess {
+	tb.Helper()
+	logPath := filepath.Join(tb.TempDir(), "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "serve", "--data", dataDir, "--listen", "127.0.0.1:0")
+	// The log goes to a file, not a pipe, so the server never blocks on a
+	// reader that stopped reading.
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p := &sealboxProcess{cmd: cmd}
+	tb.Cleanup(p.kill)
+	deadline := time.Now().Add(20 * time.Second)
+	for p.URL == "" {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			tb.Fatalf("sealbox did not start listening:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+		log, _ := os.ReadFile(logPath)
+		for line := range strings.SplitSeq(string(log), "\n") {
+			var entry struct{ Message, URL string }
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.URL != "" {
+				p.URL = entry.URL
+			}
+		}
+	}
+	return p
+}
+
+// kill ends the process with SIGKILL, as a crash or the OOM killer does: no
+// deferred function, no graceful shutdown.
+func (p *sealboxProcess) kill() {
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	}
+}
+
+// prepareUpload registers an account on the server at base, provisions an
+// album and opens an upload session; it returns the access token and the
+// upload id.
+func prepareUpload(tb testing.TB, base string) (access, uploadID string) {
+	tb.Helper()
+	r := DoAt(tb, base, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "video@example.org", "password": testPassword}})
+	access = tokensOf(tb, r).Access
+	album := "0b3c1f7e-5d2a-4c8e-9f10-2a3b4c5d6e7f"
+	DoAt(tb, base, Req{Method: "POST", Path: "/v1/albums", Token: access, Body: map[string]any{"album_id": album}}).WantStatus(tb, http.StatusCreated)
+	r = DoAt(tb, base, Req{Method: "POST", Path: "/v1/albums/" + album + "/uploads", Token: access}).WantStatus(tb, http.StatusCreated)
+	return access, r.JSON(tb)["upload_id"].(string)
+}
+
+// wantStoredIn fails unless the data directory's blob store holds exactly
+// data under its hash, and no partial file is left.
+func wantStoredIn(tb testing.TB, dataDir string, data []byte) {
+	tb.Helper()
+	h := hashOf(data)
+	got, err := os.ReadFile(filepath.Join(dataDir, "blobs", h[0:2], h[2:4], h))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		tb.Fatalf("the stored blob (%d bytes) differs from the %d uploaded", len(got), len(data))
+	}
+	if partials, _ := os.ReadDir(filepath.Join(dataDir, "blobs", "tus")); len(partials) != 0 {
+		tb.Fatalf("partial files left after completion: %v", partials)
+	}
+}
+
+// TestTusSurvivesKill9 kills the server with SIGKILL in the middle of a
+// PATCH: the bytes it acknowledged before are still there after a restart,
+// and the upload resumes and completes byte-identical.
+func TestTusSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSealbox(t)
+	dataDir := t.TempDir()
+	p := startSealbox(t, bin, dataDir)
+	access, up := prepareUpload(t, p.URL)
+	data := randomData(16 << 20)
+	r := DoAt(t, p.URL, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: access,
+		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(hashOf(data)))}).WantStatus(t, http.StatusCreated)
+	loc := r.Header.Get("Location")
+	patch := func(base string, offset int, body []byte) *Response {
+		return DoAt(t, base, Req{Method: "PATCH", Path: loc, Token: access, Body: body,
+			ContentType: "application/offset+octet-stream", Header: tusHeaders("Upload-Offset", strconv.Itoa(offset))})
+	}
+	acked := len(data) / 2
+	patch(p.URL, 0, data[:acked]).WantStatus(t, http.StatusNoContent)
+
+	// A second PATCH is streaming when the process dies.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("PATCH", p.URL+loc, pr)
+	req.Header.Set("Authorization", "Bearer "+access)
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", strconv.Itoa(acked))
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	sent := 2 << 20
+	if _, err := pw.Write(data[acked : acked+sent]); err != nil {
+		t.Fatal(err)
+	}
+	// Kill once bytes the server never acknowledged are in the partial file:
+	// the restart must cut them off, not count them.
+	partial := filepath.Join(dataDir, "blobs", "tus", filepath.Base(loc))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := os.Stat(partial); err == nil && fi.Size() > int64(acked) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the streaming PATCH never reached the partial file")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.kill()
+	pw.Close()
+
+	p = startSealbox(t, bin, dataDir)
+	r = DoAt(t, p.URL, Req{Method: "HEAD", Path: loc, Token: access, Header: tusHeaders()}).WantStatus(t, http.StatusOK)
+	offset, _ := strconv.Atoi(r.Header.Get("Upload-Offset"))
+	if offset < acked || offset > acked+sent {
+		t.Fatalf("HEAD after kill -9: offset %d, want %d..%d", offset, acked, acked+sent)
+	}
+	t.Logf("acknowledged %d before the kill, %d after the restart", acked, offset)
+	patch(p.URL, offset, data[offset:]).WantStatus(t, http.StatusNoContent)
+	wantStoredIn(t, dataDir, data)
+}
+
+// cuttingProxy forwards TCP connections to target and drops the first one
+// that has carried limit bytes toward the server, as a dropped uplink does;
+// later connections pass untouched. It returns the proxy's base URL.
+func cuttingProxy(tb testing.TB, target string, limit int64) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	var cut atomic.Bool
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer client.Close()
+				server, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer server.Close()
+				go func() {
+					io.Copy(client, server)
+					client.Close()
+				}()
+				if _, err := io.CopyN(server, client, limit); err != nil || !cut.CompareAndSwap(false, true) {
+					io.Copy(server, client)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestTusJSClientInterop drives the real tus-js-client (server/testdata/tusjs,
+// run with node) against the real binary: a 64 MiB upload whose connection
+// drops halfway, then resumed by a new Upload from its upload URL.
+func TestTusJSClientInterop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary and node")
+	}
+	node, errNode := exec.LookPath("node")
+	npm, errNpm := exec.LookPath("npm")
+	if errNode != nil || errNpm != nil {
+		t.Skip("node and npm are needed to run tus-js-client; CI installs them (.ci/run)")
+	}
+	jsDir, err := filepath.Abs(filepath.Join("testdata", "tusjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "tus-js-client")); err != nil {
+		out, err := exec.Command(npm, "ci", "--prefix", jsDir, "--no-audit", "--no-fund").CombinedOutput()
+		if err != nil {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	bin := buildSealbox(t)
+	dataDir := t.TempDir()
+	p := startSealbox(t, bin, dataDir)
+	access, up := prepareUpload(t, p.URL)
+	data := randomData(64 << 20)
+	file := filepath.Join(t.TempDir(), "video.bin")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proxy := cuttingProxy(t, strings.TrimPrefix(p.URL, "http://"), int64(len(data)/2))
+	cmd := exec.Command(node, filepath.Join(jsDir, "upload.js"), proxy+"/v1/uploads/"+up+"/tus", access, file, hashOf(data))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tus-js-client: %v\n%s", err, stderr.Bytes())
+	}
+	var got struct {
+		URL         string
+		ResumedFrom int64
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("upload.js printed %q: %v", out, err)
+	}
+	t.Logf("the connection dropped after %d bytes; resumed from offset %d of %d", len(data)/2, got.ResumedFrom, len(data))
+	if got.ResumedFrom <= 0 || got.ResumedFrom >= int64(len(data)) {
+		t.Fatalf("the second attempt resumed from %d: not a resume", got.ResumedFrom)
+	}
+	if !strings.HasPrefix(got.URL, proxy+"/v1/uploads/"+up+"/tus/") {
+		t.Fatalf("upload URL %q", got.URL)
+	}
+	wantStoredIn(t, dataDir, data)
+	if r := DoAt(t, p.URL, Req{Method: "HEAD", Path: strings.TrimPrefix(got.URL, proxy), Token: access, Header: tusHeaders()}); r.Status != http.StatusNotFound {
+		t.Fatalf("the finished transfer still answers HEAD: %d", r.Status)
+	}
+}
