@@ -213,7 +213,6 @@ func newOpenAPITestServer(t *testing.T) *Server {
 	return New(DefaultConfig(), store, nil)
 }
 
-
 // TestOpenAPIMatchesRouter walks every registered route and every documented
 // operation: each must be in the other.
 func TestOpenAPIMatchesRouter(t *testing.T) {
