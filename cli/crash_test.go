@@ -94,8 +94,7 @@ type crashWriter struct {
 	verify func(rig *crashRig)
 }
 
-// crashWriters is the writer set, run concurrently each round. Lifecycle
-// ops on albums belong here beside the uploads they commit.
+// crashWriters is the writer set, run concurrently each round.
 func crashWriters() []crashWriter {
 	return []crashWriter{
 		{name: "registrations", write: writeRegistrations, verify: verifyRegistrations},
@@ -103,6 +102,7 @@ func crashWriters() []crashWriter {
 		{name: "uploads", write: writeUploads, verify: verifyBlobs},
 		{name: "uploads", write: writeUploads},
 		{name: "shares", write: writeShares, verify: verifyShares},
+		{name: "lifecycle ops", write: writeOps, verify: verifyOps},
 	}
 }
 
@@ -129,13 +129,22 @@ type crashLedger struct {
 	blobs    map[string][]byte
 	shared   map[string]bool // blobs named by an acknowledged share
 	shares   []crashShare
+	ops      []crashOp
+}
+
+// crashOp is an acknowledged lifecycle op: the album's feed must hold its
+// manifest at its sync_seq, and the manifest must be readable.
+type crashOp struct {
+	album, manifestHash string
+	syncSeq             float64
+	manifest            []byte
 }
 
 func (l *crashLedger) summary() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return fmt.Sprintf("%d accounts, directory version %d, %d blobs, %d shares acknowledged",
-		len(l.accounts), l.dirAcked, len(l.blobs), len(l.shares))
+	return fmt.Sprintf("%d accounts, directory version %d, %d blobs, %d shares, %d lifecycle ops acknowledged",
+		len(l.accounts), l.dirAcked, len(l.blobs), len(l.shares), len(l.ops))
 }
 
 // crashRig runs the binary on one data directory and talks to it.
@@ -506,7 +515,7 @@ func fillRandom(rng *mrand.Rand, b []byte) {
 // size (up to 1 MiB) through them.
 func writeUploads(ctx context.Context, rig *crashRig, rng *mrand.Rand) {
 	for ctx.Err() == nil {
-		album := fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Int64N(1<<48))
+		album := randomUUID(rng)
 		status, body, ok := rig.sendJSON("POST", "/v1/albums", rig.ownerTok, map[string]string{"album_id": album})
 		if !ok {
 			continue
@@ -701,4 +710,127 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// writeOps creates assets in an album of the owner by signed lifecycle
+// manifests, each over a ciphertext blob uploaded for it, the way a client
+// commits an upload.
+func writeOps(ctx context.Context, rig *crashRig, rng *mrand.Rand) {
+	var p struct {
+		UserID string `json:"user_id"`
+	}
+	status, body, ok := rig.send("GET", "/v1/auth/profile", rig.ownerTok, "", nil, nil)
+	if !ok {
+		return
+	}
+	json.Unmarshal(body, &p)
+	album := randomUUID(rng)
+	if status, body, ok = rig.sendJSON("POST", "/v1/albums", rig.ownerTok, map[string]string{"album_id": album}); !ok {
+		return
+	} else if status != http.StatusCreated {
+		rig.unexpected("create album", status, body)
+		return
+	}
+	var pin struct {
+		ProtocolVersion string `json:"protocol_version"`
+	}
+	json.Unmarshal(body, &pin)
+	for ctx.Err() == nil {
+		status, body, ok := rig.send("POST", "/v1/albums/"+album+"/uploads", rig.ownerTok, "", nil, nil)
+		if !ok {
+			return
+		}
+		var up struct {
+			UploadID string `json:"upload_id"`
+		}
+		json.Unmarshal(body, &up)
+		ciphertext := make([]byte, 1+rng.IntN(16<<10))
+		fillRandom(rng, ciphertext)
+		if status, body, ok = rig.send("PUT", "/v1/uploads/"+up.UploadID+"/blobs/"+hashHex(ciphertext), rig.ownerTok, "application/octet-stream", ciphertext, nil); !ok {
+			return
+		} else if status != http.StatusCreated {
+			rig.unexpected("put ciphertext", status, body)
+			return
+		}
+		rig.send("DELETE", "/v1/uploads/"+up.UploadID, rig.ownerTok, "", nil, nil)
+		manifest := make([]byte, 200+rng.IntN(800))
+		fillRandom(rng, manifest)
+		metadata := make([]byte, 1+rng.IntN(2048))
+		fillRandom(rng, metadata)
+		op := map[string]any{
+			"manifest_envelope": map[string]any{
+				"crypto_suite_id": 1, "protocol_version": pin.ProtocolVersion, "album_id": album, "file_id": randomUUID(rng),
+				"amk_version": 0, "ciphertext_hash": hashHex(ciphertext), "plaintext_size": len(ciphertext), "chunk_size": 65536,
+				"key_mode": "derived", "metadata_blob_hash": hashHex(metadata), "created_by_user": p.UserID,
+				"created_by_device": randomUUID(rng), "client_version": "crash-test/1", "timestamp": "2026-11-22T10:00:00Z",
+				"action": "create",
+			},
+			"manifest_cbor": base64.StdEncoding.EncodeToString(manifest),
+			"metadata_blob": base64.StdEncoding.EncodeToString(metadata),
+		}
+		status, body, ok = rig.sendJSON("POST", "/v1/albums/"+album+"/ops", rig.ownerTok, op)
+		if !ok {
+			return
+		}
+		if status != http.StatusOK {
+			rig.unexpected("lifecycle op", status, body)
+			return
+		}
+		var res struct {
+			SyncSeq float64 `json:"sync_seq"`
+		}
+		json.Unmarshal(body, &res)
+		rig.ledger.mu.Lock()
+		rig.ledger.ops = append(rig.ledger.ops, crashOp{album: album, manifestHash: hashHex(manifest), syncSeq: res.SyncSeq, manifest: manifest})
+		rig.ledger.blobs[hashHex(ciphertext)] = ciphertext
+		rig.ledger.blobs[hashHex(metadata)] = metadata
+		rig.ledger.mu.Unlock()
+	}
+}
+
+// verifyOps: every acknowledged op is in its album's feed at the position
+// it was given, and its manifest is stored byte for byte (it is held by the
+// owner, so a share link over it serves it).
+func verifyOps(rig *crashRig) {
+	rig.ledger.mu.Lock()
+	ops := slices.Clone(rig.ledger.ops)
+	rig.ledger.mu.Unlock()
+	feeds := map[string]map[float64]string{}
+	for _, op := range ops {
+		if feeds[op.album] == nil {
+			var feed struct {
+				Entries []struct {
+					SyncSeq      float64 `json:"sync_seq"`
+					ManifestHash string  `json:"manifest_hash"`
+				} `json:"entries"`
+			}
+			json.Unmarshal(rig.must("GET", "/v1/albums/"+op.album+"/feed?limit=5000", rig.ownerTok, "", nil, http.StatusOK), &feed)
+			feeds[op.album] = map[float64]string{}
+			for _, e := range feed.Entries {
+				feeds[op.album][e.SyncSeq] = e.ManifestHash
+			}
+		}
+		if got := feeds[op.album][op.syncSeq]; got != op.manifestHash {
+			rig.t.Errorf("album %s sync_seq %v: feed has manifest %q, want %s", op.album, op.syncSeq, got, op.manifestHash)
+		}
+	}
+	for i := 0; i < len(ops); i += 100 {
+		batch := ops[i:min(i+100, len(ops))]
+		var serves []string
+		for _, op := range batch {
+			serves = append(serves, op.manifestHash)
+		}
+		link := fmt.Sprintf("%032x", rig.rng.Uint64())
+		rig.must("POST", "/v1/shares", rig.ownerTok, "application/json",
+			mustJSON(rig.t, map[string]any{"opaque_id": link, "metadata_hash": serves[0], "serves": serves}), http.StatusCreated)
+		for _, op := range batch {
+			if got := rig.must("GET", "/s/"+link+"/blob/"+op.manifestHash, "", "", nil, http.StatusOK); !bytes.Equal(got, op.manifest) {
+				rig.t.Errorf("manifest %s is not byte-identical after the crash", op.manifestHash)
+			}
+		}
+	}
+}
+
+func randomUUID(rng *mrand.Rand) string {
+	return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Int64N(1<<48))
 }

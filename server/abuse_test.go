@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -631,8 +632,19 @@ func TestLoadFigures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	ts := MustOpenServer(t, func(c *server.Config) { c.ShareBurst = 1 << 30; c.AccessTTL = 24 * time.Hour })
+	ts := MustOpenServer(t, func(c *server.Config) {
+		c.ShareBurst, c.AccessTTL, c.AlbumProtocol = 1<<30, 24*time.Hour, opPin
+	})
 	tok := ts.Register(t, "load@example.org")
+	ops := newOpAccount(t, ts, "ops@example.org")
+	var assets atomic.Int64
+	createOp := func() *http.Request {
+		body, _ := json.Marshal(ops.createBody(fmt.Sprintf("%08x-0000-4000-8000-000000000000", assets.Add(1))))
+		req, _ := http.NewRequest("POST", ts.URL()+"/v1/albums/"+ops.album+"/ops", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+ops.tok.Access)
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	}
 	link := ts.newLink(t, tok.Access)
 	big := randomBytes(1 << 20)
 	bigHash := ts.Upload(t, tok.Access, big)
@@ -661,6 +673,7 @@ func TestLoadFigures(t *testing.T) {
 		{"authenticated GET /v1/auth/profile", get("/v1/auth/profile", tok.Access), http.StatusOK, -1},
 		{"share metadata GET /s/{id}", get("/s/"+link.id, ""), http.StatusOK, -1},
 		{"1 MiB share blob GET /s/{id}/blob/{hash}", get("/s/"+bigLink+"/blob/"+bigHash, ""), http.StatusOK, len(big)},
+		{"lifecycle op POST /v1/albums/{id}/ops", createOp, http.StatusOK, -1},
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	defer client.CloseIdleConnections()
