@@ -18,8 +18,8 @@ type Cohort struct {
 }
 
 type cohortRecord struct {
-	FirstSeen time.Time `cbor:"1,keyasint"`
-	LastSeen  time.Time `cbor:"2,keyasint"`
+	FirstSeen nanoTime `cbor:"1,keyasint"`
+	LastSeen  nanoTime `cbor:"2,keyasint"`
 }
 
 // cohortKey is accountID|hash. Account ids are fixed-width UUIDs, so one
@@ -36,13 +36,13 @@ func sightCohort(tx *bolt.Tx, sess *Session) error {
 		return nil
 	}
 	key := cohortKey(sess.AccountID, sess.CohortHash)
-	rec := cohortRecord{FirstSeen: sess.CreatedAt}
+	rec := cohortRecord{FirstSeen: toNano(sess.CreatedAt)}
 	if b := tx.Bucket(bucketCohorts).Get(key); b != nil {
 		if err := decode(b, &rec); err != nil {
 			return err
 		}
 	}
-	rec.LastSeen = sess.CreatedAt
+	rec.LastSeen = toNano(sess.CreatedAt)
 	return tx.Bucket(bucketCohorts).Put(key, encode(&rec))
 }
 
@@ -69,7 +69,7 @@ func (s *Store) Ledger(accountID string) (*Ledger, error) {
 			if err := decode(v, &rec); err != nil {
 				return err
 			}
-			l.Cohorts = append(l.Cohorts, &Cohort{Hash: string(k[len(prefix):]), FirstSeen: rec.FirstSeen, LastSeen: rec.LastSeen})
+			l.Cohorts = append(l.Cohorts, &Cohort{Hash: string(k[len(prefix):]), FirstSeen: rec.FirstSeen.Time(), LastSeen: rec.LastSeen.Time()})
 		}
 		return nil
 	})

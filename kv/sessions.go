@@ -34,10 +34,10 @@ type sessionRecord struct {
 	ID               string    `cbor:"1,keyasint"`
 	AccountID        string    `cbor:"2,keyasint"`
 	LineageID        string    `cbor:"3,keyasint"`
-	CreatedAt        time.Time `cbor:"4,keyasint"`
-	AuthenticatedAt  time.Time `cbor:"5,keyasint"`
-	AccessExpiresAt  time.Time `cbor:"6,keyasint"`
-	RefreshExpiresAt time.Time `cbor:"7,keyasint"`
+	CreatedAt        nanoTime  `cbor:"4,keyasint"`
+	AuthenticatedAt  nanoTime  `cbor:"5,keyasint"`
+	AccessExpiresAt  nanoTime  `cbor:"6,keyasint"`
+	RefreshExpiresAt nanoTime  `cbor:"7,keyasint"`
 	UserAgent        string    `cbor:"8,keyasint,omitempty"`
 	IPAddress        string    `cbor:"9,keyasint,omitempty"`
 	CohortHash       string    `cbor:"10,keyasint,omitempty"`
@@ -49,8 +49,8 @@ type sessionRecord struct {
 func (s *Session) record() *sessionRecord {
 	return &sessionRecord{
 		ID: s.ID, AccountID: s.AccountID, LineageID: s.LineageID,
-		CreatedAt: s.CreatedAt, AuthenticatedAt: s.AuthenticatedAt,
-		AccessExpiresAt: s.AccessExpiresAt, RefreshExpiresAt: s.RefreshExpiresAt,
+		CreatedAt: toNano(s.CreatedAt), AuthenticatedAt: toNano(s.AuthenticatedAt),
+		AccessExpiresAt: toNano(s.AccessExpiresAt), RefreshExpiresAt: toNano(s.RefreshExpiresAt),
 		UserAgent: s.UserAgent, IPAddress: s.IPAddress, CohortHash: s.CohortHash, DeviceID: s.DeviceID,
 		AccessHash: s.accessHash, RefreshHash: s.refreshHash,
 	}
@@ -59,8 +59,8 @@ func (s *Session) record() *sessionRecord {
 func (r *sessionRecord) session() *Session {
 	return &Session{
 		ID: r.ID, AccountID: r.AccountID, LineageID: r.LineageID,
-		CreatedAt: r.CreatedAt, AuthenticatedAt: r.AuthenticatedAt,
-		AccessExpiresAt: r.AccessExpiresAt, RefreshExpiresAt: r.RefreshExpiresAt,
+		CreatedAt: r.CreatedAt.Time(), AuthenticatedAt: r.AuthenticatedAt.Time(),
+		AccessExpiresAt: r.AccessExpiresAt.Time(), RefreshExpiresAt: r.RefreshExpiresAt.Time(),
 		UserAgent: r.UserAgent, IPAddress: r.IPAddress, CohortHash: r.CohortHash, DeviceID: r.DeviceID,
 		accessHash: r.AccessHash, refreshHash: r.RefreshHash,
 	}
