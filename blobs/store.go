@@ -46,7 +46,7 @@ func Open(dir string) (*Store, error) {
 	}
 	// Make the entries of dir and dir/tmp durable.
 	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := syncDir(d); err != nil {
+		if err := SyncDir(d); err != nil {
 			return nil, err
 		}
 	}
@@ -169,7 +169,7 @@ func (s *Store) link(src, hash string, prepare func() error) (Info, bool, error)
 		// Even when the blob was already there, a concurrent Put may have
 		// placed it and not yet fsynced the directory: do it before reporting
 		// success.
-		if err := syncDir(filepath.Dir(dst)); err != nil {
+		if err := SyncDir(filepath.Dir(dst)); err != nil {
 			return Info{}, false, err
 		}
 		info, err := s.Stat(hash)
@@ -286,9 +286,9 @@ func (s *Store) Collect(hash string, cutoff time.Time) (bool, error) {
 		if err := os.Link(aside, p); err != nil && !errors.Is(err, fs.ErrExist) {
 			return false, err
 		}
-		return false, syncDir(filepath.Dir(p))
+		return false, SyncDir(filepath.Dir(p))
 	}
-	return true, syncDir(filepath.Dir(p))
+	return true, SyncDir(filepath.Dir(p))
 }
 
 // Remove deletes the blob, durably, for garbage collection. It returns
@@ -301,7 +301,7 @@ func (s *Store) Remove(hash string) error {
 	if err := os.Remove(p); err != nil {
 		return notFound(err)
 	}
-	return syncDir(filepath.Dir(p))
+	return SyncDir(filepath.Dir(p))
 }
 
 // Verify re-reads the blob and returns ErrCorrupt if its bytes no longer hash
@@ -410,7 +410,7 @@ func (s *Store) ensureDirs(hash string) error {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		if err := syncDir(filepath.Dir(d)); err != nil {
+		if err := SyncDir(filepath.Dir(d)); err != nil {
 			return err
 		}
 		s.synced.Store(d, struct{}{})
@@ -434,7 +434,10 @@ func fanoutDirs(dir string) ([]string, error) {
 	return names, nil
 }
 
-func syncDir(dir string) error {
+// SyncDir fsyncs a directory, making the names created in it durable. It is
+// exported for other writers of durable files beside the store (resumable
+// transfers, backups).
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -426,7 +426,7 @@ func (s *Server) openPartial(id string, offset int64) (*os.File, error) {
 	}
 	if err == nil && offset == 0 {
 		for _, d := range []string{filepath.Dir(path), s.blobs.Dir()} {
-			if err = syncDir(d); err != nil {
+			if err = blobs.SyncDir(d); err != nil {
 				break
 			}
 		}
@@ -468,16 +468,4 @@ func (s *Server) removePartials() {
 			return
 		}
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

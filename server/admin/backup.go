@@ -84,7 +84,7 @@ func (o *Ops) Backup(ctx context.Context, dest string, progress func(Progress)) 
 	if err := os.Rename(tmp, filepath.Join(dest, DBFile)); err != nil {
 		return rep, err
 	}
-	if err := syncDir(dest); err != nil {
+	if err := blobs.SyncDir(dest); err != nil {
 		return rep, err
 	}
 	rep.Elapsed = time.Since(start)
@@ -206,15 +206,6 @@ func copyFileDurably(src, dst string) error {
 		return err
 	}
 	return os.Rename(tmp, dst)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func sameDir(a, b string) (bool, error) {
