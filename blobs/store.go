@@ -434,6 +434,12 @@ func fanoutDirs(dir string) ([]string, error) {
 	return names, nil
 }
 
+// PartialsDir is the directory inside the store where resumable transfers
+// keep their partial files, on the store's filesystem so a finished one is
+// adopted by a link (Adopt). Walk skips it like any other non-fan-out
+// directory.
+const PartialsDir = "tus"
+
 // SyncDir fsyncs a directory, making the names created in it durable. It is
 // exported for other writers of durable files beside the store (resumable
 // transfers, backups).

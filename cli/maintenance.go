@@ -102,8 +102,8 @@ func newGCCmd() *cobra.Command {
 			if dryRun {
 				verb = "would remove"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %d unreferenced blobs (%s freed), %d temp files, %d expired records\n",
-				verb, rep.BlobsRemoved, humanBytes(rep.BytesFreed), rep.TempRemoved, rep.RecordsSwept)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d unreferenced blobs (%s freed), %d abandoned partial uploads (%s), %d temp files, %d expired records\n",
+				verb, rep.BlobsRemoved, humanBytes(rep.BytesFreed), rep.PartialsRemoved, humanBytes(rep.PartialBytes), rep.TempRemoved, rep.RecordsSwept)
 			return nil
 		})
 	}

@@ -232,6 +232,15 @@ func TestGCRemovesOnlyOldOrphans(t *testing.T) {
 	long := time.Now().Add(-48 * time.Hour)
 	os.Chtimes(blobPath(dir, hashHex(old)), long, long)
 	os.Chtimes(blobPath(dir, hashHex(blob(1))), long, long)
+	// A partial file of a transfer the store no longer records, old enough
+	// to be abandoned, and a fresh one.
+	partials := filepath.Join(dir, "blobs", "tus")
+	os.MkdirAll(partials, 0o700)
+	for name, when := range map[string]time.Time{"abandoned": long, "fresh": time.Now()} {
+		p := filepath.Join(partials, name)
+		os.WriteFile(p, []byte("partial bytes"), 0o600)
+		os.Chtimes(p, when, when)
+	}
 
 	out, _ := mustCLI(t, "", "gc", "--dry-run", "--data", dir)
 	if !strings.Contains(out, "would remove 1 unreferenced blobs") {
@@ -241,8 +250,14 @@ func TestGCRemovesOnlyOldOrphans(t *testing.T) {
 		t.Fatal("a dry run removed a file")
 	}
 	out, _ = mustCLI(t, "", "gc", "--data", dir)
-	if !strings.Contains(out, "removed 1 unreferenced blobs") {
+	if !strings.Contains(out, "removed 1 unreferenced blobs") || !strings.Contains(out, "1 abandoned partial uploads") {
 		t.Fatalf("gc: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(partials, "abandoned")); err == nil {
+		t.Fatal("an abandoned partial file survived gc")
+	}
+	if _, err := os.Stat(filepath.Join(partials, "fresh")); err != nil {
+		t.Fatal("gc removed a fresh partial file")
 	}
 	for b, want := range map[string]bool{hashHex(old): false, hashHex(fresh): true, hashHex(blob(1)): true} {
 		if _, err := os.Stat(blobPath(dir, b)); (err == nil) != want {

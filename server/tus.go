@@ -45,10 +45,6 @@ const (
 	// acknowledgements (fsync, then record), so a crash in the middle of a
 	// long PATCH loses at most this much.
 	tusCheckpoint = 64 << 20
-	// tusDir is the directory of partial files inside the blob store's
-	// directory: on the same filesystem, so a finished file is linked into
-	// place, never copied.
-	tusDir = "tus"
 )
 
 // tus wraps every tus handler. Every answer names the protocol version, and
@@ -394,7 +390,7 @@ func (s *Server) completeTransfer(path string, h hash.Hash, accountID, uploadID 
 }
 
 func (s *Server) partialPath(id string) string {
-	return filepath.Join(s.blobs.Dir(), tusDir, id)
+	return filepath.Join(s.blobs.Dir(), blobs.PartialsDir, id)
 }
 
 // openPartial opens the transfer's partial file for writing at offset,

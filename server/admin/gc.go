@@ -2,6 +2,10 @@ package admin
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"sealbox/blobs"
@@ -13,10 +17,15 @@ type GCReport struct {
 	BlobsRemoved int   `json:"blobs_removed"`
 	BytesFreed   int64 `json:"bytes_freed"`
 	TempRemoved  int   `json:"temp_removed"`
-	RecordsSwept int   `json:"records_swept"`
+	// PartialsRemoved are partial files of resumable transfers that no
+	// longer exist (finished, terminated or expired ones whose file stayed).
+	PartialsRemoved int   `json:"partials_removed"`
+	PartialBytes    int64 `json:"partial_bytes"`
+	RecordsSwept    int   `json:"records_swept"`
 }
 
-// GC deletes expired records, and blob files that no account holds and
+// GC deletes expired records, partial files of transfers that no longer
+// exist, and blob files that no account holds and
 // that are older than grace: an upload writes its file before it records
 // the holding, and a blob younger than grace may be such an upload in
 // progress. blobs.Collect keeps a file that an upload of the same bytes
@@ -56,9 +65,59 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (GCRepor
 		}
 		return err
 	})
-	if err != nil || dryRun {
+	if err != nil {
+		return rep, err
+	}
+	if err := o.collectPartials(dryRun, cutoff, &rep); err != nil || dryRun {
 		return rep, err
 	}
 	rep.TempRemoved, err = o.Blobs.CleanTemp(cutoff)
 	return rep, err
+}
+
+// collectPartials removes the partial files of transfers the store no
+// longer records. The listing is taken first and a file must be older than
+// both it and cutoff, so a transfer created meanwhile keeps its file.
+func (o *Ops) collectPartials(dryRun bool, cutoff time.Time, rep *GCReport) error {
+	listed := time.Now()
+	if listed.Before(cutoff) {
+		cutoff = listed
+	}
+	live := map[string]bool{}
+	after := ""
+	for {
+		page, err := o.Store.Transfers(after, blobPage)
+		if err != nil {
+			return err
+		}
+		for _, id := range page {
+			live[id] = true
+		}
+		if len(page) < blobPage {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	dir := filepath.Join(o.Blobs.Dir(), blobs.PartialsDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || live[e.Name()] || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		if !dryRun {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		rep.PartialsRemoved++
+		rep.PartialBytes += info.Size()
+	}
+	return nil
 }
