@@ -31,19 +31,19 @@ type Session struct {
 }
 
 type sessionRecord struct {
-	ID               string    `cbor:"1,keyasint"`
-	AccountID        string    `cbor:"2,keyasint"`
-	LineageID        string    `cbor:"3,keyasint"`
-	CreatedAt        nanoTime  `cbor:"4,keyasint"`
-	AuthenticatedAt  nanoTime  `cbor:"5,keyasint"`
-	AccessExpiresAt  nanoTime  `cbor:"6,keyasint"`
-	RefreshExpiresAt nanoTime  `cbor:"7,keyasint"`
-	UserAgent        string    `cbor:"8,keyasint,omitempty"`
-	IPAddress        string    `cbor:"9,keyasint,omitempty"`
-	CohortHash       string    `cbor:"10,keyasint,omitempty"`
-	DeviceID         string    `cbor:"11,keyasint,omitempty"`
-	AccessHash       []byte    `cbor:"12,keyasint"`
-	RefreshHash      []byte    `cbor:"13,keyasint"`
+	ID               string   `cbor:"1,keyasint"`
+	AccountID        string   `cbor:"2,keyasint"`
+	LineageID        string   `cbor:"3,keyasint"`
+	CreatedAt        nanoTime `cbor:"4,keyasint"`
+	AuthenticatedAt  nanoTime `cbor:"5,keyasint"`
+	AccessExpiresAt  nanoTime `cbor:"6,keyasint"`
+	RefreshExpiresAt nanoTime `cbor:"7,keyasint"`
+	UserAgent        string   `cbor:"8,keyasint,omitempty"`
+	IPAddress        string   `cbor:"9,keyasint,omitempty"`
+	CohortHash       string   `cbor:"10,keyasint,omitempty"`
+	DeviceID         string   `cbor:"11,keyasint,omitempty"`
+	AccessHash       []byte   `cbor:"12,keyasint"`
+	RefreshHash      []byte   `cbor:"13,keyasint"`
 }
 
 func (s *Session) record() *sessionRecord {
