@@ -83,12 +83,20 @@ func MustOpenServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
 // hold a prepared store.
 func MustOpenServerIn(tb testing.TB, dir string, edit ...func(*server.Config)) *TestServer {
 	tb.Helper()
+	return mustOpenServerWith(tb, dir, kv.Options{}, edit...)
+}
+
+// mustOpenServerWith opens the store with opts (its clock is the test
+// clock's).
+func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func(*server.Config)) *TestServer {
+	tb.Helper()
 	clock := NewClock()
 	cfg := NewTestConfig(clock)
 	for _, e := range edit {
 		e(&cfg)
 	}
-	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), kv.Options{Now: cfg.Now})
+	opts.Now = cfg.Now
+	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server"
 )
@@ -23,30 +21,7 @@ import (
 // benchmark compares the tuned group commit with bbolt's defaults.
 func openBenchServer(b *testing.B, opts kv.Options) *TestServer {
 	b.Helper()
-	dir := b.TempDir()
-	clock := NewClock()
-	cfg := NewTestConfig(clock)
-	cfg.AlbumProtocol = opPin
-	opts.Now = cfg.Now
-	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	blobStore, err := blobs.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := server.New(cfg, store, blobStore)
-	if err := srv.Open("127.0.0.1:0"); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Close(ctx)
-		store.Close()
-	})
-	return &TestServer{Server: srv, Store: store, Blobs: blobStore, Clock: clock, Config: cfg, Dir: dir}
+	return mustOpenServerWith(b, b.TempDir(), opts, func(c *server.Config) { c.AlbumProtocol = opPin })
 }
 
 // BenchmarkOpCreate: creates of distinct assets in one album over HTTP, each
