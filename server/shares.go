@@ -127,13 +127,12 @@ func (s *Server) handleShareRevoke(w http.ResponseWriter, r *http.Request, ps ht
 	return noContent(w)
 }
 
-// shareRead wraps the public share reads. Every answer, errors included,
-// carries Referrer-Policy: no-referrer, because the URL holds a capability.
-// Each client address spends a token of its bucket before anything is
-// parsed or read, so malformed and unknown ids are limited too.
+// shareRead wraps the public share reads. Each client address spends a
+// token of its bucket before anything is parsed or read, so malformed and
+// unknown ids are limited too. (Referrer-Policy is set for every /s/ answer
+// by the middleware.)
 func (s *Server) shareRead(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		w.Header().Set("Referrer-Policy", "no-referrer")
 		if ok, retryAfter := s.shareLimiter.Allow(s.clientAddr(r)); !ok {
 			return &kv.Error{Code: kv.ECodeRateLimited, Message: "too many share reads from this address", RetryAfter: retryAfter}
 		}

@@ -498,3 +498,14 @@ func TestShareReadRateLimit(t *testing.T) {
 	// Registration and revocation are not share reads.
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + l.id, Token: tok.Access, Header: from("192.0.2.1")}).WantStatus(t, http.StatusNoContent)
 }
+
+// Every /s/ answer carries Referrer-Policy, also where no route matches.
+func TestShareReferrerPolicyOnEveryAnswer(t *testing.T) {
+	ts := MustOpenServer(t)
+	for _, p := range []string{"/s/ffffffffffffffffffffffffffffffff", "/s/not-an-id", "/s/a/b/c/d", "/s/"} {
+		r := ts.Do(t, Req{Method: "GET", Path: p})
+		if got := r.Header.Get("Referrer-Policy"); got != "no-referrer" {
+			t.Errorf("GET %s (%d): Referrer-Policy %q", p, r.Status, got)
+		}
+	}
+}
