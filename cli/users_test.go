@@ -159,6 +159,14 @@ func TestUsersDirectlyOnTheStore(t *testing.T) {
 	if len(users) != 1 || !users[0].Disabled {
 		t.Fatalf("users: %+v", users)
 	}
+	mustCLI(t, "", "users", "enable", "cy@example.org", "--data", dir)
+	mustCLI(t, "", "users", "set-quota", "cy@example.org", "1GiB", "--data", dir)
+	if out, _ := mustCLI(t, "", "users", "reset-2fa", "cy@example.org", "--data", dir); !strings.Contains(out, "second factor removed for cy@example.org") {
+		t.Fatalf("reset-2fa: %q", out)
+	}
+	if u := usersJSON(t, dir)[0]; u.Disabled || u.QuotaBytes != 1<<30 || u.SecondFactor {
+		t.Fatalf("after enable, set-quota and reset-2fa: %+v", u)
+	}
 	if _, _, err := runCLI(t, "longenough1\n", "users", "add", "CY@example.org", "--password-stdin", "--data", dir); err == nil {
 		t.Fatal("a duplicate address was accepted")
 	}
