@@ -18,6 +18,8 @@ import (
 //     prefix scan that never leaves the account's rows.
 //   - usage:    accountID -> bytes held (8 bytes big-endian), kept by holdBlob,
 //     so the quota check is one Get however many blobs the account holds.
+//   - totals:   "blobs" and "blob_bytes" -> the count and bytes of every
+//     recorded blob (each once), kept by holdBlob for the operator's metrics.
 //
 // An account comes to hold a blob by uploading it (AddUploadBlob) and, in
 // later features, by the lifecycle ops that store blobs; both call holdBlob
@@ -96,6 +98,9 @@ func holdBlob(tx *bolt.Tx, accountID string, b Blob, now time.Time) (bool, error
 	if tx.Bucket(bucketBlobs).Get([]byte(b.Hash)) == nil {
 		rec := blobRecord{Size: b.Size, StoredAt: now}
 		if err := tx.Bucket(bucketBlobs).Put([]byte(b.Hash), encode(&rec)); err != nil {
+			return false, err
+		}
+		if err := addBlobTotals(tx, 1, b.Size); err != nil {
 			return false, err
 		}
 	}
@@ -195,4 +200,42 @@ func (s *Store) BlobRecorded(hash string) (bool, error) {
 		return nil
 	})
 	return ok, err
+}
+
+var (
+	totalBlobs     = []byte("blobs")
+	totalBlobBytes = []byte("blob_bytes")
+)
+
+func addBlobTotals(tx *bolt.Tx, count, bytes int64) error {
+	b := tx.Bucket(bucketTotals)
+	for _, add := range []struct {
+		key []byte
+		n   int64
+	}{{totalBlobs, count}, {totalBlobBytes, bytes}} {
+		var cur uint64
+		if v := b.Get(add.key); len(v) == 8 {
+			cur = readU64(v)
+		}
+		if err := b.Put(add.key, u64(cur+uint64(add.n))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BlobTotals reports how many blobs the store records and their bytes,
+// each blob counted once however many accounts hold it.
+func (s *Store) BlobTotals() (count, bytes int64, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTotals)
+		if v := b.Get(totalBlobs); len(v) == 8 {
+			count = int64(readU64(v))
+		}
+		if v := b.Get(totalBlobBytes); len(v) == 8 {
+			bytes = int64(readU64(v))
+		}
+		return nil
+	})
+	return count, bytes, err
 }

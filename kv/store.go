@@ -37,6 +37,7 @@ var (
 	bucketUploadsByAlbum    = []byte("uploads_by_album")
 	bucketUploadBlobs       = []byte("upload_blobs")
 	bucketUsage             = []byte("usage")
+	bucketTotals            = []byte("totals")
 	bucketEscrow            = []byte("escrow")
 	bucketDirectories       = []byte("directories")
 	bucketRevokeChallenges  = []byte("revoke_challenges")
@@ -63,7 +64,7 @@ var allBuckets = [][]byte{
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
 	bucketMFAChallenges, bucketCohorts, bucketExpiry,
 	bucketAlbums, bucketAlbumsByAccount, bucketBlobs, bucketHoldings,
-	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs, bucketUsage,
+	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs, bucketUsage, bucketTotals,
 	bucketEscrow, bucketDirectories, bucketRevokeChallenges,
 	bucketEnrollCodes, bucketEnrollFallbacks, bucketRelayChannels, bucketRelayMailboxes,
 	bucketShares, bucketShareBlobs,

@@ -77,6 +77,10 @@ func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
 	if strings.Contains(all, secret) || strings.Contains(all, "a@example.org") {
 		t.Fatal("a log line holds what the caller presented")
 	}
+	// One blob held by two accounts counts once.
+	data := bytes.Repeat([]byte{7}, 1234)
+	ts.Upload(t, ts.Login(t, "a@example.org").Access, data)
+	ts.Upload(t, ts.Register(t, "b@example.org").Access, data)
 	rec := httptest.NewRecorder()
 	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -84,6 +88,8 @@ func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
 		`sealbox_auth_failures_total{reason="invalid_credentials"} 1`,
 		`sealbox_http_requests_total{method="POST",route="/v1/auth/login",status="401"} 1`,
 		`sealbox_store_bytes`,
+		"sealbox_blob_bytes 1234\n",
+		"sealbox_blobs 1\n",
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)

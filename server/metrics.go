@@ -49,7 +49,22 @@ func newMetrics(s *Server) *metrics {
 		}
 		return float64(fi.Size())
 	})
-	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, storeSize,
+	blobTotal := func(pick func(count, bytes int64) int64) func() float64 {
+		return func() float64 {
+			count, bytes, err := s.store.BlobTotals()
+			if err != nil {
+				return 0
+			}
+			return float64(pick(count, bytes))
+		}
+	}
+	blobBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sealbox_blob_bytes", Help: "Bytes of all stored blobs, each counted once.",
+	}, blobTotal(func(_, bytes int64) int64 { return bytes }))
+	blobCount := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sealbox_blobs", Help: "Number of stored blobs.",
+	}, blobTotal(func(count, _ int64) int64 { return count }))
+	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, storeSize, blobBytes, blobCount,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
