@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/admin"
 	"sealbox/server/password"
@@ -176,5 +177,25 @@ func TestVersionCommand(t *testing.T) {
 	out, _ := mustCLI(t, "", "version")
 	if !strings.HasPrefix(out, "sealbox "+server.Version) {
 		t.Fatalf("version: %q", out)
+	}
+}
+
+// An admin command on a store that another process holds, with no server
+// answering on the socket, gives up after the lock timeout and says why; it
+// never hangs.
+func TestAdminCommandOnAHeldStoreDoesNotHang(t *testing.T) {
+	dir := t.TempDir()
+	held, err := kv.Open(filepath.Join(dir, dbFile), kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	start := time.Now()
+	_, _, err = runCLI(t, "", "users", "list", "--data", dir)
+	if err == nil || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("got %v, want a refusal naming the held store", err)
+	}
+	if waited := time.Since(start); waited > adminOpenTimeout+5*time.Second {
+		t.Fatalf("gave up after %s", waited)
 	}
 }

@@ -96,3 +96,32 @@ func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
 		}
 	}
 }
+
+// The access log names route patterns: a share link's id (a capability)
+// and the tokens in a request never reach it.
+func TestLogsNeverHoldShareIDsOrTokens(t *testing.T) {
+	logs := &syncBuffer{}
+	ts := MustOpenServer(t, func(c *server.Config) { c.Log = zerolog.New(logs) })
+	tok := ts.Register(t, "a@example.org")
+	link := ts.newLink(t, tok.Access)
+	for _, p := range []string{"/s/" + link.id, "/s/" + link.id + "/blob/" + hashOf(link.content), "/s/" + link.id + "/wrapped-secret"} {
+		ts.Do(t, Req{Method: "GET", Path: p}).WantStatus(t, 200)
+	}
+	routes := map[any]bool{}
+	for _, l := range logs.Lines() {
+		routes[l["route"]] = true
+	}
+	for _, want := range []string{"/s/:opaque_id", "/s/:opaque_id/blob/:hash", "/s/:opaque_id/wrapped-secret"} {
+		if !routes[want] {
+			t.Errorf("no access-log line names the route %s: %v", want, routes)
+		}
+	}
+	logs.mu.Lock()
+	all := logs.buf.String()
+	logs.mu.Unlock()
+	for _, secret := range []string{link.id, tok.Access, tok.Refresh} {
+		if strings.Contains(all, secret) {
+			t.Errorf("the log holds %q", secret)
+		}
+	}
+}

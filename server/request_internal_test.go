@@ -2,8 +2,10 @@ package server
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,5 +132,40 @@ func TestUnknownErrorIsOpaque500(t *testing.T) {
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/fail", nil))
 	if rec.Code != 500 || strings.Contains(rec.Body.String(), "secret") || !strings.Contains(rec.Body.String(), "error.internal") {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+// readerFromWriter is a ResponseWriter whose ReadFrom records its source,
+// as net/http's does before it turns to sendfile.
+type readerFromWriter struct {
+	*httptest.ResponseRecorder
+	src io.Reader
+}
+
+func (w *readerFromWriter) ReadFrom(src io.Reader) (int64, error) {
+	w.src = src
+	return io.Copy(w.ResponseRecorder, src)
+}
+
+// The access log's recorder must keep io.ReaderFrom, or blob reads lose
+// sendfile: a file copied the way http.ServeContent copies (io.CopyN, so a
+// LimitedReader around the *os.File) reaches the wrapped writer's ReadFrom
+// with the file inside.
+func TestRecorderKeepsReaderFrom(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("ciphertext")
+	f.Seek(0, io.SeekStart)
+	inner := &readerFromWriter{ResponseRecorder: httptest.NewRecorder()}
+	rec := &recorder{ResponseWriter: inner}
+	n, err := io.CopyN(rec, f, 10)
+	lr, ok := inner.src.(*io.LimitedReader)
+	if err != nil || n != 10 || !ok || lr.R != f {
+		t.Fatalf("copied %d (%v); ReadFrom got %T, want a LimitedReader around the *os.File", n, err, inner.src)
+	}
+	if rec.status != http.StatusOK || rec.bytes != 10 {
+		t.Fatalf("recorded status %d, %d bytes", rec.status, rec.bytes)
 	}
 }
