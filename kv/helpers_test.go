@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"sealbox/kv"
 )
 
 // assertFileLacks fails if the raw file at path contains any of secrets.
@@ -18,4 +20,15 @@ func assertFileLacks(tb testing.TB, path string, secrets ...string) {
 			tb.Fatalf("the database file holds the secret %q", s)
 		}
 	}
+}
+
+// sessionsOf lists the account's live sessions, oldest first, as the
+// ledger reads them.
+func sessionsOf(tb testing.TB, s *kv.Store, accountID string) []*kv.Session {
+	tb.Helper()
+	l, err := s.Ledger(accountID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l.Sessions
 }

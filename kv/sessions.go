@@ -360,16 +360,6 @@ func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 	return n, err
 }
 
-// Sessions lists the account's live sessions, oldest first (ties by id).
-func (s *Store) Sessions(accountID string) ([]*Session, error) {
-	var out []*Session
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		out, err = liveSessions(tx, accountID, s.now())
-		return err
-	})
-	return out, err
-}
-
 // liveSessions lists the account's sessions not expired at now, oldest first.
 func liveSessions(tx *bolt.Tx, accountID string, now time.Time) ([]*Session, error) {
 	var out []*Session

@@ -28,10 +28,11 @@ func TestSessionTimesKeepNanoseconds(t *testing.T) {
 	if err := store.Reauthenticated(acct.Email, sess.ID, now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := store.Sessions(acct.ID)
+	l, err := store.Ledger(acct.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := l.Sessions
 	if len(got) != 1 || !got[0].CreatedAt.Equal(now) {
 		t.Fatalf("sessions: got %d, first created %v; want 1 created %v", len(got), got[0].CreatedAt, now)
 	}

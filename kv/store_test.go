@@ -129,10 +129,10 @@ func TestSweepRemovesExpiredSessionsOnly(t *testing.T) {
 	if _, err := s.Sweep(); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Sessions("acct-1"); len(got) != 0 {
+	if got := sessionsOf(t, s, "acct-1"); len(got) != 0 {
 		t.Fatalf("expired session survived the sweep: %d", len(got))
 	}
-	if got, _ := s.Sessions("acct-2"); len(got) != 1 {
+	if got := sessionsOf(t, s, "acct-2"); len(got) != 1 {
 		t.Fatalf("live session swept: %d left", len(got))
 	}
 }
@@ -147,10 +147,7 @@ func TestSessionsOldestFirstPrefixScan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Sessions(a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := sessionsOf(t, s, a.ID)
 	var ids []string
 	for _, g := range got {
 		ids = append(ids, g.ID)
