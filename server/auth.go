@@ -121,10 +121,18 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 	return writeJSON(w, http.StatusOK, grant.response())
 }
 
+// loginRequest spells out the credential fields rather than embedding
+// credentials: a decoding error names a field by its Go path, and an
+// embedded struct would put "credentials." in front of the wire name.
 type loginRequest struct {
-	credentials
+	Email      *string        `json:"email"`
+	Password   *string        `json:"password"`
 	CohortHash advisoryString `json:"cohort_hash"`
 	DeviceID   advisoryString `json:"device_id"`
+}
+
+func (req *loginRequest) validate(passwordRule func(field, pw string) error) (email string, err error) {
+	return (&credentials{Email: req.Email, Password: req.Password}).validate(passwordRule)
 }
 
 // verifyPassword runs one counted password verification for the account

@@ -115,6 +115,10 @@ func TestRegistrationRules(t *testing.T) {
 		{"trailing data", `{"email":"a@b.c","password":"12345678"} {}`, "", 400, "error.request.malformed"},
 		{"unknown key", map[string]any{"email": "a@b.c", "password": "12345678", "admin": true}, "", 400, "error.request.malformed"},
 		{"wrong type", map[string]any{"email": 5, "password": "12345678"}, "", 400, "error.request.malformed"},
+		// encoding/json alone would accept these three.
+		{"key in another case", `{"EMAIL":"a@b.c","password":"12345678"}`, "", 400, "error.request.malformed"},
+		{"key twice", `{"email":"a@b.c","email":"d@e.f","password":"12345678"}`, "", 400, "error.request.malformed"},
+		{"invalid UTF-8", "{\"email\":\"a@b.c\",\"password\":\"\xff2345678\"}", "", 400, "error.request.malformed"},
 		{"missing email", map[string]any{"password": "12345678"}, "", 422, "error.request.invalid"},
 		{"null password", map[string]any{"email": "a@b.c", "password": nil}, "", 422, "error.request.invalid"},
 		{"email without @", map[string]any{"email": "abc", "password": "12345678"}, "", 422, "error.request.invalid"},

@@ -197,7 +197,13 @@ func TestOpBattery(t *testing.T) {
 		{name: "1 not an object", raw: "[]", status: 400, code: "error.request.malformed"},
 		{name: "1 trailing data", raw: `{} {}`, status: 400, code: "error.request.malformed"},
 		{name: "1 unknown key", edit: func(b map[string]any) { b["extra"] = 1 }, status: 400, code: "error.request.malformed", field: "extra"},
-		{name: "1 unknown envelope key", edit: set("caption", "x"), status: 400, code: "error.request.malformed", field: "caption"},
+		{name: "1 unknown envelope key", edit: set("caption", "x"), status: 400, code: "error.request.malformed", field: "manifest_envelope.caption"},
+		{name: "1 envelope key in another case", edit: func(b map[string]any) {
+			e := b["manifest_envelope"].(map[string]any)
+			e["ACTION"] = e["action"]
+			delete(e, "action")
+		}, status: 400, code: "error.request.malformed", field: "manifest_envelope.ACTION"},
+		{name: "1 top-level key in another case", edit: func(b map[string]any) { b["Manifest_CBOR"] = b["manifest_cbor"]; delete(b, "manifest_cbor") }, status: 400, code: "error.request.malformed", field: "Manifest_CBOR"},
 		{name: "1 wrong type", edit: set("crypto_suite_id", "1"), status: 400, code: "error.request.malformed", field: "manifest_envelope.crypto_suite_id"},
 		{name: "1 fractional integer", edit: set("plaintext_size", 1.5), status: 400, code: "error.request.malformed", field: "manifest_envelope.plaintext_size"},
 		{name: "1 envelope not an object", edit: func(b map[string]any) { b["manifest_envelope"] = "x" }, status: 400, code: "error.request.malformed"},

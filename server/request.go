@@ -8,7 +8,10 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"sealbox/kv"
 )
@@ -102,14 +105,25 @@ func (s *Server) decodeJSONLimit(w http.ResponseWriter, r *http.Request, dst any
 	return decodeStrict(body, dst)
 }
 
-// decodeStrict is the one strict JSON decoder of request bodies.
+// decodeStrict is the one strict JSON decoder of request bodies. Before
+// encoding/json decodes the body it refuses what that package lets through:
+// invalid UTF-8 (which it would turn into U+FFFD, so two different passwords
+// could decode alike), a key not in the schema, also one that matches a
+// field only when case is ignored, and a key given twice (where the last
+// would silently win). Keys are named by their path, as in
+// "manifest_envelope.action".
 func decodeStrict(body []byte, dst any) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return kv.Errorf(kv.ECodeMalformed, "the body must be a JSON object")
 	}
+	if !utf8.Valid(body) {
+		return kv.Errorf(kv.ECodeMalformed, "the body is not valid UTF-8")
+	}
+	if err := exactKeys(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(dst), ""); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return malformedJSON(err)
 	}
@@ -117,6 +131,121 @@ func decodeStrict(body []byte, dst any) error {
 		return kv.Errorf(kv.ECodeMalformed, "unexpected data after the JSON object")
 	}
 	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// exactKeys reads the next JSON value from dec, a value that is to decode
+// into type t, and refuses any object key that is
+// not exactly the JSON name of a field of the struct it decoded into, or
+// that appears twice in one object. path is the value's field path, for the
+// problem's field member. A value whose type decodes itself (a
+// json.Unmarshaler) checks its own content and is skipped, as is a value of
+// a type with no keys to check.
+func exactKeys(dec *json.Decoder, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return malformedJSON(err)
+	}
+	open, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch {
+	case reflect.PointerTo(t).Implements(unmarshalerType):
+		return skipValue(dec, open)
+	case open == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+		for dec.More() {
+			if err := exactKeys(dec, t.Elem(), path); err != nil {
+				return err
+			}
+		}
+	case open == '{' && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
+		var fields map[string]reflect.Type
+		if t.Kind() == reflect.Struct {
+			fields = jsonFields(t)
+		}
+		seen := make(map[string]bool)
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return malformedJSON(err)
+			}
+			key := tok.(string)
+			field := key
+			if path != "" {
+				field = path + "." + key
+			}
+			if seen[key] {
+				return kv.FieldErrorf(kv.ECodeMalformed, field, "%s appears more than once", field)
+			}
+			seen[key] = true
+			valueType := t.Elem
+			if fields != nil {
+				ft, ok := fields[key]
+				if !ok {
+					return kv.FieldErrorf(kv.ECodeMalformed, field, "unknown field %q", field)
+				}
+				valueType = func() reflect.Type { return ft }
+			}
+			if err := exactKeys(dec, valueType(), field); err != nil {
+				return err
+			}
+		}
+	default:
+		return skipValue(dec, open)
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return malformedJSON(err)
+	}
+	return nil
+}
+
+// skipValue reads the rest of the array or object opened by open.
+func skipValue(dec *json.Decoder, open json.Delim) error {
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return malformedJSON(err)
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
+}
+
+// jsonFieldCache maps a struct type to its fields by exact JSON name.
+var jsonFieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields returns the struct's fields by the JSON name encoding/json
+// decodes them from: the json tag's name, or the Go name when the tag has
+// none. Request types do not embed structs (an embedded struct's fields
+// would be missing here, and its keys refused: a test would say so).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := jsonFieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := make(map[string]reflect.Type)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case !f.IsExported() || name == "-":
+			continue
+		case name == "":
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	jsonFieldCache.Store(t, m)
+	return m
 }
 
 // malformedJSON turns a decoder error into a 400 that names the field when
@@ -129,10 +258,6 @@ func malformedJSON(err error) error {
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		return kv.FieldErrorf(kv.ECodeMalformed, fe.field, "%s", fe.msg)
-	}
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-		return kv.FieldErrorf(kv.ECodeMalformed, field, "unknown field %q", field)
 	}
 	return kv.Errorf(kv.ECodeMalformed, "the body is not valid JSON")
 }

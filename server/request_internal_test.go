@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/rs/zerolog"
@@ -54,7 +55,7 @@ var requestTypes = []struct {
 
 // FuzzDecodeStrict decodes every body into every request type, then runs
 // the type's validate step: nothing panics, every decoding refusal is a 400
-// error.request.malformed, an accepted body is a single JSON object, and
+// error.request.malformed, an accepted body is a single JSON object in UTF-8, and
 // validation refuses only with 422 error.request.invalid (or the type's own
 // listed codes). Seeds beyond these live in testdata/fuzz/FuzzDecodeStrict.
 func FuzzDecodeStrict(f *testing.F) {
@@ -81,6 +82,9 @@ func FuzzDecodeStrict(f *testing.F) {
 			}
 			if trimmed := strings.TrimLeft(string(body), " \t\r\n"); trimmed == "" || trimmed[0] != '{' {
 				t.Fatalf("%s: accepted a body that is not an object: %q", rt.name, body)
+			}
+			if !utf8.Valid(body) {
+				t.Fatalf("%s: accepted a body that is not UTF-8: %q", rt.name, body)
 			}
 			if err := rt.validate(dst); err != nil {
 				if code := kv.ErrorCode(err); code != kv.ECodeInvalid && !slices.Contains(rt.codes, code) {
@@ -167,5 +171,44 @@ func TestRecorderKeepsReaderFrom(t *testing.T) {
 	}
 	if rec.status != http.StatusOK || rec.bytes != 10 {
 		t.Fatalf("recorded status %d, %d bytes", rec.status, rec.bytes)
+	}
+}
+
+// TestDecodeStrictKeys: keys must be the schema's exact spelling, once each,
+// at every depth; the problem names the key by its path. Values that decode
+// themselves (advisory fields) are not looked into.
+func TestDecodeStrictKeys(t *testing.T) {
+	const envelope = `"manifest_cbor":"AA==","manifest_envelope":{"action":"create"`
+	cases := []struct {
+		name  string
+		dst   func() any
+		body  string
+		field string // "" when the body is accepted
+	}{
+		{"exact keys", func() any { return &loginRequest{} }, `{"email":"a@b.c","password":"x"}`, ""},
+		{"key in another case", func() any { return &loginRequest{} }, `{"Email":"a@b.c","password":"x"}`, "Email"},
+		{"key twice", func() any { return &loginRequest{} }, `{"email":"a@b.c","password":"x","password":"y"}`, "password"},
+		{"advisory value not looked into", func() any { return &loginRequest{} }, `{"email":"a@b.c","password":"x","cohort_hash":{"a":1,"a":2,"A":[{}]}}`, ""},
+		{"nested exact", func() any { return &opRequest{} }, `{` + envelope + `}}`, ""},
+		{"nested key in another case", func() any { return &opRequest{} }, `{` + envelope + `,"Key_Mode":"derived"}}`, "manifest_envelope.Key_Mode"},
+		{"nested key twice", func() any { return &opRequest{} }, `{` + envelope + `,"action":"replace"}}`, "manifest_envelope.action"},
+		{"nested unknown key", func() any { return &opRequest{} }, `{` + envelope + `,"caption":"x"}}`, "manifest_envelope.caption"},
+		{"unknown key after a nested object", func() any { return &opRequest{} }, `{` + envelope + `},"extra":1}`, "extra"},
+		{"array of strings", func() any { return &issueShareRequest{} }, `{"serves":["a","b"],"opaque_id":"x"}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := decodeStrict([]byte(tc.body), tc.dst())
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ke *kv.Error
+			if !errors.As(err, &ke) || ke.Code != kv.ECodeMalformed || ke.Field != tc.field {
+				t.Fatalf("got %#v, want error.request.malformed naming %q", err, tc.field)
+			}
+		})
 	}
 }
