@@ -25,6 +25,14 @@ const (
 	kindUpgrade      byte = 'g'
 )
 
+// Deadline is the expiry of a record that lives for ttl from now, cut to a
+// whole second. The API shows every expiry in whole seconds (Unix seconds
+// or RFC 3339 without fractions), and a record must stop being honoured at
+// the instant shown, not up to a second after it.
+func Deadline(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Second)
+}
+
 // sweeper removes record id of its kind if it is expired at now.
 type sweeper func(tx *bolt.Tx, id []byte, now time.Time) error
 

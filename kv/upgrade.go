@@ -165,7 +165,7 @@ func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.D
 			if err := deleteUpgrade(tx, albumID); err != nil {
 				return err
 			}
-			u.ExpiresAt = now.Add(window)
+			u.ExpiresAt = Deadline(now, window)
 			if err := tx.Bucket(bucketUpgrades).Put([]byte(albumID), encode(upgradeRecord(u))); err != nil {
 				return err
 			}

@@ -82,7 +82,7 @@ func touchUpload(tx *bolt.Tx, key []byte, u *Upload, now time.Time, idle time.Du
 	if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
 		return err
 	}
-	u.ExpiresAt = now.Add(idle)
+	u.ExpiresAt = Deadline(now, idle)
 	return putUpload(tx, key, u)
 }
 
@@ -141,7 +141,7 @@ func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration)
 		} else if up != nil {
 			return Errorf(ECodeUpgradeInFlight, "a protocol upgrade of the album is in flight; no upload session opens until it ends")
 		}
-		u = &Upload{AccountID: accountID, AlbumID: albumID, CreatedAt: now, ExpiresAt: now.Add(idle)}
+		u = &Upload{AccountID: accountID, AlbumID: albumID, CreatedAt: now, ExpiresAt: Deadline(now, idle)}
 		return putUpload(tx, HashToken(token), u)
 	})
 	if err != nil {

@@ -43,8 +43,8 @@ func (s *Server) newSession(r *http.Request, accountID string, cohortHash, devic
 		AccountID:        accountID,
 		CreatedAt:        now,
 		AuthenticatedAt:  now,
-		AccessExpiresAt:  now.Add(s.cfg.AccessTTL),
-		RefreshExpiresAt: now.Add(s.cfg.RefreshTTL),
+		AccessExpiresAt:  kv.Deadline(now, s.cfg.AccessTTL),
+		RefreshExpiresAt: kv.Deadline(now, s.cfg.RefreshTTL),
 		UserAgent:        truncate(r.UserAgent(), 512),
 		IPAddress:        s.clientAddr(r),
 	}

@@ -65,6 +65,21 @@ func TestAccessTokenExpires(t *testing.T) {
 	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
 }
 
+// TestAccessTokenExpiresAtTheSecondShown: expires_by is whole Unix seconds,
+// and a token issued at a fractional second stops being honoured exactly at
+// the instant shown, not up to a second later.
+func TestAccessTokenExpiresAtTheSecondShown(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Clock.Advance(700 * time.Millisecond)
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "a@example.org", "password": testPassword}})
+	tok := tokensOf(t, r)
+	shown := time.Unix(int64(r.JSON(t)["expires_by"].(float64)), 0)
+	ts.Clock.Advance(shown.Sub(ts.Clock.Now()) - time.Nanosecond)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
+	ts.Clock.Advance(time.Nanosecond)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
+}
+
 func TestRefreshExpiresAndReuseRevokesLineage(t *testing.T) {
 	ts := MustOpenServer(t)
 	first := ts.Register(t, "a@example.org")

@@ -131,7 +131,7 @@ func (s *Server) handleEnrollIssue(w http.ResponseWriter, r *http.Request, _ htt
 		return err
 	}
 	code, fallback := s.newToken(prefixEnrollCode), s.newFallback()
-	expiresAt := s.now().Add(enrollCodeTTL)
+	expiresAt := kv.Deadline(s.now(), enrollCodeTTL)
 	if err := s.store.IssueEnrollmentCode(sess.AccountID, code, fallback, expiresAt); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 		return err
 	}
 	channelID := s.newToken(prefixChannel)
-	expiresAt := s.now().Add(channelTTL)
+	expiresAt := kv.Deadline(s.now(), channelTTL)
 	err = s.store.RedeemEnrollmentCode(*req.Code, fallback, channelID, expiresAt)
 	if kv.ErrorCode(err) != kv.ECodeEnrollmentCodeRefused {
 		refund()

@@ -29,7 +29,7 @@ type revokeChallengeResponse struct {
 func (s *Server) handleRevokeAllChallenge(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	sess := caller(r)
 	challenge := s.newToken(prefixChallenge)
-	expiresAt := s.now().Add(revokeChallengeTTL)
+	expiresAt := kv.Deadline(s.now(), revokeChallengeTTL)
 	if err := s.store.PutRevokeChallenge(sess.AccountID, challenge, expiresAt); err != nil {
 		return err
 	}

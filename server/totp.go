@@ -161,7 +161,7 @@ func (s *Server) challengeSecondFactor(w http.ResponseWriter, acct *kv.Account) 
 		return err
 	}
 	token := s.newToken(prefixMFA)
-	expires := s.now().Add(mfaTTL)
+	expires := kv.Deadline(s.now(), mfaTTL)
 	if err := s.store.CreateMFAChallenge(token, acct.ID, expires); err != nil {
 		return err
 	}
