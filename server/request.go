@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -51,17 +52,28 @@ func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit in
 // non-empty body must be mediaType (415), and a failure to read the body
 // (the client went away, or sent less than it announced) becomes the 400
 // readBody gives, not an internal error. The consumer enforces limit on a
-// body without Content-Length.
+// body without Content-Length. A chunked body's emptiness is known only by
+// reading: one byte is peeked before the media type is required of it.
 func streamBody(r *http.Request, mediaType string, limit int64) (io.Reader, error) {
 	if r.ContentLength > limit {
 		return nil, kv.Errorf(kv.ECodeTooLarge, "request body too large")
 	}
-	if r.ContentLength != 0 {
+	body := io.Reader(bodyReader{r.Body})
+	empty := r.ContentLength == 0
+	if r.ContentLength < 0 {
+		peek := bufio.NewReaderSize(body, 16)
+		_, err := peek.Peek(1)
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		empty, body = err == io.EOF, peek
+	}
+	if !empty {
 		if err := requireMediaType(r, mediaType); err != nil {
 			return nil, err
 		}
 	}
-	return bodyReader{r.Body}, nil
+	return body, nil
 }
 
 type bodyReader struct{ r io.Reader }

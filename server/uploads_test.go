@@ -144,6 +144,39 @@ func TestUploadMaxBlob(t *testing.T) {
 	ts.PutBlob(t, tok.Access, up, big[:1024]).WantStatus(t, http.StatusCreated)
 }
 
+// TestUploadChunkedMediaType: ADDENDUM 1 requires the media type of a
+// non-empty body only. A chunked body announces no length, so whether it is
+// empty is known by reading: an empty one needs no Content-Type, a non-empty
+// one of the wrong type is 415 and stores nothing.
+func TestUploadChunkedMediaType(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	putChunked := func(data []byte, contentType string) *Response {
+		t.Helper()
+		// A MultiReader hides the length, so the client sends chunks.
+		req, _ := http.NewRequest("PUT", ts.URL()+"/v1/uploads/"+up+"/blobs/"+hashOf(data), io.MultiReader(bytes.NewReader(data)))
+		req.Header.Set("Authorization", "Bearer "+tok.Access)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	}
+	putChunked([]byte("sealed"), "text/plain").WantProblem(t, http.StatusUnsupportedMediaType, "error.request.unsupported_media_type")
+	putChunked([]byte("sealed"), "").WantProblem(t, http.StatusUnsupportedMediaType, "error.request.unsupported_media_type")
+	if files := blobFiles(t, ts); len(files) != 0 {
+		t.Fatalf("a refused blob left files: %v", files)
+	}
+	putChunked(nil, "").WantStatus(t, http.StatusCreated)
+	putChunked([]byte("sealed"), "application/octet-stream").WantStatus(t, http.StatusCreated)
+}
+
 func TestUploadIdleExpiry(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.AccessTTL = 24 * time.Hour })
 	tok := ts.Register(t, "a@example.org")
