@@ -135,8 +135,8 @@ func TestRedeemRefusals(t *testing.T) {
 	}{
 		{"unknown code", map[string]any{"code": "sbx_en_never-issued"}, "", 404, "error.enrollment.code_refused"},
 		{"unknown fallback", map[string]any{"code": "000000000000"}, "", 404, "error.enrollment.code_refused"},
-		{"empty code", map[string]any{"code": ""}, "", 422, "error.request.invalid"},
-		{"code too long", map[string]any{"code": strings.Repeat("x", 129)}, "", 422, "error.request.invalid"},
+		{"empty code", map[string]any{"code": ""}, "", 404, "error.enrollment.code_refused"},
+		{"long code", map[string]any{"code": strings.Repeat("x", 129)}, "", 404, "error.enrollment.code_refused"},
 		{"missing code", map[string]any{}, "", 422, "error.request.invalid"},
 		{"code of the wrong type", map[string]any{"code": 123456789012}, "", 400, "error.request.malformed"},
 		{"unknown key", map[string]any{"code": "x", "account": "y"}, "", 400, "error.request.malformed"},

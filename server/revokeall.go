@@ -41,11 +41,11 @@ type revokeAllRequest struct {
 	Proof     *string `json:"proof"`
 }
 
+// validate requires the challenge only. A missing or null proof is not a
+// 422: the interface makes a missing master-key proof 401 (Conventions 5),
+// so it is refused like a malformed one, after the challenge is burned.
 func (req *revokeAllRequest) validate() error {
-	if err := required("challenge", req.Challenge); err != nil {
-		return err
-	}
-	return required("proof", req.Proof)
+	return required("challenge", req.Challenge)
 }
 
 type revokeAllResponse struct {
@@ -68,7 +68,7 @@ func (s *Server) handleRevokeAll(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	if err := verifyRevokeAllProof(accountID, *req.Challenge, pinned, *req.Proof); err != nil {
+	if err := verifyRevokeAllProof(accountID, *req.Challenge, pinned, req.Proof); err != nil {
 		return err
 	}
 	n, err := s.store.DeleteAccountSessions(accountID)
@@ -80,13 +80,16 @@ func (s *Server) handleRevokeAll(w http.ResponseWriter, r *http.Request, _ httpr
 
 // verifyRevokeAllProof checks proof, the hybrid signature in padded standard
 // base64, over revoke_all_signing_bytes(accountID, challenge) by the pinned
-// identity key. No pinned key, a malformed proof and a bad signature are all
-// 401 error.auth.proof_required.
-func verifyRevokeAllProof(accountID, challenge string, pinned []byte, proof string) error {
+// identity key. No pinned key, no proof (nil), a malformed proof and a bad
+// signature are all 401 error.auth.proof_required.
+func verifyRevokeAllProof(accountID, challenge string, pinned []byte, proof *string) error {
 	if pinned == nil {
 		return kv.Errorf(kv.ECodeProofRequired, "no identity key is pinned for this account; publish a device directory first")
 	}
-	sig, err := decodeProof(proof)
+	if proof == nil {
+		return kv.Errorf(kv.ECodeProofRequired, "the request carries no proof")
+	}
+	sig, err := decodeProof(*proof)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 
 // FuzzRevokeAllRequest runs a global sign-out body through every decoding
 // step the handler takes before and after the challenge is burned: strict
-// JSON (400), required fields (422), then the proof decoder (401
+// JSON (400), the required challenge (422), then the proof decoder (401
 // error.auth.proof_required). Nothing panics, each step refuses only with its
 // own code, and an accepted proof is exactly 3373 bytes whose canonical
 // encoding is the text sent. Seeds beyond these live in
@@ -40,6 +40,9 @@ func FuzzRevokeAllRequest(f *testing.F) {
 				t.Fatalf("validate refusal with code %q", code)
 			}
 			return
+		}
+		if req.Proof == nil {
+			return // refused after the challenge is burned: TestRevokeAllMissingProof
 		}
 		sig, err := decodeProof(*req.Proof)
 		if err != nil {

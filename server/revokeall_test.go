@@ -108,7 +108,6 @@ func TestRevokeAllRefusals(t *testing.T) {
 		{"unknown challenge", map[string]any{"challenge": "sbx_ch_never-issued", "proof": valid}, "", 401, "error.auth.challenge_expired"},
 		{"empty challenge", map[string]any{"challenge": "", "proof": valid}, "", 401, "error.auth.challenge_expired"},
 		{"missing challenge", map[string]any{"proof": valid}, "", 422, "error.request.invalid"},
-		{"null proof", map[string]any{"challenge": "sbx_ch_x", "proof": nil}, "", 422, "error.request.invalid"},
 		{"unknown key", map[string]any{"challenge": "sbx_ch_x", "proof": valid, "user_id": id}, "", 400, "error.request.malformed"},
 		{"proof of the wrong type", map[string]any{"challenge": "sbx_ch_x", "proof": 5}, "", 400, "error.request.malformed"},
 		{"not JSON", "{", "", 400, "error.request.malformed"},
@@ -120,6 +119,27 @@ func TestRevokeAllRefusals(t *testing.T) {
 		})
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout/all/challenge"}).WantProblem(t, 401, "error.auth.unauthenticated")
+}
+
+// TestRevokeAllMissingProof: a body without a proof, or with a null one, is
+// a missing master-key proof, 401 (interface, Conventions 5), and like any
+// refused proof it costs the challenge.
+func TestRevokeAllMissingProof(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, tok.Access)
+	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	for name, body := range map[string]func(ch string) map[string]any{
+		"absent": func(ch string) map[string]any { return map[string]any{"challenge": ch} },
+		"null":   func(ch string) map[string]any { return map[string]any{"challenge": ch, "proof": nil} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ch := ts.challenge(t, tok.Access)
+			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout/all", Body: body(ch)}).WantProblem(t, 401, "error.auth.proof_required")
+			ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantProblem(t, 401, "error.auth.challenge_expired")
+			ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
+		})
+	}
 }
 
 func TestRevokeAllReusedChallenge(t *testing.T) {
