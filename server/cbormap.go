@@ -70,7 +70,18 @@ func topLevelMap(dm cbor.DecMode, body []byte) (map[string][]byte, bool) {
 // textKeyMode decodes a text key whatever its bytes: one that is not valid
 // UTF-8 is never a key the server reads, so, like any key it does not read,
 // it only has to be well-formed.
-var textKeyMode, _ = cbor.DecOptions{UTF8: cbor.UTF8DecodeInvalid}.DecMode()
+var textKeyMode = mustDecMode(cbor.DecOptions{UTF8: cbor.UTF8DecodeInvalid})
+
+// mustDecMode builds a decoding mode at start-up. Options out of the
+// library's range are a programming error, and ignoring it would leave a nil
+// mode to fail at the first request.
+func mustDecMode(opts cbor.DecOptions) cbor.DecMode {
+	dm, err := opts.DecMode()
+	if err != nil {
+		panic("server: invalid CBOR decoding options: " + err.Error())
+	}
+	return dm
+}
 
 // mapHead reads the head of the well-formed map that b starts with: its
 // entry count, or indefinite for a map that ends with a break byte, and the

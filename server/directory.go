@@ -28,17 +28,11 @@ const headerIdentityKey = "X-Service-Identity-Key"
 // nesting). Duplicate keys are refused by topLevelMap, because a signed
 // directory with two directory_version entries would mean one version to the
 // server and possibly another to a client.
-var directoryDecMode = func() cbor.DecMode {
-	dm, err := cbor.DecOptions{
-		MaxNestedLevels:  32,
-		MaxArrayElements: maxDirectory,
-		MaxMapPairs:      maxDirectory,
-	}.DecMode()
-	if err != nil {
-		panic("server: invalid CBOR decoding options: " + err.Error())
-	}
-	return dm
-}()
+var directoryDecMode = mustDecMode(cbor.DecOptions{
+	MaxNestedLevels:  32,
+	MaxArrayElements: maxDirectory,
+	MaxMapPairs:      maxDirectory,
+})
 
 // readDirectoryVersion returns the top-level directory_version of a
 // directory: the body must be one well-formed CBOR data item whose top level

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 
 	"github.com/fxamacker/cbor/v2"
@@ -20,13 +21,17 @@ func (s *Server) registerUpgradeRoutes() {
 // device directory (ADDENDUM 1).
 const maxUpgradeBody = 256 << 10
 
-// upgradeCBOR reads the intent and checks tombstones. The limits bound the
-// work a hostile 256 KiB body can cause (nesting depth is recursion).
-var upgradeCBOR, _ = cbor.DecOptions{
-	MaxNestedLevels:  32,
-	MaxArrayElements: 1 << 16,
-	MaxMapPairs:      1 << 16,
-}.DecMode()
+// upgradeCBOR reads the intent and checks tombstones. Both are stored
+// verbatim and the server reads nothing of a tombstone and only two keys of an
+// intent, so any well-formed CBOR must pass (ADDENDUM 9): the limits are the
+// library's largest, leaving refused only what it cannot represent (nesting
+// beyond 65,535 levels). The 256 KiB body limit is what bounds the work: at
+// most one level or one element per byte.
+var upgradeCBOR = mustDecMode(cbor.DecOptions{
+	MaxNestedLevels:  65535,
+	MaxArrayElements: math.MaxInt32,
+	MaxMapPairs:      math.MaxInt32,
+})
 
 // decodeUpgradeIntent reads and checks a start body: a CBOR map (see
 // topLevelMap: duplicate keys are refused, so no two readers of one intent

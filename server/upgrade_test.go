@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,6 +172,8 @@ func TestUpgradeIntentOtherKeys(t *testing.T) {
 		{"boolean and float", "\xf5\x01\xf9\x3c\x00\x02", 2},
 		{"tagged", "\xd9\xd9\xf7\x69intent_id\x01\xc2\x41\x01\x02", 2},
 		{"array and map", "\x81\x01\x01\xa1\x01\x02\x02", 2},
+		{"a value 40 levels deep", "\x61d" + deepCBOR(40), 1},
+		{"a value of 65,537 elements", "\x61n" + nulls(65537), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(string([]byte{0xa2 + tc.pairs}) + known + tc.other)
@@ -180,6 +184,50 @@ func TestUpgradeIntentOtherKeys(t *testing.T) {
 			f.wantPhase(t, f.upgrade(t, "DELETE", "?intent_id="+intentA, nil), f.normalPhase("0"))
 		})
 	}
+}
+
+// deepCBOR is a well-formed item nested depth arrays deep.
+func deepCBOR(depth int) string { return strings.Repeat("\x81", depth) + "\x00" }
+
+// nulls is a well-formed array of n nulls (n < 2^32).
+func nulls(n int) string {
+	return string(binary.BigEndian.AppendUint32([]byte{0x9a}, uint32(n))) + strings.Repeat("\xf6", n)
+}
+
+// TestUpgradeTombstoneAnyCBOR: the tombstone is any well-formed CBOR, stored
+// verbatim (ADDENDUM 9), however deep or long, up to what the CBOR library
+// can represent: 65,535 levels of nesting.
+func TestUpgradeTombstoneAnyCBOR(t *testing.T) {
+	f := newOpFixture(t)
+	for _, tc := range []struct {
+		name      string
+		tombstone string
+	}{
+		{"40 levels deep", deepCBOR(40)},
+		{"65,535 levels deep", deepCBOR(65535)},
+		{"array of 65,537 nulls", nulls(65537)},
+		{"map of 65,537 pairs", "\xba\x00\x01\x00\x01" + strings.Repeat("\x00\xf6", 65537)},
+		{"duplicate keys", "\xa2\x01\x02\x01\x03"},
+		{"text that is not UTF-8", "\x62\xff\xfe"},
+		{"tag whose content does not suit it", "\xc1\x80"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := *f
+			g.album = f.ts.NewAlbum(t, f.tok.Access)
+			g.wantPhase(t, g.upgrade(t, "POST", "", intent(t, intentA, target)), g.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+			g.wantPhase(t, g.upgrade(t, "POST", "/commit?intent_id="+intentA, []byte(tc.tombstone)), g.normalPhase("0"))
+			if got := g.albumProtocol(t); got != target {
+				t.Fatalf("album protocol after commit: got %v, want %s", got, target)
+			}
+			if !snapshotHolds(t, f.ts, []byte(tc.tombstone)) {
+				t.Fatal("the tombstone is not stored verbatim")
+			}
+		})
+	}
+	// Deeper than the library represents: refused, and the ceremony stays.
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentA, target)), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+	f.upgrade(t, "POST", "/commit?intent_id="+intentA, []byte(deepCBOR(65536))).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
+	f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
 }
 
 // snapshotHolds reports whether the store holds b byte for byte somewhere: a
