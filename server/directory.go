@@ -25,45 +25,33 @@ const headerIdentityKey = "X-Service-Identity-Key"
 
 // directoryDecMode reads untrusted directory bytes. The body limit already
 // bounds the work; the limits here refuse what no directory needs (deep
-// nesting), and duplicate map keys are refused because a signed directory
-// with two directory_version entries would mean one version to the server
-// and possibly another to a client.
-var directoryDecMode = func() cbor.DecMode {
-	dm, err := cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-		MaxNestedLevels:   32,
-		MaxArrayElements:  maxDirectory,
-		MaxMapPairs:       maxDirectory,
-	}.DecMode()
-	if err != nil {
-		panic("server: invalid CBOR decoding options: " + err.Error())
-	}
-	return dm
-}()
-
-// directoryHead is the one field of a directory the server reads; every other
-// key is skipped (but must still be well-formed CBOR).
-type directoryHead struct {
-	Version cbor.RawMessage `cbor:"directory_version"`
-}
+// nesting). Duplicate keys are refused by topLevelMap, because a signed
+// directory with two directory_version entries would mean one version to the
+// server and possibly another to a client.
+var directoryDecMode = mustDecMode(cbor.DecOptions{
+	MaxNestedLevels:  32,
+	MaxArrayElements: maxDirectory,
+	MaxMapPairs:      maxDirectory,
+})
 
 // readDirectoryVersion returns the top-level directory_version of a
-// directory: the body must be one well-formed CBOR data item, a map holding
-// the text key directory_version with an unsigned integer >= 1 (major type
-// 0, untagged). Anything else is 400 error.directory.malformed.
+// directory: the body must be one well-formed CBOR data item whose top level
+// is a map (see topLevelMap) holding the text key directory_version with an
+// unsigned integer >= 1 (major type 0, untagged). Every other key, of any
+// type, is skipped. Anything else is 400 error.directory.malformed.
 func readDirectoryVersion(body []byte) (uint64, error) {
 	malformed := kv.Errorf(kv.ECodeDirectoryMalformed,
 		"the directory must be one CBOR map holding the text key directory_version with an unsigned integer of at least 1")
-	var head directoryHead
-	if err := directoryDecMode.Unmarshal(body, &head); err != nil {
+	head, ok := topLevelMap(directoryDecMode, body)
+	if !ok {
 		return 0, malformed
 	}
-	if len(head.Version) == 0 || head.Version[0]>>5 != 0 {
+	raw := head["directory_version"]
+	if len(raw) == 0 || raw[0]>>5 != 0 {
 		return 0, malformed
 	}
 	var v uint64
-	if err := cbor.Unmarshal(head.Version, &v); err != nil || v == 0 {
+	if err := cbor.Unmarshal(raw, &v); err != nil || v == 0 {
 		return 0, malformed
 	}
 	return v, nil

@@ -188,11 +188,17 @@ func TestDirectoryPublishRefusals(t *testing.T) {
 		{"version text", tok.Access, key, mustCBOR(map[string]any{"directory_version": "1"}), "", 400, "error.directory.malformed"},
 		{"version float", tok.Access, key, mustCBOR(map[string]any{"directory_version": 1.0}), "", 400, "error.directory.malformed"},
 		{"version tagged", tok.Access, key, cborHead("\xa1", dvKey, "\xc2\x41\x01"), "", 400, "error.directory.malformed"},
+		{"version in a self-describe tag", tok.Access, key, cborHead("\xa1", dvKey, "\xd9\xd9\xf7\x01"), "", 400, "error.directory.malformed"},
+		{"version key in a self-describe tag", tok.Access, key, cborHead("\xa1\xd9\xd9\xf7", dvKey, "\x01"), "", 400, "error.directory.malformed"},
 		{"version in a nested map only", tok.Access, key, mustCBOR(map[string]any{"inner": map[string]any{"directory_version": 1}}), "", 400, "error.directory.malformed"},
 		{"version key in another case", tok.Access, key, mustCBOR(map[string]any{"Directory_Version": 1}), "", 400, "error.directory.malformed"},
 		{"version key as bytes", tok.Access, key, cborHead("\xa1\x51directory_version\x01"), "", 400, "error.directory.malformed"},
 		{"duplicate version key", tok.Access, key, cborHead("\xa2", dvKey, "\x01", dvKey, "\x02"), "", 400, "error.directory.malformed"},
 		{"duplicate other key", tok.Access, key, cborHead("\xa3", dvKey, "\x01", "\x01\x01", "\x01\x02"), "", 400, "error.directory.malformed"},
+		{"duplicate version key, one in chunks", tok.Access, key, cborHead("\xa2", dvKey, "\x01", "\x7f\x69directory\x68_version\xff", "\x02"), "", 400, "error.directory.malformed"},
+		{"duplicate byte-string key", tok.Access, key, cborHead("\xa3", dvKey, "\x01", "\x41k\x01", "\x41k\x02"), "", 400, "error.directory.malformed"},
+		{"map inside a self-describe tag", tok.Access, key, cborHead("\xd9\xd9\xf7\xa1", dvKey, "\x01"), "", 400, "error.directory.malformed"},
+		{"map inside another tag", tok.Access, key, cborHead("\xd8\x20\xa1", dvKey, "\x01"), "", 400, "error.directory.malformed"},
 		{"nesting too deep", tok.Access, key, deep, "", 400, "error.directory.malformed"},
 	}
 	for _, tc := range cases {
@@ -217,6 +223,54 @@ func TestDirectoryPublishRefusals(t *testing.T) {
 	ts.publish(t, tok.Access, key, cborHead("\xbf", "\x01\x02", dvKey, "\x1b\x00\x00\x00\x01\x00\x00\x00\x00", "\xff")).WantStatus(t, 200)
 	// Nothing refused above pinned another key.
 	ts.publish(t, tok.Access, bobKey.PublicKeyBase64(), directoryBody(t, 1<<33, 1)).WantProblem(t, 403, "error.directory.identity_key_mismatch")
+}
+
+// TestDirectoryOtherKeyTypes: beside directory_version, a top-level key of
+// any CBOR type is skipped and the directory kept byte for byte (ADDENDUM 5:
+// only a missing or bad version is malformed).
+func TestDirectoryOtherKeyTypes(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	id := ts.UserID(t, tok.Access)
+	key := aliceKey.PublicKeyBase64()
+	for i, tc := range []struct {
+		name  string
+		other string // one or more encoded key/value pairs
+		pairs byte   // how many
+	}{
+		{"byte string", "\x46device\x01", 1},
+		{"byte string spelling the version key", "\x51directory_version\x00", 1},
+		{"byte string and text with the same bytes", "\x41k\x01\x61k\x02", 2},
+		{"unsigned integer", "\x07\x01", 1},
+		{"unsigned integer beyond int64", "\x1b\xff\xff\xff\xff\xff\xff\xff\xff\x01", 1},
+		{"negative integer", "\x20\x01", 1},
+		{"negative integer beyond int64", "\x3b\xff\xff\xff\xff\xff\xff\xff\xff\x01", 1},
+		{"bignum", "\xc2\x49\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01", 1},
+		{"booleans", "\xf4\x01\xf5\x02", 2},
+		{"float", "\xfb\x3f\xf8\x00\x00\x00\x00\x00\x00\x01", 1},
+		{"positive and negative zero", "\xf9\x00\x00\x01\xf9\x80\x00\x02", 2},
+		{"null and undefined", "\xf6\x01\xf7\x02", 2},
+		{"simple value", "\xf8\x20\x01", 1},
+		{"tagged text", "\xd8\x20\x63x:y\x01", 1},
+		{"tag whose content does not suit it", "\xc1\x80\x01", 1},
+		{"text in another case", "\x71Directory_Version\x00", 1},
+		{"text that is not UTF-8", "\x62\xff\xfe\x01", 1},
+		{"array", "\x82\x01\x02\x01", 1},
+		{"map", "\xa1\x01\x02\x01", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			version := byte(i + 1)
+			body := cborHead(string([]byte{0xa1 + tc.pairs}), dvKey, string([]byte{version}), tc.other)
+			r := ts.publish(t, tok.Access, key, body).WantStatus(t, 200)
+			if got := r.JSON(t)["directory_version"]; got != float64(version) {
+				t.Fatalf("directory_version: got %v, want %d", got, version)
+			}
+			got := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + id, Token: tok.Access}).WantStatus(t, 200)
+			if !bytes.Equal(got.Body, body) {
+				t.Fatalf("GET: got %x, want the published %x", got.Body, body)
+			}
+		})
+	}
 }
 
 func TestDirectoryGetRefusals(t *testing.T) {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,12 +23,9 @@ func (s *Server) routes() *httprouter.Router {
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = true
-	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, kv.Errorf(kv.ECodeNotFound, "no such resource"))
-	})
-	s.router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, kv.Errorf(kv.ECodeMethodNotAllowed, "method not allowed on this resource"))
-	})
+	s.router.NotFound = http.HandlerFunc(s.noRoute)
+	s.router.MethodNotAllowed = http.HandlerFunc(s.noRoute)
+	s.router.GlobalOPTIONS = http.HandlerFunc(s.noRoute)
 	s.registerVersionRoutes()
 	s.registerHealthRoutes()
 	s.registerAuthRoutes()
@@ -99,19 +97,82 @@ func (s *Server) handleShared(method, pattern string, h handlerFunc) {
 	if len(routes) > 1 {
 		return
 	}
-	s.router.Handle(method, sharedPrefix+"/*rest", func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		segs := strings.Split(strings.TrimPrefix(ps.ByName("rest"), "/"), "/")
-		for _, rt := range s.shared[method] {
-			if params, ok := rt.match(segs); ok {
-				infoFrom(r).route = rt.pattern
-				if err := rt.h(w, r, params); err != nil {
-					s.writeError(w, r, err)
-				}
-				return
-			}
+	s.router.Handle(method, sharedPrefix+"/*rest", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		rt, params, ok := s.sharedMatch(method, r.URL.Path)
+		if !ok {
+			s.noRoute(w, r)
+			return
 		}
-		s.router.NotFound.ServeHTTP(w, r)
+		infoFrom(r).route = rt.pattern
+		if err := rt.h(w, r, params); err != nil {
+			s.writeError(w, r, err)
+		}
 	})
+}
+
+// sharedMatch finds the shared route of method that path (below
+// sharedPrefix) has the shape of.
+func (s *Server) sharedMatch(method, path string) (sharedRoute, httprouter.Params, bool) {
+	segs := strings.Split(strings.TrimPrefix(path, sharedPrefix+"/"), "/")
+	for _, rt := range s.shared[method] {
+		if params, ok := rt.match(segs); ok {
+			return rt, params, true
+		}
+	}
+	return sharedRoute{}, nil, false
+}
+
+// noRoute answers a request no route takes: httprouter's NotFound,
+// MethodNotAllowed and automatic OPTIONS, and the shared catch-all when no
+// shared route has the path's shape. The Allow list is computed here rather
+// than taken from httprouter, whose list names a method with shared routes
+// for every path below sharedPrefix (its catch-all matches them all): a
+// path with no route for any method is 404 for every method, OPTIONS
+// included; otherwise an OPTIONS request gets the Allow list with 200, as
+// from httprouter, and any other method 405 with it.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	allow := s.allowed(r.URL.Path)
+	if allow == "" {
+		w.Header().Del("Allow")
+		s.writeError(w, r, kv.Errorf(kv.ECodeNotFound, "no such resource"))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	if r.Method != http.MethodOptions {
+		s.writeError(w, r, kv.Errorf(kv.ECodeMethodNotAllowed, "method not allowed on this resource"))
+	}
+}
+
+// allowed is the Allow value for path by httprouter's rule (the methods with
+// a route for it, and OPTIONS, sorted; empty when there are none), except
+// that below sharedPrefix a method with shared routes counts only when one
+// of them has the path's shape.
+func (s *Server) allowed(path string) string {
+	var allow []string
+	seen := map[string]bool{http.MethodOptions: true}
+	for _, rt := range s.routeList {
+		m := rt.method
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		var found bool
+		if s.shared[m] != nil && strings.HasPrefix(path, sharedPrefix+"/") {
+			_, _, found = s.sharedMatch(m, path)
+		} else {
+			h, _, _ := s.router.Lookup(m, path)
+			found = h != nil
+		}
+		if found {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		return ""
+	}
+	allow = append(allow, http.MethodOptions)
+	slices.Sort(allow)
+	return strings.Join(allow, ", ")
 }
 
 func (rt sharedRoute) match(segs []string) (httprouter.Params, bool) {

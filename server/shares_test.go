@@ -157,6 +157,7 @@ func TestShareBlobRangesAndConditionals(t *testing.T) {
 		{"If-Range strong match", map[string]string{"Range": "bytes=0-9", "If-Range": etag}, 206, "bytes 0-9/1000", content[:10], nil},
 		{"If-Range weak is whole", map[string]string{"Range": "bytes=0-9", "If-Range": "W/" + etag}, 200, "", content, nil},
 		{"If-Range other is whole", map[string]string{"Range": "bytes=0-9", "If-Range": `"other"`}, 200, "", content, nil},
+		{"If-Range date is whole", map[string]string{"Range": "bytes=0-9", "If-Range": lastModified}, 200, "", content, nil},
 		{"If-Match is ignored", map[string]string{"If-Match": `"other"`}, 200, "", content, nil},
 	}
 	for _, tc := range cases {

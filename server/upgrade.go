@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 
 	"github.com/fxamacker/cbor/v2"
@@ -20,48 +21,59 @@ func (s *Server) registerUpgradeRoutes() {
 // device directory (ADDENDUM 1).
 const maxUpgradeBody = 256 << 10
 
-// upgradeCBOR decodes the intent and checks tombstones. The limits bound
-// the work a hostile 256 KiB body can cause (nesting depth is recursion);
-// duplicate map keys are refused so no two readers of one intent can
-// disagree about its intent_id or target.
-var upgradeCBOR, _ = cbor.DecOptions{
-	MaxNestedLevels:  32,
-	MaxArrayElements: 1 << 16,
-	MaxMapPairs:      1 << 16,
-	DupMapKey:        cbor.DupMapKeyEnforcedAPF,
-}.DecMode()
+// upgradeCBOR reads the intent and checks tombstones. Both are stored
+// verbatim and the server reads nothing of a tombstone and only two keys of an
+// intent, so any well-formed CBOR must pass (ADDENDUM 9): the limits are the
+// library's largest, leaving refused only what it cannot represent (nesting
+// beyond 65,535 levels). The 256 KiB body limit is what bounds the work: at
+// most one level or one element per byte.
+var upgradeCBOR = mustDecMode(cbor.DecOptions{
+	MaxNestedLevels:  65535,
+	MaxArrayElements: math.MaxInt32,
+	MaxMapPairs:      math.MaxInt32,
+})
 
-// upgradeIntent is the start body: a CBOR map whose text keys intent_id and
-// to_protocol_version are read; other keys are allowed and kept, since the
-// whole body is stored verbatim.
-type upgradeIntent struct {
-	IntentID          *string `cbor:"intent_id"`
-	ToProtocolVersion *string `cbor:"to_protocol_version"`
-}
-
-// decodeUpgradeIntent reads and checks a start body. Anything but a
-// well-formed CBOR map with both keys, intent_id a UUID and
-// to_protocol_version a date, is malformed (400). It returns the intent id in
-// canonical lowercase.
+// decodeUpgradeIntent reads and checks a start body: a CBOR map (see
+// topLevelMap: duplicate keys are refused, so no two readers of one intent
+// can disagree about its intent_id or target) whose text keys intent_id and
+// to_protocol_version, matched exactly, hold text strings, a UUID and a date.
+// Other keys, of any type, are allowed and kept, since the whole body is
+// stored verbatim. Anything else is malformed (400). It returns the intent id
+// in canonical lowercase.
 func decodeUpgradeIntent(body []byte) (id, to string, err error) {
-	var in upgradeIntent
-	if err := upgradeCBOR.Unmarshal(body, &in); err != nil {
-		return "", "", kv.Errorf(kv.ECodeMalformed, "the body must be a CBOR map")
-	}
-	if in.IntentID == nil {
-		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "intent_id (a text UUID) is required")
-	}
-	if in.ToProtocolVersion == nil {
-		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "to_protocol_version", "to_protocol_version (text YYYY-MM-DD) is required")
-	}
-	id, ok := parseUUID(*in.IntentID)
+	in, ok := topLevelMap(upgradeCBOR, body)
 	if !ok {
+		return "", "", kv.Errorf(kv.ECodeMalformed, "the body must be one CBOR map")
+	}
+	rawID, ok := intentText(in, "intent_id")
+	if !ok {
+		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "intent_id is required, a UUID as CBOR text")
+	}
+	to, ok = intentText(in, "to_protocol_version")
+	if !ok {
+		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "to_protocol_version", "to_protocol_version is required, a date YYYY-MM-DD as CBOR text")
+	}
+	if id, ok = parseUUID(rawID); !ok {
 		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "intent_id must be a UUID")
 	}
-	if !isProtocolDate(*in.ToProtocolVersion) {
+	if !isProtocolDate(to) {
 		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "to_protocol_version", "to_protocol_version must be a date YYYY-MM-DD")
 	}
-	return id, *in.ToProtocolVersion, nil
+	return id, to, nil
+}
+
+// intentText returns the value of the text key name when it is an untagged
+// text string (major type 3).
+func intentText(in map[string][]byte, name string) (string, bool) {
+	raw := in[name]
+	if len(raw) == 0 || raw[0]>>5 != 3 {
+		return "", false
+	}
+	var s string
+	if err := upgradeCBOR.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // intentQuery reads the intent_id query parameter of abort and commit.

@@ -7,8 +7,8 @@ import (
 )
 
 // FuzzUpgradeIntent: the intent decoder never panics; every refusal is 400
-// error.request.malformed; an accepted body is well-formed CBOR naming a
-// canonical UUID and a protocol date.
+// error.request.malformed; an accepted body is well-formed CBOR, a map at
+// the top level, naming a canonical UUID and a protocol date.
 func FuzzUpgradeIntent(f *testing.F) {
 	for _, seed := range [][]byte{
 		[]byte("\xa2\x69intent_id\x78\x24" + "1a7e0000-0000-4000-8000-00000000000a" + "\x73to_protocol_version\x6a2026-09-01"),
@@ -32,6 +32,9 @@ func FuzzUpgradeIntent(f *testing.F) {
 		}
 		if err := upgradeCBOR.Wellformed(body); err != nil {
 			t.Fatalf("accepted a body that is not well-formed: %v", err)
+		}
+		if body[0]>>5 != 5 {
+			t.Fatalf("accepted a top level that is not a map: %x", body)
 		}
 	})
 }

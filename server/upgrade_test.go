@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,6 +154,93 @@ func TestUpgradeExpiry(t *testing.T) {
 	}
 }
 
+// TestUpgradeIntentOtherKeys: intent_id and to_protocol_version are matched
+// exactly, and keys of any other type or spelling are allowed beside them
+// and kept verbatim (ADDENDUM 9).
+func TestUpgradeIntentOtherKeys(t *testing.T) {
+	f := newOpFixture(t)
+	const known = "\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target
+	for _, tc := range []struct {
+		name  string
+		other string // encoded key/value pairs beside the known two
+		pairs byte   // how many
+	}{
+		{"the keys in another case", "\x69INTENT_ID\x78\x24" + intentB + "\x73TO_PROTOCOL_VERSION\x6a2099-01-01", 2},
+		{"byte string", "\x49intent_id\x78\x24" + intentB, 1},
+		{"integers", "\x01\x02\x3b\xff\xff\xff\xff\xff\xff\xff\xff\x03", 2},
+		{"null and undefined", "\xf6\x01\xf7\x02", 2},
+		{"boolean and float", "\xf5\x01\xf9\x3c\x00\x02", 2},
+		{"tagged", "\xd9\xd9\xf7\x69intent_id\x01\xc2\x41\x01\x02", 2},
+		{"array and map", "\x81\x01\x01\xa1\x01\x02\x02", 2},
+		{"a value 40 levels deep", "\x61d" + deepCBOR(40), 1},
+		{"a value of 65,537 elements", "\x61n" + nulls(65537), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(string([]byte{0xa2 + tc.pairs}) + known + tc.other)
+			f.wantPhase(t, f.upgrade(t, "POST", "", body), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+			if !snapshotHolds(t, f.ts, body) {
+				t.Fatal("the intent is not stored verbatim")
+			}
+			f.wantPhase(t, f.upgrade(t, "DELETE", "?intent_id="+intentA, nil), f.normalPhase("0"))
+		})
+	}
+}
+
+// deepCBOR is a well-formed item nested depth arrays deep.
+func deepCBOR(depth int) string { return strings.Repeat("\x81", depth) + "\x00" }
+
+// nulls is a well-formed array of n nulls (n < 2^32).
+func nulls(n int) string {
+	return string(binary.BigEndian.AppendUint32([]byte{0x9a}, uint32(n))) + strings.Repeat("\xf6", n)
+}
+
+// TestUpgradeTombstoneAnyCBOR: the tombstone is any well-formed CBOR, stored
+// verbatim (ADDENDUM 9), however deep or long, up to what the CBOR library
+// can represent: 65,535 levels of nesting.
+func TestUpgradeTombstoneAnyCBOR(t *testing.T) {
+	f := newOpFixture(t)
+	for _, tc := range []struct {
+		name      string
+		tombstone string
+	}{
+		{"40 levels deep", deepCBOR(40)},
+		{"65,535 levels deep", deepCBOR(65535)},
+		{"array of 65,537 nulls", nulls(65537)},
+		{"map of 65,537 pairs", "\xba\x00\x01\x00\x01" + strings.Repeat("\x00\xf6", 65537)},
+		{"duplicate keys", "\xa2\x01\x02\x01\x03"},
+		{"text that is not UTF-8", "\x62\xff\xfe"},
+		{"tag whose content does not suit it", "\xc1\x80"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := *f
+			g.album = f.ts.NewAlbum(t, f.tok.Access)
+			g.wantPhase(t, g.upgrade(t, "POST", "", intent(t, intentA, target)), g.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+			g.wantPhase(t, g.upgrade(t, "POST", "/commit?intent_id="+intentA, []byte(tc.tombstone)), g.normalPhase("0"))
+			if got := g.albumProtocol(t); got != target {
+				t.Fatalf("album protocol after commit: got %v, want %s", got, target)
+			}
+			if !snapshotHolds(t, f.ts, []byte(tc.tombstone)) {
+				t.Fatal("the tombstone is not stored verbatim")
+			}
+		})
+	}
+	// Deeper than the library represents: refused, and the ceremony stays.
+	f.wantPhase(t, f.upgrade(t, "POST", "", intent(t, intentA, target)), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+	f.upgrade(t, "POST", "/commit?intent_id="+intentA, []byte(deepCBOR(65536))).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
+	f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+}
+
+// snapshotHolds reports whether the store holds b byte for byte somewhere: a
+// check from outside the store that a body was kept verbatim.
+func snapshotHolds(tb testing.TB, ts *TestServer, b []byte) bool {
+	tb.Helper()
+	var snap bytes.Buffer
+	if _, err := ts.Store.WriteSnapshot(&snap); err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.Contains(snap.Bytes(), b)
+}
+
 func TestUpgradeRefusals(t *testing.T) {
 	f := newOpFixture(t)
 	bob := newOpAccount(t, f.ts, "bob@example.org")
@@ -179,6 +269,13 @@ func TestUpgradeRefusals(t *testing.T) {
 		{"start intent_id not a UUID", "POST", "", intent(t, "intent-a", target), "", 400, "error.request.malformed"},
 		{"start target not a date", "POST", "", intent(t, intentA, "2026-9-1"), "", 400, "error.request.malformed"},
 		{"start duplicate key", "POST", "", []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x69intent_id\x78\x24" + intentB), "", 400, "error.request.malformed"},
+		{"start intent_id key in another case", "POST", "", mustCBOR(map[string]any{"INTENT_ID": intentA, "to_protocol_version": target}), "", 400, "error.request.malformed"},
+		{"start target key in another case", "POST", "", mustCBOR(map[string]any{"intent_id": intentA, "To_Protocol_Version": target}), "", 400, "error.request.malformed"},
+		{"start duplicate key, one in chunks", "POST", "", []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x7f\x66intent\x63_id\xff\x78\x24" + intentA), "", 400, "error.request.malformed"},
+		{"start duplicate other key", "POST", "", []byte("\xa4\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x41k\x01\x41k\x01"), "", 400, "error.request.malformed"},
+		{"start intent_id tagged", "POST", "", []byte("\xa2\x69intent_id\xd9\xd9\xf7\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target), "", 400, "error.request.malformed"},
+		{"start intent_id bytes", "POST", "", mustCBOR(map[string]any{"intent_id": []byte(intentA), "to_protocol_version": target}), "", 400, "error.request.malformed"},
+		{"start map inside a tag", "POST", "", append([]byte{0xd9, 0xd9, 0xf7}, intent(t, intentA, target)...), "", 400, "error.request.malformed"},
 		{"start wrong media type", "POST", "", intent(t, intentA, target), "application/json", 415, "error.request.unsupported_media_type"},
 		{"start target the pin", "POST", "", intent(t, intentA, opPin), "", 400, "error.upgrade.bad_target"},
 		{"start target older than the pin", "POST", "", intent(t, intentA, "2025-06-01"), "", 400, "error.upgrade.bad_target"},
