@@ -162,9 +162,11 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 		if err != nil {
 			return err
 		}
-		if a.TOTPSecret == nil {
-			// The second factor was disabled since the challenge was issued:
-			// the challenge no longer guards anything.
+		if a.TOTPSecret == nil || a.Disabled {
+			// The second factor was disabled since the challenge was issued,
+			// and the challenge no longer guards anything; or the operator
+			// disabled the account, which no sign-in may then complete
+			// (verify-totp has no 423: the next password sign-in says it).
 			refused = expired
 			return deleteMFAChallenge(tx, key, ch.ExpiresAt)
 		}

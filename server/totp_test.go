@@ -153,6 +153,26 @@ func TestSecondFactorSignIn(t *testing.T) {
 	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 1)).WantProblem(t, http.StatusUnauthorized, kv.ECodeChallengeExpired)
 }
 
+// TestVerifyTOTPAfterDisable: a sign-in waiting at its second-factor step
+// when the operator disables the account cannot complete it; the account
+// stays shut until it is enabled again.
+func TestVerifyTOTPAfterDisable(t *testing.T) {
+	ts := MustOpenServer(t)
+	_, secret := ts.RegisterWithTOTP(t, "alice@example.com")
+	ts.Clock.Advance(step)
+	mfa := ts.LoginChallenge(t, "alice@example.com")
+	if _, err := ts.Store.SetDisabled("alice@example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, kv.ECodeChallengeExpired)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": testPassword}}).
+		WantProblem(t, http.StatusLocked, kv.ECodeAccountLocked)
+	if _, err := ts.Store.SetDisabled("alice@example.com", false); err != nil {
+		t.Fatal(err)
+	}
+	tokensOf(t, ts.VerifyTOTP(t, ts.LoginChallenge(t, "alice@example.com"), ts.Code(t, secret, 0)))
+}
+
 func TestTOTPConflicts(t *testing.T) {
 	tests := []struct {
 		name      string
