@@ -35,7 +35,9 @@ type enrollCodeRecord struct {
 var ErrFallbackTaken = errors.New("kv: the enrollment fallback is held by a live code")
 
 // IssueEnrollmentCode records code and its fallback spelling for the account
-// until expiresAt.
+// until expiresAt. Both are kept as SHA-256 only; a spelling from a space
+// small enough to enumerate should reach the store already keyed (the
+// server passes its numeric fallback through an HMAC).
 func (s *Store) IssueEnrollmentCode(accountID, code, fallback string, expiresAt time.Time) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		now := s.now()

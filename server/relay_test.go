@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +125,25 @@ func TestRedeemEitherSpellingOnce(t *testing.T) {
 			ts.redeem(t, second, "").WantProblem(t, 404, "error.enrollment.code_refused")
 		})
 	}
+}
+
+// TestFallbackNotGuessableFromDatabase: a copy of the database alone must
+// not yield a working fallback code. Its 10^12 space is small enough to
+// hash completely, so neither the digits nor their SHA-256 may be in the
+// file; the code still redeems.
+func TestFallbackNotGuessableFromDatabase(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	_, fallback := ts.issueCode(t, tok.Access)
+	raw, err := os.ReadFile(ts.Store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(fallback))
+	if bytes.Contains(raw, []byte(fallback)) || bytes.Contains(raw, sum[:]) {
+		t.Fatal("the database file holds the fallback or its bare SHA-256")
+	}
+	ts.redeem(t, fallback, "").WantStatus(t, 200)
 }
 
 func TestRedeemRefusals(t *testing.T) {
