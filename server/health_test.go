@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,65 @@ func TestHealthAndReadiness(t *testing.T) {
 	p := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantProblem(t, 503, "error.not_ready")
 	if checks, _ := p["checks"].(map[string]any); checks["store"] != "unavailable" {
 		t.Fatalf("readyz with a closed store: %v", p)
+	}
+}
+
+// TestReadinessNeedsWritableBlobs: issue 8.6 makes a writable blobs
+// directory part of readiness; without it every upload would fail.
+func TestReadinessNeedsWritableBlobs(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		spoil, repair func(tmp string) error
+		skipUnderRoot bool
+	}{
+		{
+			name:   "read-only",
+			spoil:  func(tmp string) error { return os.Chmod(tmp, 0o500) },
+			repair: func(tmp string) error { return os.Chmod(tmp, 0o700) },
+			// Root ignores modes.
+			skipUnderRoot: true,
+		},
+		{
+			// Refuses root too: a temp file cannot be made in a file.
+			name: "not a directory",
+			spoil: func(tmp string) error {
+				if err := os.Remove(tmp); err != nil {
+					return err
+				}
+				return os.WriteFile(tmp, nil, 0o600)
+			},
+			repair: func(tmp string) error {
+				if err := os.Remove(tmp); err != nil {
+					return err
+				}
+				return os.Mkdir(tmp, 0o700)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skipUnderRoot && os.Geteuid() == 0 {
+				t.Skip("root ignores file modes")
+			}
+			ts := MustOpenServer(t)
+			tmp := filepath.Join(ts.Blobs.Dir(), "tmp")
+			ready := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200).JSON(t)
+			if checks, _ := ready["checks"].(map[string]any); checks["blobs"] != "ok" {
+				t.Fatalf("readyz: %v", ready)
+			}
+			if err := tc.spoil(tmp); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tc.repair(tmp) })
+			p := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantProblem(t, 503, "error.not_ready")
+			checks, _ := p["checks"].(map[string]any)
+			if checks["blobs"] != "unwritable" || checks["store"] != "ok" || checks["disk"] != "ok" {
+				t.Fatalf("readyz with unwritable blobs: %v", p)
+			}
+			if err := tc.repair(tmp); err != nil {
+				t.Fatal(err)
+			}
+			ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200)
+		})
 	}
 }
 
