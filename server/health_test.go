@@ -148,6 +148,7 @@ func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
 	for _, want := range []string{
 		`sealbox_auth_failures_total{reason="invalid_credentials"} 1`,
 		`sealbox_http_requests_total{method="POST",route="/v1/auth/login",status="401"} 1`,
+		`sealbox_http_request_duration_seconds_count{method="POST",route="/v1/auth/login",status="401"} 1`,
 		`sealbox_store_bytes`,
 		"sealbox_blob_bytes 1234\n",
 		"sealbox_blobs 1\n",
