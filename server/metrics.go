@@ -97,15 +97,24 @@ var authFailureReasons = map[string]string{
 	kv.ECodeEnrollmentCodeRefused: "enrollment_code_refused",
 }
 
+// rateLimitedAttempts maps the routes whose rate limits refuse attempts to
+// authenticate to the reason logged: a guesser held at the limit is still
+// guessing, and that is what fail2ban should see. Other limits (share reads)
+// refuse no credential and are only counted.
+var rateLimitedAttempts = map[string]string{
+	"/v1/auth/login/verify-totp":     "challenge_burned",
+	"/v1/auth/devices/enroll/redeem": "redeem_rate_limited",
+}
+
 // noteRefusal logs and counts an authentication failure or a rate-limit
 // refusal. It never logs what the caller presented.
 func (s *Server) noteRefusal(r *http.Request, code string) {
 	route := infoFrom(r).route
+	reason, ok := authFailureReasons[code]
 	if code == kv.ECodeRateLimited {
 		s.metrics.rateLimited.WithLabelValues(route).Inc()
-		return
+		reason, ok = rateLimitedAttempts[route]
 	}
-	reason, ok := authFailureReasons[code]
 	if !ok {
 		return
 	}
