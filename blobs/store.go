@@ -394,6 +394,24 @@ func (s *Store) CleanTemp(olderThan time.Time) (removed int, err error) {
 	return removed, nil
 }
 
+// CheckWritable creates, writes and removes a small file where Put makes its
+// temp files, for a readiness probe: a store that cannot write refuses
+// every upload. It does not fsync, so probing often costs little.
+func (s *Store) CheckWritable() error {
+	f, err := os.CreateTemp(s.tmp, "probe-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte{0})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := os.Remove(f.Name()); err == nil {
+		err = rerr
+	}
+	return err
+}
+
 // path returns where the blob with a valid hash lives.
 func (s *Store) path(hash string) string {
 	return filepath.Join(s.dir, hash[0:2], hash[2:4], hash)

@@ -559,6 +559,28 @@ func TestCleanTemp(t *testing.T) {
 	}
 }
 
+func TestCheckWritable(t *testing.T) {
+	s := MustOpenStore(t)
+	if err := s.CheckWritable(); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, s.Dir()); len(got) != 0 {
+		t.Fatalf("the check left files: %q", got)
+	}
+	// A temp dir that is not a directory refuses even root, whom modes do
+	// not stop.
+	tmp := filepath.Join(s.Dir(), "tmp")
+	if err := os.Remove(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckWritable(); err == nil {
+		t.Fatal("no error with tmp not a directory")
+	}
+}
+
 func TestCollect(t *testing.T) {
 	s := MustOpenStore(t)
 	info, _, err := s.PutBytes(randomBytes(1000, 9))

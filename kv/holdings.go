@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -142,17 +143,28 @@ func (s *Store) HeldBytes(accountID string) (int64, error) {
 	return total, err
 }
 
-// CheckQuota refuses, with error.quota.exceeded, to let the account take
-// size more bytes for the blob hash, before any byte is read; a blob the
-// account already holds costs nothing. The transaction that records a
-// holding checks again, so this is an early answer, not the guarantee.
-func (s *Store) CheckQuota(accountID, hash string, size int64) error {
-	return s.db.View(func(tx *bolt.Tx) error {
+// QuotaRoom is how many more bytes the account may take for the blob hash,
+// known before any byte is read: math.MaxInt64 when nothing bounds it (an
+// unlimited quota, or a blob the account already holds, which costs
+// nothing), 0 when the account is at or past its quota. The transaction that
+// records a holding checks again, so this is an early answer, not the
+// guarantee.
+func (s *Store) QuotaRoom(accountID, hash string) (int64, error) {
+	room := int64(math.MaxInt64)
+	err := s.db.View(func(tx *bolt.Tx) error {
 		if holds(tx, accountID, hash) {
 			return nil
 		}
-		return checkQuota(tx, accountID, usage(tx, accountID), size)
+		a, err := getAccount(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if a.QuotaBytes > 0 {
+			room = max(0, a.QuotaBytes-usage(tx, accountID))
+		}
+		return nil
 	})
+	return room, err
 }
 
 // heldCount counts the blobs the account holds (a prefix scan of its

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -82,14 +83,17 @@ func TestHoldingsPerAccount(t *testing.T) {
 func TestQuotaRefusesAndWritesNothing(t *testing.T) {
 	s, _ := MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 60})
+	if room, err := s.QuotaRoom("acct", hexHash('b')); room != math.MaxInt64 || err != nil {
+		t.Fatalf("an unlimited quota bounds nothing: got %d, %v", room, err)
+	}
 	if err := s.SetQuota("acct@example.org", 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckQuota("acct", hexHash('b'), 41); kv.ErrorCode(err) != kv.ECodeQuotaExceeded {
-		t.Fatalf("early check: got %v", err)
+	if room, err := s.QuotaRoom("acct", hexHash('b')); room != 40 || err != nil {
+		t.Fatalf("room for a new blob: got %d, %v; want 40", room, err)
 	}
-	if err := s.CheckQuota("acct", hexHash('a'), 1000); err != nil {
-		t.Fatalf("a blob already held costs nothing: %v", err)
+	if room, err := s.QuotaRoom("acct", hexHash('a')); room != math.MaxInt64 || err != nil {
+		t.Fatalf("a blob already held costs nothing: got %d, %v", room, err)
 	}
 	token := "sbx_up_quota"
 	if _, err := s.OpenUpload("acct", "album", token, time.Hour); err != nil {
@@ -110,5 +114,8 @@ func TestQuotaRefusesAndWritesNothing(t *testing.T) {
 	}
 	if _, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('c'), Size: 40}, time.Hour); err != nil {
 		t.Fatalf("exactly at the quota: %v", err)
+	}
+	if room, err := s.QuotaRoom("acct", hexHash('d')); room != 0 || err != nil {
+		t.Fatalf("room at the quota: got %d, %v; want 0", room, err)
 	}
 }

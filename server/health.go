@@ -29,13 +29,16 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request, _ httprou
 	return writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
 }
 
-// handles "GET /readyz": the store answers, the data directory is writable
+// handles "GET /readyz": the store answers, the blobs directory is writable
 // and the disk is not full. 503 names the failing check.
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	checks := map[string]string{"store": "ok", "disk": "ok"}
+	checks := map[string]string{"store": "ok", "blobs": "ok", "disk": "ok"}
 	ready := true
 	if err := s.store.Ping(); err != nil {
 		checks["store"], ready = "unavailable", false
+	}
+	if err := s.blobs.CheckWritable(); err != nil {
+		checks["blobs"], ready = "unwritable", false
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(filepath.Dir(s.store.Path()), &st); err != nil {

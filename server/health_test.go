@@ -3,8 +3,12 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +31,65 @@ func TestHealthAndReadiness(t *testing.T) {
 	p := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantProblem(t, 503, "error.not_ready")
 	if checks, _ := p["checks"].(map[string]any); checks["store"] != "unavailable" {
 		t.Fatalf("readyz with a closed store: %v", p)
+	}
+}
+
+// TestReadinessNeedsWritableBlobs: issue 8.6 makes a writable blobs
+// directory part of readiness; without it every upload would fail.
+func TestReadinessNeedsWritableBlobs(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		spoil, repair func(tmp string) error
+		skipUnderRoot bool
+	}{
+		{
+			name:   "read-only",
+			spoil:  func(tmp string) error { return os.Chmod(tmp, 0o500) },
+			repair: func(tmp string) error { return os.Chmod(tmp, 0o700) },
+			// Root ignores modes.
+			skipUnderRoot: true,
+		},
+		{
+			// Refuses root too: a temp file cannot be made in a file.
+			name: "not a directory",
+			spoil: func(tmp string) error {
+				if err := os.Remove(tmp); err != nil {
+					return err
+				}
+				return os.WriteFile(tmp, nil, 0o600)
+			},
+			repair: func(tmp string) error {
+				if err := os.Remove(tmp); err != nil {
+					return err
+				}
+				return os.Mkdir(tmp, 0o700)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skipUnderRoot && os.Geteuid() == 0 {
+				t.Skip("root ignores file modes")
+			}
+			ts := MustOpenServer(t)
+			tmp := filepath.Join(ts.Blobs.Dir(), "tmp")
+			ready := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200).JSON(t)
+			if checks, _ := ready["checks"].(map[string]any); checks["blobs"] != "ok" {
+				t.Fatalf("readyz: %v", ready)
+			}
+			if err := tc.spoil(tmp); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tc.repair(tmp) })
+			p := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantProblem(t, 503, "error.not_ready")
+			checks, _ := p["checks"].(map[string]any)
+			if checks["blobs"] != "unwritable" || checks["store"] != "ok" || checks["disk"] != "ok" {
+				t.Fatalf("readyz with unwritable blobs: %v", p)
+			}
+			if err := tc.repair(tmp); err != nil {
+				t.Fatal(err)
+			}
+			ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200)
+		})
 	}
 }
 
@@ -87,9 +150,73 @@ func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
 	for _, want := range []string{
 		`sealbox_auth_failures_total{reason="invalid_credentials"} 1`,
 		`sealbox_http_requests_total{method="POST",route="/v1/auth/login",status="401"} 1`,
+		`sealbox_http_request_duration_seconds_count{method="POST",route="/v1/auth/login",status="401"} 1`,
 		`sealbox_store_bytes`,
 		"sealbox_blob_bytes 1234\n",
 		"sealbox_blobs 1\n",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestRateLimitedAttemptsAreLogged: a guesser held at a rate limit keeps
+// guessing, and issue 8.6 wants every failed second-factor and redeem attempt
+// logged for fail2ban-style tools, so the 429s of a burned second-factor
+// challenge and of redemption over its limit are auth_failure lines too,
+// holding neither the code nor the token presented.
+func TestRateLimitedAttemptsAreLogged(t *testing.T) {
+	logs := &syncBuffer{}
+	ts := MustOpenServer(t, func(c *server.Config) { c.Log = zerolog.New(logs); c.TrustProxy = true })
+	_, secret := ts.RegisterWithTOTP(t, "a@example.org")
+	ts.Clock.Advance(step)
+	mfa := ts.LoginChallenge(t, "a@example.org")
+	for range 5 {
+		ts.VerifyTOTP(t, mfa, ts.WrongCode(t, secret)).WantStatus(t, http.StatusUnauthorized)
+	}
+	code := ts.Code(t, secret, 0)
+	ts.VerifyTOTP(t, mfa, code).WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
+
+	// Ten refused redemptions from one address, then the limit.
+	guesses := make([]string, 11)
+	for i := range guesses {
+		guesses[i] = fmt.Sprintf("sbx_en_guess%02d", i)
+		r := ts.redeem(t, guesses[i], "198.51.100.7")
+		if i < 10 {
+			r.WantProblem(t, http.StatusNotFound, "error.enrollment.code_refused")
+		} else {
+			r.WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
+		}
+	}
+
+	want := map[string]string{"challenge_burned": "127.0.0.1", "redeem_rate_limited": "198.51.100.7"}
+	for _, l := range logs.Lines() {
+		if l["event"] != "auth_failure" {
+			continue
+		}
+		raw, _ := json.Marshal(l)
+		for _, presented := range append([]string{mfa, code}, guesses...) {
+			if strings.Contains(string(raw), presented) {
+				t.Errorf("an auth_failure line holds %q: %s", presented, raw)
+			}
+		}
+		reason, _ := l["reason"].(string)
+		if addr, ok := want[reason]; ok && l["client"] == addr {
+			delete(want, reason)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("no auth_failure line for %v: %v", want, logs.Lines())
+	}
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`sealbox_auth_failures_total{reason="challenge_burned"} 1`,
+		`sealbox_auth_failures_total{reason="redeem_rate_limited"} 1`,
+		`sealbox_rate_limited_total{route="/v1/auth/login/verify-totp"} 1`,
+		`sealbox_rate_limited_total{route="/v1/auth/devices/enroll/redeem"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)

@@ -330,6 +330,31 @@ func (ts *TestServer) PutBlob(tb testing.TB, access, uploadID string, data []byt
 		Body: data, ContentType: "application/octet-stream"})
 }
 
+// PutBlobChunked uploads data under its own hash without announcing its
+// length (a MultiReader hides it, so the client sends chunks), with the
+// Content-Type given ("" sends none).
+func (ts *TestServer) PutBlobChunked(tb testing.TB, access, uploadID string, data []byte, contentType string) *Response {
+	tb.Helper()
+	req, err := http.NewRequest("PUT", ts.URL()+"/v1/uploads/"+uploadID+"/blobs/"+hashOf(data), io.MultiReader(bytes.NewReader(data)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+access)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
 // Upload stores data as a blob held by the token's account (in a new album
 // and upload session) and returns its hash.
 func (ts *TestServer) Upload(tb testing.TB, access string, data []byte) string {

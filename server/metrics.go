@@ -30,9 +30,9 @@ func newMetrics(s *Server) *metrics {
 			Name: "sealbox_http_requests_total", Help: "HTTP requests by route pattern, method and status.",
 		}, []string{"route", "method", "status"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "sealbox_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
+			Name: "sealbox_http_request_duration_seconds", Help: "HTTP request latency by route pattern, method and status.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"route", "method"}),
+		}, []string{"route", "method", "status"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sealbox_auth_failures_total", Help: "Refused sign-in, second-factor, proof and redeem attempts by reason.",
 		}, []string{"reason"}),
@@ -76,8 +76,9 @@ func (s *Server) MetricsHandler() http.Handler {
 }
 
 func (m *metrics) observe(route, method string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, method, code).Inc()
+	m.latency.WithLabelValues(route, method, code).Observe(d.Seconds())
 }
 
 // authFailureReasons are the refusals that an intrusion-prevention tool
@@ -96,15 +97,24 @@ var authFailureReasons = map[string]string{
 	kv.ECodeEnrollmentCodeRefused: "enrollment_code_refused",
 }
 
+// rateLimitedAttempts maps the routes whose rate limits refuse attempts to
+// authenticate to the reason logged: a guesser held at the limit is still
+// guessing, and that is what fail2ban should see. Other limits (share reads)
+// refuse no credential and are only counted.
+var rateLimitedAttempts = map[string]string{
+	"/v1/auth/login/verify-totp":     "challenge_burned",
+	"/v1/auth/devices/enroll/redeem": "redeem_rate_limited",
+}
+
 // noteRefusal logs and counts an authentication failure or a rate-limit
 // refusal. It never logs what the caller presented.
 func (s *Server) noteRefusal(r *http.Request, code string) {
 	route := infoFrom(r).route
+	reason, ok := authFailureReasons[code]
 	if code == kv.ECodeRateLimited {
 		s.metrics.rateLimited.WithLabelValues(route).Inc()
-		return
+		reason, ok = rateLimitedAttempts[route]
 	}
-	reason, ok := authFailureReasons[code]
 	if !ok {
 		return
 	}

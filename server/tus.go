@@ -143,7 +143,7 @@ func (s *Server) handleTusHead(w http.ResponseWriter, r *http.Request, ps httpro
 	if err != nil {
 		return err
 	}
-	t, err := s.store.Transfer(sess.AccountID, uploadID, transferID)
+	t, err := s.transfer(sess.AccountID, uploadID, transferID)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 		return kv.Errorf(kv.ECodeTransferLocked, "another request is writing this transfer; retry")
 	}
 	defer s.unlockTransfer(transferID)
-	t, err := s.store.Transfer(sess.AccountID, uploadID, transferID)
+	t, err := s.transfer(sess.AccountID, uploadID, transferID)
 	if err != nil {
 		return err
 	}
@@ -212,6 +212,40 @@ func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps http
 	}
 	s.removePartials()
 	return noContent(w)
+}
+
+// transfer returns the caller's transfer if it can resume. The store can
+// outlive a partial file: a backup restores the database but not partial
+// files, or the disk lost them. A transfer whose file holds fewer bytes than
+// it acknowledged is then discarded and answered as not found, so the tus
+// client starts a new upload instead of failing at every resume.
+//
+// Without the transfer lock (HEAD) this cannot discard a healthy transfer:
+// a partial file never shrinks below an offset once recorded, and
+// completion, discard and expiry delete the record before the file, so a
+// file found missing under a stale record finds the record gone too.
+func (s *Server) transfer(accountID, uploadID, id string) (*kv.Transfer, error) {
+	t, err := s.store.Transfer(accountID, uploadID, id)
+	if err != nil {
+		return nil, err
+	}
+	size := int64(0) // a transfer at offset 0 may not have its file yet
+	fi, err := os.Stat(s.partialPath(id))
+	if err == nil {
+		size = fi.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if size >= t.Offset {
+		return t, nil
+	}
+	s.log.Warn().Str("transfer", id).Int64("offset", t.Offset).Int64("partial_bytes", size).
+		Msg("a transfer's partial file lost acknowledged bytes; the transfer is discarded")
+	if err := s.store.DiscardTransfer(accountID, uploadID, id); err != nil {
+		return nil, err
+	}
+	s.removePartials()
+	return nil, kv.Errorf(kv.ECodeTransferNotFound, "the transfer's received bytes were lost; start a new upload")
 }
 
 func tusParams(ps httprouter.Params) (uploadID, transferID string, err error) {
@@ -398,7 +432,9 @@ func (s *Server) partialPath(id string) string {
 // offset 0. Bytes past offset were written but never acknowledged (a crash,
 // or a request that failed before recording them) and are cut off: the
 // recorded hash state covers exactly offset bytes. A file shorter than
-// offset has lost acknowledged bytes, which only damage to the disk can do.
+// offset has lost acknowledged bytes; transfer discards such a transfer
+// before a PATCH gets here, so this guards against the disk losing them
+// in between.
 func (s *Server) openPartial(id string, offset int64) (*os.File, error) {
 	path := s.partialPath(id)
 	if offset == 0 {

@@ -108,8 +108,34 @@ func wantStoredIn(tb testing.TB, dataDir string, data []byte) {
 	if !bytes.Equal(got, data) {
 		tb.Fatalf("the stored blob (%d bytes) differs from the %d uploaded", len(got), len(data))
 	}
+	wantNoPartials(tb, dataDir)
+}
+
+func wantNoPartials(tb testing.TB, dataDir string) {
+	tb.Helper()
 	if partials, _ := os.ReadDir(filepath.Join(dataDir, "blobs", "tus")); len(partials) != 0 {
 		tb.Fatalf("partial files left after completion: %v", partials)
+	}
+}
+
+// wantSharedAt registers a share link serving data (held by access, with a
+// small metadata blob put through the upload session) on the server at base,
+// and fails unless the link reads data back byte-identical: the path a
+// recipient's client takes.
+func wantSharedAt(tb testing.TB, base, access, uploadID string, data []byte) {
+	tb.Helper()
+	metadata := []byte("sealed metadata of the video")
+	DoAt(tb, base, Req{Method: "PUT", Path: "/v1/uploads/" + uploadID + "/blobs/" + hashOf(metadata), Token: access,
+		Body: metadata, ContentType: "application/octet-stream"}).WantStatus(tb, http.StatusCreated)
+	const link = "0123456789abcdef0123456789abcdef"
+	DoAt(tb, base, Req{Method: "POST", Path: "/v1/shares", Token: access, Body: map[string]any{
+		"opaque_id":     link,
+		"metadata_hash": hashOf(metadata),
+		"serves":        []string{hashOf(metadata), hashOf(data)},
+	}}).WantStatus(tb, http.StatusCreated)
+	r := DoAt(tb, base, Req{Method: "GET", Path: "/s/" + link + "/blob/" + hashOf(data)}).WantStatus(tb, http.StatusOK)
+	if !bytes.Equal(r.Body, data) {
+		tb.Fatalf("the share link read %d bytes, not the %d uploaded", len(r.Body), len(data))
 	}
 }
 
@@ -217,7 +243,8 @@ func cuttingProxy(tb testing.TB, target string, limit int64) string {
 
 // TestTusJSClientInterop drives the real tus-js-client (server/testdata/tusjs,
 // run with node) against the real binary: a 64 MiB upload whose connection
-// drops halfway, then resumed by a new Upload from its upload URL.
+// drops halfway, then resumed by a new Upload from its upload URL, and read
+// back byte-identical through a share link (issue 9).
 func TestTusJSClientInterop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary and node")
@@ -268,7 +295,8 @@ func TestTusJSClientInterop(t *testing.T) {
 	if !strings.HasPrefix(got.URL, proxy+"/v1/uploads/"+up+"/tus/") {
 		t.Fatalf("upload URL %q", got.URL)
 	}
-	wantStoredIn(t, dataDir, data)
+	wantSharedAt(t, p.URL, access, up, data)
+	wantNoPartials(t, dataDir)
 	if r := DoAt(t, p.URL, Req{Method: "HEAD", Path: strings.TrimPrefix(got.URL, proxy), Token: access, Header: tusHeaders()}); r.Status != http.StatusNotFound {
 		t.Fatalf("the finished transfer still answers HEAD: %d", r.Status)
 	}

@@ -581,6 +581,54 @@ func TestTusResumeAfterRestart(t *testing.T) {
 	}
 }
 
+// TestTusLostPartialFile: the store can outlive a partial file (a backup
+// restores the database but not partial files, or the disk lost them). Such
+// a transfer cannot resume, so HEAD and PATCH answer 404, which makes a tus
+// client start a new upload, and the transfer is gone; the session still
+// takes new transfers.
+func TestTusLostPartialFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(path string) error
+	}{
+		{"missing", os.Remove},
+		{"truncated", func(path string) error { return os.Truncate(path, 100) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := MustOpenServer(t)
+			tok := ts.Register(t, "a@example.org")
+			up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+			data := randomData(1000)
+			for _, method := range []string{"HEAD", "PATCH"} {
+				loc := ts.TusCreate(t, tok.Access, up, data)
+				ts.TusPatch(t, tok.Access, loc, 0, data[:400]).WantStatus(t, http.StatusNoContent)
+				if err := tc.lose(ts.partialPath(loc)); err != nil {
+					t.Fatal(err)
+				}
+				if method == "HEAD" {
+					r := ts.Do(t, Req{Method: "HEAD", Path: loc, Token: tok.Access, Header: tusHeaders()}).WantStatus(t, http.StatusNotFound)
+					wantHeaders(t, r, map[string]string{"Tus-Resumable": "1.0.0", "Content-Type": "application/problem+json"})
+				} else {
+					ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
+				}
+				ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
+				if _, err := os.Stat(ts.partialPath(loc)); !os.IsNotExist(err) {
+					t.Fatalf("%s: the lost transfer's partial file remains: %v", method, err)
+				}
+				if ids, _ := ts.Store.Transfers("", 10); len(ids) != 0 {
+					t.Fatalf("%s: the lost transfer is still recorded: %q", method, ids)
+				}
+			}
+			if removals, _ := ts.Store.TransferRemovals(10); len(removals) != 0 {
+				t.Fatalf("removal queue: %q", removals)
+			}
+			loc := ts.TusCreate(t, tok.Access, up, data)
+			ts.TusPatch(t, tok.Access, loc, 0, data).WantStatus(t, http.StatusNoContent)
+			ts.wantStored(t, data)
+		})
+	}
+}
+
 // randomData returns n pseudo-random bytes, different on every call.
 func randomData(n int) []byte {
 	b := make([]byte, n)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"net/http"
 	"time"
 
@@ -65,18 +66,25 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	if _, err := s.store.Upload(sess.AccountID, uploadID); err != nil {
 		return err
 	}
-	if r.ContentLength > 0 {
-		if err := s.store.CheckQuota(sess.AccountID, hash, r.ContentLength); err != nil {
-			return err
-		}
+	room, err := s.store.QuotaRoom(sess.AccountID, hash)
+	if err != nil {
+		return err
+	}
+	if r.ContentLength > room {
+		return quotaExceeded(room)
 	}
 	body, err := streamBody(r, mediaOctet, s.cfg.MaxBlob)
 	if err != nil {
 		return err
 	}
 	// File I/O happens here, outside any transaction; the store records the
-	// holding afterwards and re-checks that the session is still open.
-	info, _, err := s.blobs.Put(body, hash, s.cfg.MaxBlob)
+	// holding afterwards and re-checks that the session is still open and the
+	// quota still holds. A body without Content-Length is cut off at the room
+	// left, so a refusal leaves no file (Put keeps nothing when its reader
+	// fails). A concurrent upload by the same account can still take the room
+	// between the two looks; the file that rare race leaves is held by no one,
+	// and gc collects it.
+	info, _, err := s.blobs.Put(&quotaReader{r: body, room: room}, hash, s.cfg.MaxBlob)
 	if err != nil {
 		return err
 	}
@@ -89,6 +97,29 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 		status = http.StatusCreated
 	}
 	return writeJSON(w, status, blobResponse{Hash: info.Hash, Size: info.Size})
+}
+
+// quotaReader passes at most room bytes of r and fails with
+// error.quota.exceeded at the next one.
+type quotaReader struct {
+	r    io.Reader
+	room int64
+}
+
+func (q *quotaReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > q.room {
+		p = p[:q.room+1] // one byte more tells "past the quota" from "exactly at it"
+	}
+	n, err := q.r.Read(p)
+	if int64(n) > q.room {
+		return 0, quotaExceeded(q.room)
+	}
+	q.room -= int64(n)
+	return n, err
+}
+
+func quotaExceeded(room int64) error {
+	return kv.Errorf(kv.ECodeQuotaExceeded, "the blob would take the account past its quota (room for %d more bytes); nothing was stored", room)
 }
 
 // handles "DELETE /v1/uploads/:upload_id": closes the session; the blobs it

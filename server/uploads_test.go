@@ -124,19 +124,7 @@ func TestUploadMaxBlob(t *testing.T) {
 	// Announced by Content-Length: refused before a byte is read.
 	wantEmpty413(ts.PutBlob(t, tok.Access, up, big))
 	// Chunked, no Content-Length: refused once the stream passes the limit.
-	req, _ := http.NewRequest("PUT", ts.URL()+"/v1/uploads/"+up+"/blobs/"+hashOf(big), io.MultiReader(bytes.NewReader(big)))
-	req.Header.Set("Authorization", "Bearer "+tok.Access)
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if req.ContentLength != 0 {
-		t.Fatalf("the request announced its length: %d", req.ContentLength)
-	}
-	wantEmpty413(&Response{Status: resp.StatusCode, Header: resp.Header, Body: body})
+	wantEmpty413(ts.PutBlobChunked(t, tok.Access, up, big, "application/octet-stream"))
 	if files := blobFiles(t, ts); len(files) != 0 {
 		t.Fatalf("a refused blob left files: %v", files)
 	}
@@ -154,19 +142,7 @@ func TestUploadChunkedMediaType(t *testing.T) {
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
 	putChunked := func(data []byte, contentType string) *Response {
 		t.Helper()
-		// A MultiReader hides the length, so the client sends chunks.
-		req, _ := http.NewRequest("PUT", ts.URL()+"/v1/uploads/"+up+"/blobs/"+hashOf(data), io.MultiReader(bytes.NewReader(data)))
-		req.Header.Set("Authorization", "Bearer "+tok.Access)
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+		return ts.PutBlobChunked(t, tok.Access, up, data, contentType)
 	}
 	putChunked([]byte("sealed"), "text/plain").WantProblem(t, http.StatusUnsupportedMediaType, "error.request.unsupported_media_type")
 	putChunked([]byte("sealed"), "").WantProblem(t, http.StatusUnsupportedMediaType, "error.request.unsupported_media_type")
