@@ -252,3 +252,30 @@ func TestLogsNeverHoldShareIDsOrTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestArbitraryMethodsShareOneMetricSeries: net/http accepts any token as
+// a method; each distinct method must not become a metric series of its
+// own (memory for the life of the process, from unauthenticated requests).
+func TestArbitraryMethodsShareOneMetricSeries(t *testing.T) {
+	ts := MustOpenServer(t)
+	for i := range 20 {
+		req, _ := http.NewRequest(fmt.Sprintf("X%dQUERY", i), ts.URL()+"/v1/version", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("method X%dQUERY: status %d, want 405", i, resp.StatusCode)
+		}
+	}
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	if strings.Contains(string(body), "QUERY") {
+		t.Fatal("a request method of the client's choosing became a metric label")
+	}
+	if want := `sealbox_http_requests_total{method="other",route="unmatched",status="405"} 20`; !strings.Contains(string(body), want) {
+		t.Fatalf("metrics lack %q", want)
+	}
+}

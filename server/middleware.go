@@ -131,10 +131,11 @@ func (s *Server) withMiddleware(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			elapsed := time.Since(start)
-			s.metrics.observe(ri.route, r.Method, status, elapsed)
+			method := methodName(r.Method)
+			s.metrics.observe(ri.route, method, status, elapsed)
 			s.log.Info().
 				Str("request_id", ri.id).
-				Str("method", r.Method).
+				Str("method", method).
 				Str("route", ri.route).
 				Int("status", status).
 				Int64("bytes", rec.bytes).
@@ -143,6 +144,20 @@ func (s *Server) withMiddleware(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// methodName is the request method as metrics and the access log name it:
+// one of the standard methods, else "other". net/http accepts any token as a
+// method, up to the header limit, and every distinct label value would be a
+// metric series kept for the life of the process: unbounded memory for
+// anyone who can reach the port.
+func methodName(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // errPanic stands for a recovered panic; it is not a *kv.Error, so it is
