@@ -216,6 +216,84 @@ func TestSlowHeadersAreCutOff(t *testing.T) {
 	t.Logf("slow clients disconnected after %v (timeout %s)", closedAfter, timeout)
 }
 
+// TestSlowBodiesAreCutOff: a client that sends headers promptly and then
+// stalls its body is cut off after BodyTimeout, for a buffered JSON body and
+// for a streamed blob alike, and a stalled blob stores nothing; a streamed
+// body that keeps arriving, slowly, for longer than BodyTimeout in all is
+// taken (the streamed limit is on pauses, not on the whole transfer).
+func TestSlowBodiesAreCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a timeout")
+	}
+	const timeout = 400 * time.Millisecond
+	ts := MustOpenServer(t, func(c *server.Config) { c.BodyTimeout = timeout })
+	tok := ts.Register(t, "slow@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	blob := bytes.Repeat([]byte("s"), 1000)
+	blobHead := "PUT /v1/uploads/" + up + "/blobs/" + hashOf(blob) + " HTTP/1.1\r\nHost: sealbox\r\n" +
+		"Authorization: Bearer " + tok.Access + "\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n"
+	// send writes head and the start of a body, then stalls, and returns
+	// how long after the head the server closed the connection.
+	send := func(head string, start []byte) (closedAfter time.Duration) {
+		t.Helper()
+		c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL(), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		began := time.Now()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			io.Copy(io.Discard, c) // returns when the server closes the connection
+			closedAfter = time.Since(began)
+		}()
+		fmt.Fprint(c, head)
+		c.Write(start)
+		<-done
+		return closedAfter
+	}
+	cutOff := func(name string, d time.Duration) {
+		t.Helper()
+		// Well under the 20 s read deadline: the server cut it.
+		if d < timeout-50*time.Millisecond || d > 8*time.Second {
+			t.Errorf("%s: closed after %s, want about %s", name, d, timeout)
+		}
+	}
+	login := "POST /v1/auth/login HTTP/1.1\r\nHost: sealbox\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+	cutOff("stalled JSON body", send(login, []byte(`{"email":`)))
+	cutOff("stalled blob", send(blobHead, blob[:10]))
+	if files := blobFiles(t, ts); len(files) != 0 {
+		t.Fatalf("a stalled upload left files: %v", files)
+	}
+	// Ten pieces a quarter of the timeout apart: 2.5 timeouts in all.
+	var pieces [][]byte
+	for i := 0; i < len(blob); i += 100 {
+		pieces = append(pieces, blob[i:i+100])
+	}
+	c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, blobHead)
+	for _, p := range pieces {
+		time.Sleep(timeout / 4)
+		if _, err := c.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("a slow but steady blob: status %d, want 201", resp.StatusCode)
+	}
+}
+
 // TestOversizedBodiesAre413WithoutBody: over each limit, with a declared
 // Content-Length and chunked without one, the answer is 413 with an empty
 // body, and nothing is stored.

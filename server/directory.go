@@ -80,7 +80,7 @@ func (s *Server) handleDirectoryPublish(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, mediaCBOR, maxDirectory)
+	body, err := s.readBody(w, r, mediaCBOR, maxDirectory)
 	if err != nil {
 		return err
 	}

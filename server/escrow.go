@@ -34,7 +34,7 @@ type storeEscrowResponse struct {
 // transaction.
 func (s *Server) handleEscrowPut(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	sess := caller(r)
-	body, err := readBody(w, r, mediaOctet, maxEscrow)
+	body, err := s.readBody(w, r, mediaOctet, maxEscrow)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"sealbox/kv"
@@ -27,12 +28,25 @@ const (
 // readBody reads the whole request body, refusing more than limit bytes with
 // error.request.too_large (413), also for a chunked body with no
 // Content-Length, and refusing a non-empty body whose Content-Type is not
-// mediaType with 415.
-func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, error) {
+// mediaType with 415. The body must arrive within BodyTimeout per MiB of
+// limit (one MiB at least): a client trickling a body cannot hold its
+// connection and goroutine for ever.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, kv.Errorf(kv.ECodeTooLarge, "request body too large")
 	}
+	rc := http.NewResponseController(w)
+	// An error means the writer cannot set deadlines (a test recorder):
+	// there is no connection to hold then.
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout * time.Duration(max(1, limit>>20))))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil {
+		// Cleared once the body is in: net/http then reads ahead on the
+		// connection, and a deadline passing while the handler still works
+		// would cancel the request's context. After a failure it stays, so
+		// the rest of a stalled body is not waited for either.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		if mappedError(err) != nil {
 			return nil, err
@@ -49,16 +63,15 @@ func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit in
 
 // streamBody prepares a body too large to read into memory (a blob) for
 // streaming: a Content-Length over limit is refused at once with 413, a
-// non-empty body must be mediaType (415), and a failure to read the body
-// (the client went away, or sent less than it announced) becomes the 400
-// readBody gives, not an internal error. The consumer enforces limit on a
-// body without Content-Length. A chunked body's emptiness is known only by
-// reading: one byte is peeked before the media type is required of it.
-func streamBody(r *http.Request, mediaType string, limit int64) (io.Reader, error) {
+// non-empty body must be mediaType (415), and the body is read through
+// s.bodyReader. The consumer enforces limit on a body without
+// Content-Length. A chunked body's emptiness is known only by reading: one
+// byte is peeked before the media type is required of it.
+func (s *Server) streamBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) (io.Reader, error) {
 	if r.ContentLength > limit {
 		return nil, kv.Errorf(kv.ECodeTooLarge, "request body too large")
 	}
-	body := io.Reader(bodyReader{r.Body})
+	body := s.bodyReader(w, r)
 	empty := r.ContentLength == 0
 	if r.ContentLength < 0 {
 		peek := bufio.NewReaderSize(body, 16)
@@ -76,11 +89,28 @@ func streamBody(r *http.Request, mediaType string, limit int64) (io.Reader, erro
 	return body, nil
 }
 
-type bodyReader struct{ r io.Reader }
+// bodyReader reads a streamed body (a blob, a tus PATCH) of any length: a
+// slow uplink may take hours, but a pause of BodyTimeout with no byte
+// arriving cuts the connection. A failure to read (the client went away,
+// paused too long, or sent less than it announced) becomes the 400 readBody
+// gives, not an internal error.
+func (s *Server) bodyReader(w http.ResponseWriter, r *http.Request) io.Reader {
+	return &streamReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.BodyTimeout}
+}
 
-func (b bodyReader) Read(p []byte) (int, error) {
+type streamReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (b *streamReader) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle)) // see readBody
 	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF {
+	switch {
+	case err == io.EOF:
+		_ = b.rc.SetReadDeadline(time.Time{}) // see readBody
+	case err != nil:
 		err = kv.Errorf(kv.ECodeMalformed, "the request body could not be read")
 	}
 	return n, err
@@ -107,7 +137,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) err
 // decodeJSONLimit is decodeJSON with an explicit size limit; allowEmpty
 // treats a zero-byte body as {}.
 func (s *Server) decodeJSONLimit(w http.ResponseWriter, r *http.Request, dst any, limit int64, allowEmpty bool) error {
-	body, err := readBody(w, r, mediaJSON, limit)
+	body, err := s.readBody(w, r, mediaJSON, limit)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,11 @@ type Config struct {
 	// ReadHeaderTimeout is how long a client may take to send a request's
 	// headers before the connection is closed (slow-header clients).
 	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds how slowly a request body may arrive: a buffered
+	// body (JSON, CBOR, escrow) gets BodyTimeout per MiB of its limit, one
+	// MiB at least; a streamed body (a blob, a tus PATCH) may pause for
+	// BodyTimeout between bytes. A client past it is cut off.
+	BodyTimeout time.Duration
 
 	// Now is the clock; Rand the source of every token and id.
 	Now  func() time.Time
@@ -102,6 +107,7 @@ func DefaultConfig() Config {
 		UpgradeWindow:     15 * time.Minute,
 		SweepInterval:     time.Minute,
 		ReadHeaderTimeout: 10 * time.Second,
+		BodyTimeout:       time.Minute,
 		Now:               time.Now,
 		Rand:              rand.Reader,
 		Log:               zerolog.Nop(),
@@ -150,6 +156,9 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultConfig().BodyTimeout
 	}
 	s := &Server{
 		cfg:          cfg,

@@ -187,7 +187,7 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	if r.ContentLength > t.Length-t.Offset {
 		return kv.Errorf(kv.ECodeTooLarge, "the body passes the upload's length")
 	}
-	newOffset, err := s.appendBody(bodyReader{r.Body}, sess.AccountID, uploadID, t)
+	newOffset, err := s.appendBody(s.bodyReader(w, r), sess.AccountID, uploadID, t)
 	if err != nil {
 		return err
 	}

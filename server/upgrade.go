@@ -124,7 +124,7 @@ func (s *Server) handleUpgradeStart(w http.ResponseWriter, r *http.Request, ps h
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, mediaCBOR, maxUpgradeBody)
+	body, err := s.readBody(w, r, mediaCBOR, maxUpgradeBody)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (s *Server) handleUpgradeCommit(w http.ResponseWriter, r *http.Request, ps 
 	if err != nil {
 		return err
 	}
-	tombstone, err := readBody(w, r, mediaCBOR, maxUpgradeBody)
+	tombstone, err := s.readBody(w, r, mediaCBOR, maxUpgradeBody)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	if r.ContentLength > room {
 		return quotaExceeded(room)
 	}
-	body, err := streamBody(r, mediaOctet, s.cfg.MaxBlob)
+	body, err := s.streamBody(w, r, mediaOctet, s.cfg.MaxBlob)
 	if err != nil {
 		return err
 	}
