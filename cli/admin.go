@@ -21,8 +21,13 @@ import (
 const adminSocket = "admin.sock"
 
 // adminOpenTimeout bounds the wait for the store's file lock when no server
-// answers on the socket, so an admin command never hangs.
+// listens on the socket, so an admin command never hangs.
 const adminOpenTimeout = 2 * time.Second
+
+// adminAnswerTimeout bounds the wait for a server listening on the socket to
+// start answering, for the same reason: the kernel accepts connections on
+// the socket of a stopped server.
+const adminAnswerTimeout = 2 * time.Second
 
 // connectAdmin reaches the data directory's operations: through the running
 // server's admin socket when one answers, else by opening the store
@@ -30,9 +35,16 @@ const adminOpenTimeout = 2 * time.Second
 // what it opened.
 func connectAdmin(dataDir string, w io.Writer) (admin.Admin, func(), error) {
 	sock := filepath.Join(dataDir, adminSocket)
-	if c, err := admin.Dial(sock); err == nil {
+	c, err := admin.Dial(sock, adminAnswerTimeout)
+	if err == nil {
 		fmt.Fprintf(w, "sealbox: using the running server (admin socket %s)\n", sock)
 		return c, func() {}, nil
+	}
+	// A process that listens but does not answer is most likely a stopped
+	// server, which still holds the store: opening it directly would wait
+	// for the lock and then blame it, hiding what is wrong.
+	if !errors.Is(err, admin.ErrNoServer) {
+		return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
 	}
 	store, err := kv.Open(filepath.Join(dataDir, dbFile), kv.Options{OpenTimeout: adminOpenTimeout})
 	if errors.Is(err, kv.ErrLocked) {

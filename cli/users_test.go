@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -197,5 +198,63 @@ func TestAdminCommandOnAHeldStoreDoesNotHang(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > adminOpenTimeout+5*time.Second {
 		t.Fatalf("gave up after %s", waited)
+	}
+}
+
+// An admin command whose data directory has a socket that accepts
+// connections but never answers (a server stopped with SIGSTOP, whose
+// socket the kernel still accepts on) fails within the answer timeout and
+// says why, instead of hanging or opening the store under the server.
+func TestAdminCommandOnASilentSocketDoesNotHang(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, adminSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	commands := [][]string{
+		{"users", "list"}, {"users", "disable", "a@example.org"}, {"check"}, {"gc", "--dry-run"},
+		{"backup", filepath.Join(t.TempDir(), "backup")},
+	}
+	// All at once: each waits for the answer timeout.
+	type result struct {
+		args []string
+		err  error
+	}
+	done := make(chan result, len(commands))
+	for _, args := range commands {
+		go func() {
+			_, _, err := runCLI(t, "", append(args, "--data", dir)...)
+			done <- result{args, err}
+		}()
+	}
+	deadline := time.After(adminAnswerTimeout + 3*time.Second)
+	for range commands {
+		select {
+		case r := <-done:
+			if r.err == nil || !strings.Contains(r.err.Error(), "did not answer") {
+				t.Errorf("sealbox %s: got %v, want a refusal saying the server does not answer", strings.Join(r.args, " "), r.err)
+			}
+		case <-deadline:
+			t.Fatal("an admin command hangs on a socket that does not answer")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
+		t.Fatal("the store was opened directly although a process listens on the socket")
 	}
 }
