@@ -53,6 +53,15 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
+// OpenReadOnly opens the store rooted at dir for reading only (Open, Stat,
+// Verify, Walk; the caller writes nothing through it) and, unlike Open,
+// creates nothing: checking a data directory or a backup leaves it as it
+// was. In a missing dir every blob is missing.
+func OpenReadOnly(dir string) *Store {
+	dir = filepath.Clean(dir)
+	return &Store{dir: dir, tmp: filepath.Join(dir, "tmp")}
+}
+
 // Dir returns the directory the store is rooted at.
 func (s *Store) Dir() string { return s.dir }
 

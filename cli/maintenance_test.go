@@ -5,11 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -291,4 +295,90 @@ func TestMaintenanceDirectlyOnTheStore(t *testing.T) {
 	if out, _ := mustCLI(t, "", "gc", "--data", dest); !strings.Contains(out, "removed 0 unreferenced blobs") {
 		t.Fatalf("direct gc: %q", out)
 	}
+}
+
+// TestReadOnlyCommandsRefuseAMissingStore: check, users list, gc --dry-run
+// and backup only read the data directory. Given one that holds no store
+// (empty, or not there at all) they refuse, exit non-zero and create
+// nothing, instead of creating an empty store and reporting on it.
+func TestReadOnlyCommandsRefuseAMissingStore(t *testing.T) {
+	commands := [][]string{
+		{"check"}, {"check", "--deep"}, {"users", "list"}, {"users", "list", "--json"}, {"gc", "--dry-run"}, {"backup", "DEST"},
+	}
+	for _, missing := range []bool{false, true} {
+		for _, args := range commands {
+			dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+			if missing {
+				dir = filepath.Join(dir, "none")
+			}
+			args = append(slices.Clone(args), "--data", dir)
+			if i := slices.Index(args, "DEST"); i >= 0 {
+				args[i] = dest
+			}
+			name := strings.Join(args[:len(args)-2], " ")
+			_, _, err := runCLI(t, "", args...)
+			if err == nil || !strings.Contains(err.Error(), "holds no sealbox store") {
+				t.Errorf("%s on a directory without a store (missing=%v): got %v, want a refusal", name, missing, err)
+			}
+			entries, statErr := os.ReadDir(dir)
+			if missing && !errors.Is(statErr, fs.ErrNotExist) {
+				t.Errorf("%s created the missing data directory", name)
+			}
+			if !missing && len(entries) != 0 {
+				t.Errorf("%s created %v in the empty data directory", name, entries)
+			}
+			if _, err := os.Stat(dest); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s created the backup destination", name)
+			}
+		}
+	}
+	if code := Execute([]string{"check", "--data", t.TempDir()}); code == 0 {
+		t.Error("check of an empty directory exits 0")
+	}
+}
+
+// TestReadOnlyCommandsWriteNothing: checking a backup (or a data
+// directory) directly leaves every byte of it as it was.
+func TestReadOnlyCommandsWriteNothing(t *testing.T) {
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, upload := api.account("ro@example.org")
+	api.put(token, upload, blob(1))
+	mustCLI(t, "", "backup", dest, "--data", dir)
+	before := treeOf(t, dest)
+	for _, args := range [][]string{
+		{"check", "--deep"}, {"users", "list"}, {"gc", "--dry-run"}, {"backup", filepath.Join(t.TempDir(), "copy")},
+	} {
+		_, how := mustCLI(t, "", append(args, "--data", dest)...)
+		if !strings.Contains(how, "directly") {
+			t.Fatalf("%v did not work directly on the backup: %q", args, how)
+		}
+		if after := treeOf(t, dest); !maps.Equal(before, after) {
+			t.Fatalf("%v changed the backup:\nbefore %v\nafter  %v", args, before, after)
+		}
+	}
+}
+
+// treeOf maps every path under dir to its type and, for a file, the hash
+// of its bytes.
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	tree := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			tree[rel] = "dir"
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		tree[rel] = hashHex(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
 }
