@@ -570,6 +570,14 @@ func TestCleanTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	h := hashOf([]byte("kept"))
+	before := files(t, s.Dir())
+	if stale, err := s.StaleTemp(now.Add(-time.Hour)); err != nil || stale != 2 {
+		t.Fatalf("StaleTemp = %d, %v; want 2", stale, err)
+	}
+	if got := files(t, s.Dir()); !slices.Equal(got, before) {
+		t.Fatalf("StaleTemp removed files: %q, was %q", got, before)
+	}
 	removed, err := s.CleanTemp(now.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -577,7 +585,6 @@ func TestCleanTemp(t *testing.T) {
 	if got, want := removed, 2; got != want {
 		t.Errorf("removed = %d, want %d", got, want)
 	}
-	h := hashOf([]byte("kept"))
 	want := []string{filepath.Join(h[0:2], h[2:4], h), filepath.Join("tmp", "put-fresh")}
 	if got := files(t, s.Dir()); !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)

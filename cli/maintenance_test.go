@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,7 +222,14 @@ func TestCheckFindsMissingAndCorruptBlobs(t *testing.T) {
 
 func TestGCRemovesOnlyOldOrphans(t *testing.T) {
 	dir := t.TempDir()
-	api := apiClient{t, startServe(t, dir, openRegistration)}
+	// The server's clock, to expire its records; its own sweep waits an
+	// hour, so only gc removes them.
+	var ahead atomic.Int64
+	clock := func(c *server.Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+		c.SweepInterval = time.Hour
+	}
+	api := apiClient{t, startServe(t, dir, openRegistration, clock)}
 	token, upload := api.account("gc@example.org")
 	api.put(token, upload, blob(1))
 	// Orphans: files in the blob store that no account holds, one old and
@@ -246,16 +255,37 @@ func TestGCRemovesOnlyOldOrphans(t *testing.T) {
 		os.Chtimes(p, when, when)
 	}
 
-	out, _ := mustCLI(t, "", "gc", "--dry-run", "--data", dir)
-	if !strings.Contains(out, "would remove 1 unreferenced blobs") {
-		t.Fatalf("dry run: %q", out)
+	// Temp files of interrupted Puts, one old and one fresh.
+	for name, when := range map[string]time.Time{"put-old": long, "put-fresh": time.Now()} {
+		p := filepath.Join(dir, "blobs", "tmp", name)
+		os.WriteFile(p, []byte("temp bytes"), 0o600)
+		os.Chtimes(p, when, when)
 	}
-	if _, err := os.Stat(blobPath(dir, hashHex(old))); err != nil {
-		t.Fatal("a dry run removed a file")
+	// Past every session's and the upload session's expiry.
+	ahead.Store(int64(1000 * time.Hour))
+
+	dry, _ := mustCLI(t, "", "gc", "--dry-run", "--data", dir)
+	if !strings.Contains(dry, "would remove 1 unreferenced blobs") || !strings.Contains(dry, "1 abandoned partial uploads") {
+		t.Fatalf("dry run: %q", dry)
 	}
-	out, _ = mustCLI(t, "", "gc", "--data", dir)
+	for _, p := range []string{blobPath(dir, hashHex(old)), filepath.Join(partials, "abandoned"), filepath.Join(dir, "blobs", "tmp", "put-old")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("a dry run removed %s", p)
+		}
+	}
+	out, _ := mustCLI(t, "", "gc", "--data", dir)
 	if !strings.Contains(out, "removed 1 unreferenced blobs") || !strings.Contains(out, "1 abandoned partial uploads") {
 		t.Fatalf("gc: %q", out)
+	}
+	// The dry run counted the temp files and expired records gc then
+	// removed, rather than reporting none.
+	counts := regexp.MustCompile(`(\d+) temp files, (\d+) expired records`)
+	predicted, done := counts.FindStringSubmatch(dry), counts.FindStringSubmatch(out)
+	if predicted == nil || done == nil || !slices.Equal(predicted[1:], done[1:]) || done[1] != "1" || done[2] == "0" {
+		t.Fatalf("temp files and expired records: dry run %q, gc %q", dry, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "blobs", "tmp", "put-fresh")); err != nil {
+		t.Fatal("gc removed a fresh temp file")
 	}
 	if _, err := os.Stat(filepath.Join(partials, "abandoned")); err == nil {
 		t.Fatal("an abandoned partial file survived gc")

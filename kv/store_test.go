@@ -133,8 +133,21 @@ func TestSweepRemovesExpiredSessionsOnly(t *testing.T) {
 	c.Advance(12 * time.Hour)
 	mustAccount(t, s, c, 2)
 	c.Advance(12 * time.Hour)
-	if _, err := s.Sweep(); err != nil {
+	// DueExpiries counts what Sweep then processes: had counting deleted
+	// anything, the sweep would find less.
+	due, err := s.DueExpiries()
+	if err != nil || due == 0 {
+		t.Fatalf("due before the sweep: %d, %v", due, err)
+	}
+	swept, err := s.Sweep()
+	if err != nil {
 		t.Fatal(err)
+	}
+	if swept != due {
+		t.Fatalf("swept %d entries, DueExpiries counted %d", swept, due)
+	}
+	if due, err := s.DueExpiries(); err != nil || due != 0 {
+		t.Fatalf("due after the sweep: %d, %v", due, err)
 	}
 	if got := sessionsOf(t, s, "acct-1"); len(got) != 0 {
 		t.Fatalf("expired session survived the sweep: %d", len(got))
