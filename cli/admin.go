@@ -65,7 +65,7 @@ func connectAdmin(dataDir string, mode access, w io.Writer) (admin.Admin, func()
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", dataDir, sock)
 	}
 	if mode == readOnly && errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data", dataDir, dbFile)
+		return nil, nil, fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", dataDir, dbFile)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -88,8 +88,12 @@ func newOps(dataDir string, store *kv.Store, blobStore *blobs.Store, params pass
 }
 
 // withAdmin runs fn with a connection to the data directory of cmd's
-// --data flag.
+// --data flag, which reads SEALBOX_DATA like serve's (cmd's other flags are
+// its own and read nothing from the environment).
 func withAdmin(cmd *cobra.Command, dataDir *string, mode access, fn func(admin.Admin) error) error {
+	if err := bindFlagEnv(cmd.Flag("data")); err != nil {
+		return err
+	}
 	a, release, err := connectAdmin(*dataDir, mode, cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -102,7 +106,7 @@ func withAdmin(cmd *cobra.Command, dataDir *string, mode access, fn func(admin.A
 // shares.
 func addDataFlag(cmd *cobra.Command) *string {
 	dir := new(string)
-	cmd.PersistentFlags().StringVar(dir, "data", DefaultDataDir, "data directory")
+	cmd.PersistentFlags().StringVar(dir, "data", DefaultDataDir, "data directory (or set SEALBOX_DATA)")
 	return dir
 }
 

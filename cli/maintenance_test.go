@@ -412,3 +412,37 @@ func treeOf(t *testing.T, dir string) map[string]string {
 	}
 	return tree
 }
+
+// TestAdminCommandsReadSealboxData: like serve, every admin command takes
+// its data directory from SEALBOX_DATA when --data is not given, and --data
+// wins over it.
+func TestAdminCommandsReadSealboxData(t *testing.T) {
+	// The default ./sealbox-data must not be what the commands find.
+	t.Chdir(t.TempDir())
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	t.Setenv("SEALBOX_DATA", dir)
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{[]string{"users", "add", "env@example.org", "--password-stdin"}, "longenough1\n", "added env@example.org"},
+		{[]string{"users", "set-quota", "env@example.org", "1GiB"}, "", "quota set for env@example.org"},
+		{[]string{"users", "list"}, "", "env@example.org"},
+		{[]string{"check"}, "", "ok:"},
+		{[]string{"gc", "--dry-run"}, "", "would remove 0 unreferenced blobs"},
+		{[]string{"backup", dest}, "", "backup written to " + dest},
+	} {
+		out, how, err := runCLI(t, tc.stdin, tc.args...)
+		if err != nil || !strings.Contains(how, "working on "+dir+" directly") || !strings.Contains(out, tc.want) {
+			t.Errorf("sealbox %s with SEALBOX_DATA: %v\n%s%s", strings.Join(tc.args, " "), err, how, out)
+		}
+	}
+	if _, err := os.Stat(DefaultDataDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a command used the default data directory: %v", err)
+	}
+	other := t.TempDir()
+	if _, _, err := runCLI(t, "", "users", "list", "--data", other); err == nil || !strings.Contains(err.Error(), other) {
+		t.Errorf("--data %s must win over SEALBOX_DATA: got %v", other, err)
+	}
+}
