@@ -53,6 +53,15 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
+// OpenReadOnly opens the store rooted at dir for reading only (Open, Stat,
+// Verify, Walk; the caller writes nothing through it) and, unlike Open,
+// creates nothing: checking a data directory or a backup leaves it as it
+// was. In a missing dir every blob is missing.
+func OpenReadOnly(dir string) *Store {
+	dir = filepath.Clean(dir)
+	return &Store{dir: dir, tmp: filepath.Join(dir, "tmp")}
+}
+
 // Dir returns the directory the store is rooted at.
 func (s *Store) Dir() string { return s.dir }
 
@@ -367,22 +376,12 @@ func (s *Store) Walk(fn func(Info) error) error {
 // and leaves nothing, so a cutoff well past the longest pause of an upload is
 // safe to call at any time.
 func (s *Store) CleanTemp(olderThan time.Time) (removed int, err error) {
-	entries, err := os.ReadDir(s.tmp)
+	names, err := s.staleTemp(olderThan)
 	if err != nil {
 		return 0, err
 	}
-	for _, e := range entries {
-		fi, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return removed, err
-		}
-		if !fi.ModTime().Before(olderThan) {
-			continue
-		}
-		err = os.Remove(filepath.Join(s.tmp, e.Name()))
+	for _, name := range names {
+		err := os.Remove(filepath.Join(s.tmp, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -392,6 +391,39 @@ func (s *Store) CleanTemp(olderThan time.Time) (removed int, err error) {
 		removed++
 	}
 	return removed, nil
+}
+
+// StaleTemp counts the temp files CleanTemp(olderThan) would remove, removing
+// nothing.
+func (s *Store) StaleTemp(olderThan time.Time) (int, error) {
+	names, err := s.staleTemp(olderThan)
+	return len(names), err
+}
+
+// staleTemp lists the temp files last written before olderThan. A store
+// opened read-only may have no tmp/: it then has no temp files.
+func (s *Store) staleTemp(olderThan time.Time) ([]string, error) {
+	entries, err := os.ReadDir(s.tmp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi.ModTime().Before(olderThan) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }
 
 // CheckWritable creates, writes and removes a small file where Put makes its

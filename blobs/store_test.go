@@ -84,6 +84,31 @@ func TestOpenCreatesDirs(t *testing.T) {
 	}
 }
 
+// TestOpenReadOnlyCreatesNothing: a read-only store reads what an ordinary
+// one wrote, and on a missing directory reports every blob missing without
+// creating the directory.
+func TestOpenReadOnlyCreatesNothing(t *testing.T) {
+	s := MustOpenStore(t)
+	info, _, err := s.PutBytes([]byte("stored"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := blobs.OpenReadOnly(s.Dir())
+	if got, err := ro.Stat(info.Hash); err != nil || got.Size != info.Size {
+		t.Fatalf("Stat through the read-only store: %+v, %v", got, err)
+	}
+	if err := ro.Verify(info.Hash); err != nil {
+		t.Fatalf("Verify through the read-only store: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "blobs")
+	if _, err := blobs.OpenReadOnly(missing).Stat(info.Hash); !errors.Is(err, blobs.ErrNotFound) {
+		t.Fatalf("Stat in a missing directory: got %v, want ErrNotFound", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("OpenReadOnly created the directory")
+	}
+}
+
 func TestPutRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -545,6 +570,14 @@ func TestCleanTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	h := hashOf([]byte("kept"))
+	before := files(t, s.Dir())
+	if stale, err := s.StaleTemp(now.Add(-time.Hour)); err != nil || stale != 2 {
+		t.Fatalf("StaleTemp = %d, %v; want 2", stale, err)
+	}
+	if got := files(t, s.Dir()); !slices.Equal(got, before) {
+		t.Fatalf("StaleTemp removed files: %q, was %q", got, before)
+	}
 	removed, err := s.CleanTemp(now.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -552,7 +585,6 @@ func TestCleanTemp(t *testing.T) {
 	if got, want := removed, 2; got != want {
 		t.Errorf("removed = %d, want %d", got, want)
 	}
-	h := hashOf([]byte("kept"))
 	want := []string{filepath.Join(h[0:2], h[2:4], h), filepath.Join("tmp", "put-fresh")}
 	if got := files(t, s.Dir()); !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -21,28 +22,58 @@ import (
 const adminSocket = "admin.sock"
 
 // adminOpenTimeout bounds the wait for the store's file lock when no server
-// answers on the socket, so an admin command never hangs.
+// listens on the socket, so an admin command never hangs.
 const adminOpenTimeout = 2 * time.Second
+
+// adminAnswerTimeout bounds the wait for a server listening on the socket to
+// start answering, for the same reason: the kernel accepts connections on
+// the socket of a stopped server.
+const adminAnswerTimeout = 2 * time.Second
+
+// access says what an admin command does to the data directory.
+type access int
+
+const (
+	// readWrite commands may change the store; opened directly, a data
+	// directory without one gets an empty store.
+	readWrite access = iota
+	// readOnly commands (check, users list, gc --dry-run, backup) open the
+	// store read-only and create nothing: they refuse a directory that
+	// holds no store, and leave a backup they check as it was.
+	readOnly
+)
 
 // connectAdmin reaches the data directory's operations: through the running
 // server's admin socket when one answers, else by opening the store
-// directly. It tells on w which way it went. The returned function releases
-// what it opened.
-func connectAdmin(dataDir string, w io.Writer) (admin.Admin, func(), error) {
+// directly as mode allows. It tells on w which way it went. The returned
+// function releases what it opened.
+func connectAdmin(dataDir string, mode access, w io.Writer) (admin.Admin, func(), error) {
 	sock := filepath.Join(dataDir, adminSocket)
-	if c, err := admin.Dial(sock); err == nil {
+	c, err := admin.Dial(sock, adminAnswerTimeout)
+	if err == nil {
 		fmt.Fprintf(w, "sealbox: using the running server (admin socket %s)\n", sock)
 		return c, func() {}, nil
 	}
-	store, err := kv.Open(filepath.Join(dataDir, dbFile), kv.Options{OpenTimeout: adminOpenTimeout})
+	// A process that listens but does not answer is most likely a stopped
+	// server, which still holds the store: opening it directly would wait
+	// for the lock and then blame it, hiding what is wrong.
+	if !errors.Is(err, admin.ErrNoServer) {
+		return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
+	}
+	store, err := kv.Open(filepath.Join(dataDir, dbFile), kv.Options{OpenTimeout: adminOpenTimeout, ReadOnly: mode == readOnly})
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", dataDir, sock)
+	}
+	if mode == readOnly && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", dataDir, dbFile)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	blobStore, err := blobs.Open(filepath.Join(dataDir, blobsDir))
-	if err != nil {
+	var blobStore *blobs.Store
+	if mode == readOnly {
+		blobStore = blobs.OpenReadOnly(filepath.Join(dataDir, blobsDir))
+	} else if blobStore, err = blobs.Open(filepath.Join(dataDir, blobsDir)); err != nil {
 		store.Close()
 		return nil, nil, err
 	}
@@ -57,9 +88,13 @@ func newOps(dataDir string, store *kv.Store, blobStore *blobs.Store, params pass
 }
 
 // withAdmin runs fn with a connection to the data directory of cmd's
-// --data flag.
-func withAdmin(cmd *cobra.Command, dataDir *string, fn func(admin.Admin) error) error {
-	a, release, err := connectAdmin(*dataDir, cmd.ErrOrStderr())
+// --data flag, which reads SEALBOX_DATA like serve's (cmd's other flags are
+// its own and read nothing from the environment).
+func withAdmin(cmd *cobra.Command, dataDir *string, mode access, fn func(admin.Admin) error) error {
+	if err := bindFlagEnv(cmd.Flag("data")); err != nil {
+		return err
+	}
+	a, release, err := connectAdmin(*dataDir, mode, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -71,7 +106,7 @@ func withAdmin(cmd *cobra.Command, dataDir *string, fn func(admin.Admin) error) 
 // shares.
 func addDataFlag(cmd *cobra.Command) *string {
 	dir := new(string)
-	cmd.PersistentFlags().StringVar(dir, "data", DefaultDataDir, "data directory")
+	cmd.PersistentFlags().StringVar(dir, "data", DefaultDataDir, "data directory (or set SEALBOX_DATA)")
 	return dir
 }
 

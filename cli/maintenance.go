@@ -32,7 +32,7 @@ restore by pointing the server at it (sealbox serve --data DEST).`,
 		if err != nil {
 			return err
 		}
-		return withAdmin(cmd, data, func(a admin.Admin) error {
+		return withAdmin(cmd, data, readOnly, func(a admin.Admin) error {
 			bar := newProgressBar(cmd.ErrOrStderr())
 			rep, err := a.Backup(cmd.Context(), dest, bar.update)
 			bar.finish()
@@ -57,7 +57,7 @@ func newCheckCmd() *cobra.Command {
 	data := addDataFlag(cmd)
 	cmd.Flags().BoolVar(&deep, "deep", false, "re-hash every blob")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return withAdmin(cmd, data, func(a admin.Admin) error {
+		return withAdmin(cmd, data, readOnly, func(a admin.Admin) error {
 			rep, err := a.Check(cmd.Context(), deep)
 			if err != nil {
 				return err
@@ -93,7 +93,11 @@ func newGCCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
 	cmd.Flags().DurationVar(&grace, "grace", defaultGCGrace, "keep unreferenced blobs younger than this")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return withAdmin(cmd, data, func(a admin.Admin) error {
+		mode := readWrite
+		if dryRun {
+			mode = readOnly
+		}
+		return withAdmin(cmd, data, mode, func(a admin.Admin) error {
 			rep, err := a.GC(cmd.Context(), dryRun, grace)
 			if err != nil {
 				return err

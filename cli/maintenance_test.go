@@ -5,16 +5,23 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"sealbox/kv"
 	"sealbox/server"
 )
 
@@ -89,42 +96,79 @@ func blobPath(dir, hash string) string {
 	return filepath.Join(dir, "blobs", hash[:2], hash[2:4], hash)
 }
 
-// TestBackupWhileWritingThenRestore: a backup taken while writers run holds
-// every write acknowledged before it started, and a server started on the
-// backup serves them.
+// TestBackupWhileWritingThenRestore: a backup taken while a writer runs
+// holds every write acknowledged before the backup started; of the writes
+// that ran alongside it, the snapshot may or may not hold each (that is a
+// race, so nothing is asserted about which), but every one it holds is
+// whole. The restored directory passes check --deep, and a server started
+// on it serves all of that.
 func TestBackupWhileWritingThenRestore(t *testing.T) {
 	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
 	api := apiClient{t, startServe(t, dir, openRegistration)}
 	token, upload := api.account("writer@example.org")
-	var serves []string
-	for i := 0; i < 20; i++ {
-		if s := api.put(token, upload, blob(i)); s != 201 {
-			t.Fatalf("put %d: %d", i, s)
-		}
-		serves = append(serves, hashHex(blob(i)))
-	}
-	const link = "0123456789abcdef0123456789abcdef"
-	if s, m := api.json("POST", "/v1/shares", token, map[string]any{"opaque_id": link, "metadata_hash": serves[0], "serves": serves}); s != 201 {
-		t.Fatalf("share: %d %v", s, m)
-	}
-	stop := make(chan struct{})
+	email := func(i int) string { return fmt.Sprintf("u%d@example.org", i) }
+
+	// Write i puts blob(i) and registers email(i); the ledger records how
+	// many writes were tried and which were acknowledged.
+	var (
+		mu                      sync.Mutex
+		tried                   int
+		ackedBlob, ackedAccount = map[int]bool{}, map[int]bool{}
+	)
+	const warmUp = 10
+	warm, stop := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 1000; ; i++ {
+		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			api.put(token, upload, blob(i))
-			api.json("POST", "/v1/auth/register", "", map[string]string{"email": fmt.Sprintf("u%d@example.org", i), "password": "password-x"})
+			mu.Lock()
+			tried++
+			mu.Unlock()
+			blobOK := api.put(token, upload, blob(i)) == 201
+			status, _ := api.json("POST", "/v1/auth/register", "", map[string]string{"email": email(i), "password": "password-x"})
+			mu.Lock()
+			ackedBlob[i], ackedAccount[i] = blobOK, status == 200
+			mu.Unlock()
+			if i == warmUp-1 {
+				close(warm)
+			}
 		}
 	}()
+	select {
+	case <-warm:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer made no progress")
+	}
+	mu.Lock()
+	blobsBefore, accountsBefore := maps.Clone(ackedBlob), maps.Clone(ackedAccount)
+	mu.Unlock()
+	var before []int
+	for i, ok := range blobsBefore {
+		if ok {
+			before = append(before, i)
+		}
+	}
+	if len(before) == 0 {
+		t.Fatal("no blob was acknowledged before the backup")
+	}
+	// A share link over those blobs is one more acknowledged record, and
+	// how the restored server reads them back.
+	const link = "0123456789abcdef0123456789abcdef"
+	if status, m := api.json("POST", "/v1/shares", token, shareOf(link, before)); status != 201 {
+		t.Fatalf("share: %d %v", status, m)
+	}
 	out, progress := mustCLI(t, "", "backup", dest, "--data", dir)
 	close(stop)
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	if !strings.Contains(out, "backup written to "+dest) || !strings.Contains(progress, "backup: 100%") {
 		t.Fatalf("backup output: %q / %q", out, progress)
 	}
@@ -136,25 +180,73 @@ func TestBackupWhileWritingThenRestore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dest, "sealbox.db.tmp")); err == nil {
 		t.Fatal("the snapshot's temporary file was left behind")
 	}
-	// Restore = point the server at the backup.
 	if out, _ := mustCLI(t, "", "check", "--deep", "--data", dest); !strings.HasPrefix(out, "ok:") {
 		t.Fatalf("check of the backup: %q", out)
 	}
-	restored := apiClient{t, startServe(t, dest, openRegistration)}
-	if s, _ := restored.json("POST", "/v1/auth/login", "", map[string]string{"email": "writer@example.org", "password": "password-writer@example.org"}); s != 200 {
-		t.Fatalf("login on the restored server: %d", s)
-	}
-	for i := 0; i < 20; i++ {
-		resp, err := http.Get(restored.url + "/s/" + link + "/blob/" + hashHex(blob(i)))
-		if err != nil {
-			t.Fatal(err)
+
+	// Restore = point the server at the backup. Every blob is read through
+	// a share link, more reads than one address's default burst.
+	restored := apiClient{t, startServe(t, dest, func(c *server.Config) { c.ShareBurst = 1 << 20 })}
+	readBack := func(link string, blobs []int) {
+		t.Helper()
+		for _, i := range blobs {
+			resp, err := http.Get(restored.url + "/s/" + link + "/blob/" + hashHex(blob(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Equal(got, blob(i)) {
+				t.Errorf("blob %d through the restored share link: %d, %d bytes, want %d identical ones", i, resp.StatusCode, len(got), len(blob(i)))
+			}
 		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Equal(got, blob(i)) {
-			t.Fatalf("blob %d through the restored share link: %d, %d bytes", i, resp.StatusCode, len(got))
+	}
+	readBack(link, before)
+	// The other blobs are read through a link of their own each, which the
+	// restored server makes only if the writer holds the blob there.
+	owner := restored.signIn("writer@example.org", "password-writer@example.org")
+	held := 0
+	for i := range tried {
+		if blobsBefore[i] {
+			continue
+		}
+		link := fmt.Sprintf("%032x", i)
+		status, m := restored.json("POST", "/v1/shares", owner, shareOf(link, []int{i}))
+		switch {
+		case status == 201:
+			held++
+			readBack(link, []int{i})
+		case m["code"] != kv.ECodeShareBlobNotOwned:
+			t.Fatalf("share of blob %d on the restored server: %d %v", i, status, m)
 		}
 	}
+	listed := map[string]bool{}
+	for _, u := range usersJSON(t, dest) {
+		listed[u.Email] = true
+	}
+	registered := 0
+	for i := range tried {
+		switch {
+		case listed[email(i)]:
+			registered++
+			if got := login(t, restored.url, email(i), "password-x"); got != 200 {
+				t.Errorf("login of %s on the restored server: %d", email(i), got)
+			}
+		case accountsBefore[i]:
+			t.Errorf("the backup lacks %s, registered before it started", email(i))
+		}
+	}
+	t.Logf("%d writes tried, %d blobs acknowledged before the backup; it holds those, %d other blobs and %d accounts",
+		tried, len(before), held, registered)
+}
+
+// shareOf is the body of a share link over blobs.
+func shareOf(link string, blobs []int) map[string]any {
+	serves := make([]string, len(blobs))
+	for n, i := range blobs {
+		serves[n] = hashHex(blob(i))
+	}
+	return map[string]any{"opaque_id": link, "metadata_hash": serves[0], "serves": serves}
 }
 
 func TestIncrementalBackupCopiesOnlyNewBlobs(t *testing.T) {
@@ -216,7 +308,14 @@ func TestCheckFindsMissingAndCorruptBlobs(t *testing.T) {
 
 func TestGCRemovesOnlyOldOrphans(t *testing.T) {
 	dir := t.TempDir()
-	api := apiClient{t, startServe(t, dir, openRegistration)}
+	// The server's clock, to expire its records; its own sweep waits an
+	// hour, so only gc removes them.
+	var ahead atomic.Int64
+	clock := func(c *server.Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+		c.SweepInterval = time.Hour
+	}
+	api := apiClient{t, startServe(t, dir, openRegistration, clock)}
 	token, upload := api.account("gc@example.org")
 	api.put(token, upload, blob(1))
 	// Orphans: files in the blob store that no account holds, one old and
@@ -242,16 +341,37 @@ func TestGCRemovesOnlyOldOrphans(t *testing.T) {
 		os.Chtimes(p, when, when)
 	}
 
-	out, _ := mustCLI(t, "", "gc", "--dry-run", "--data", dir)
-	if !strings.Contains(out, "would remove 1 unreferenced blobs") {
-		t.Fatalf("dry run: %q", out)
+	// Temp files of interrupted Puts, one old and one fresh.
+	for name, when := range map[string]time.Time{"put-old": long, "put-fresh": time.Now()} {
+		p := filepath.Join(dir, "blobs", "tmp", name)
+		os.WriteFile(p, []byte("temp bytes"), 0o600)
+		os.Chtimes(p, when, when)
 	}
-	if _, err := os.Stat(blobPath(dir, hashHex(old))); err != nil {
-		t.Fatal("a dry run removed a file")
+	// Past every session's and the upload session's expiry.
+	ahead.Store(int64(1000 * time.Hour))
+
+	dry, _ := mustCLI(t, "", "gc", "--dry-run", "--data", dir)
+	if !strings.Contains(dry, "would remove 1 unreferenced blobs") || !strings.Contains(dry, "1 abandoned partial uploads") {
+		t.Fatalf("dry run: %q", dry)
 	}
-	out, _ = mustCLI(t, "", "gc", "--data", dir)
+	for _, p := range []string{blobPath(dir, hashHex(old)), filepath.Join(partials, "abandoned"), filepath.Join(dir, "blobs", "tmp", "put-old")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("a dry run removed %s", p)
+		}
+	}
+	out, _ := mustCLI(t, "", "gc", "--data", dir)
 	if !strings.Contains(out, "removed 1 unreferenced blobs") || !strings.Contains(out, "1 abandoned partial uploads") {
 		t.Fatalf("gc: %q", out)
+	}
+	// The dry run counted the temp files and expired records gc then
+	// removed, rather than reporting none.
+	counts := regexp.MustCompile(`(\d+) temp files, (\d+) expired records`)
+	predicted, done := counts.FindStringSubmatch(dry), counts.FindStringSubmatch(out)
+	if predicted == nil || done == nil || !slices.Equal(predicted[1:], done[1:]) || done[1] != "1" || done[2] == "0" {
+		t.Fatalf("temp files and expired records: dry run %q, gc %q", dry, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "blobs", "tmp", "put-fresh")); err != nil {
+		t.Fatal("gc removed a fresh temp file")
 	}
 	if _, err := os.Stat(filepath.Join(partials, "abandoned")); err == nil {
 		t.Fatal("an abandoned partial file survived gc")
@@ -290,5 +410,125 @@ func TestMaintenanceDirectlyOnTheStore(t *testing.T) {
 	}
 	if out, _ := mustCLI(t, "", "gc", "--data", dest); !strings.Contains(out, "removed 0 unreferenced blobs") {
 		t.Fatalf("direct gc: %q", out)
+	}
+}
+
+// TestReadOnlyCommandsRefuseAMissingStore: check, users list, gc --dry-run
+// and backup only read the data directory. Given one that holds no store
+// (empty, or not there at all) they refuse, exit non-zero and create
+// nothing, instead of creating an empty store and reporting on it.
+func TestReadOnlyCommandsRefuseAMissingStore(t *testing.T) {
+	commands := [][]string{
+		{"check"}, {"check", "--deep"}, {"users", "list"}, {"users", "list", "--json"}, {"gc", "--dry-run"}, {"backup", "DEST"},
+	}
+	for _, missing := range []bool{false, true} {
+		for _, args := range commands {
+			dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+			if missing {
+				dir = filepath.Join(dir, "none")
+			}
+			args = append(slices.Clone(args), "--data", dir)
+			if i := slices.Index(args, "DEST"); i >= 0 {
+				args[i] = dest
+			}
+			name := strings.Join(args[:len(args)-2], " ")
+			_, _, err := runCLI(t, "", args...)
+			if err == nil || !strings.Contains(err.Error(), "holds no sealbox store") {
+				t.Errorf("%s on a directory without a store (missing=%v): got %v, want a refusal", name, missing, err)
+			}
+			entries, statErr := os.ReadDir(dir)
+			if missing && !errors.Is(statErr, fs.ErrNotExist) {
+				t.Errorf("%s created the missing data directory", name)
+			}
+			if !missing && len(entries) != 0 {
+				t.Errorf("%s created %v in the empty data directory", name, entries)
+			}
+			if _, err := os.Stat(dest); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s created the backup destination", name)
+			}
+		}
+	}
+	if code := Execute([]string{"check", "--data", t.TempDir()}); code == 0 {
+		t.Error("check of an empty directory exits 0")
+	}
+}
+
+// TestReadOnlyCommandsWriteNothing: checking a backup (or a data
+// directory) directly leaves every byte of it as it was.
+func TestReadOnlyCommandsWriteNothing(t *testing.T) {
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, upload := api.account("ro@example.org")
+	api.put(token, upload, blob(1))
+	mustCLI(t, "", "backup", dest, "--data", dir)
+	before := treeOf(t, dest)
+	for _, args := range [][]string{
+		{"check", "--deep"}, {"users", "list"}, {"gc", "--dry-run"}, {"backup", filepath.Join(t.TempDir(), "copy")},
+	} {
+		_, how := mustCLI(t, "", append(args, "--data", dest)...)
+		if !strings.Contains(how, "directly") {
+			t.Fatalf("%v did not work directly on the backup: %q", args, how)
+		}
+		if after := treeOf(t, dest); !maps.Equal(before, after) {
+			t.Fatalf("%v changed the backup:\nbefore %v\nafter  %v", args, before, after)
+		}
+	}
+}
+
+// treeOf maps every path under dir to its type and, for a file, the hash
+// of its bytes.
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	tree := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			tree[rel] = "dir"
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		tree[rel] = hashHex(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// TestAdminCommandsReadSealboxData: like serve, every admin command takes
+// its data directory from SEALBOX_DATA when --data is not given, and --data
+// wins over it.
+func TestAdminCommandsReadSealboxData(t *testing.T) {
+	// The default ./sealbox-data must not be what the commands find.
+	t.Chdir(t.TempDir())
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	t.Setenv("SEALBOX_DATA", dir)
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{[]string{"users", "add", "env@example.org", "--password-stdin"}, "longenough1\n", "added env@example.org"},
+		{[]string{"users", "set-quota", "env@example.org", "1GiB"}, "", "quota set for env@example.org"},
+		{[]string{"users", "list"}, "", "env@example.org"},
+		{[]string{"check"}, "", "ok:"},
+		{[]string{"gc", "--dry-run"}, "", "would remove 0 unreferenced blobs"},
+		{[]string{"backup", dest}, "", "backup written to " + dest},
+	} {
+		out, how, err := runCLI(t, tc.stdin, tc.args...)
+		if err != nil || !strings.Contains(how, "working on "+dir+" directly") || !strings.Contains(out, tc.want) {
+			t.Errorf("sealbox %s with SEALBOX_DATA: %v\n%s%s", strings.Join(tc.args, " "), err, how, out)
+		}
+	}
+	if _, err := os.Stat(DefaultDataDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a command used the default data directory: %v", err)
+	}
+	other := t.TempDir()
+	if _, _, err := runCLI(t, "", "users", "list", "--data", other); err == nil || !strings.Contains(err.Error(), other) {
+		t.Errorf("--data %s must win over SEALBOX_DATA: got %v", other, err)
 	}
 }

@@ -40,21 +40,30 @@ func NewRootCmd() *cobra.Command {
 	return root
 }
 
-// bindEnv gives every flag of cmd that was not set on the command line the
-// value of its SEALBOX_* environment variable (--max-body reads
-// SEALBOX_MAX_BODY), if that is set.
+// bindEnv gives every flag of cmd the value of its environment variable, as
+// bindFlagEnv does.
 func bindEnv(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed {
-			return
-		}
-		name := "SEALBOX_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("%s: %w", name, e)
-			}
+		if err == nil {
+			err = bindFlagEnv(f)
 		}
 	})
 	return err
+}
+
+// bindFlagEnv gives flag f, if it was not set on the command line, the
+// value of its SEALBOX_* environment variable (--max-body reads
+// SEALBOX_MAX_BODY), if that is set.
+func bindFlagEnv(f *pflag.Flag) error {
+	if f.Changed {
+		return nil
+	}
+	name := "SEALBOX_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+	if v, ok := os.LookupEnv(name); ok {
+		if err := f.Value.Set(v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }

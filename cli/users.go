@@ -25,7 +25,7 @@ func newUsersCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use: "list", Short: "List every account", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, data, func(a admin.Admin) error {
+			return withAdmin(cmd, data, readOnly, func(a admin.Admin) error {
 				users, err := a.Users(cmd.Context())
 				if err != nil {
 					return err
@@ -48,7 +48,7 @@ func newUsersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAdmin(cmd, data, func(a admin.Admin) error {
+			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
 				u, err := a.AddUser(cmd.Context(), args[0], pw)
 				return report(cmd, u, err, "added")
 			})
@@ -60,7 +60,7 @@ func newUsersCmd() *cobra.Command {
 		return &cobra.Command{
 			Use: use + " EMAIL", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return withAdmin(cmd, data, func(a admin.Admin) error {
+				return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
 					u, err := a.SetDisabled(cmd.Context(), args[0], disabled)
 					return report(cmd, u, err, verb)
 				})
@@ -75,7 +75,7 @@ func newUsersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAdmin(cmd, data, func(a admin.Admin) error {
+			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
 				u, err := a.SetQuota(cmd.Context(), args[0], n)
 				return report(cmd, u, err, "quota set for")
 			})
@@ -85,7 +85,7 @@ func newUsersCmd() *cobra.Command {
 	reset2FA := &cobra.Command{
 		Use: "reset-2fa EMAIL", Short: "Remove an account's second factor (lost authenticator) and close its sessions", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd, data, func(a admin.Admin) error {
+			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
 				u, err := a.ResetSecondFactor(cmd.Context(), args[0])
 				return report(cmd, u, err, "second factor removed for")
 			})

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
 
 	"sealbox/kv"
 	"sealbox/server"
@@ -53,6 +58,15 @@ func usersJSON(t *testing.T, dir string) []admin.User {
 // its base URL; the server stops when the test ends.
 func startServe(t *testing.T, dir string, edit ...func(*server.Config)) string {
 	t.Helper()
+	url, stop := runServe(t, dir, edit...)
+	t.Cleanup(stop)
+	return url
+}
+
+// runServe is startServe for a test that stops the server itself, to work
+// on its data directory directly; stop may be called more than once.
+func runServe(t *testing.T, dir string, edit ...func(*server.Config)) (url string, stop func()) {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Argon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
 	cfg.Registration = "closed"
@@ -64,21 +78,57 @@ func startServe(t *testing.T, dir string, edit ...func(*server.Config)) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
 	select {
 	case u := <-ready:
-		return u
+		return u, stop
 	case err := <-done:
 		t.Fatalf("serve stopped: %v", err)
 	case <-time.After(10 * time.Second):
+		stop()
 		t.Fatal("serve did not start")
 	}
-	return ""
+	return "", nil
+}
+
+// signIn signs in with a password alone and returns the access token.
+func (c apiClient) signIn(email, pw string) string {
+	c.t.Helper()
+	status, m := c.json("POST", "/v1/auth/login", "", map[string]string{"email": email, "password": pw})
+	if status != 200 {
+		c.t.Fatalf("login of %s: %d %v", email, status, m)
+	}
+	return m["access_token"].(string)
+}
+
+// enrollTOTP turns on a second factor for the account of access as a user
+// does: enroll, then confirm with the authenticator's current code.
+func (c apiClient) enrollTOTP(access string) {
+	c.t.Helper()
+	status, m := c.do("POST", "/v1/auth/totp/enroll", access, "", nil)
+	uri, _ := m["provisioning_uri"].(string)
+	if status != 200 || uri == "" {
+		c.t.Fatalf("enroll: %d %v", status, m)
+	}
+	key, err := otp.NewKeyFromURL(uri)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	code, err := totp.GenerateCode(key.Secret(), time.Now())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if status, m := c.json("POST", "/v1/auth/totp/verify-enrollment", access, map[string]string{"totp_code": code}); status != 204 {
+		c.t.Fatalf("verify-enrollment: %d %v", status, m)
+	}
 }
 
 func login(t *testing.T, url, email, pw string) int {
@@ -120,15 +170,30 @@ func TestUsersThroughTheRunningServer(t *testing.T) {
 		t.Fatalf("after disable: %+v", users[0])
 	}
 	mustCLI(t, "", "users", "enable", "ann@example.org", "--data", dir)
-	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 200 {
-		t.Fatalf("login after enable: %d", got)
-	}
+	api := apiClient{t, url}
+	access := api.signIn("ann@example.org", "hunter2hunter2")
 	if u := usersJSON(t, dir)[0]; u.SecondFactor || u.Albums != 0 || u.BlobsHeld != 0 {
 		t.Fatalf("row: %+v", u)
+	}
+	api.enrollTOTP(access)
+	if !usersJSON(t, dir)[0].SecondFactor {
+		t.Fatal("the confirmed second factor is not listed")
+	}
+	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 202 {
+		t.Fatalf("login with a second factor: got %d, want 202 (a code is asked)", got)
 	}
 	out, _ = mustCLI(t, "", "users", "reset-2fa", "ann@example.org", "--data", dir)
 	if !strings.Contains(out, "; 1 sessions closed") {
 		t.Fatalf("reset-2fa: %q", out)
+	}
+	if usersJSON(t, dir)[0].SecondFactor {
+		t.Fatal("reset-2fa left the second factor on")
+	}
+	if status, _ := api.do("GET", "/v1/auth/profile", access, "", nil); status != 401 {
+		t.Fatalf("a session survived reset-2fa: profile answered %d", status)
+	}
+	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 200 {
+		t.Fatalf("login after reset-2fa: got %d, want 200 (password alone)", got)
 	}
 	mustCLI(t, "", "users", "set-quota", "ann@example.org", "50GiB", "--data", dir)
 	if got := usersJSON(t, dir)[0].QuotaBytes; got != 50<<30 {
@@ -162,14 +227,34 @@ func TestUsersDirectlyOnTheStore(t *testing.T) {
 	}
 	mustCLI(t, "", "users", "enable", "cy@example.org", "--data", dir)
 	mustCLI(t, "", "users", "set-quota", "cy@example.org", "1GiB", "--data", dir)
-	if out, _ := mustCLI(t, "", "users", "reset-2fa", "cy@example.org", "--data", dir); !strings.Contains(out, "second factor removed for cy@example.org") {
-		t.Fatalf("reset-2fa: %q", out)
+	// A second factor is enrolled through the server, which then stops.
+	url, stop := runServe(t, dir)
+	api := apiClient{t, url}
+	access := api.signIn("cy@example.org", "longenough1")
+	api.enrollTOTP(access)
+	if got := login(t, url, "cy@example.org", "longenough1"); got != 202 {
+		t.Fatalf("login with a second factor: got %d, want 202 (a code is asked)", got)
+	}
+	stop()
+	if !usersJSON(t, dir)[0].SecondFactor {
+		t.Fatal("the confirmed second factor is not listed")
+	}
+	out, how := mustCLI(t, "", "users", "reset-2fa", "cy@example.org", "--data", dir)
+	if !strings.Contains(how, "directly") || !strings.Contains(out, "second factor removed for cy@example.org") || !strings.Contains(out, "; 1 sessions closed") {
+		t.Fatalf("reset-2fa: %q %q", how, out)
 	}
 	if u := usersJSON(t, dir)[0]; u.Disabled || u.QuotaBytes != 1<<30 || u.SecondFactor {
 		t.Fatalf("after enable, set-quota and reset-2fa: %+v", u)
 	}
 	if _, _, err := runCLI(t, "longenough1\n", "users", "add", "CY@example.org", "--password-stdin", "--data", dir); err == nil {
 		t.Fatal("a duplicate address was accepted")
+	}
+	api.url = startServe(t, dir)
+	if status, _ := api.do("GET", "/v1/auth/profile", access, "", nil); status != 401 {
+		t.Fatalf("a session survived reset-2fa: profile answered %d", status)
+	}
+	if got := login(t, api.url, "cy@example.org", "longenough1"); got != 200 {
+		t.Fatalf("login after reset-2fa: got %d, want 200 (password alone)", got)
 	}
 }
 
@@ -197,5 +282,63 @@ func TestAdminCommandOnAHeldStoreDoesNotHang(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > adminOpenTimeout+5*time.Second {
 		t.Fatalf("gave up after %s", waited)
+	}
+}
+
+// An admin command whose data directory has a socket that accepts
+// connections but never answers (a server stopped with SIGSTOP, whose
+// socket the kernel still accepts on) fails within the answer timeout and
+// says why, instead of hanging or opening the store under the server.
+func TestAdminCommandOnASilentSocketDoesNotHang(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, adminSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	commands := [][]string{
+		{"users", "list"}, {"users", "disable", "a@example.org"}, {"check"}, {"gc", "--dry-run"},
+		{"backup", filepath.Join(t.TempDir(), "backup")},
+	}
+	// All at once: each waits for the answer timeout.
+	type result struct {
+		args []string
+		err  error
+	}
+	done := make(chan result, len(commands))
+	for _, args := range commands {
+		go func() {
+			_, _, err := runCLI(t, "", append(args, "--data", dir)...)
+			done <- result{args, err}
+		}()
+	}
+	deadline := time.After(adminAnswerTimeout + 3*time.Second)
+	for range commands {
+		select {
+		case r := <-done:
+			if r.err == nil || !strings.Contains(r.err.Error(), "did not answer") {
+				t.Errorf("sealbox %s: got %v, want a refusal saying the server does not answer", strings.Join(r.args, " "), r.err)
+			}
+		case <-deadline:
+			t.Fatal("an admin command hangs on a socket that does not answer")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
+		t.Fatal("the store was opened directly although a process listens on the socket")
 	}
 }

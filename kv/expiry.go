@@ -97,3 +97,18 @@ func (s *Store) Sweep() (int, error) {
 		}
 	}
 }
+
+// DueExpiries counts the index entries Sweep would process now, deleting
+// nothing: what gc --dry-run reports.
+func (s *Store) DueExpiries() (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		limit := string(timeKey(s.now()))
+		c := tx.Bucket(bucketExpiry).Cursor()
+		for k, _ := c.First(); k != nil && string(k[:8]) <= limit; k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

@@ -79,7 +79,11 @@ type Options struct {
 	// OpenTimeout bounds the wait for bbolt's file lock, so a second process
 	// never hangs on a database another process holds. Default 1s.
 	OpenTimeout time.Duration
-	// ReadOnly opens the file without write access (admin checks).
+	// ReadOnly opens an existing file without write access and writes
+	// nothing to it (admin checks of a data directory or a backup): a
+	// missing file is an error wrapping fs.ErrNotExist, and a file that
+	// lacks a bucket (written by an older sealbox) is refused, since only a
+	// writer can add it.
 	ReadOnly bool
 	// MaxBatchSize and MaxBatchDelay tune the group commit of lifecycle ops
 	// (bbolt's Batch): concurrent ops share one transaction and its fsyncs.
@@ -128,7 +132,16 @@ func Open(path string, opts Options) (*Store, error) {
 	db.MaxBatchSize = opts.MaxBatchSize
 	db.MaxBatchDelay = opts.MaxBatchDelay
 	s := &Store{db: db, now: opts.Now}
-	if !opts.ReadOnly {
+	if opts.ReadOnly {
+		err = db.View(func(tx *bolt.Tx) error {
+			for _, name := range allBuckets {
+				if tx.Bucket(name) == nil {
+					return fmt.Errorf("store %s has no %s bucket: start sealbox serve on it once to bring it up to date", path, name)
+				}
+			}
+			return nil
+		})
+	} else {
 		err = db.Update(func(tx *bolt.Tx) error {
 			for _, name := range allBuckets {
 				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -138,9 +151,12 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil
 		})
 		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("create buckets: %w", err)
+			err = fmt.Errorf("create buckets: %w", err)
 		}
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
 	return s, nil
 }

@@ -1,11 +1,18 @@
 package kv_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"sealbox/kv"
 )
@@ -126,8 +133,21 @@ func TestSweepRemovesExpiredSessionsOnly(t *testing.T) {
 	c.Advance(12 * time.Hour)
 	mustAccount(t, s, c, 2)
 	c.Advance(12 * time.Hour)
-	if _, err := s.Sweep(); err != nil {
+	// DueExpiries counts what Sweep then processes: had counting deleted
+	// anything, the sweep would find less.
+	due, err := s.DueExpiries()
+	if err != nil || due == 0 {
+		t.Fatalf("due before the sweep: %d, %v", due, err)
+	}
+	swept, err := s.Sweep()
+	if err != nil {
 		t.Fatal(err)
+	}
+	if swept != due {
+		t.Fatalf("swept %d entries, DueExpiries counted %d", swept, due)
+	}
+	if due, err := s.DueExpiries(); err != nil || due != 0 {
+		t.Fatalf("due after the sweep: %d, %v", due, err)
 	}
 	if got := sessionsOf(t, s, "acct-1"); len(got) != 0 {
 		t.Fatalf("expired session survived the sweep: %d", len(got))
@@ -229,5 +249,60 @@ func TestLockoutCountsUnknownAddresses(t *testing.T) {
 	}
 	if _, _, err := s.PasswordAttempt("ghost@example.org", p); kv.ErrorCode(err) != kv.ECodeAccountLocked {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestOpenReadOnly: a read-only open creates nothing and writes nothing; a
+// file that lacks a bucket is refused rather than read as if the bucket
+// were there.
+func TestOpenReadOnly(t *testing.T) {
+	cases := []struct {
+		name string
+		// make writes the file at path, or nothing.
+		make    func(t *testing.T, path string)
+		wantErr string
+	}{
+		{"missing file", func(*testing.T, string) {}, "no such file"},
+		{"older store without a bucket", func(t *testing.T, path string) {
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("accounts")); return err })
+			db.Close()
+		}, "has no accounts_by_email bucket"},
+		{"complete store", func(t *testing.T, path string) {
+			s, err := kv.Open(path, kv.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sealbox.db")
+			tc.make(t, path)
+			before, _ := os.ReadFile(path)
+			s, err := kv.Open(path, kv.Options{ReadOnly: true})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.UserSummaries(); err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("got %v, want an error saying %q", err, tc.wantErr)
+			}
+			after, statErr := os.ReadFile(path)
+			if before == nil && !errors.Is(statErr, fs.ErrNotExist) {
+				t.Fatal("a read-only open created the file")
+			}
+			if !bytes.Equal(before, after) {
+				t.Fatal("a read-only open changed the file")
+			}
+		})
 	}
 }

@@ -35,14 +35,16 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (GCRepor
 	rep := GCReport{DryRun: dryRun}
 	// File times are wall-clock facts, so the cutoff is too.
 	cutoff := time.Now().Add(-grace)
-	if !dryRun {
-		n, err := o.Store.Sweep()
-		if err != nil {
-			return rep, err
-		}
-		rep.RecordsSwept = n
+	var err error
+	if dryRun {
+		rep.RecordsSwept, err = o.Store.DueExpiries()
+	} else {
+		rep.RecordsSwept, err = o.Store.Sweep()
 	}
-	err := o.Blobs.Walk(func(info blobs.Info) error {
+	if err != nil {
+		return rep, err
+	}
+	err = o.Blobs.Walk(func(info blobs.Info) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -68,10 +70,14 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (GCRepor
 	if err != nil {
 		return rep, err
 	}
-	if err := o.collectPartials(dryRun, cutoff, &rep); err != nil || dryRun {
+	if err := o.collectPartials(dryRun, cutoff, &rep); err != nil {
 		return rep, err
 	}
-	rep.TempRemoved, err = o.Blobs.CleanTemp(cutoff)
+	if dryRun {
+		rep.TempRemoved, err = o.Blobs.StaleTemp(cutoff)
+	} else {
+		rep.TempRemoved, err = o.Blobs.CleanTemp(cutoff)
+	}
 	return rep, err
 }
 

@@ -1,23 +1,30 @@
 package admin
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"sealbox/kv"
 )
 
 // The socket speaks JSON over HTTP: one POST per operation, the arguments
-// in the body, the result or {"error": ...} in the answer. Only the owner of
-// the data directory can connect (the socket is mode 0600).
+// in the body, and an answer whose headers (200) are sent before the
+// operation starts, followed by {"result": ...} or {"error": ...} once it
+// ends. Sending the headers at once lets the client bound the wait for them
+// (a stopped server never sends them) without cutting a check or gc that
+// runs for hours. Only the owner of the data directory can connect (the
+// socket is mode 0600).
 
 // args carries every operation's arguments; each uses its own fields.
 type args struct {
@@ -40,23 +47,32 @@ type backupEvent struct {
 	Done     bool         `json:"done,omitempty"`
 }
 
-type errorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code,omitempty"`
+// answer is the body of every operation's answer but the backup's.
+type answer struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Code   string          `json:"code,omitempty"`
 }
 
 // Handler serves ops on the admin socket.
 func Handler(ops Admin) http.Handler {
 	mux := http.NewServeMux()
+	// Dial's proof that the server answers.
+	mux.HandleFunc("GET /ping", func(http.ResponseWriter, *http.Request) {})
 	handle := func(path string, fn func(context.Context, args) (any, error)) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			// The arguments are read first: net/http closes the request
+			// body once the answer's headers are out.
 			var args args
-			if err := json.NewDecoder(r.Body).Decode(&args); err != nil && !errors.Is(err, io.EOF) {
-				writeResult(w, nil, fmt.Errorf("bad request: %w", err))
+			err := json.NewDecoder(r.Body).Decode(&args)
+			w.Header().Set("Content-Type", "application/json")
+			sendHeaders(w)
+			if err != nil && !errors.Is(err, io.EOF) {
+				writeAnswer(w, nil, fmt.Errorf("bad request: %w", err))
 				return
 			}
 			res, err := fn(r.Context(), args)
-			writeResult(w, res, err)
+			writeAnswer(w, res, err)
 		})
 	}
 	handle("/users/list", func(ctx context.Context, _ args) (any, error) { return ops.Users(ctx) })
@@ -69,22 +85,21 @@ func Handler(ops Admin) http.Handler {
 	handle("/check", func(ctx context.Context, a args) (any, error) { return ops.Check(ctx, a.Deep) })
 	handle("/gc", func(ctx context.Context, a args) (any, error) { return ops.GC(ctx, a.DryRun, a.Grace) })
 	// A backup streams its progress as JSON lines, then the report.
+	// Its headers go out at once too: the snapshot is written before the
+	// first progress line, and on a large store that takes a while.
 	mux.HandleFunc("POST /backup", func(w http.ResponseWriter, r *http.Request) {
 		var a args
-		if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
-			writeResult(w, nil, fmt.Errorf("bad request: %w", err))
-			return
-		}
+		err := json.NewDecoder(r.Body).Decode(&a)
 		w.Header().Set("Content-Type", "application/x-ndjson")
+		sendHeaders(w)
 		enc := json.NewEncoder(w)
-		flush := func() {
-			if f, ok := w.(http.Flusher); ok {
-				f.Flush()
-			}
+		if err != nil {
+			enc.Encode(backupEvent{Done: true, Error: fmt.Sprintf("bad request: %v", err)})
+			return
 		}
 		rep, err := ops.Backup(r.Context(), a.Dest, func(p Progress) {
 			enc.Encode(backupEvent{Progress: &p})
-			flush()
+			flush(w)
 		})
 		last := backupEvent{Report: rep, Done: true}
 		if err != nil {
@@ -95,20 +110,34 @@ func Handler(ops Admin) http.Handler {
 	return mux
 }
 
-func writeResult(w http.ResponseWriter, res any, err error) {
-	w.Header().Set("Content-Type", "application/json")
+// sendHeaders sends a 200 answer's headers before the operation runs, so
+// the client's bound on the wait for them never cuts a long operation.
+func sendHeaders(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusOK)
+	flush(w)
+}
+
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// writeAnswer writes the operation's result or its error; a kv.Error keeps
+// its code, so the client returns the same error Ops would have.
+func writeAnswer(w http.ResponseWriter, res any, err error) {
+	var a answer
+	if err == nil {
+		a.Result, err = json.Marshal(res)
+	}
 	if err != nil {
-		status := http.StatusInternalServerError
-		body := errorBody{Error: err.Error()}
+		a.Error = err.Error()
 		var ke *kv.Error
 		if errors.As(err, &ke) {
-			status, body = http.StatusBadRequest, errorBody{Error: ke.Message, Code: ke.Code}
+			a.Error, a.Code = ke.Message, ke.Code
 		}
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(body)
-		return
 	}
-	json.NewEncoder(w).Encode(res)
+	json.NewEncoder(w).Encode(a)
 }
 
 // Listen opens the admin socket at path, readable and writable by the
@@ -135,19 +164,63 @@ type Client struct {
 
 var _ Admin = (*Client)(nil)
 
-// Dial connects to the admin socket at path; it fails at once when no
-// server listens there.
-func Dial(path string) (*Client, error) {
-	conn, err := net.Dial("unix", path)
-	if err != nil {
-		return nil, err
+// ErrNoServer reports that nothing listens on the admin socket: there is no
+// socket file, or only a stale one left by a crash. Only then may the caller
+// open the store directly; any other Dial error means a process may hold
+// it.
+var ErrNoServer = errors.New("no server listens on the admin socket")
+
+// Dial connects to the admin socket at path and checks that the server
+// answers within answerTimeout, so that a stopped (SIGSTOP) or stuck server,
+// whose socket the kernel still accepts connections on, fails here instead
+// of hanging the caller. Every later call fails too if the answer's headers
+// take longer than answerTimeout; the handlers send them at once, so only
+// a server that stopped answering hits that bound.
+func Dial(path string, answerTimeout time.Duration) (*Client, error) {
+	conn, err := net.DialTimeout("unix", path, answerTimeout)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("%w: %v", ErrNoServer, err)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("admin socket %s: %w", path, err)
+	}
+	err = ping(conn, answerTimeout)
 	conn.Close()
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}}
+	if err != nil {
+		return nil, fmt.Errorf("a process listens on the admin socket %s but did not answer within %s (is the server stopped or stuck?): %w", path, answerTimeout, err)
+	}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			d := net.Dialer{Timeout: answerTimeout}
+			return d.DialContext(ctx, "unix", path)
+		},
+		ResponseHeaderTimeout: answerTimeout,
+	}
 	return &Client{http: &http.Client{Transport: tr}}, nil
+}
+
+// ping sends GET /ping on conn and reads the answer, all before the
+// deadline.
+func ping(conn net.Conn, timeout time.Duration) error {
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://sealbox-admin/ping", nil)
+	if err != nil {
+		return err
+	}
+	if err := req.Write(conn); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the ping was answered %s", resp.Status)
+	}
+	return nil
 }
 
 func (c *Client) post(ctx context.Context, path string, a args) (*http.Response, error) {
@@ -169,16 +242,19 @@ func (c *Client) call(ctx context.Context, path string, a args, result any) erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var eb errorBody
-		if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
-			return fmt.Errorf("admin socket answered %s", resp.Status)
-		}
-		if eb.Code != "" {
-			return &kv.Error{Code: eb.Code, Message: eb.Error}
-		}
-		return errors.New(eb.Error)
+		return fmt.Errorf("admin socket answered %s", resp.Status)
 	}
-	return json.NewDecoder(resp.Body).Decode(result)
+	var ans answer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return fmt.Errorf("the server's answer broke off: %w", err)
+	}
+	switch {
+	case ans.Code != "":
+		return &kv.Error{Code: ans.Code, Message: ans.Error}
+	case ans.Error != "":
+		return errors.New(ans.Error)
+	}
+	return json.Unmarshal(ans.Result, result)
 }
 
 func (c *Client) Users(ctx context.Context) ([]User, error) {
