@@ -178,12 +178,13 @@ func decodeStrict(body []byte, dst any) error {
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // exactKeys reads the next JSON value from dec, a value that is to decode
-// into type t, and refuses any object key that is
-// not exactly the JSON name of a field of the struct it decoded into, or
-// that appears twice in one object. path is the value's field path, for the
-// problem's field member. A value whose type decodes itself (a
-// json.Unmarshaler) checks its own content and is skipped, as is a value of
-// a type with no keys to check.
+// into type t, and refuses any object key that is not exactly the JSON name
+// of a field of the struct it decodes into, or that appears twice in one
+// object; it descends into struct fields and slice elements. path is the
+// value's field path, for the problem's field member. A value whose type
+// decodes itself (a json.Unmarshaler) checks its own content and is
+// skipped, as is a value of any other type (request types hold no maps), or
+// of the wrong JSON type, which decoding then refuses.
 func exactKeys(dec *json.Decoder, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -205,11 +206,8 @@ func exactKeys(dec *json.Decoder, t reflect.Type, path string) error {
 				return err
 			}
 		}
-	case open == '{' && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
-		var fields map[string]reflect.Type
-		if t.Kind() == reflect.Struct {
-			fields = jsonFields(t)
-		}
+	case open == '{' && t.Kind() == reflect.Struct:
+		fields := jsonFields(t)
 		seen := make(map[string]bool)
 		for dec.More() {
 			tok, err := dec.Token()
@@ -225,15 +223,11 @@ func exactKeys(dec *json.Decoder, t reflect.Type, path string) error {
 				return kv.FieldErrorf(kv.ECodeMalformed, field, "%s appears more than once", field)
 			}
 			seen[key] = true
-			valueType := t.Elem
-			if fields != nil {
-				ft, ok := fields[key]
-				if !ok {
-					return kv.FieldErrorf(kv.ECodeMalformed, field, "unknown field %q", field)
-				}
-				valueType = func() reflect.Type { return ft }
+			valueType, ok := fields[key]
+			if !ok {
+				return kv.FieldErrorf(kv.ECodeMalformed, field, "unknown field %q", field)
 			}
-			if err := exactKeys(dec, valueType(), field); err != nil {
+			if err := exactKeys(dec, valueType, field); err != nil {
 				return err
 			}
 		}
