@@ -136,7 +136,11 @@ func (s *Server) storeEmpty(accountID, uploadID, hash string) error {
 }
 
 // handles "HEAD /v1/uploads/:upload_id/tus/:transfer_id": the acknowledged
-// offset, from which the client resumes.
+// offset, from which the client resumes, and the Upload-Metadata of the
+// creation (tus creation extension). Only the hash pair is kept, so only it is
+// repeated: other pairs, a file name say, are plaintext the server does not
+// keep. declaredHash accepts only padded standard base64, so re-encoding the
+// stored hash gives back the exact pair the client sent.
 func (s *Server) handleTusHead(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	sess := caller(r)
 	uploadID, transferID, err := tusParams(ps)
@@ -150,6 +154,7 @@ func (s *Server) handleTusHead(w http.ResponseWriter, r *http.Request, ps httpro
 	h := w.Header()
 	h.Set("Upload-Offset", strconv.FormatInt(t.Offset, 10))
 	h.Set("Upload-Length", strconv.FormatInt(t.Length, 10))
+	h.Set("Upload-Metadata", "hash "+base64.StdEncoding.EncodeToString([]byte(t.Hash)))
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
