@@ -257,11 +257,13 @@ func (req *relayRequest) validate() error {
 }
 
 // handles "POST /v1/auth/devices/enroll/channel/:channel_id": gated by the
-// handle alone. A handle that is not a live channel of ours, whatever its
-// shape, is 404: the handle is a capability, and a shape check would only
-// tell a guesser which strings not to try.
+// handle alone. A handle that is not a live channel is 404; one no channel
+// can ever have is 400, as for every server-minted token in a path.
 func (s *Server) handleRelayPost(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	channelID := ps.ByName("channel_id")
+	channelID, err := pathParam(ps, "channel_id", isChannelID)
+	if err != nil {
+		return err
+	}
 	var req relayRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
@@ -282,7 +284,10 @@ type drainResponse struct {
 // handles "GET /v1/auth/devices/enroll/channel/:channel_id": destructive; the
 // named mailbox is emptied and the other left alone.
 func (s *Server) handleRelayDrain(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	channelID := ps.ByName("channel_id")
+	channelID, err := pathParam(ps, "channel_id", isChannelID)
+	if err != nil {
+		return err
+	}
 	dir, ok := parseDirection(r.URL.Query().Get("direction"))
 	if !ok {
 		return kv.FieldErrorf(kv.ECodeMalformed, "direction", "the query parameter direction must be to_initiator or to_enrollee")
@@ -301,7 +306,11 @@ func (s *Server) handleRelayDrain(w http.ResponseWriter, r *http.Request, ps htt
 // handles "DELETE /v1/auth/devices/enroll/channel/:channel_id": only the
 // account that issued the code; for any other the channel does not exist.
 func (s *Server) handleRelayClose(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	if err := s.store.CloseChannel(caller(r).AccountID, ps.ByName("channel_id")); err != nil {
+	channelID, err := pathParam(ps, "channel_id", isChannelID)
+	if err != nil {
+		return err
+	}
+	if err := s.store.CloseChannel(caller(r).AccountID, channelID); err != nil {
 		return err
 	}
 	return noContent(w)

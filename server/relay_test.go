@@ -302,7 +302,7 @@ func TestRelayRefusals(t *testing.T) {
 		{"unknown key", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": "x", "x": 1}, 400, "error.request.malformed"},
 		{"mailbox full", "POST", channelPath(full), map[string]any{"direction": "to_enrollee", "payload": "x"}, 422, "error.relay.mailbox_full"},
 		{"post to an unknown channel", "POST", channelPath("sbx_rl_unknown"), map[string]any{"direction": "to_enrollee", "payload": "x"}, 404, "error.relay.channel_not_found"},
-		{"post to a handle of another shape", "POST", channelPath("x"), map[string]any{"direction": "to_enrollee", "payload": "x"}, 404, "error.relay.channel_not_found"},
+		{"post to a handle no channel can have", "POST", channelPath("x"), map[string]any{"direction": "to_enrollee", "payload": "x"}, 400, "error.request.malformed"},
 		{"drain without direction", "GET", channelPath(ch), nil, 400, "error.request.malformed"},
 		{"drain with direction outside the enum", "GET", channelPath(ch) + "?direction=both", nil, 400, "error.request.malformed"},
 		{"drain an unknown channel", "GET", channelPath("sbx_rl_unknown") + "?direction=to_enrollee", nil, 404, "error.relay.channel_not_found"},

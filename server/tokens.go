@@ -1,6 +1,10 @@
 package server
 
-import "sealbox/server/ids"
+import (
+	"strings"
+
+	"sealbox/server/ids"
+)
 
 // Token prefixes, one per token type.
 const (
@@ -24,3 +28,34 @@ func (s *Server) newUUID() string { return ids.UUID(s.cfg.Rand) }
 
 // mustRead fills b with random bytes (secrets, nonces).
 func (s *Server) mustRead(b []byte) { ids.Fill(s.cfg.Rand, b) }
+
+// Server-minted tokens taken from a request path are checked for shape
+// before the store is asked. One rule for every type: a value no token of the
+// type can ever have is a malformed parameter (400); a well-formed one the
+// store does not know is the resource's not-found answer (404), whatever its
+// length, since tokens carry at least 256 bits (ADDENDUM 0), not exactly 256.
+// Tokens taken from a JSON body (refresh token, mfa_token, revoke-all
+// challenge, enrollment code) are well-typed strings, so any value gets the
+// endpoint's own refusal (401 or 404), never 400.
+var (
+	isUploadID  = isToken(prefixUpload)
+	isChannelID = isToken(prefixChannel)
+)
+
+// isToken returns the shape check of the token type prefix: the prefix, then
+// one or more characters of the base64url alphabet.
+func isToken(prefix string) func(string) bool {
+	return func(s string) bool {
+		rest, ok := strings.CutPrefix(s, prefix)
+		if !ok || rest == "" {
+			return false
+		}
+		for i := 0; i < len(rest); i++ {
+			c := rest[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+		return true
+	}
+}

@@ -246,7 +246,8 @@ func TestTusCreateValidation(t *testing.T) {
 		code                                  string
 	}{
 		{"no token", up, "", "1", good, 401, "error.auth.unauthenticated"},
-		{"upload id malformed", "sbx_up_short", tok.Access, "1", good, 400, "error.request.malformed"},
+		{"upload id malformed", "sbx_up_sh~rt", tok.Access, "1", good, 400, "error.request.malformed"},
+		{"upload id well-formed but short, unknown", "sbx_up_short", tok.Access, "1", good, 404, "error.upload.not_found"},
 		{"unknown upload", unknown, tok.Access, "1", good, 404, "error.upload.not_found"},
 		{"no Upload-Length", up, tok.Access, "", good, 400, "error.request.malformed"},
 		{"negative Upload-Length", up, tok.Access, "-1", good, 400, "error.request.malformed"},

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/base64"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -84,26 +83,6 @@ func pathParam(ps httprouter.Params, name string, valid func(string) bool) (stri
 		return "", kv.FieldErrorf(kv.ECodeMalformed, name, "the path parameter %s is malformed", name)
 	}
 	return v, nil
-}
-
-// tokenLen is the length of a token's random part: 32 bytes, base64url
-// without padding.
-var tokenLen = base64.RawURLEncoding.EncodedLen(32)
-
-// isUploadID accepts the shape of an upload session token: its prefix and 256
-// random bits in base64url. Only the store can tell whether it is live.
-func isUploadID(s string) bool {
-	rest, ok := strings.CutPrefix(s, prefixUpload)
-	if !ok || len(rest) != tokenLen {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		c := rest[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // isOpaqueID accepts a share link id: 128 bits as 32 lowercase hex
