@@ -1,15 +1,30 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 )
 
+// marshalJSON is the one encoding of every JSON answer: without the HTML
+// escaping of encoding/json, so a URI is served as
+// "...?algorithm=SHA1&digits=6", not "\u0026digits". No answer is embedded in
+// HTML, and every one carries its own Content-Type with nosniff.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // writeJSON answers a JSON body. JSON answers are never cached.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,10 @@ func (ts *TestServer) EnrollTOTP(tb testing.TB, access string) string {
 	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 		tb.Fatalf("Cache-Control of the provisioning URI: got %q, want no-store", cc)
 	}
+	// JSON answers are not HTML-escaped: the URI's query reads as written.
+	if body := string(r.Body); !strings.Contains(body, "&digits=6&") || strings.Contains(body, `\u0026`) {
+		tb.Fatalf("enroll body escapes the URI: %s", body)
+	}
 	m := r.JSON(tb)
 	if len(m) != 1 {
 		tb.Fatalf("enroll body: got %v, want only provisioning_uri", m)
