@@ -72,6 +72,7 @@ func TestRoutingBelowSharedPrefix(t *testing.T) {
 	// static segment winning over the parameter.
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + id, Token: tok.Access}).WantProblem(t, http.StatusNotFound, "error.session.not_found")
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/directory", Token: tok.Access}).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
-	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/enroll/channel/x", Token: tok.Access}).WantProblem(t, http.StatusNotFound, "error.relay.channel_not_found")
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/enroll/channel/sbx_rl_x", Token: tok.Access}).WantProblem(t, http.StatusNotFound, "error.relay.channel_not_found")
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/enroll/channel/x", Token: tok.Access}).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
 	ts.Do(t, Req{Method: "OPTIONS", Path: "/v1/nope"}).WantProblem(t, http.StatusNotFound, "error.not_found")
 }
