@@ -22,11 +22,11 @@ type cohortRecord struct {
 	LastSeen  nanoTime `cbor:"2,keyasint"`
 }
 
-// cohortKey is accountID|hash. Account ids are fixed-width UUIDs, so one
-// account's cohorts are exactly the keys with its id as prefix: listing them
-// is a prefix scan, never a full scan.
+// cohortKey is idPart(accountID)|hash: one account's cohorts are exactly the
+// keys with its idPart as prefix, so listing them is a prefix scan, never a
+// full scan, and never sees an account whose id extends this one.
 func cohortKey(accountID, hash string) []byte {
-	return join([]byte(accountID), []byte(hash))
+	return join(idPart(accountID), []byte(hash))
 }
 
 // sightCohort records that the session's account was seen under its cohort
@@ -62,7 +62,7 @@ func (s *Store) Ledger(accountID string) (*Ledger, error) {
 		if l.Sessions, err = liveSessions(tx, accountID, s.now()); err != nil {
 			return err
 		}
-		prefix := []byte(accountID)
+		prefix := idPart(accountID)
 		c := tx.Bucket(bucketCohorts).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var rec cohortRecord

@@ -67,9 +67,10 @@ func (r *sessionRecord) session() *Session {
 }
 
 // sessionIndexKey orders one account's sessions by creation time, then id:
-// listing them is a prefix scan of the account's rows, never a full scan.
+// listing them is a prefix scan of the account's rows (idPart), never a full
+// scan.
 func sessionIndexKey(accountID string, created time.Time, sessionID string) []byte {
-	return join([]byte(accountID), timeKey(created), []byte(sessionID))
+	return join(idPart(accountID), timeKey(created), []byte(sessionID))
 }
 
 // putSession writes a session with its token lookups, account index and
@@ -152,7 +153,7 @@ func sweepSession(tx *bolt.Tx, id []byte, now time.Time) error {
 
 // accountSessionIDs lists the ids of an account's sessions, oldest first.
 func accountSessionIDs(tx *bolt.Tx, accountID string) [][]byte {
-	prefix := []byte(accountID)
+	prefix := idPart(accountID)
 	var ids [][]byte
 	c := tx.Bucket(bucketSessionsByAccount).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -363,7 +364,7 @@ func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 // liveSessions lists the account's sessions not expired at now, oldest first.
 func liveSessions(tx *bolt.Tx, accountID string, now time.Time) ([]*Session, error) {
 	var out []*Session
-	prefix := []byte(accountID)
+	prefix := idPart(accountID)
 	sessions := tx.Bucket(bucketSessions)
 	c := tx.Bucket(bucketSessionsByAccount).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
