@@ -93,6 +93,15 @@ type Options struct {
 	// ever fills and every op waits the whole delay. Defaults 64 and 2ms.
 	MaxBatchSize  int
 	MaxBatchDelay time.Duration
+	// Version is the sealbox version recorded as the last to open the store
+	// for writing.
+	Version string
+	// NoMigrate refuses a store of an older format (ErrNeedsMigration)
+	// instead of migrating it.
+	NoMigrate bool
+	// BeforeMigrate, when set, is told which migrations are about to run
+	// and from which format, before the first one starts.
+	BeforeMigrate func(from int, pending []Migration)
 }
 
 // Store wraps the bbolt database. It is safe for concurrent use.
@@ -132,8 +141,31 @@ func Open(path string, opts Options) (*Store, error) {
 	db.MaxBatchSize = opts.MaxBatchSize
 	db.MaxBatchDelay = opts.MaxBatchDelay
 	s := &Store{db: db, now: opts.Now}
+	if err := s.prepare(path, opts); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare checks the store's format before anything is written, so a store
+// that is refused is left exactly as it was; then a writer migrates it,
+// creates any missing bucket and records the format and its own version.
+func (s *Store) prepare(path string, opts Options) error {
+	var f storeFormat
+	if err := s.db.View(func(tx *bolt.Tx) (err error) { f, err = readFormat(tx); return err }); err != nil {
+		return err
+	}
+	pending, err := pendingMigrations(path, f)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 && (opts.ReadOnly || opts.NoMigrate) {
+		return fmt.Errorf("%w: %s has store format %d and this sealbox writes format %d (%s): back it up, then start sealbox serve on it once, without --no-migrate, to migrate it",
+			ErrNeedsMigration, path, f.version, FormatVersion, describeMigrations(pending))
+	}
 	if opts.ReadOnly {
-		err = db.View(func(tx *bolt.Tx) error {
+		return s.db.View(func(tx *bolt.Tx) error {
 			for _, name := range allBuckets {
 				if tx.Bucket(name) == nil {
 					return fmt.Errorf("store %s has no %s bucket: start sealbox serve on it once to bring it up to date", path, name)
@@ -141,24 +173,32 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 			return nil
 		})
-	} else {
-		err = db.Update(func(tx *bolt.Tx) error {
-			for _, name := range allBuckets {
-				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-					return err
-				}
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			err = fmt.Errorf("create buckets: %w", err)
+		}
+		if f.fresh {
+			return writeFormat(tx, FormatVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create buckets: %w", err)
+	}
+	if len(pending) > 0 {
+		if opts.BeforeMigrate != nil {
+			opts.BeforeMigrate(f.version, pending)
+		}
+		if err := s.migrate(pending); err != nil {
+			return err
 		}
 	}
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(metaOpenedBy, []byte(opts.Version))
+	})
 }
 
 // Close closes the database; pending transactions finish first.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -269,6 +270,23 @@ func TestOpenReadOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("accounts")); return err })
+			db.Close()
+		}, "has store format 0 and this sealbox writes format"},
+		{"store of this format without a bucket", func(t *testing.T, path string) {
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Update(func(tx *bolt.Tx) error {
+				if _, err := tx.CreateBucket([]byte("accounts")); err != nil {
+					return err
+				}
+				meta, err := tx.CreateBucket([]byte("meta"))
+				if err != nil {
+					return err
+				}
+				return meta.Put([]byte("format"), []byte(strconv.Itoa(kv.FormatVersion)))
+			})
 			db.Close()
 		}, "has no accounts_by_email bucket"},
 		{"complete store", func(t *testing.T, path string) {

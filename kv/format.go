@@ -1,0 +1,188 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FormatVersion is the layout of the store this build reads and writes. A
+// store records its format in the meta bucket; one written before formats
+// were recorded (no meta bucket) is format 0. Every change of layout adds one
+// entry to migrations and raises FormatVersion by one.
+const FormatVersion = 1
+
+var (
+	bucketMeta = []byte("meta")
+	// metaFormat holds the store's format as decimal text.
+	metaFormat = []byte("format")
+	// metaOpenedBy holds the version of the sealbox that last opened the
+	// store for writing.
+	metaOpenedBy = []byte("opened_by")
+)
+
+// A Migration brings a store from format To-1 to To in one transaction: a
+// store is never left between two formats.
+type Migration struct {
+	To   int
+	Name string
+	// apply may run against any store of format To-1 (bbolt runs it once;
+	// it sets nothing outside the transaction).
+	apply func(tx *bolt.Tx) error
+}
+
+// migrations, in order; migrations[i].To == i+1.
+var migrations = []Migration{
+	{To: 1, Name: "account keys in the session index and the cohorts are length-safe", apply: migrateAccountKeys},
+}
+
+// ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
+// written to it.
+var ErrFormatTooNew = errors.New("the store was written by a newer sealbox")
+
+// ErrNeedsMigration reports a store of an older format opened read-only or
+// with Options.NoMigrate. Nothing was written to it.
+var ErrNeedsMigration = errors.New("the store needs a migration")
+
+// storeFormat is what a store says of itself before Open changes anything.
+type storeFormat struct {
+	version  int
+	openedBy string
+	// fresh is an empty file: it takes the current format without
+	// migrations.
+	fresh bool
+}
+
+func readFormat(tx *bolt.Tx) (storeFormat, error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return storeFormat{fresh: tx.Bucket(bucketAccounts) == nil}, nil
+	}
+	v, err := strconv.Atoi(string(meta.Get(metaFormat)))
+	if err != nil || v < 0 {
+		return storeFormat{}, fmt.Errorf("kv: the store's format record %q is not a version", meta.Get(metaFormat))
+	}
+	return storeFormat{version: v, openedBy: string(meta.Get(metaOpenedBy))}, nil
+}
+
+// pendingMigrations lists the migrations a store of format f needs, or
+// refuses a store newer than this build.
+func pendingMigrations(path string, f storeFormat) ([]Migration, error) {
+	if f.fresh {
+		return nil, nil
+	}
+	if f.version > FormatVersion {
+		by := f.openedBy
+		if by == "" {
+			by = "an unknown version"
+		}
+		return nil, fmt.Errorf("%w: %s has store format %d (last opened by sealbox %s); this sealbox understands formats up to %d: run the newer sealbox, or restore a backup taken before the upgrade",
+			ErrFormatTooNew, path, f.version, by, FormatVersion)
+	}
+	return migrations[f.version:], nil
+}
+
+// describeMigrations names each migration, for messages.
+func describeMigrations(ms []Migration) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = fmt.Sprintf("%d: %s", m.To, m.Name)
+	}
+	return strings.Join(names, "; ")
+}
+
+// migrate runs the pending migrations, one transaction each, recording the
+// new format in the same transaction as the change.
+func (s *Store) migrate(pending []Migration) error {
+	for _, m := range pending {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			if err := m.apply(tx); err != nil {
+				return err
+			}
+			return writeFormat(tx, m.To)
+		})
+		if err != nil {
+			return fmt.Errorf("migration to store format %d (%s): %w", m.To, m.Name, err)
+		}
+	}
+	return nil
+}
+
+func writeFormat(tx *bolt.Tx, version int) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	return meta.Put(metaFormat, []byte(strconv.Itoa(version)))
+}
+
+// Format reports the store's format and the version of the sealbox that last
+// opened it for writing.
+func (s *Store) Format() (version int, openedBy string, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		f, err := readFormat(tx)
+		version, openedBy = f.version, f.openedBy
+		return err
+	})
+	return version, openedBy, err
+}
+
+// migrateAccountKeys (format 0 to 1): the session index and the cohorts
+// joined the bare account id with the rest of the key, so a prefix scan for
+// one account could see another whose id extends it. Both now lead with
+// idPart. The session index is rebuilt from the sessions themselves. A
+// cohort key names no account in its value; every account id a sealbox ever
+// minted is a 36-byte UUID, so the old key splits there, and a key whose first
+// 36 bytes name no account is dropped (a cohort is an advisory sighting).
+func migrateAccountKeys(tx *bolt.Tx) error {
+	index, err := recreateBucket(tx, bucketSessionsByAccount)
+	if err != nil {
+		return err
+	}
+	err = tx.Bucket(bucketSessions).ForEach(func(id, v []byte) error {
+		var rec sessionRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		return index.Put(sessionIndexKey(rec.AccountID, rec.CreatedAt.Time(), string(id)), nil)
+	})
+	if err != nil {
+		return err
+	}
+	type cohort struct{ key, value []byte }
+	var old []cohort
+	err = tx.Bucket(bucketCohorts).ForEach(func(k, v []byte) error {
+		old = append(old, cohort{copyBytes(k), copyBytes(v)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	cohorts, err := recreateBucket(tx, bucketCohorts)
+	if err != nil {
+		return err
+	}
+	const uuidLen = 36
+	accounts := tx.Bucket(bucketAccounts)
+	for _, c := range old {
+		if len(c.key) <= uuidLen || accounts.Get(c.key[:uuidLen]) == nil {
+			continue
+		}
+		if err := cohorts.Put(cohortKey(string(c.key[:uuidLen]), string(c.key[uuidLen:])), c.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recreateBucket empties a bucket by deleting and creating it, which never
+// deletes while iterating.
+func recreateBucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
+	if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		return nil, err
+	}
+	return tx.CreateBucket(name)
+}

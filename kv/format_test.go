@@ -1,0 +1,175 @@
+package kv_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv"
+)
+
+// format0Fixture is a store written by sealbox before store formats were
+// recorded (testdata/format0, made by that code: alice with three sessions,
+// two of them seen under cohort "cohortA", bob with one under "cohortB", an
+// album, one blob and a share link). fixtureNow is just after it was written.
+const format0Fixture = "testdata/format0/sealbox.db"
+
+var fixtureNow = time.Date(2026, 11, 24, 4, 5, 0, 0, time.UTC)
+
+// copyFixture copies the fixture's database into a temp dir.
+func copyFixture(tb *testing.T) string {
+	tb.Helper()
+	raw, err := os.ReadFile(format0Fixture)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "sealbox.db")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+func TestOpenMigratesFormat0(t *testing.T) {
+	path := copyFixture(t)
+	var from = -1
+	var ran []kv.Migration
+	s, err := kv.Open(path, kv.Options{Now: func() time.Time { return fixtureNow }, Version: "1.2.3",
+		BeforeMigrate: func(f int, pending []kv.Migration) { from, ran = f, pending }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if from != 0 || len(ran) != kv.FormatVersion || ran[0].To != 1 {
+		t.Fatalf("told of migrations from %d: %v", from, ran)
+	}
+	if v, by, err := s.Format(); err != nil || v != kv.FormatVersion || by != "1.2.3" {
+		t.Fatalf("format after migrating: %d by %q (%v)", v, by, err)
+	}
+	alice, err := s.AccountByEmail("alice@example.org")
+	if err != nil || alice == nil {
+		t.Fatalf("alice: %v", err)
+	}
+	l, err := s.Ledger(alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Sessions) != 3 || len(l.Cohorts) != 1 || l.Cohorts[0].Hash != "cohortA" {
+		t.Fatalf("alice's ledger after migrating: %d sessions, cohorts %v", len(l.Sessions), l.Cohorts)
+	}
+	bob, err := s.AccountByEmail("bob@example.org")
+	if err != nil || bob == nil {
+		t.Fatalf("bob: %v", err)
+	}
+	if l, err = s.Ledger(bob.ID); err != nil || len(l.Sessions) != 2 || len(l.Cohorts) != 1 || l.Cohorts[0].Hash != "cohortB" {
+		t.Fatalf("bob's ledger after migrating: %+v (%v)", l, err)
+	}
+	const blob = "8b33191ba1fcfaa4dcdf1bf63b373237e5843128c022d55cefc873ab00be9ac6"
+	if held, err := s.Holds(alice.ID, blob); err != nil || !held {
+		t.Fatalf("alice no longer holds her blob: %v", err)
+	}
+	// Revoking alice's sessions through the migrated index removes hers only.
+	if n, err := s.DeleteAccountSessions(alice.ID); err != nil || n != 3 {
+		t.Fatalf("revoked %d of alice's sessions (%v), want 3", n, err)
+	}
+	if got := sessionsOf(t, s, bob.ID); len(got) != 2 {
+		t.Fatalf("bob has %d sessions after alice's were revoked", len(got))
+	}
+}
+
+// TestOpenRefusesWithoutWriting: a store that needs a migration, opened with
+// NoMigrate or read-only, and a store of a newer format, opened any way, are
+// refused with both versions named, and not a byte of the file changes.
+func TestOpenRefusesWithoutWriting(t *testing.T) {
+	newer := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "sealbox.db")
+		s, err := kv.Open(path, kv.Options{Version: "0.9.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Update(func(tx *bolt.Tx) error {
+			meta := tx.Bucket([]byte("meta"))
+			if err := meta.Put([]byte("format"), []byte(strconv.Itoa(kv.FormatVersion+1))); err != nil {
+				return err
+			}
+			return meta.Put([]byte("opened_by"), []byte("9.9.9"))
+		})
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tooNew := []string{"format " + strconv.Itoa(kv.FormatVersion+1), "9.9.9", "up to " + strconv.Itoa(kv.FormatVersion)}
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) string
+		opts  kv.Options
+		want  error
+		words []string
+	}{
+		{"older, --no-migrate", copyFixture, kv.Options{NoMigrate: true}, kv.ErrNeedsMigration, []string{"format 0", "writes format " + strconv.Itoa(kv.FormatVersion), "--no-migrate"}},
+		{"older, read-only", copyFixture, kv.Options{ReadOnly: true}, kv.ErrNeedsMigration, []string{"format 0", "sealbox serve"}},
+		{"newer", newer, kv.Options{}, kv.ErrFormatTooNew, tooNew},
+		{"newer, read-only", newer, kv.Options{ReadOnly: true}, kv.ErrFormatTooNew, tooNew},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.store(t)
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			migrated := false
+			tc.opts.BeforeMigrate = func(int, []kv.Migration) { migrated = true }
+			s, err := kv.Open(path, tc.opts)
+			if err == nil {
+				s.Close()
+				t.Fatal("opened")
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("the refusal %q does not say %q", err, w)
+				}
+			}
+			if migrated {
+				t.Fatal("a refused store was migrated")
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) {
+				t.Fatal("a refused open changed the file")
+			}
+		})
+	}
+}
+
+// TestOpenFreshStore: a new store starts at the current format; no migration
+// runs on it.
+func TestOpenFreshStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sealbox.db")
+	s, err := kv.Open(path, kv.Options{Version: "1.0.0", BeforeMigrate: func(int, []kv.Migration) { t.Error("a fresh store was migrated") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, by, err := s.Format(); err != nil || v != kv.FormatVersion || by != "1.0.0" {
+		t.Fatalf("fresh store: format %d by %q (%v)", v, by, err)
+	}
+}
