@@ -60,7 +60,11 @@ func connectAdmin(dataDir string, mode access, w io.Writer) (admin.Admin, func()
 	if !errors.Is(err, admin.ErrNoServer) {
 		return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
 	}
-	store, err := kv.Open(filepath.Join(dataDir, dbFile), kv.Options{OpenTimeout: adminOpenTimeout, ReadOnly: mode == readOnly})
+	store, err := kv.Open(filepath.Join(dataDir, dbFile), kv.Options{
+		OpenTimeout: adminOpenTimeout, ReadOnly: mode == readOnly, Version: server.Version,
+		// Only serve migrates, after saying which migrations it runs.
+		NoMigrate: true,
+	})
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", dataDir, sock)
 	}

@@ -672,8 +672,8 @@ func verifyShares(rig *crashRig) {
 	}
 }
 
-// syncBuffer collects the server's log and reports the URL of its
-// "sealbox listening" line on ready.
+// syncBuffer collects the server's log and, when ready is set, reports the
+// URL of its "sealbox listening" line on it.
 type syncBuffer struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
@@ -698,7 +698,7 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 			Message string `json:"message"`
 			URL     string `json:"url"`
 		}
-		if !b.seen && json.Unmarshal(line, &entry) == nil && entry.Message == "sealbox listening" {
+		if b.ready != nil && !b.seen && json.Unmarshal(line, &entry) == nil && entry.Message == "sealbox listening" {
 			b.seen = true
 			b.ready <- entry.URL
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -40,6 +41,20 @@ func NewRootCmd() *cobra.Command {
 	return root
 }
 
+// envName is the environment variable of a flag: --max-body is
+// SEALBOX_MAX_BODY.
+func envName(flag string) string {
+	return "SEALBOX_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// documentEnv appends each flag's environment variable to its help line, so
+// `--help` names every variable the command reads.
+func documentEnv(flags *pflag.FlagSet) {
+	flags.VisitAll(func(f *pflag.Flag) {
+		f.Usage += " [$" + envName(f.Name) + "]"
+	})
+}
+
 // bindEnv gives every flag of cmd the value of its environment variable, as
 // bindFlagEnv does.
 func bindEnv(cmd *cobra.Command) error {
@@ -54,16 +69,57 @@ func bindEnv(cmd *cobra.Command) error {
 
 // bindFlagEnv gives flag f, if it was not set on the command line, the
 // value of its SEALBOX_* environment variable (--max-body reads
-// SEALBOX_MAX_BODY), if that is set.
+// SEALBOX_MAX_BODY), if that is set. A value that does not parse is refused
+// naming the variable, not the flag the user never typed.
 func bindFlagEnv(f *pflag.Flag) error {
 	if f.Changed {
 		return nil
 	}
-	name := "SEALBOX_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+	name := envName(f.Name)
 	if v, ok := os.LookupEnv(name); ok {
 		if err := f.Value.Set(v); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// flagNamer names a flag as the user gave its value, for messages about
+// that value: "--registration" from the command line (or the default),
+// "SEALBOX_REGISTRATION" when the value came from the environment.
+func flagNamer(flags *pflag.FlagSet) func(flag string) string {
+	return func(flag string) string {
+		if f := flags.Lookup(flag); f != nil && !f.Changed {
+			if _, ok := os.LookupEnv(envName(flag)); ok {
+				return envName(flag)
+			}
+		}
+		return "--" + flag
+	}
+}
+
+// unknownEnv lists the SEALBOX_* variables in env that no flag of any
+// sealbox command reads, sorted: most likely a misspelt setting that would
+// otherwise be ignored without a word.
+func unknownEnv(env []string, root *cobra.Command) []string {
+	known := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "SEALBOX_") && !known[name] && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -27,6 +29,8 @@ import (
 type Serve struct {
 	DataDir string
 	Listen  string
+	// NoMigrate refuses a store of an older format instead of migrating it.
+	NoMigrate bool
 	// MetricsListen, when set, serves Prometheus metrics on that address.
 	MetricsListen string
 	Config        server.Config
@@ -50,6 +54,7 @@ const shutdownGrace = 30 * time.Second
 func newServeCmd() *cobra.Command {
 	s := &Serve{Config: server.DefaultConfig()}
 	cfg := &s.Config
+	var logLevel string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the sealbox server",
@@ -58,14 +63,24 @@ func newServeCmd() *cobra.Command {
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			if err := validateConfig(cfg); err != nil {
+			name := flagNamer(cmd.Flags())
+			if err := validateConfig(cfg, name); err != nil {
 				return err
 			}
-			cfg.Log = newLogger(cmd.ErrOrStderr())
+			level, err := zerolog.ParseLevel(logLevel)
+			if err != nil || !slices.Contains(logLevels, logLevel) {
+				return fmt.Errorf("%s must be one of %s, not %q", name("log-level"), strings.Join(logLevels, ", "), logLevel)
+			}
+			cfg.Log = newLogger(cmd.ErrOrStderr()).Level(level)
+			for _, v := range unknownEnv(os.Environ(), cmd.Root()) {
+				cfg.Log.Warn().Str("variable", v).Msg("unknown SEALBOX_ environment variable ignored: no sealbox flag reads it (misspelt?)")
+			}
 			return s.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&logLevel, "log-level", "info", "least severe log lines written: "+strings.Join(logLevels, ", "))
+	f.BoolVar(&s.NoMigrate, "no-migrate", false, "refuse to start on a store of an older format instead of migrating it")
 	f.StringVar(&s.DataDir, "data", DefaultDataDir, "data directory (database, blobs, server key); created on first start")
 	f.StringVar(&s.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
@@ -84,49 +99,61 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
+	documentEnv(f)
 	return cmd
 }
 
+// logLevels are the values --log-level takes, most verbose first.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
 // validateConfig refuses flag values the server cannot run with.
-func validateConfig(cfg *server.Config) error {
+func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	if cfg.Registration != "open" && cfg.Registration != "closed" {
-		return fmt.Errorf("--registration must be open or closed, not %q", cfg.Registration)
+		return fmt.Errorf("%s must be open or closed, not %q", name("registration"), cfg.Registration)
 	}
 	if cfg.MaxBlob <= 0 {
-		return fmt.Errorf("--max-blob must be positive")
+		return fmt.Errorf("%s must be positive", name("max-blob"))
 	}
 	// The limiter keeps whole nanoseconds per token and refuses a bucket
 	// that takes over a century to refill.
 	if !(cfg.ShareRate > 0) || math.IsInf(cfg.ShareRate, 0) || cfg.ShareBurst < 1 ||
 		float64(cfg.ShareBurst)/cfg.ShareRate > 100*365*24*3600 {
-		return fmt.Errorf("--share-rate must be a positive number and --share-burst at least 1, refilling within a century")
+		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("share-rate"), name("share-burst"))
 	}
 	if cfg.UpgradeWindow <= 0 {
-		return fmt.Errorf("--upgrade-window must be positive")
+		return fmt.Errorf("%s must be positive", name("upgrade-window"))
 	}
 	if cfg.AlbumProtocol == "" {
 		cfg.AlbumProtocol = cfg.ProtocolMax
 	}
 	for _, d := range []struct{ flag, value string }{
-		{"--protocol-min", cfg.ProtocolMin}, {"--protocol-max", cfg.ProtocolMax}, {"--album-protocol", cfg.AlbumProtocol},
+		{"protocol-min", cfg.ProtocolMin}, {"protocol-max", cfg.ProtocolMax}, {"album-protocol", cfg.AlbumProtocol},
 	} {
 		if _, err := time.Parse(time.DateOnly, d.value); err != nil {
-			return fmt.Errorf("%s must be a date YYYY-MM-DD, not %q", d.flag, d.value)
+			return fmt.Errorf("%s must be a date YYYY-MM-DD, not %q", name(d.flag), d.value)
 		}
 	}
 	// YYYY-MM-DD strings compare in date order.
 	if cfg.ProtocolMin > cfg.ProtocolMax {
-		return fmt.Errorf("--protocol-min %s is after --protocol-max %s", cfg.ProtocolMin, cfg.ProtocolMax)
+		return fmt.Errorf("%s %s is after %s %s", name("protocol-min"), cfg.ProtocolMin, name("protocol-max"), cfg.ProtocolMax)
 	}
 	if cfg.AlbumProtocol < cfg.ProtocolMin || cfg.AlbumProtocol > cfg.ProtocolMax {
-		return fmt.Errorf("--album-protocol %s is outside %s..%s", cfg.AlbumProtocol, cfg.ProtocolMin, cfg.ProtocolMax)
+		return fmt.Errorf("%s %s is outside %s..%s", name("album-protocol"), cfg.AlbumProtocol, cfg.ProtocolMin, cfg.ProtocolMax)
 	}
 	return nil
 }
 
 // Run opens the data directory, serves until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the store closes cleanly.
+//
+// The listener opens first: a busy port fails before the data directory is
+// created or the store touched.
 func (s *Serve) Run(ctx context.Context) error {
+	ln, err := server.Listen(s.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // Start owns it once called; closing it twice is harmless
 	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
@@ -135,8 +162,22 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	s.Config.SealKey = key
-	store, err := kv.Open(filepath.Join(s.DataDir, dbFile), kv.Options{Now: s.Config.Now})
+	log := s.Config.Log
+	store, err := kv.Open(filepath.Join(s.DataDir, dbFile), kv.Options{
+		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
+		BeforeMigrate: func(from int, pending []kv.Migration) {
+			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
+			for _, m := range pending {
+				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
+			}
+		},
+	})
 	if err != nil {
+		return err
+	}
+	format, _, err := store.Format()
+	if err != nil {
+		store.Close()
 		return err
 	}
 	defer store.Close()
@@ -145,16 +186,19 @@ func (s *Serve) Run(ctx context.Context) error {
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	srv := server.New(s.Config, store, blobStore)
-	if err := srv.Open(s.Listen); err != nil {
-		return err
-	}
+	srv.Start(ln)
 	stopAdmin, err := serveAdmin(filepath.Join(s.DataDir, adminSocket), newOps(s.DataDir, store, blobStore, s.Config.Argon2))
 	if err != nil {
 		srv.Close(context.Background())
 		return err
 	}
 	defer stopAdmin()
-	s.Config.Log.Info().Str("url", srv.URL()).Str("data", s.DataDir).Msg("sealbox listening")
+	log.Info().Str("url", srv.URL()).Str("data", s.DataDir).Int("store_format", format).
+		Str("registration", s.Config.Registration).Str("version", server.Version).Msg("sealbox listening")
+	if s.Config.Registration == "open" && !isLoopback(ln.Addr()) {
+		log.Warn().Str("listen", ln.Addr().String()).
+			Msg("registration is open on an address other hosts can reach: anyone who reaches it can create an account (--registration closed, then sealbox users add)")
+	}
 	if s.MetricsListen != "" {
 		stopMetrics, err := serveMetrics(s.MetricsListen, srv.MetricsHandler())
 		if err != nil {
@@ -257,4 +301,10 @@ func serveAdmin(path string, ops *admin.Ops) (func(), error) {
 		srv.Close()
 		os.Remove(path)
 	}, nil
+}
+
+// isLoopback reports whether addr can be reached from this host only.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

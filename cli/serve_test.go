@@ -3,12 +3,19 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"sealbox/server"
 )
@@ -65,6 +72,115 @@ func TestServeRejectsBadEnvironment(t *testing.T) {
 
 // TestServeRunCreatesDataAndShutsDown starts the real serve path on a new
 // data directory, serves a request, and shuts down when the context ends.
+// cliFlag names flags as typed on the command line.
+func cliFlag(flag string) string { return "--" + flag }
+
+// runServeCmd runs `sealbox serve args...` and returns its error and what it
+// wrote to standard error. ctx ends the server if it starts.
+func runServeCmd(ctx context.Context, args ...string) (string, error) {
+	var stderr bytes.Buffer
+	root := NewRootCmd()
+	root.SetArgs(append([]string{"serve"}, args...))
+	root.SetErr(&stderr)
+	root.SetOut(&stderr)
+	err := root.ExecuteContext(ctx)
+	return stderr.String(), err
+}
+
+// A value refused after binding names where it came from: the variable when
+// the environment set it, the flag when the command line did.
+func TestServeNamesTheSourceOfABadValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, env, value string
+		args             []string
+		want             string
+	}{
+		{"registration from the environment", "SEALBOX_REGISTRATION", "maybe", nil, "SEALBOX_REGISTRATION must be open or closed"},
+		{"registration on the command line", "", "", []string{"--registration", "maybe"}, "--registration must be open or closed"},
+		{"album protocol from the environment", "SEALBOX_ALBUM_PROTOCOL", "2020-01-01", nil, "SEALBOX_ALBUM_PROTOCOL 2020-01-01 is outside"},
+		{"size from the environment", "SEALBOX_MAX_BODY", "lots", nil, "SEALBOX_MAX_BODY: invalid size"},
+		{"log level from the environment", "SEALBOX_LOG_LEVEL", "loud", nil, "SEALBOX_LOG_LEVEL must be one of debug, info, warn, error"},
+		{"log level on the command line", "", "", []string{"--log-level", "trace"}, "--log-level must be one of"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(tc.env, tc.value)
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			_, err := runServeCmd(context.Background(), append([]string{"--data", dir, "--listen", "127.0.0.1:0"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error saying %q", err, tc.want)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal("a refused configuration created the data directory")
+			}
+		})
+	}
+}
+
+// serve --help names the environment variable of every flag.
+func TestServeHelpNamesEveryVariable(t *testing.T) {
+	var out bytes.Buffer
+	root := NewRootCmd()
+	root.SetArgs([]string{"serve", "--help"})
+	root.SetOut(&out)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	newServeCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		n++
+		if !strings.Contains(out.String(), "--"+f.Name) || !strings.Contains(out.String(), "[$"+envName(f.Name)+"]") {
+			t.Errorf("serve --help does not name %s for --%s", envName(f.Name), f.Name)
+		}
+	})
+	if n < 20 {
+		t.Fatalf("only %d flags visited", n)
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB", 50 << 30: "50 GiB", 5 << 40: "5 TiB", 1<<63 - 1: "8 EiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d): got %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestUnknownEnvironment(t *testing.T) {
+	env := []string{"SEALBOX_REGISTRATON=closed", "SEALBOX_DATA=/srv", "SEALBOX_MAX_BODY=1MiB", "HOME=/root", "SEALBOX_REGISTRATON=again", "SEALBOX_A="}
+	if got := unknownEnv(env, NewRootCmd()); !slices.Equal(got, []string{"SEALBOX_A", "SEALBOX_REGISTRATON"}) {
+		t.Fatalf("unknown: %q", got)
+	}
+}
+
+// A busy port fails before anything is created in the data directory; the
+// warning about a misspelt variable is written before that, unless the log
+// level hides warnings.
+func TestServeBusyPortCreatesNothing(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	t.Setenv("SEALBOX_REGISTRATON", "closed")
+	dir := filepath.Join(t.TempDir(), "data")
+	stderr, err := runServeCmd(context.Background(), "--data", dir, "--listen", busy.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "listen on "+busy.Addr().String()) {
+		t.Fatalf("got %v, want a listen error", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("serve created the data directory though its port was busy")
+	}
+	if !strings.Contains(stderr, "SEALBOX_REGISTRATON") || !strings.Contains(stderr, "unknown SEALBOX_ environment variable") {
+		t.Fatalf("no warning about the unknown variable: %q", stderr)
+	}
+	stderr, _ = runServeCmd(context.Background(), "--data", dir, "--listen", busy.Addr().String(), "--log-level", "error")
+	if strings.Contains(stderr, "SEALBOX_REGISTRATON") {
+		t.Fatalf("--log-level error still wrote a warning: %q", stderr)
+	}
+}
+
 func TestServeRunCreatesDataAndShutsDown(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nested", "data")
 	ready := make(chan string, 1)
@@ -109,7 +225,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 		}
 	}
 	cfg := server.DefaultConfig()
-	if err := validateConfig(&cfg); err != nil || cfg.AlbumProtocol != cfg.ProtocolMax {
+	if err := validateConfig(&cfg, cliFlag); err != nil || cfg.AlbumProtocol != cfg.ProtocolMax {
 		t.Fatalf("an unset --album-protocol must be --protocol-max: %q, %v", cfg.AlbumProtocol, err)
 	}
 	for _, tc := range []struct {
@@ -132,7 +248,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 	} {
 		cfg := server.DefaultConfig()
 		tc.edit(&cfg)
-		if err := validateConfig(&cfg); err == nil {
+		if err := validateConfig(&cfg, cliFlag); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}

@@ -51,3 +51,19 @@ func (f sizeFlag) Set(s string) error {
 	*f.n = n
 	return nil
 }
+
+// FormatSize writes a byte count for people, in the binary units ParseSize
+// reads: "512 B", "1.5 KiB", "50 GiB" (one decimal, dropped when zero).
+func FormatSize(n int64) string {
+	const units = "KMGTPE"
+	if n < 1<<10 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v, i := float64(n)/(1<<10), 0
+	for v >= 1<<10 && i < len(units)-1 {
+		v /= 1 << 10
+		i++
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + " " + units[i:i+1] + "iB"
+}

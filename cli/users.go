@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -87,6 +86,10 @@ func newUsersCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
 				u, err := a.ResetSecondFactor(cmd.Context(), args[0])
+				if err == nil && u.Unchanged {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) has no second factor; nothing changed\n", u.Email, u.UserID)
+					return nil
+				}
 				return report(cmd, u, err, "second factor removed for")
 			})
 		},
@@ -113,7 +116,7 @@ func report(cmd *cobra.Command, u admin.User, err error, verb string) error {
 
 func printUsers(w io.Writer, users []admin.User) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EMAIL\tUSER ID\tCREATED\tSESSIONS\t2FA\tSTATUS\tALBUMS\tBLOBS\tBYTES\tQUOTA")
+	fmt.Fprintln(tw, "EMAIL\tUSER ID\tCREATED\tSESSIONS\t2FA\tSTATUS\tALBUMS\tBLOBS\tSTORED\tQUOTA")
 	for _, u := range users {
 		status := "active"
 		switch {
@@ -122,8 +125,8 @@ func printUsers(w io.Writer, users []admin.User) error {
 		case u.Locked:
 			status = "locked"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", u.Email, u.UserID, u.CreatedAt.Format(time.DateOnly),
-			u.LiveSessions, onOff(u.SecondFactor), status, u.Albums, u.BlobsHeld, u.BytesHeld, quotaText(u.QuotaBytes))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", u.Email, u.UserID, u.CreatedAt.Format(time.DateOnly),
+			u.LiveSessions, onOff(u.SecondFactor), status, u.Albums, u.BlobsHeld, FormatSize(u.BytesHeld), quotaText(u.QuotaBytes))
 	}
 	return tw.Flush()
 }
@@ -139,7 +142,7 @@ func quotaText(q int64) string {
 	if q == 0 {
 		return "unlimited"
 	}
-	return strconv.FormatInt(q, 10)
+	return FormatSize(q)
 }
 
 // readPassword reads a new account's password: from standard input with

@@ -200,8 +200,18 @@ func TestUsersThroughTheRunningServer(t *testing.T) {
 		t.Fatalf("quota: %d", got)
 	}
 	table, _ := mustCLI(t, "", "users", "list", "--data", dir)
-	if !strings.Contains(table, "EMAIL") || !strings.Contains(table, "ann@example.org") {
-		t.Fatalf("table: %q", table)
+	if !strings.Contains(table, "EMAIL") || !strings.Contains(table, "ann@example.org") || !strings.Contains(table, "50 GiB") || !strings.Contains(table, "0 B") {
+		t.Fatalf("table without human units: %q", table)
+	}
+	// The second factor is gone: a second reset says so and changes nothing,
+	// the session signed in above included.
+	live := usersJSON(t, dir)[0].LiveSessions
+	out, _ = mustCLI(t, "", "users", "reset-2fa", "ann@example.org", "--data", dir)
+	if !strings.Contains(out, "ann@example.org") || !strings.Contains(out, "has no second factor; nothing changed") {
+		t.Fatalf("reset-2fa without a second factor: %q", out)
+	}
+	if got := usersJSON(t, dir)[0].LiveSessions; live == 0 || got != live {
+		t.Fatalf("reset-2fa without a second factor closed sessions: %d before, %d after", live, got)
 	}
 	if _, _, err := runCLI(t, "x\n", "users", "add", "bob@example.org", "--password-stdin", "--data", dir); err == nil {
 		t.Fatal("a short password was accepted")

@@ -125,15 +125,20 @@ func (s *Store) SetQuota(email string, quota int64) error {
 
 // ResetSecondFactor removes the account's second factor, confirmed or
 // pending (for a user who lost their authenticator), and closes every
-// session, in one transaction. The replay ledger stays: a step is a moment
-// in time, not a property of one secret.
-func (s *Store) ResetSecondFactor(email string) (int, error) {
-	revoked := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+// session, in one transaction. An account with neither is left untouched,
+// its sessions too, and removed is false. The replay ledger stays: a step is
+// a moment in time, not a property of one secret.
+func (s *Store) ResetSecondFactor(email string) (removed bool, revoked int, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		removed, revoked = false, 0
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {
 			return err
 		}
+		if a.TOTPSecret == nil && a.TOTPPending == nil {
+			return nil
+		}
+		removed = true
 		a.TOTPSecret, a.TOTPPending = nil, nil
 		if err := putAccount(tx, a); err != nil {
 			return err
@@ -141,5 +146,5 @@ func (s *Store) ResetSecondFactor(email string) (int, error) {
 		revoked, err = deleteAccountSessions(tx, a.ID, "")
 		return err
 	})
-	return revoked, err
+	return removed, revoked, err
 }

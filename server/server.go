@@ -184,10 +184,28 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Open listens on addr and serves in the background: a busy port fails
 // here, at once. It also starts the expiry sweeper.
 func (s *Server) Open(addr string) error {
+	ln, err := Listen(addr)
+	if err != nil {
+		return err
+	}
+	s.Start(ln)
+	return nil
+}
+
+// Listen opens the TCP listener a server is started on. A caller that must
+// know the port is free before doing anything else (serve, before it creates
+// a data directory) listens first and calls Start.
+func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	return ln, nil
+}
+
+// Start serves on ln, which the server owns from now on, and starts the
+// expiry sweeper.
+func (s *Server) Start(ln net.Listener) {
 	s.ln = ln
 	s.httpSrv = &http.Server{
 		Handler: s.handler,
@@ -210,7 +228,6 @@ func (s *Server) Open(addr string) error {
 		defer s.bg.Done()
 		s.sweepLoop()
 	}()
-	return nil
 }
 
 // URL is the base URL the server listens on.

@@ -464,9 +464,9 @@ func TestOperatorResetOfSecondFactor(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok, _ := ts.RegisterWithTOTP(t, "lost@example.org")
 	ts.LoginChallenge(t, "lost@example.org")
-	revoked, err := ts.Store.ResetSecondFactor("lost@example.org")
-	if err != nil || revoked != 1 {
-		t.Fatalf("reset: %d sessions closed, %v", revoked, err)
+	removed, revoked, err := ts.Store.ResetSecondFactor("lost@example.org")
+	if err != nil || !removed || revoked != 1 {
+		t.Fatalf("reset: removed %v, %d sessions closed, %v", removed, revoked, err)
 	}
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
 	ts.Login(t, "lost@example.org")

@@ -44,6 +44,9 @@ type User struct {
 	BytesHeld    int64     `json:"bytes_held"`
 	// RevokedSessions is set by operations that closed sessions.
 	RevokedSessions int `json:"revoked_sessions,omitempty"`
+	// Unchanged is set by an operation that found nothing to do (a second
+	// factor reset on an account without one).
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 func userOf(row kv.UserSummary) User {
@@ -115,12 +118,12 @@ func (o *Ops) SetDisabled(_ context.Context, email string, disabled bool) (User,
 // ResetSecondFactor removes the account's second factor and closes its
 // sessions.
 func (o *Ops) ResetSecondFactor(_ context.Context, email string) (User, error) {
-	revoked, err := o.Store.ResetSecondFactor(normalize(email))
+	removed, revoked, err := o.Store.ResetSecondFactor(normalize(email))
 	if err != nil {
 		return User{}, err
 	}
 	u, err := o.user(email)
-	u.RevokedSessions = revoked
+	u.RevokedSessions, u.Unchanged = revoked, !removed
 	return u, err
 }
 
