@@ -1,7 +1,8 @@
 // Package hybridsigtest makes deterministic hybrid identity keys for tests of
-// sealbox/server/hybridsig and of the handlers that use it. It is imported
-// only from _test.go files: its keys come from seeds written in the tests, so
-// they are public by construction and must never protect anything.
+// sealbox/server/hybridsig and of the handlers that use it, and for
+// `sealbox dev`, the client developers' tool. The server never imports it: a
+// key here is a seed in memory or in a plain file, fit for tests and
+// experiments and never for protecting anything.
 package hybridsigtest
 
 import (
