@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The README's examples are a client many people copy, so they run as a
+// test. Every ```sh block runs, in order, in one bash with -euo pipefail, in
+// an empty directory, with the built binary first on PATH and a server
+// started the way the Quick start starts it. Nothing is rewritten but the
+// addresses: 127.0.0.1:8080 becomes this test's server and 127.0.0.1:8081 a
+// second free port. A curl command answers what the comment right after it
+// shows ("# 204 …"), or a 2xx when none is shown; any other command must
+// exit 0. Blocks fenced otherwise (```console, ```cron, ```nginx, …) are
+// shown, not run: they start long-running servers or touch the system.
+
+// readmeBlock is one ```sh block: its lines and the README line of the first.
+type readmeBlock struct {
+	line  int
+	lines []string
+}
+
+// readmeShellBlocks returns the README's ```sh blocks in order.
+func readmeShellBlocks(path string) ([]readmeBlock, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var blocks []readmeBlock
+	var cur *readmeBlock
+	fence := ""
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case fence == "" && strings.HasPrefix(trimmed, "```"):
+			fence = trimmed
+			if trimmed == "```sh" {
+				blocks = append(blocks, readmeBlock{line: n + 1})
+				cur = &blocks[len(blocks)-1]
+			}
+		case fence != "" && trimmed == "```":
+			fence, cur = "", nil
+		case cur != nil:
+			// Blocks inside list items are indented; the indent is not bash's.
+			cur.lines = append(cur.lines, strings.TrimPrefix(line, "   "))
+		}
+	}
+	return blocks, sc.Err()
+}
+
+// statusComment is a comment giving the status of the command before it.
+var statusComment = regexp.MustCompile(`^#\s*([1-5][0-9][0-9])\b`)
+
+// readmeScript turns the blocks into one bash script. Before each command it
+// records the command's README line and expected status for the curl
+// wrapper and the ERR trap.
+func readmeScript(blocks []readmeBlock) string {
+	var b strings.Builder
+	b.WriteString(readmePrelude)
+	for _, blk := range blocks {
+		lines := blk.lines
+		for i := 0; i < len(lines); i++ {
+			line := lines[i]
+			trimmed := strings.TrimSpace(line)
+			if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+				b.WriteString(line + "\n")
+				continue
+			}
+			// A command runs to the first line that does not end in a
+			// backslash; the comment right after it may give its status.
+			end := i
+			for end < len(lines)-1 && strings.HasSuffix(strings.TrimRight(lines[end], " "), `\`) {
+				end++
+			}
+			expect := ""
+			if end+1 < len(lines) {
+				if m := statusComment.FindStringSubmatch(strings.TrimSpace(lines[end+1])); m != nil {
+					expect = m[1]
+				}
+			}
+			fmt.Fprintf(&b, "__readme_next %d '%s'\n", blk.line+i, expect)
+			for _, l := range lines[i : end+1] {
+				b.WriteString(l + "\n")
+			}
+			i = end
+		}
+	}
+	b.WriteString("echo __README_DONE__\n")
+	return b.String()
+}
+
+// readmePrelude wraps curl so every answer's status is checked against the
+// README, and reports the README line of any command that fails.
+const readmePrelude = `set -euo pipefail
+__readme_line=0
+__readme_expect=
+__readme_next() { __readme_line=$1; __readme_expect=$2; }
+trap 'echo "README.md:$__readme_line: the command failed (exit $?)" >&2' ERR
+curl() {
+	local out rc=0 status
+	out=$(mktemp)
+	command curl --write-out '%{stderr}__README_STATUS %{http_code}\n' "$@" 2>"$out" || rc=$?
+	grep -v '^__README_STATUS ' "$out" >&2 || true
+	local statuses
+	statuses=$(sed -n 's/^__README_STATUS //p' "$out")
+	rm -f "$out"
+	if [ "$rc" -ne 0 ]; then
+		echo "README.md:$__readme_line: curl exited $rc" >&2
+		return "$rc"
+	fi
+	for status in $statuses; do
+		if [ -n "$__readme_expect" ]; then
+			if [ "$status" != "$__readme_expect" ]; then
+				echo "README.md:$__readme_line: the answer is $status, the README says $__readme_expect" >&2
+				return 1
+			fi
+		else
+			case "$status" in
+			2??) ;;
+			*)
+				echo "README.md:$__readme_line: the answer is $status; the README shows no status, so it must be 2xx" >&2
+				return 1
+				;;
+			esac
+		fi
+	done
+}
+`
+
+// TestREADME runs the README's examples against the real binary.
+func TestREADME(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs the README's examples")
+	}
+	for _, tool := range []string{"bash", "curl", "jq", "sha256sum", "base64", "cmp"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is needed to run the README (Debian: apt-get install %s)", tool, tool)
+			}
+			t.Skipf("%s is needed to run the README's examples", tool)
+		}
+	}
+	blocks, err := readmeShellBlocks("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) < 10 {
+		t.Fatalf("the README has %d ```sh blocks; the test would prove little", len(blocks))
+	}
+	script := readmeScript(blocks)
+	if !strings.Contains(script, "127.0.0.1:8080") {
+		t.Fatal("the README's examples never name the server's address 127.0.0.1:8080")
+	}
+
+	bin := buildBinary(t)
+	work := t.TempDir()
+	addr, spare := freeAddr(t), freeAddr(t)
+	script = strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:8081", spare).Replace(script)
+	if err := os.WriteFile(filepath.Join(work, "readme.sh"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The server the Quick start starts: `sealbox serve` with its defaults,
+	// in the directory the examples run in.
+	srv := exec.Command(bin, "serve", "--listen", addr)
+	srv.Dir = work
+	srv.Env = serveEnv()
+	log := &syncBuffer{ready: make(chan string, 1)}
+	srv.Stderr = log
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
+	t.Cleanup(func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		<-exited
+	})
+	select {
+	case <-log.ready:
+	case err := <-exited:
+		t.Fatalf("serve exited at start: %v\n%s", err, log.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start:\n%s", log.String())
+	}
+
+	run := exec.Command("bash", "readme.sh")
+	run.Dir = work
+	run.Env = append(serveEnv(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// Its own process group, so a server the README starts in the
+	// background goes when the test ends, whatever happened.
+	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := run.CombinedOutput()
+	if run.Process != nil {
+		syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
+	}
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "__README_DONE__") {
+		t.Fatalf("the README's examples failed (%v):\n%s\n--- server log:\n%s", err, tail(string(out), 60), tail(log.String(), 20))
+	}
+	t.Logf("what the examples printed:\n%s", out)
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
