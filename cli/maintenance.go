@@ -11,21 +11,37 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"sealbox/kv"
+	"sealbox/server"
 	"sealbox/server/admin"
 )
 
 func newBackupCmd() *cobra.Command {
+	var keep int
 	cmd := &cobra.Command{
 		Use:   "backup DEST",
-		Short: "Write a consistent, restorable copy of the data directory to DEST (incremental)",
+		Short: "Write a consistent, restorable copy of the data directory to DEST (incremental; --keep N for generations)",
 		Long: `backup writes a snapshot of the store, the server key and every blob the snapshot
-references to DEST. Blobs already in DEST are skipped, so running it nightly into the same
-folder is cheap. It works while the server runs. DEST is itself a data directory:
-restore by pointing the server at it (sealbox serve --data DEST).`,
+references. It works while the server runs.
+
+Without --keep, DEST is one data directory updated in place: blobs already in it
+are skipped, so running it nightly into the same folder is cheap.
+
+With --keep N, DEST holds dated generations (DEST/2026-11-24T033000Z, ...), each
+a complete data directory. A new generation hard-links every blob the previous
+one holds, so it costs only its new blobs; once it is complete, the oldest
+generations beyond N are removed.
+
+Restore with sealbox restore DEST --data NEWDIR (the newest generation when DEST
+holds generations), or point the server at a backup: sealbox serve --data DEST.`,
 		Args: cobra.ExactArgs(1),
 	}
 	data := addDataFlag(cmd)
+	cmd.Flags().IntVar(&keep, "keep", 0, "keep the newest N dated generations under DEST (0: DEST is one backup, updated in place)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if keep < 0 {
+			return fmt.Errorf("--keep %d: want 0 (one backup) or the number of generations to keep", keep)
+		}
 		// The running server does the copying: give it a path that does not
 		// depend on this process's working directory.
 		dest, err := filepath.Abs(args[0])
@@ -33,14 +49,21 @@ restore by pointing the server at it (sealbox serve --data DEST).`,
 			return err
 		}
 		return withAdmin(cmd, data, readOnly, func(a admin.Admin) error {
-			bar := newProgressBar(cmd.ErrOrStderr())
-			rep, err := a.Backup(cmd.Context(), dest, bar.update)
+			bar := newProgressBar("backup", cmd.ErrOrStderr())
+			rep, err := a.Backup(cmd.Context(), dest, admin.BackupOptions{Keep: keep}, bar.update)
 			bar.finish()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "backup written to %s: snapshot %s, %d blobs copied (%s), %d already there, in %s\n",
-				rep.Dest, humanBytes(rep.SnapshotBytes), rep.BlobsCopied, humanBytes(rep.BytesCopied), rep.BlobsSkipped, rep.Elapsed.Round(time.Millisecond))
+			linked := ""
+			if keep > 0 {
+				linked = fmt.Sprintf(", %d linked from the previous generation", rep.BlobsLinked)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "backup written to %s: snapshot %s, %d blobs copied (%s)%s, %d already there, in %s\n",
+				rep.Dest, humanBytes(rep.SnapshotBytes), rep.BlobsCopied, humanBytes(rep.BytesCopied), linked, rep.BlobsSkipped, rep.Elapsed.Round(time.Millisecond))
+			for _, g := range rep.Removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed generation %s (more than %d)\n", g, keep)
+			}
 			return nil
 		})
 	}
@@ -117,15 +140,16 @@ func newGCCmd() *cobra.Command {
 // progressBar draws blobs and bytes on one redrawn line on a terminal, and
 // writes a plain line every 10% (and at the end) otherwise.
 type progressBar struct {
+	label    string
 	w        io.Writer
 	terminal bool
 	lastTick int
 	last     admin.Progress
 }
 
-func newProgressBar(w io.Writer) *progressBar {
+func newProgressBar(label string, w io.Writer) *progressBar {
 	f, ok := w.(*os.File)
-	return &progressBar{w: w, terminal: ok && term.IsTerminal(int(f.Fd())), lastTick: -1}
+	return &progressBar{label: label, w: w, terminal: ok && term.IsTerminal(int(f.Fd())), lastTick: -1}
 }
 
 func (p *progressBar) update(pr admin.Progress) {
@@ -142,7 +166,7 @@ func (p *progressBar) update(pr admin.Progress) {
 	}
 	if tick := pct / 10; tick != p.lastTick {
 		p.lastTick = tick
-		fmt.Fprintf(p.w, "backup: %d%%, blobs %d/%d, %s of %s\n", pct, pr.BlobsDone, pr.BlobsTotal, humanBytes(pr.BytesDone), humanBytes(pr.BytesTotal))
+		fmt.Fprintf(p.w, "%s: %d%%, blobs %d/%d, %s of %s\n", p.label, pct, pr.BlobsDone, pr.BlobsTotal, humanBytes(pr.BytesDone), humanBytes(pr.BytesTotal))
 	}
 }
 
@@ -164,4 +188,44 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func newRestoreCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "restore BACKUP",
+		Short: "Verify a backup and copy it into a new data directory (--data)",
+		Long: `restore verifies BACKUP as check --deep does (every referenced blob is re-hashed
+as it is copied; the store's structure and references are checked) and copies it
+into the data directory given by --data, which must be missing or empty. BACKUP
+is only read. When BACKUP holds generations (backup --keep), the newest is
+restored. A backup that is not whole is refused and nothing is left behind.
+A backup written by an older sealbox is migrated in the copy.`,
+		Args: cobra.ExactArgs(1),
+	}
+	data := addDataFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := bindFlagEnv(cmd.Flag("data")); err != nil {
+			return err
+		}
+		log := cmd.ErrOrStderr()
+		bar := newProgressBar("restore", log)
+		rep, err := admin.Restore(cmd.Context(), args[0], *data, admin.RestoreOptions{
+			Version:     server.Version,
+			OpenTimeout: adminOpenTimeout,
+			BeforeMigrate: func(from int, pending []kv.Migration) {
+				fmt.Fprintf(log, "restore: the backup has store format %d; migrating the copy to %d\n", from, kv.FormatVersion)
+				for _, m := range pending {
+					fmt.Fprintf(log, "restore: migration to format %d: %s\n", m.To, m.Name)
+				}
+			},
+		}, bar.update)
+		bar.finish()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %d blobs (%s) verified, in %s; start it with: sealbox serve --data %s\n",
+			rep.From, rep.Dest, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), rep.Dest)
+		return nil
+	}
+	return cmd
 }

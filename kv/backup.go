@@ -1,8 +1,10 @@
 package kv
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -69,4 +71,27 @@ func (s *Store) DanglingReferences(limit int) ([]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// CopyFile writes a consistent copy of the store file at path to w, as of
+// one read transaction, whatever format the store is in: a restore copies a
+// backup first and lets Open migrate the copy, so the backup itself is only
+// read. The file is opened read-only under bbolt's shared lock, so a server
+// writing to it makes this fail with ErrLocked after timeout instead of
+// copying a file mid-write.
+func CopyFile(path string, w io.Writer, timeout time.Duration) (int64, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return 0, ErrLocked
+	}
+	if err != nil {
+		return 0, fmt.Errorf("open store %s: %w", path, err)
+	}
+	defer db.Close()
+	var n int64
+	err = db.View(func(tx *bolt.Tx) (err error) {
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
 }

@@ -24,7 +24,7 @@ type Admin interface {
 	SetDisabled(ctx context.Context, email string, disabled bool) (User, error)
 	SetQuota(ctx context.Context, email string, quota int64) (User, error)
 	ResetSecondFactor(ctx context.Context, email string) (User, error)
-	Backup(ctx context.Context, dest string, progress func(Progress)) (BackupReport, error)
+	Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error)
 	Check(ctx context.Context, deep bool) (CheckReport, error)
 	GC(ctx context.Context, dryRun bool, grace time.Duration) (GCReport, error)
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"sealbox/blobs"
@@ -33,39 +35,74 @@ type Progress struct {
 	BytesTotal int64 `json:"bytes_total"`
 }
 
-// BackupReport says what a backup wrote.
-type BackupReport struct {
-	Dest          string        `json:"dest"`
-	SnapshotBytes int64         `json:"snapshot_bytes"`
-	BlobsCopied   int           `json:"blobs_copied"`
-	BlobsSkipped  int           `json:"blobs_skipped"`
-	BytesCopied   int64         `json:"bytes_copied"`
-	Missing       []string      `json:"missing,omitempty"`
-	Elapsed       time.Duration `json:"elapsed"`
+// BackupOptions says how a backup is laid out in its destination.
+type BackupOptions struct {
+	// Keep, when above 0, makes the destination a set of dated generations,
+	// each a complete data directory, of which the newest Keep are kept.
+	// At 0 the destination is one data directory, updated in place.
+	Keep int `json:"keep,omitempty"`
 }
 
-// Backup writes a consistent, restorable copy of the data directory to dest:
-// a snapshot of the store as of one read transaction, the server key, and
-// every blob the snapshot references. Blobs already in dest are skipped
-// (content addresses never change), so nightly backups copy only what is
-// new. Every file is written durably; the snapshot is written under a
-// temporary name and renamed last, so an interrupted backup leaves the
-// previous one whole. dest is then itself a data directory: `sealbox serve
-// --data dest` starts on it.
-func (o *Ops) Backup(ctx context.Context, dest string, progress func(Progress)) (BackupReport, error) {
+// BackupReport says what a backup wrote.
+type BackupReport struct {
+	Dest          string `json:"dest"`
+	SnapshotBytes int64  `json:"snapshot_bytes"`
+	BlobsCopied   int    `json:"blobs_copied"`
+	BlobsSkipped  int    `json:"blobs_skipped"`
+	// BlobsLinked counts blobs shared with the previous generation by a
+	// hard link instead of a copy.
+	BlobsLinked int   `json:"blobs_linked,omitempty"`
+	BytesCopied int64 `json:"bytes_copied"`
+	// Generation names the generation written, and Removed the older ones
+	// removed after it was complete (with Keep).
+	Generation string        `json:"generation,omitempty"`
+	Removed    []string      `json:"removed,omitempty"`
+	Missing    []string      `json:"missing,omitempty"`
+	Elapsed    time.Duration `json:"elapsed"`
+}
+
+// Backup writes a consistent, restorable copy of the data directory: a
+// snapshot of the store as of one read transaction, the server key, and
+// every blob the snapshot references. Every file is written durably and the
+// snapshot is renamed into place last, so an interrupted backup leaves the
+// previous one whole. What it writes is itself a data directory: `sealbox
+// serve --data` starts on it.
+//
+// Without Keep, dest is that data directory, and blobs already in it are
+// skipped (content addresses never change), so nightly backups into one
+// folder copy only what is new. With Keep, dest holds dated generations
+// (see backupGeneration).
+func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error) {
 	start := time.Now()
-	rep := BackupReport{Dest: dest}
 	if err := os.MkdirAll(dest, 0o700); err != nil {
-		return rep, err
+		return BackupReport{Dest: dest}, err
 	}
 	if same, err := sameDir(dest, o.DataDir); err != nil || same {
-		return rep, errors.Join(err, fmt.Errorf("the backup destination must not be the data directory"))
+		return BackupReport{Dest: dest}, errors.Join(err, fmt.Errorf("the backup destination must not be the data directory"))
 	}
-	destBlobs, err := blobs.Open(filepath.Join(dest, BlobsDir))
+	var rep BackupReport
+	var err error
+	if opts.Keep > 0 {
+		rep, err = o.backupGeneration(ctx, dest, opts.Keep, start, progress)
+	} else {
+		if !hasStore(dest) && hasGenerations(dest) {
+			return BackupReport{Dest: dest}, fmt.Errorf("%s holds backup generations: give --keep, or another destination", dest)
+		}
+		rep, err = o.backupInto(ctx, dest, nil, progress)
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, err
+}
+
+// backupInto writes a backup into the data directory dir. A blob dir lacks
+// is hard-linked from prev when prev holds it, and copied otherwise.
+func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Store, progress func(Progress)) (BackupReport, error) {
+	rep := BackupReport{Dest: dir}
+	destBlobs, err := blobs.Open(filepath.Join(dir, BlobsDir))
 	if err != nil {
 		return rep, err
 	}
-	tmp := filepath.Join(dest, DBFile+".tmp")
+	tmp := filepath.Join(dir, DBFile+".tmp")
 	if rep.SnapshotBytes, err = o.writeSnapshot(tmp); err != nil {
 		return rep, err
 	}
@@ -73,25 +110,150 @@ func (o *Ops) Backup(ctx context.Context, dest string, progress func(Progress)) 
 	if err != nil {
 		return rep, err
 	}
-	err = o.copyBlobs(ctx, snap, destBlobs, &rep, progress)
+	err = o.copyBlobs(ctx, snap, destBlobs, prev, &rep, progress)
 	snap.Close()
 	if err != nil {
 		return rep, err
 	}
-	if err := copyFileDurably(filepath.Join(o.DataDir, KeyFile), filepath.Join(dest, KeyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := copyFileDurably(filepath.Join(o.DataDir, KeyFile), filepath.Join(dir, KeyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return rep, err
 	}
-	if err := os.Rename(tmp, filepath.Join(dest, DBFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, DBFile)); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(dest); err != nil {
+	if err := blobs.SyncDir(dir); err != nil {
 		return rep, err
 	}
-	rep.Elapsed = time.Since(start)
 	if len(rep.Missing) > 0 {
 		return rep, fmt.Errorf("%d referenced blobs are missing from the data directory and could not be backed up (run `sealbox check`)", len(rep.Missing))
 	}
 	return rep, nil
+}
+
+// generationLayout names a generation by when its backup started, in UTC;
+// names sort in time order.
+const generationLayout = "2006-01-02T150405Z"
+
+// partialPrefix marks a generation still being written. It is renamed to
+// its final name once complete, so a directory with the prefix is never a
+// backup: an interrupted run leaves one behind, and the next run removes it.
+const partialPrefix = ".partial-"
+
+// backupGeneration writes a new generation under root, sharing every blob
+// the newest complete generation already holds by a hard link (so a
+// generation costs only its new blobs, and removing any generation frees
+// only what no other one links), then removes the oldest generations beyond
+// keep, and only then: a failed backup never costs an old one.
+func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start time.Time, progress func(Progress)) (BackupReport, error) {
+	if hasStore(root) {
+		return BackupReport{Dest: root}, fmt.Errorf("%s holds a single backup, not generations: give --keep another destination", root)
+	}
+	gens, err := generations(root)
+	if err != nil {
+		return BackupReport{Dest: root}, err
+	}
+	if err := removePartials(root); err != nil {
+		return BackupReport{Dest: root}, err
+	}
+	// Names sort in time order. Two backups in one second, or a clock that
+	// went back, get a suffix after the newest name, so the new generation
+	// still sorts last.
+	base := start.UTC().Format(generationLayout)
+	if len(gens) > 0 && base <= gens[len(gens)-1] {
+		base = gens[len(gens)-1]
+	}
+	name := base
+	for n := 1; slices.Contains(gens, name); n++ {
+		name = fmt.Sprintf("%s-%d", base, n)
+	}
+	var prev *blobs.Store
+	if len(gens) > 0 {
+		prev = blobs.OpenReadOnly(filepath.Join(root, gens[len(gens)-1], BlobsDir))
+	}
+	partial := filepath.Join(root, partialPrefix+name)
+	rep, err := o.backupInto(ctx, partial, prev, progress)
+	rep.Dest, rep.Generation = filepath.Join(root, name), name
+	if err != nil {
+		return rep, err
+	}
+	if err := os.Rename(partial, rep.Dest); err != nil {
+		return rep, err
+	}
+	if err := blobs.SyncDir(root); err != nil {
+		return rep, err
+	}
+	gens = append(gens, name)
+	for len(gens) > keep {
+		if err := os.RemoveAll(filepath.Join(root, gens[0])); err != nil {
+			return rep, fmt.Errorf("the new generation %s is complete, but removing %s failed: %w", name, gens[0], err)
+		}
+		rep.Removed = append(rep.Removed, gens[0])
+		gens = gens[1:]
+	}
+	return rep, blobs.SyncDir(root)
+}
+
+// generations lists the complete generations under root, oldest first.
+func generations(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var gens []string
+	for _, e := range entries {
+		if e.IsDir() && isGeneration(e.Name()) && hasStore(filepath.Join(root, e.Name())) {
+			gens = append(gens, e.Name())
+		}
+	}
+	slices.Sort(gens)
+	return gens, nil
+}
+
+// isGeneration reports whether name is a generation's name.
+func isGeneration(name string) bool {
+	if len(name) < len(generationLayout) {
+		return false
+	}
+	_, err := time.Parse(generationLayout, name[:len(generationLayout)])
+	return err == nil
+}
+
+// hasGenerations reports whether root holds at least one generation.
+func hasGenerations(root string) bool {
+	gens, err := generations(root)
+	return err == nil && len(gens) > 0
+}
+
+// hasStore reports whether dir holds a store file.
+func hasStore(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, DBFile))
+	return err == nil
+}
+
+// removePartials removes what interrupted generation backups left behind.
+func removePartials(root string) error {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), partialPrefix) {
+			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// NewestGeneration returns the newest complete generation under root, or
+// "" when root holds none.
+func NewestGeneration(root string) string {
+	gens, err := generations(root)
+	if err != nil || len(gens) == 0 {
+		return ""
+	}
+	return filepath.Join(root, gens[len(gens)-1])
 }
 
 func (o *Ops) writeSnapshot(path string) (int64, error) {
@@ -109,8 +271,9 @@ func (o *Ops) writeSnapshot(path string) (int64, error) {
 	return n, err
 }
 
-// copyBlobs copies every blob the snapshot references and that dest lacks.
-func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest *blobs.Store, rep *BackupReport, progress func(Progress)) error {
+// copyBlobs gives dest every blob the snapshot references that it lacks:
+// a hard link to prev's file when prev holds it, else a copy.
+func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.Store, rep *BackupReport, progress func(Progress)) error {
 	var p Progress
 	if err := eachBlob(snap, func(b kv.Blob) error {
 		p.BlobsTotal++
@@ -135,6 +298,17 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest *blobs.Store, 
 			rep.BlobsSkipped++
 			report()
 			return nil
+		}
+		if prev != nil {
+			linked, err := linkBlob(prev, dest, b.Hash)
+			if err != nil {
+				return err
+			}
+			if linked {
+				rep.BlobsLinked++
+				report()
+				return nil
+			}
 		}
 		src, _, err := o.Blobs.Open(b.Hash)
 		if errors.Is(err, blobs.ErrNotFound) {
@@ -179,6 +353,26 @@ func eachBlob(s *kv.Store, fn func(kv.Blob) error) error {
 		}
 		after = page[len(page)-1].Hash
 	}
+}
+
+// linkBlob gives dest the blob hash of prev by a hard link, and reports
+// false when prev does not hold it. The previous generation's file was
+// hashed when it was first copied, and a generation's files are never
+// written, so the link shares verified bytes.
+func linkBlob(prev, dest *blobs.Store, hash string) (bool, error) {
+	f, _, err := prev.Open(hash)
+	if errors.Is(err, blobs.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	path := f.Name()
+	f.Close()
+	if _, _, err := dest.Adopt(path, hash); err != nil {
+		return false, fmt.Errorf("link blob %s from the previous generation: %w", hash, err)
+	}
+	return true, nil
 }
 
 // copyFileDurably copies src to dst through a temporary file that is

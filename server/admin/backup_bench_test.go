@@ -84,14 +84,14 @@ func BenchmarkBackup(b *testing.B) {
 	ctx := context.Background()
 	b.Run("full", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := ops.Backup(ctx, filepath.Join(b.TempDir(), "backup"), nil); err != nil {
+			if _, err := ops.Backup(ctx, filepath.Join(b.TempDir(), "backup"), admin.BackupOptions{}, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("incremental-100", func(b *testing.B) {
 		dest := filepath.Join(b.TempDir(), "backup")
-		if _, err := ops.Backup(ctx, dest, nil); err != nil {
+		if _, err := ops.Backup(ctx, dest, admin.BackupOptions{}, nil); err != nil {
 			b.Fatal(err)
 		}
 		next := 10_000
@@ -101,7 +101,7 @@ func BenchmarkBackup(b *testing.B) {
 			addBlobs(b, ops, next, 100)
 			next += 100
 			b.StartTimer()
-			rep, err := ops.Backup(ctx, dest, nil)
+			rep, err := ops.Backup(ctx, dest, admin.BackupOptions{}, nil)
 			if err != nil || rep.BlobsCopied != 100 {
 				b.Fatalf("copied %d, %v", rep.BlobsCopied, err)
 			}

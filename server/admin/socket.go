@@ -36,6 +36,7 @@ type args struct {
 	Deep     bool          `json:"deep,omitempty"`
 	DryRun   bool          `json:"dry_run,omitempty"`
 	Grace    time.Duration `json:"grace,omitempty"`
+	Keep     int           `json:"keep,omitempty"`
 }
 
 // backupEvent is one line of the backup stream: progress, then the report
@@ -97,7 +98,7 @@ func Handler(ops Admin) http.Handler {
 			enc.Encode(backupEvent{Done: true, Error: fmt.Sprintf("bad request: %v", err)})
 			return
 		}
-		rep, err := ops.Backup(r.Context(), a.Dest, func(p Progress) {
+		rep, err := ops.Backup(r.Context(), a.Dest, BackupOptions{Keep: a.Keep}, func(p Progress) {
 			enc.Encode(backupEvent{Progress: &p})
 			flush(w)
 		})
@@ -294,8 +295,8 @@ func (c *Client) GC(ctx context.Context, dryRun bool, grace time.Duration) (GCRe
 
 // Backup runs the backup in the server process (which holds the files) and
 // relays its progress.
-func (c *Client) Backup(ctx context.Context, dest string, progress func(Progress)) (BackupReport, error) {
-	resp, err := c.post(ctx, "/backup", args{Dest: dest})
+func (c *Client) Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error) {
+	resp, err := c.post(ctx, "/backup", args{Dest: dest, Keep: opts.Keep})
 	if err != nil {
 		return BackupReport{}, err
 	}

@@ -135,7 +135,7 @@ func (slowOps) Check(ctx context.Context, deep bool) (admin.CheckReport, error) 
 	return admin.CheckReport{Blobs: 7, Deep: deep}, nil
 }
 
-func (slowOps) Backup(ctx context.Context, dest string, progress func(admin.Progress)) (admin.BackupReport, error) {
+func (slowOps) Backup(ctx context.Context, dest string, _ admin.BackupOptions, progress func(admin.Progress)) (admin.BackupReport, error) {
 	time.Sleep(slowOp)
 	progress(admin.Progress{BlobsDone: 1, BlobsTotal: 1})
 	return admin.BackupReport{Dest: dest, BlobsCopied: 1}, nil
@@ -151,7 +151,7 @@ func TestSlowOperationsAreNotCut(t *testing.T) {
 		t.Fatalf("check: %+v, %v", rep, err)
 	}
 	var progress []admin.Progress
-	rep, err := c.Backup(ctx, "/backup", func(p admin.Progress) { progress = append(progress, p) })
+	rep, err := c.Backup(ctx, "/backup", admin.BackupOptions{}, func(p admin.Progress) { progress = append(progress, p) })
 	if err != nil || rep.Dest != "/backup" || rep.BlobsCopied != 1 || len(progress) != 1 {
 		t.Fatalf("backup: %+v, %v, progress %v", rep, err, progress)
 	}

@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sealbox/server"
+)
+
+// restoreFixture serves a data directory holding n blobs of one account and
+// a share link over all of them, and returns the server's URL and the data
+// directory.
+func restoreFixture(t *testing.T, n int) (dir string, api apiClient, token, upload string) {
+	t.Helper()
+	dir = t.TempDir()
+	api = apiClient{t, startServe(t, dir, openRegistration)}
+	token, upload = api.account("family@example.org")
+	for i := range n {
+		if status := api.put(token, upload, blob(i)); status != 201 {
+			t.Fatalf("put %d: %d", i, status)
+		}
+	}
+	return dir, api, token, upload
+}
+
+// readAllThrough reads blobs 0..n-1 from a server on dir through a share
+// link the backup carried, and fails unless each is byte-identical.
+func readAllThrough(t *testing.T, dir, link string, n int) {
+	t.Helper()
+	url := startServe(t, dir, func(c *server.Config) { c.ShareBurst = 1 << 20 })
+	for i := range n {
+		resp, err := http.Get(url + "/s/" + link + "/blob/" + hashHex(blob(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Equal(got, blob(i)) {
+			t.Fatalf("blob %d from the restored directory: %d, %d bytes", i, resp.StatusCode, len(got))
+		}
+	}
+}
+
+// TestRestoreRoundTrip: backup, restore into a new directory, and the
+// restored directory serves every blob byte-identical; the backup is only
+// read.
+func TestRestoreRoundTrip(t *testing.T) {
+	const n = 12
+	dir, api, token, _ := restoreFixture(t, n)
+	const link = "00000000000000000000000000000001"
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	if status, m := api.json("POST", "/v1/shares", token, shareOf(link, ids)); status != 201 {
+		t.Fatalf("share: %d %v", status, m)
+	}
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+	before := treeOf(t, backup)
+
+	restored := filepath.Join(t.TempDir(), "restored")
+	out, progress := mustCLI(t, "", "restore", backup, "--data", restored)
+	if !strings.Contains(out, "restored "+backup+" into "+restored) || !strings.Contains(out, "12 blobs") || !strings.Contains(progress, "restore: 100%") {
+		t.Fatalf("restore said %q / %q", out, progress)
+	}
+	if after := treeOf(t, backup); !maps.Equal(before, after) {
+		t.Fatal("restore changed the backup")
+	}
+	if out, _ := mustCLI(t, "", "check", "--deep", "--data", restored); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("check of the restored directory: %q", out)
+	}
+	readAllThrough(t, restored, link, n)
+}
+
+// TestRestoreRefuses: a target that holds anything, a backup that is not
+// whole, a folder that is no backup and a data directory a server holds are
+// refused, and each refusal leaves the target as it was and the backup
+// unchanged.
+func TestRestoreRefuses(t *testing.T) {
+	dir, _, _, _ := restoreFixture(t, 3)
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+
+	nonEmpty := t.TempDir()
+	os.WriteFile(filepath.Join(nonEmpty, "notes.txt"), []byte("mine"), 0o600)
+	if _, _, err := runCLI(t, "", "restore", backup, "--data", nonEmpty); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("restore into a non-empty directory: %v", err)
+	}
+	if tree := treeOf(t, nonEmpty); len(tree) != 2 {
+		t.Fatalf("the non-empty target changed: %v", tree)
+	}
+
+	damaged := func(name string, damage func(dir string)) {
+		t.Run(name, func(t *testing.T) {
+			bad := t.TempDir()
+			copyDir(t, backup, bad)
+			damage(bad)
+			before := treeOf(t, bad)
+			missing := filepath.Join(t.TempDir(), "restored")
+			if _, _, err := runCLI(t, "", "restore", bad, "--data", missing); err == nil || !strings.Contains(err.Error(), "not whole") {
+				t.Fatalf("restore of a damaged backup: %v", err)
+			}
+			if _, err := os.Stat(missing); !os.IsNotExist(err) {
+				t.Fatalf("a refused restore left %s behind (%v)", missing, err)
+			}
+			empty := t.TempDir()
+			if _, _, err := runCLI(t, "", "restore", bad, "--data", empty); err == nil {
+				t.Fatal("restore of a damaged backup into an empty directory succeeded")
+			}
+			if tree := treeOf(t, empty); len(tree) != 1 {
+				t.Fatalf("a refused restore left files in the empty target: %v", tree)
+			}
+			if after := treeOf(t, bad); !maps.Equal(before, after) {
+				t.Fatal("a refused restore changed the backup")
+			}
+		})
+	}
+	damaged("a blob whose bytes changed", func(d string) {
+		os.WriteFile(blobPath(d, hashHex(blob(1))), bytes.ToUpper(blob(1)), 0o600)
+	})
+	damaged("a missing blob", func(d string) { os.Remove(blobPath(d, hashHex(blob(2)))) })
+
+	if _, _, err := runCLI(t, "", "restore", t.TempDir(), "--data", filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "holds no backup") {
+		t.Fatalf("restore of an empty folder: %v", err)
+	}
+	// dir is still served by restoreFixture's server.
+	if _, _, err := runCLI(t, "", "restore", dir, "--data", filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "in use by a running server") {
+		t.Fatalf("restore of a live data directory: %v", err)
+	}
+}
+
+// TestRestoreMigratesAnOlderBackup: a backup written before store formats
+// existed is restored and migrated in the copy; the backup stays as it was.
+func TestRestoreMigratesAnOlderBackup(t *testing.T) {
+	backup := t.TempDir()
+	copyDir(t, format0Dir, backup)
+	before := treeOf(t, backup)
+	restored := filepath.Join(t.TempDir(), "restored")
+	_, log := mustCLI(t, "", "restore", backup, "--data", restored)
+	if !strings.Contains(log, "store format 0; migrating the copy to 1") || !strings.Contains(log, "account keys") {
+		t.Fatalf("restore did not say it migrates: %q", log)
+	}
+	if after := treeOf(t, backup); !maps.Equal(before, after) {
+		t.Fatal("restore changed the older backup")
+	}
+	if out, _ := mustCLI(t, "", "check", "--deep", "--data", restored); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("check of the restored directory: %q", out)
+	}
+	if got := login(t, startServe(t, restored), "alice@example.org", "correct horse battery"); got != 200 {
+		t.Fatalf("login on the restored fixture: %d", got)
+	}
+}
+
+// TestBackupGenerations: three backups with --keep 2 leave the two newest
+// generations; each is complete and restorable on its own, the blobs they
+// share are one file (hard links, not copies), and restore of the folder
+// takes the newest.
+func TestBackupGenerations(t *testing.T) {
+	dir, api, token, upload := restoreFixture(t, 4)
+	root := filepath.Join(t.TempDir(), "generations")
+	var gens []string
+	for round := 0; round < 3; round++ {
+		if round > 0 {
+			for i := 4 * round; i < 4*round+4; i++ {
+				if status := api.put(token, upload, blob(i)); status != 201 {
+					t.Fatalf("put %d: %d", i, status)
+				}
+			}
+		}
+		out, _ := mustCLI(t, "", "backup", root, "--keep", "2", "--data", dir)
+		if round > 0 && !strings.Contains(out, "4 blobs copied") {
+			t.Fatalf("round %d copied other than its 4 new blobs: %q", round, out)
+		}
+		if round > 0 && !strings.Contains(out, ", "+map[int]string{1: "4", 2: "8"}[round]+" linked from the previous generation") {
+			t.Fatalf("round %d did not link the previous generation's blobs: %q", round, out)
+		}
+		gen := strings.TrimPrefix(strings.Fields(out)[3], root+string(filepath.Separator))
+		gen = strings.TrimSuffix(gen, ":")
+		gens = append(gens, gen)
+		if round == 2 && !strings.Contains(out, "removed generation "+gens[0]) {
+			t.Fatalf("the third backup did not say it removed the first: %q", out)
+		}
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if len(left) != 2 || left[0] != gens[1] || left[1] != gens[2] {
+		t.Fatalf("generations left: %v, want %v", left, gens[1:])
+	}
+	// blob(0) was copied into the first generation and linked since.
+	a, err := os.Stat(blobPath(filepath.Join(root, gens[1]), hashHex(blob(0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.Stat(blobPath(filepath.Join(root, gens[2]), hashHex(blob(0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(a, b) {
+		t.Fatal("a blob both generations hold is two files, not one linked")
+	}
+	for i, gen := range gens[1:] {
+		gdir := filepath.Join(root, gen)
+		if out, _ := mustCLI(t, "", "check", "--deep", "--data", gdir); !strings.HasPrefix(out, "ok:") {
+			t.Fatalf("check of generation %s: %q", gen, out)
+		}
+		restored := filepath.Join(t.TempDir(), "restored")
+		out, _ := mustCLI(t, "", "restore", gdir, "--data", restored)
+		if want := map[int]string{0: "8 blobs", 1: "12 blobs"}[i]; !strings.Contains(out, want) {
+			t.Fatalf("restore of generation %s: %q, want %s", gen, out, want)
+		}
+	}
+	newest := filepath.Join(t.TempDir(), "newest")
+	if out, _ := mustCLI(t, "", "restore", root, "--data", newest); !strings.Contains(out, "restored "+filepath.Join(root, gens[2])) {
+		t.Fatalf("restore of the generations folder did not take the newest: %q", out)
+	}
+
+	if _, _, err := runCLI(t, "", "backup", root, "--data", dir); err == nil || !strings.Contains(err.Error(), "generations") {
+		t.Fatalf("a plain backup into a folder of generations: %v", err)
+	}
+	single := filepath.Join(t.TempDir(), "single")
+	mustCLI(t, "", "backup", single, "--data", dir)
+	if _, _, err := runCLI(t, "", "backup", single, "--keep", "2", "--data", dir); err == nil || !strings.Contains(err.Error(), "single backup") {
+		t.Fatalf("--keep into a single backup: %v", err)
+	}
+}

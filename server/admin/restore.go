@@ -1,0 +1,211 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sealbox/blobs"
+	"sealbox/kv"
+)
+
+// RestoreOptions tune a restore.
+type RestoreOptions struct {
+	// Version is the sealbox version recorded in the restored store.
+	Version string
+	// BeforeMigrate is told which migrations run when the backup was
+	// written by an older sealbox (kv.Options.BeforeMigrate).
+	BeforeMigrate func(from int, pending []kv.Migration)
+	// OpenTimeout bounds the wait for the backup's file lock.
+	OpenTimeout time.Duration
+}
+
+// RestoreReport says what a restore wrote.
+type RestoreReport struct {
+	// From is the backup restored: the one named, or its newest generation.
+	From    string        `json:"from"`
+	Dest    string        `json:"dest"`
+	Blobs   int           `json:"blobs"`
+	Bytes   int64         `json:"bytes"`
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// maxRestoreProblems bounds the problems a refused restore lists.
+const maxRestoreProblems = 20
+
+// Restore makes dst a data directory holding the backup at src, and proves
+// it whole on the way: every blob the store references is copied and
+// re-hashed (check --deep), and the copy passes the store's own checks. src
+// is a backup (a data directory) or a folder of generations, whose newest
+// is taken. dst must be missing or empty; src is only ever read. A backup
+// that fails verification is refused, and dst is left as it was found.
+//
+// A backup written by an older sealbox is migrated in the copy, never in
+// src, after BeforeMigrate says which migrations run.
+func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress func(Progress)) (rep RestoreReport, err error) {
+	start := time.Now()
+	rep.Dest = dst
+	if !hasStore(src) {
+		newest := NewestGeneration(src)
+		if newest == "" {
+			return rep, fmt.Errorf("%s holds no backup: no %s, and no generations", src, DBFile)
+		}
+		src = newest
+	}
+	rep.From = src
+	existed, err := prepareEmptyDir(dst)
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, undoRestore(dst, existed))
+		}
+	}()
+
+	if err := copyStore(filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout); err != nil {
+		return rep, err
+	}
+	if err := copyFileDurably(filepath.Join(src, KeyFile), filepath.Join(dst, KeyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return rep, err
+	}
+	store, err := kv.Open(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
+	if err != nil {
+		return rep, err
+	}
+	defer store.Close()
+	dstBlobs, err := blobs.Open(filepath.Join(dst, BlobsDir))
+	if err != nil {
+		return rep, err
+	}
+	srcBlobs := blobs.OpenReadOnly(filepath.Join(src, BlobsDir))
+
+	var problems []string
+	var p Progress
+	if err := eachBlob(store, func(b kv.Blob) error {
+		p.BlobsTotal++
+		p.BytesTotal += b.Size
+		return nil
+	}); err != nil {
+		return rep, err
+	}
+	report := func() {
+		if progress != nil {
+			progress(p)
+		}
+	}
+	report()
+	err = eachBlob(store, func(b kv.Blob) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p.BlobsDone++
+		p.BytesDone += b.Size
+		defer report()
+		f, _, err := srcBlobs.Open(b.Hash)
+		if errors.Is(err, blobs.ErrNotFound) {
+			problems = append(problems, fmt.Sprintf("blob %s: referenced but missing from the backup", b.Hash))
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		info, _, err := dstBlobs.Put(f, b.Hash, 0)
+		f.Close()
+		switch {
+		case errors.Is(err, blobs.ErrHashMismatch):
+			problems = append(problems, fmt.Sprintf("blob %s: its bytes no longer hash to its name", b.Hash))
+		case err != nil:
+			return fmt.Errorf("copy blob %s: %w", b.Hash, err)
+		case info.Size != b.Size:
+			problems = append(problems, fmt.Sprintf("blob %s: %d bytes, %d recorded", b.Hash, info.Size, b.Size))
+		default:
+			rep.Blobs++
+			rep.Bytes += info.Size
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	// The blobs were just hashed as they were copied; what is left of check
+	// --deep is the store's own consistency and its references.
+	integrity, err := store.CheckIntegrity()
+	if err != nil {
+		return rep, err
+	}
+	for _, e := range integrity {
+		problems = append(problems, "store: "+e.Error())
+	}
+	dangling, err := store.DanglingReferences(maxRestoreProblems)
+	if err != nil {
+		return rep, err
+	}
+	problems = append(problems, dangling...)
+	if len(problems) > 0 {
+		shown := problems[:min(len(problems), maxRestoreProblems)]
+		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))
+	}
+	if err := blobs.SyncDir(dst); err != nil {
+		return rep, err
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// prepareEmptyDir makes sure dir exists and is empty, and reports whether
+// it existed before.
+func prepareEmptyDir(dir string) (existed bool, err error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, os.MkdirAll(dir, 0o700)
+	case err != nil:
+		return false, err
+	case len(entries) > 0:
+		return true, fmt.Errorf("%s is not empty: restore only into a new or empty directory, never over data", dir)
+	}
+	return true, nil
+}
+
+// undoRestore puts dst back as prepareEmptyDir found it: missing, or empty.
+func undoRestore(dst string, existed bool) error {
+	if !existed {
+		return os.RemoveAll(dst)
+	}
+	entries, err := os.ReadDir(dst)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyStore copies the store file src to dst durably, as of one read
+// transaction of src.
+func copyStore(src, dst string, timeout time.Duration) error {
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = kv.CopyFile(src, f, timeout)
+	if errors.Is(err, kv.ErrLocked) {
+		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", filepath.Dir(src))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
