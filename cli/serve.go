@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/acme/autocert"
 
 	"sealbox/blobs"
 	"sealbox/kv"
@@ -34,6 +35,8 @@ type Serve struct {
 	// MetricsListen, when set, serves Prometheus metrics on that address.
 	MetricsListen string
 	Config        server.Config
+	// TLS, when enabled, serves HTTPS.
+	TLS TLS
 	// Ready, when set, is called with the base URL once the server listens.
 	Ready func(url string)
 }
@@ -67,6 +70,9 @@ func newServeCmd() *cobra.Command {
 			if err := validateConfig(cfg, name); err != nil {
 				return err
 			}
+			if err := s.TLS.validate(name); err != nil {
+				return err
+			}
 			level, err := zerolog.ParseLevel(logLevel)
 			if err != nil || !slices.Contains(logLevels, logLevel) {
 				return fmt.Errorf("%s must be one of %s, not %q", name("log-level"), strings.Join(logLevels, ", "), logLevel)
@@ -83,6 +89,12 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&s.NoMigrate, "no-migrate", false, "refuse to start on a store of an older format instead of migrating it")
 	f.StringVar(&s.DataDir, "data", DefaultDataDir, "data directory (database, blobs, server key); created on first start")
 	f.StringVar(&s.Listen, "listen", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&s.TLS.CertFile, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded on SIGHUP")
+	f.StringVar(&s.TLS.KeyFile, "tls-key", "", "the PEM private key of --tls-cert; reloaded on SIGHUP")
+	f.StringSliceVar(&s.TLS.Domains, "tls-domain", nil, "serve HTTPS with certificates from ACME (Let's Encrypt) for these domains (comma-separated); they must reach --listen on port 443")
+	f.StringVar(&s.TLS.ACMEDirectory, "acme-directory", autocert.DefaultACMEDirectory, "the ACME server's directory URL, for --tls-domain")
+	f.StringVar(&s.TLS.ACMEEmail, "acme-email", "", "contact address given to the ACME server (expiry warnings), for --tls-domain")
+	f.StringVar(&s.TLS.ACMECAFile, "acme-ca", "", "PEM file of CA certificates to trust for the ACME server itself (a private ACME server)")
 	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
@@ -186,7 +198,16 @@ func (s *Serve) Run(ctx context.Context) error {
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	srv := server.New(s.Config, store, blobStore)
-	srv.Start(ln)
+	if s.TLS.Enabled() {
+		tlsConfig, reload, err := s.TLS.config(ctx, s.DataDir, log)
+		if err != nil {
+			return err
+		}
+		go reload()
+		srv.StartTLS(ln, tlsConfig)
+	} else {
+		srv.Start(ln)
+	}
 	stopAdmin, err := serveAdmin(filepath.Join(s.DataDir, adminSocket), newOps(s.DataDir, store, blobStore, s.Config.Argon2))
 	if err != nil {
 		srv.Close(context.Background())

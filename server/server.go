@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -116,7 +117,9 @@ func DefaultConfig() Config {
 
 // Server serves the sealbox API over one store and one blob store.
 type Server struct {
-	cfg       Config
+	cfg Config
+	// scheme is "https" after StartTLS, and empty for plain HTTP.
+	scheme    string
 	store     *kv.Store
 	blobs     *blobs.Store
 	log       zerolog.Logger
@@ -230,8 +233,20 @@ func (s *Server) Start(ln net.Listener) {
 	}()
 }
 
+// StartTLS serves HTTPS on ln with cfg, as Start serves HTTP. cfg should
+// offer "h2" in NextProtos: HTTP/2 is then negotiated as with ServeTLS.
+func (s *Server) StartTLS(ln net.Listener, cfg *tls.Config) {
+	s.scheme = "https"
+	s.Start(tls.NewListener(ln, cfg))
+}
+
 // URL is the base URL the server listens on.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+func (s *Server) URL() string {
+	if s.scheme == "" {
+		return "http://" + s.ln.Addr().String()
+	}
+	return s.scheme + "://" + s.ln.Addr().String()
+}
 
 // Close stops accepting connections, lets in-flight requests finish (until
 // ctx ends) and stops background work. The store stays open: its owner
