@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // The README's examples are a client many people copy, so they run as a
@@ -32,7 +34,10 @@ type readmeBlock struct {
 }
 
 // readmeShellBlocks returns the README's ```sh blocks in order.
-func readmeShellBlocks(path string) ([]readmeBlock, error) {
+func readmeShellBlocks(path string) ([]readmeBlock, error) { return readmeBlocks(path, "sh") }
+
+// readmeBlocks returns the README's blocks fenced ```lang, in order.
+func readmeBlocks(path, lang string) ([]readmeBlock, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -48,7 +53,7 @@ func readmeShellBlocks(path string) ([]readmeBlock, error) {
 		switch {
 		case fence == "" && strings.HasPrefix(trimmed, "```"):
 			fence = trimmed
-			if trimmed == "```sh" {
+			if trimmed == "```"+lang {
 				blocks = append(blocks, readmeBlock{line: n + 1})
 				cur = &blocks[len(blocks)-1]
 			}
@@ -232,4 +237,21 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestREADMENamesEveryVariable: the README's configuration table names the
+// environment variable of every serve flag.
+func TestREADMENamesEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newServeCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" {
+			return
+		}
+		if !strings.Contains(string(readme), "`"+envName(f.Name)+"`") {
+			t.Errorf("the README does not name %s (--%s)", envName(f.Name), f.Name)
+		}
+	})
 }

@@ -191,7 +191,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 10s", what)
+			t.Fatalf("waited 10s for %s", what)
 		}
 	}
 }

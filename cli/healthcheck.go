@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newHealthcheckCmd() *cobra.Command {
+	var url string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "healthcheck",
+		Short: "Exit 0 when the server's /readyz answers 200 (for container and service probes without curl)",
+		Long: `healthcheck asks the server's /readyz and exits 0 when it answers 200, 1
+otherwise, saying why. Without --url it asks the server of this environment: the
+address of --listen's variable SEALBOX_LISTEN (default 127.0.0.1:8080; a wildcard
+address is asked on loopback), over HTTPS when SEALBOX_TLS_CERT or SEALBOX_TLS_DOMAIN
+is set. That local probe checks the server answers, not its certificate, which
+names a domain rather than the loopback address.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			insecure := false
+			if url == "" {
+				url, insecure = localReadyURL(os.Getenv)
+			}
+			return healthcheck(cmd.Context(), cmd.OutOrStdout(), url, timeout, insecure)
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "the readiness URL to ask (default: this environment's server, /readyz)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
+	return cmd
+}
+
+// localReadyURL is the /readyz URL of the server configured by env, and
+// whether its certificate goes unchecked (a local HTTPS probe by address).
+func localReadyURL(getenv func(string) string) (string, bool) {
+	addr := getenv(envName("listen"))
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		addr = net.JoinHostPort(host, port)
+	}
+	if getenv(envName("tls-cert")) != "" || getenv(envName("tls-domain")) != "" {
+		return "https://" + addr + "/readyz", true
+	}
+	return "http://" + addr + "/readyz", false
+}
+
+// healthcheck asks url and succeeds on 200.
+func healthcheck(ctx context.Context, w io.Writer, url string, timeout time.Duration, insecure bool) error {
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure},
+		Proxy:           nil,
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("not healthy: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		var problem struct {
+			Checks map[string]string `json:"checks"`
+		}
+		json.Unmarshal(body, &problem)
+		return fmt.Errorf("not ready: %s answered %d %v", url, resp.StatusCode, problem.Checks)
+	}
+	fmt.Fprintf(w, "ready: %s answered 200\n", url)
+	return nil
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestHealthcheckExitCodes: 0 when the server's /readyz answers 200, 1 when
+// it answers otherwise or nothing answers.
+func TestHealthcheckExitCodes(t *testing.T) {
+	url := startServe(t, t.TempDir())
+	if code := Execute([]string{"healthcheck", "--url", url + "/readyz"}); code != 0 {
+		t.Fatalf("healthcheck of a ready server: exit %d", code)
+	}
+	// A server that is up but not ready answers 503 with the failed checks.
+	notReady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"code":"error.not_ready","status":503,"checks":{"store":"ok","blobs":"unwritable","disk":"ok"}}`))
+	}))
+	defer notReady.Close()
+	if code := Execute([]string{"healthcheck", "--url", notReady.URL + "/readyz"}); code != 1 {
+		t.Fatalf("healthcheck of a server answering 503: exit %d", code)
+	}
+	if _, _, err := runCLI(t, "", "healthcheck", "--url", notReady.URL+"/readyz"); err == nil || err.Error() != "not ready: "+notReady.URL+"/readyz answered 503 map[blobs:unwritable disk:ok store:ok]" {
+		t.Fatalf("the refusal does not say what failed: %v", err)
+	}
+	if code := Execute([]string{"healthcheck", "--url", "http://" + freeAddr(t) + "/readyz", "--timeout", "2s"}); code != 1 {
+		t.Fatalf("healthcheck with nothing listening: exit %d", code)
+	}
+}
+
+// TestHealthcheckFindsTheLocalServer: without --url, the address comes from
+// the environment serve reads.
+func TestHealthcheckFindsTheLocalServer(t *testing.T) {
+	for _, tc := range []struct {
+		env      map[string]string
+		url      string
+		insecure bool
+	}{
+		{nil, "http://127.0.0.1:8080/readyz", false},
+		{map[string]string{"SEALBOX_LISTEN": "0.0.0.0:9000"}, "http://127.0.0.1:9000/readyz", false},
+		{map[string]string{"SEALBOX_LISTEN": ":9000"}, "http://127.0.0.1:9000/readyz", false},
+		{map[string]string{"SEALBOX_LISTEN": "[::]:443", "SEALBOX_TLS_DOMAIN": "photos.example.org"}, "https://127.0.0.1:443/readyz", true},
+		{map[string]string{"SEALBOX_LISTEN": "192.168.1.5:8443", "SEALBOX_TLS_CERT": "/etc/sealbox/cert.pem"}, "https://192.168.1.5:8443/readyz", true},
+	} {
+		url, insecure := localReadyURL(func(k string) string { return tc.env[k] })
+		if url != tc.url || insecure != tc.insecure {
+			t.Errorf("%v: %s %v, want %s %v", tc.env, url, insecure, tc.url, tc.insecure)
+		}
+	}
+	t.Setenv("SEALBOX_LISTEN", startServe(t, t.TempDir())[len("http://"):])
+	if code := Execute([]string{"healthcheck"}); code != 0 {
+		t.Fatalf("healthcheck of the server SEALBOX_LISTEN names: exit %d", code)
+	}
+}
