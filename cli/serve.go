@@ -35,6 +35,9 @@ type Serve struct {
 	// MetricsListen, when set, serves Prometheus metrics on that address.
 	MetricsListen string
 	Config        server.Config
+	// LogOrigin names the transparency log when its key is made; empty
+	// means sealbox/<host name>.
+	LogOrigin string
 	// TLS, when enabled, serves HTTPS.
 	TLS TLS
 	// Ready, when set, is called with the base URL once the server listens.
@@ -95,6 +98,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&s.TLS.ACMEDirectory, "acme-directory", autocert.DefaultACMEDirectory, "the ACME server's directory URL, for --tls-domain")
 	f.StringVar(&s.TLS.ACMEEmail, "acme-email", "", "contact address given to the ACME server (expiry warnings), for --tls-domain")
 	f.StringVar(&s.TLS.ACMECAFile, "acme-ca", "", "PEM file of CA certificates to trust for the ACME server itself (a private ACME server)")
+	f.StringVar(&s.LogOrigin, "log-origin", "", "origin of the transparency log, fixed when its key is made at first start (default sealbox/<host name>)")
 	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
@@ -174,6 +178,9 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	s.Config.SealKey = key
+	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.DataDir, admin.LogKeyFile), s.LogOrigin); err != nil {
+		return err
+	}
 	log := s.Config.Log
 	store, err := kv.Open(filepath.Join(s.DataDir, dbFile), kv.Options{
 		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
@@ -193,6 +200,11 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	defer store.Close()
+	// Signing on top of a log that does not extend what was signed would
+	// show clients two histories.
+	if err := store.VerifyLog(); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 	blobStore, err := blobs.Open(filepath.Join(s.DataDir, blobsDir))
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
@@ -266,14 +278,22 @@ func createSealKey(path string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	// O_EXCL: two processes starting on one fresh directory must not each
-	// write a key; the loser fails here instead of sealing under a key that
-	// is then overwritten.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := writeNewFile(path, key); err != nil {
 		return nil, fmt.Errorf("create server key: %w", err)
 	}
-	_, err = f.Write(key)
+	return key, nil
+}
+
+// writeNewFile writes a secret file that must not exist yet (mode 0600,
+// fsynced). O_EXCL: two processes starting on one fresh directory must not
+// each write a key; the loser fails here instead of using a key that is
+// then overwritten.
+func writeNewFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -282,9 +302,8 @@ func createSealKey(path string) ([]byte, error) {
 	}
 	if err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("write server key: %w", err)
 	}
-	return key, nil
+	return err
 }
 
 // newLogger logs human-readable lines on a terminal and JSON otherwise.

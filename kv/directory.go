@@ -15,6 +15,9 @@ type Directory struct {
 	Bytes       []byte
 	IdentityKey []byte
 	PublishedAt time.Time
+	// LogIndex is the index of the publish's record in the transparency
+	// log (DirectoryLogRecord).
+	LogIndex int64
 }
 
 type directoryRecord struct {
@@ -22,6 +25,7 @@ type directoryRecord struct {
 	Bytes       []byte    `cbor:"2,keyasint"`
 	IdentityKey []byte    `cbor:"3,keyasint"`
 	PublishedAt time.Time `cbor:"4,keyasint"`
+	LogIndex    int64     `cbor:"5,keyasint"`
 }
 
 func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
@@ -43,7 +47,9 @@ func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
 // error.directory.identity_key_mismatch (403) before the version is looked
 // at, so a stolen access token cannot swap the key global sign-out checks.
 // A version not above the stored one is error.directory.version_conflict
-// with the submitted and stored versions as details.
+// with the submitted and stored versions as details. A publish appends its
+// record to the transparency log in the same transaction, so the log holds
+// exactly the publishes that were stored, and sets d.LogIndex.
 func (s *Store) PublishDirectory(accountID string, d *Directory) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		old, err := getDirectory(tx, accountID)
@@ -63,7 +69,12 @@ func (s *Store) PublishDirectory(accountID string, d *Directory) error {
 			}
 		}
 		d.PublishedAt = s.now()
-		rec := directoryRecord{Version: d.Version, Bytes: d.Bytes, IdentityKey: d.IdentityKey, PublishedAt: d.PublishedAt}
+		index, err := appendLog(tx, DirectoryLogRecord(accountID, d.Version, d.Bytes, d.IdentityKey))
+		if err != nil {
+			return err
+		}
+		d.LogIndex = index
+		rec := directoryRecord{Version: d.Version, Bytes: d.Bytes, IdentityKey: d.IdentityKey, PublishedAt: d.PublishedAt, LogIndex: index}
 		return tx.Bucket(bucketDirectories).Put([]byte(accountID), encode(&rec))
 	})
 }
@@ -81,7 +92,7 @@ func (s *Store) Directory(accountID string) (*Directory, error) {
 		if rec == nil {
 			return Errorf(ECodeDirectoryNotFound, "no directory is published for this account")
 		}
-		d = &Directory{Version: rec.Version, Bytes: rec.Bytes, IdentityKey: rec.IdentityKey, PublishedAt: rec.PublishedAt}
+		d = &Directory{Version: rec.Version, Bytes: rec.Bytes, IdentityKey: rec.IdentityKey, PublishedAt: rec.PublishedAt, LogIndex: rec.LogIndex}
 		return nil
 	})
 	return d, err

@@ -13,7 +13,7 @@ import (
 // store records its format in the meta bucket; one written before formats
 // were recorded (no meta bucket) is format 0. Every change of layout adds one
 // entry to migrations and raises FormatVersion by one.
-const FormatVersion = 1
+const FormatVersion = 2
 
 var (
 	bucketMeta = []byte("meta")
@@ -37,6 +37,7 @@ type Migration struct {
 // migrations, in order; migrations[i].To == i+1.
 var migrations = []Migration{
 	{To: 1, Name: "account keys in the session index and the cohorts are length-safe", apply: migrateAccountKeys},
+	{To: 2, Name: "the transparency log records every directory already published", apply: migrateLogDirectories},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -172,6 +173,37 @@ func migrateAccountKeys(tx *bolt.Tx) error {
 			continue
 		}
 		if err := cohorts.Put(cohortKey(string(c.key[:uuidLen]), string(c.key[uuidLen:])), c.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateLogDirectories (format 1 to 2): the transparency log starts with
+// one record for each directory stored before it existed, in account id
+// order, so every stored directory has a log index. Earlier versions of a
+// directory were replaced before the log existed and cannot be logged.
+func migrateLogDirectories(tx *bolt.Tx) error {
+	dirs := tx.Bucket(bucketDirectories)
+	type entry struct{ id, value []byte }
+	var all []entry
+	if err := dirs.ForEach(func(k, v []byte) error {
+		all = append(all, entry{copyBytes(k), copyBytes(v)})
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, e := range all {
+		var rec directoryRecord
+		if err := decode(e.value, &rec); err != nil {
+			return err
+		}
+		index, err := appendLog(tx, DirectoryLogRecord(string(e.id), rec.Version, rec.Bytes, rec.IdentityKey))
+		if err != nil {
+			return err
+		}
+		rec.LogIndex = index
+		if err := dirs.Put(e.id, encode(&rec)); err != nil {
 			return err
 		}
 	}

@@ -70,6 +70,7 @@ var allBuckets = [][]byte{
 	bucketShares, bucketShareBlobs,
 	bucketAssets, bucketAppliedManifests, bucketFeed, bucketUpgrades, bucketTombstones,
 	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
+	bucketLog, bucketLogMeta,
 }
 
 // Options tune a Store. Zero values take the defaults.

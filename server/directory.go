@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"net/http"
+	"strconv"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/julienschmidt/httprouter"
@@ -92,6 +93,7 @@ func (s *Server) handleDirectoryPublish(w http.ResponseWriter, r *http.Request, 
 	if err := s.store.PublishDirectory(sess.AccountID, d); err != nil {
 		return err
 	}
+	w.Header().Set(headerLogIndex, strconv.FormatInt(d.LogIndex, 10))
 	return writeJSON(w, http.StatusOK, publishDirectoryResponse{DirectoryVersion: version})
 }
 
@@ -109,5 +111,6 @@ func (s *Server) handleDirectoryGet(w http.ResponseWriter, r *http.Request, ps h
 		return err
 	}
 	w.Header().Set(headerIdentityKey, base64.StdEncoding.EncodeToString(d.IdentityKey))
+	w.Header().Set(headerLogIndex, strconv.FormatInt(d.LogIndex, 10))
 	return writeBytes(w, mediaCBOR, d.Bytes)
 }

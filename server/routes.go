@@ -36,6 +36,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerUploadRoutes()
 	s.registerEscrowRoutes()
 	s.registerDirectoryRoutes()
+	s.registerTransparencyRoutes()
 	s.registerRevokeAllRoutes()
 	s.registerRelayRoutes()
 	s.registerShareRoutes()

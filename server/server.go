@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -83,6 +84,11 @@ type Config struct {
 	// BodyTimeout between bytes. A client past it is cut off.
 	BodyTimeout time.Duration
 
+	// LogKey signs the transparency log's checkpoints. Without one, New
+	// makes a key that lives as long as the process (tests; serve always
+	// gives the one kept in the data directory).
+	LogKey LogKey
+
 	// Now is the clock; Rand the source of every token and id.
 	Now  func() time.Time
 	Rand io.Reader
@@ -118,6 +124,10 @@ func DefaultConfig() Config {
 // Server serves the sealbox API over one store and one blob store.
 type Server struct {
 	cfg Config
+	// lastCheckpoint is the newest signed checkpoint; signing serializes
+	// making a new one.
+	lastCheckpoint atomic.Pointer[kv.LogCheckpoint]
+	signing        sync.Mutex
 	// scheme is "https" after StartTLS, and empty for plain HTTP.
 	scheme    string
 	store     *kv.Store
@@ -162,6 +172,9 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultConfig().BodyTimeout
+	}
+	if cfg.LogKey.Signer == nil {
+		cfg.LogKey = ephemeralLogKey(cfg.Rand)
 	}
 	s := &Server{
 		cfg:          cfg,

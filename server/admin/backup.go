@@ -18,9 +18,12 @@ import (
 
 // Names inside a data directory (and so inside a backup, which is one).
 const (
-	DBFile   = "sealbox.db"
-	KeyFile  = "server.key"
-	BlobsDir = "blobs"
+	DBFile  = "sealbox.db"
+	KeyFile = "server.key"
+	// LogKeyFile holds the transparency log's signing key: a restore
+	// without it could sign no checkpoint clients already trust.
+	LogKeyFile = "transparency.key"
+	BlobsDir   = "blobs"
 )
 
 // blobPage is how many blob records one read transaction lists.
@@ -115,7 +118,7 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Store, pro
 	if err != nil {
 		return rep, err
 	}
-	if err := copyFileDurably(filepath.Join(o.DataDir, KeyFile), filepath.Join(dir, KeyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := copyKeys(o.DataDir, dir); err != nil {
 		return rep, err
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, DBFile)); err != nil {
@@ -373,6 +376,16 @@ func linkBlob(prev, dest *blobs.Store, hash string) (bool, error) {
 		return false, fmt.Errorf("link blob %s from the previous generation: %w", hash, err)
 	}
 	return true, nil
+}
+
+// copyKeys copies the key files a data directory holds from src to dst.
+func copyKeys(src, dst string) error {
+	for _, name := range []string{KeyFile, LogKeyFile} {
+		if err := copyFileDurably(filepath.Join(src, name), filepath.Join(dst, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyFileDurably copies src to dst through a temporary file that is

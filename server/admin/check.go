@@ -19,7 +19,9 @@ type CheckReport struct {
 // maxReported bounds the problems of one kind that a check lists.
 const maxReported = 1000
 
-// Check verifies the store's own page structure (bbolt's check), that every
+// Check verifies the store's own page structure (bbolt's check), that the
+// transparency log's stored hashes are those of its records and rebuild its
+// last signed checkpoint, that every
 // blob a share link, upload session or provenance chain names is recorded, that every
 // recorded blob exists with its recorded size, and with deep
 // that every such blob's bytes still hash to its name.
@@ -37,6 +39,11 @@ func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 		return rep, err
 	}
 	rep.Problems = append(rep.Problems, dangling...)
+	logProblems, err := o.Store.CheckLog(maxReported)
+	if err != nil {
+		return rep, err
+	}
+	rep.Problems = append(rep.Problems, logProblems...)
 	err = eachBlob(o.Store, func(b kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -71,7 +71,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	if err := copyStore(filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout); err != nil {
 		return rep, err
 	}
-	if err := copyFileDurably(filepath.Join(src, KeyFile), filepath.Join(dst, KeyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := copyKeys(src, dst); err != nil {
 		return rep, err
 	}
 	store, err := kv.Open(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
@@ -147,6 +147,11 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		return rep, err
 	}
 	problems = append(problems, dangling...)
+	logProblems, err := store.CheckLog(maxRestoreProblems)
+	if err != nil {
+		return rep, err
+	}
+	problems = append(problems, logProblems...)
 	if len(problems) > 0 {
 		shown := problems[:min(len(problems), maxRestoreProblems)]
 		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"sealbox/server"
+)
+
+// loadLogKey reads the transparency log's signing key (two lines: the note
+// signer key, then its verifier key), making it at first start with the
+// origin given, or sealbox/<host name>. The origin is the key's name and the
+// first line of every checkpoint, so it is fixed from then on: an origin
+// given later that differs is refused rather than silently ignored.
+func loadLogKey(path, origin string) (server.LogKey, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if origin == "" {
+			origin = defaultLogOrigin()
+		}
+		skey, vkey, err := note.GenerateKey(rand.Reader, origin)
+		if err != nil {
+			return server.LogKey{}, fmt.Errorf("--log-origin %q: %w", origin, err)
+		}
+		if err := writeNewFile(path, []byte(skey+"\n"+vkey+"\n")); err != nil {
+			return server.LogKey{}, fmt.Errorf("create the transparency log key: %w", err)
+		}
+		raw = []byte(skey + "\n" + vkey + "\n")
+	} else if err != nil {
+		return server.LogKey{}, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 2 {
+		return server.LogKey{}, fmt.Errorf("%s is not a transparency log key (two lines: signer key, verifier key)", path)
+	}
+	signer, err := note.NewSigner(lines[0])
+	if err != nil {
+		return server.LogKey{}, fmt.Errorf("%s: %w", path, err)
+	}
+	verifier, err := note.NewVerifier(lines[1])
+	if err != nil || verifier.Name() != signer.Name() || verifier.KeyHash() != signer.KeyHash() {
+		return server.LogKey{}, fmt.Errorf("%s: the verifier key is not the signer's", path)
+	}
+	if origin != "" && origin != signer.Name() {
+		return server.LogKey{}, fmt.Errorf("the transparency log's origin is %q, fixed when its key was made; --log-origin %q differs", signer.Name(), origin)
+	}
+	return server.LogKey{Signer: signer, VerifierKey: lines[1]}, nil
+}
+
+// defaultLogOrigin is sealbox/<host name>, or sealbox/localhost when the
+// host name cannot name a note key (it may hold no space or plus).
+func defaultLogOrigin() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" || strings.ContainsAny(host, " +\t\n") {
+		host = "localhost"
+	}
+	return "sealbox/" + host
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"sealbox/server/hybridsig/hybridsigtest"
+)
+
+// get reads url's body and fails unless it answers 200.
+func get(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return body
+}
+
+// TestTransparencyLogAcrossBackupAndRestore: the log's key file is made at
+// first start and travels with backups, so a restored server serves the
+// same signed checkpoint with the same key; --log-origin cannot rename a
+// log whose key exists; and a log that no longer extends its signed
+// checkpoint stops serve from starting.
+func TestTransparencyLogAcrossBackupAndRestore(t *testing.T) {
+	dir := t.TempDir()
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, _ := api.account("log@example.org")
+	key := hybridsigtest.NewKey([32]byte{'l', 'o', 'g'})
+	for version := uint64(1); version <= 3; version++ {
+		body, _ := cbor.Marshal(map[string]any{"directory_version": version})
+		req, _ := http.NewRequest("POST", api.url+"/v1/auth/devices/directory", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/cbor")
+		req.Header.Set("X-Service-Identity-Key", key.PublicKeyBase64())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("X-Transparency-Index") != string(rune('0'+version-1)) {
+			t.Fatalf("publish %d: %d, index %q", version, resp.StatusCode, resp.Header.Get("X-Transparency-Index"))
+		}
+	}
+	checkpoint := get(t, api.url+"/v1/transparency/checkpoint")
+	logKey := get(t, api.url+"/v1/transparency/key")
+	if !bytes.HasPrefix(logKey, []byte("sealbox/")) || !bytes.Contains(checkpoint, []byte("\n3\n")) {
+		t.Fatalf("key %q, checkpoint %q", logKey, checkpoint)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "transparency.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the log key file: %v %v", fi, err)
+	}
+
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+	restored := filepath.Join(t.TempDir(), "restored")
+	mustCLI(t, "", "restore", backup, "--data", restored)
+	url := startServe(t, restored)
+	if got := get(t, url+"/v1/transparency/checkpoint"); !bytes.Equal(got, checkpoint) {
+		t.Fatalf("the restored server serves another checkpoint:\n%s\nwas\n%s", got, checkpoint)
+	}
+	if got := get(t, url+"/v1/transparency/key"); !bytes.Equal(got, logKey) {
+		t.Fatalf("the restored server has another log key: %q, was %q", got, logKey)
+	}
+
+	// The origin is the key's name, fixed at first start.
+	renamed := filepath.Join(t.TempDir(), "renamed")
+	mustCLI(t, "", "restore", backup, "--data", renamed)
+	if _, err := runServeCmd(t.Context(), "--data", renamed, "--listen", "127.0.0.1:0", "--log-origin", "sealbox/elsewhere"); err == nil || !strings.Contains(err.Error(), "--log-origin") {
+		t.Fatalf("serve with another --log-origin: %v", err)
+	}
+
+	// A log cut back below what it signed: serve refuses to sign on top.
+	rolledBack := filepath.Join(t.TempDir(), "rolled-back")
+	mustCLI(t, "", "restore", backup, "--data", rolledBack)
+	db, err := bolt.Open(filepath.Join(rolledBack, dbFile), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("log")).Delete(binary.BigEndian.AppendUint64(nil, 2))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runServeCmd(t.Context(), "--data", rolledBack, "--listen", "127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "fewer than the 3 of its last signed checkpoint") {
+		t.Fatalf("serve on a rolled-back log: %v", err)
+	}
+	if out, _, err := runCLI(t, "", "check", "--data", rolledBack); err == nil || !strings.Contains(out, "transparency log") {
+		t.Fatalf("check on a rolled-back log: %v %q", err, out)
+	}
+}
