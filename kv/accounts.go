@@ -85,7 +85,7 @@ func putAccount(tx *bolt.Tx, a *Account) error {
 // CreateAccount writes a new account and its first session in one
 // transaction. An address already registered is error.account.exists.
 func (s *Store) CreateAccount(a *Account, first *Session, access, refresh string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		if err := insertAccount(tx, a); err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (s *Store) AccountByEmail(email string) (*Account, error) {
 // SetDisplayName sets (name non-nil) or clears (nil) the display name.
 func (s *Store) SetDisplayName(accountID string, name *string) (*Account, error) {
 	var a *Account
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.update(func(tx *bolt.Tx) (err error) {
 		if a, err = getAccount(tx, accountID); err != nil {
 			return err
 		}
@@ -133,5 +133,5 @@ func (s *Store) SetDisplayName(accountID string, name *string) (*Account, error)
 // AddAccount writes a new account without opening a session (an operator
 // adding a user). An address already registered is error.account.exists.
 func (s *Store) AddAccount(a *Account) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return insertAccount(tx, a) })
+	return s.update(func(tx *bolt.Tx) error { return insertAccount(tx, a) })
 }

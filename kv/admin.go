@@ -94,7 +94,7 @@ func mustAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
 // transaction, and reports how many were closed.
 func (s *Store) SetDisabled(email string, disabled bool) (int, error) {
 	revoked := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {
 			return err
@@ -113,7 +113,7 @@ func (s *Store) SetDisabled(email string, disabled bool) (int, error) {
 
 // SetQuota sets the account's quota in bytes; 0 is unlimited.
 func (s *Store) SetQuota(email string, quota int64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func (s *Store) SetQuota(email string, quota int64) error {
 // its sessions too, and removed is false. The replay ledger stays: a step is
 // a moment in time, not a property of one secret.
 func (s *Store) ResetSecondFactor(email string) (removed bool, revoked int, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		removed, revoked = false, 0
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {

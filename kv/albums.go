@@ -57,7 +57,9 @@ func putAlbum(tx *bolt.Tx, a *Album) error {
 // the album as stored and created=false, writing nothing (provisioning is
 // idempotent). An album id held by another account is error.album.forbidden.
 func (s *Store) ProvisionAlbum(accountID, albumID, protocolVersion string) (a *Album, created bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
+		// Results are set afresh on every run: fn may run more than once.
+		created = false
 		if a, err = getAlbum(tx, albumID); err != nil {
 			return err
 		}

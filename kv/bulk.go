@@ -9,7 +9,7 @@ type Bulk struct{ tx *bolt.Tx }
 
 // Bulk runs fn in one write transaction; nothing is written if fn fails.
 func (s *Store) Bulk(fn func(*Bulk) error) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return fn(&Bulk{tx: tx}) })
+	return s.update(func(tx *bolt.Tx) error { return fn(&Bulk{tx: tx}) })
 }
 
 // Account writes a new account and its email index entry.

@@ -16,7 +16,7 @@ type challengeRecord struct {
 
 // PutRevokeChallenge records challenge for the account until expiresAt.
 func (s *Store) PutRevokeChallenge(accountID, challenge string, expiresAt time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		key := HashToken(challenge)
 		rec := challengeRecord{AccountID: accountID, ExpiresAt: expiresAt}
 		if err := tx.Bucket(bucketRevokeChallenges).Put(key, encode(&rec)); err != nil {
@@ -35,7 +35,9 @@ func (s *Store) PutRevokeChallenge(accountID, challenge string, expiresAt time.T
 // error.auth.challenge_expired.
 func (s *Store) BurnRevokeChallenge(challenge string) (accountID string, identityKey []byte, err error) {
 	var refused error
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
+		// Results are set afresh on every run: fn may run more than once.
+		refused, accountID, identityKey = nil, "", nil
 		key := HashToken(challenge)
 		b := tx.Bucket(bucketRevokeChallenges).Get(key)
 		if b == nil {

@@ -51,7 +51,7 @@ func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
 // record to the transparency log in the same transaction, so the log holds
 // exactly the publishes that were stored, and sets d.LogIndex.
 func (s *Store) PublishDirectory(accountID string, d *Directory) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		old, err := getDirectory(tx, accountID)
 		if err != nil {
 			return err

@@ -22,7 +22,7 @@ type escrowRecord struct {
 // the same transaction, and reports when it was stored and whether an earlier
 // escrow was replaced.
 func (s *Store) PutEscrow(accountID string, b []byte) (storedAt time.Time, replaced bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		bucket := tx.Bucket(bucketEscrow)
 		storedAt = s.now()
 		replaced = bucket.Get([]byte(accountID)) != nil

@@ -67,7 +67,7 @@ func (s *Store) Sweep() (int, error) {
 	total := 0
 	for {
 		n := 0
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx *bolt.Tx) error {
 			now := s.now()
 			c := tx.Bucket(bucketExpiry).Cursor()
 			limit := timeKey(now)

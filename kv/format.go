@@ -99,7 +99,7 @@ func describeMigrations(ms []Migration) string {
 // new format in the same transaction as the change.
 func (s *Store) migrate(pending []Migration) error {
 	for _, m := range pending {
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx *bolt.Tx) error {
 			if err := m.apply(tx); err != nil {
 				return err
 			}

@@ -8,6 +8,14 @@ import (
 	"sealbox/kv"
 )
 
+// TestMain runs the suite in the retry test mode when SEALBOX_TEST_RERUN=1
+// (kv.RerunUpdatesForTests): every update function runs twice, the first
+// run rolled back.
+func TestMain(m *testing.M) {
+	kv.RerunUpdatesForTests(os.Getenv("SEALBOX_TEST_RERUN") == "1")
+	os.Exit(m.Run())
+}
+
 // assertFileLacks fails if the raw file at path contains any of secrets.
 func assertFileLacks(tb testing.TB, path string, secrets ...string) {
 	tb.Helper()

@@ -73,7 +73,7 @@ func (s *Store) PasswordAttempt(email string, p LockoutPolicy) (*Account, int, e
 // password clears the count through the success methods (LoginSucceeded,
 // Reauthenticated, ChangePassword).
 func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		rec, err := currentLockout(tx, email, p, now)
 		if err != nil {

@@ -277,8 +277,8 @@ func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 // failed batch.
 func (s *Store) commitOp(fn func(*bolt.Tx) error) error {
 	defer s.opWriters.Add(-1)
-	if s.opWriters.Add(1) == 1 {
-		return s.db.Update(fn)
+	if s.opWriters.Add(1) == 1 || s.rerun {
+		return s.update(fn)
 	}
 	return s.db.Batch(fn)
 }

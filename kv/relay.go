@@ -39,7 +39,7 @@ var ErrFallbackTaken = errors.New("kv: the enrollment fallback is held by a live
 // small enough to enumerate should reach the store already keyed (the
 // server passes its numeric fallback through an HMAC).
 func (s *Store) IssueEnrollmentCode(accountID, code, fallback string, expiresAt time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		key, fkey := HashToken(code), HashToken(fallback)
 		if held := tx.Bucket(bucketEnrollFallbacks).Get(fkey); held != nil {
@@ -122,7 +122,7 @@ type channelRecord struct {
 // issued the code, until channelExpiresAt. Both spellings are spent together.
 // An unknown, expired or spent code is error.enrollment.code_refused.
 func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		refused := Errorf(ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
 		key := HashToken(spelling)
 		if fallback {
@@ -187,7 +187,7 @@ func mailboxPrefix(key []byte, dir Direction) []byte {
 // AppendRelay appends payload to one mailbox of a live channel. A mailbox
 // that already holds capacity payloads refuses with error.relay.mailbox_full.
 func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, capacity int) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
@@ -209,7 +209,7 @@ func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, cap
 // channel, in arrival order; the other mailbox is untouched.
 func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 	var out [][]byte
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
@@ -259,7 +259,7 @@ func deleteChannel(tx *bolt.Tx, key []byte, ch *channelRecord) error {
 // account that issued the code may; for any other account the channel does
 // not exist (error.relay.channel_not_found, as for an unknown handle).
 func (s *Store) CloseChannel(accountID, channelID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {

@@ -185,7 +185,7 @@ func deleteAccountSessions(tx *bolt.Tx, accountID, keep string) (int, error) {
 // clears the address's failure count, opens the session and sights its
 // cohort.
 func (s *Store) LoginSucceeded(email string, sess *Session, access, refresh string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		return signedIn(tx, email, sess, access, refresh)
 	})
 }
@@ -237,7 +237,9 @@ type spentRefreshRecord struct {
 // session its lineage rotated into (reuse detection).
 func (s *Store) Refresh(refresh string, next *Session, access, newRefresh string) error {
 	var refused error
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
+		// Results are set afresh on every run: fn may run more than once.
+		refused = nil
 		now := s.now()
 		hash := HashToken(refresh)
 		expired := Errorf(ECodeSessionExpired, "the refresh token is unknown, spent or expired")
@@ -324,7 +326,7 @@ func sweepSpentRefresh(tx *bolt.Tx, id []byte, now time.Time) error {
 // Logout deletes the session an access token belongs to, live or expired.
 // It is idempotent: an unknown token changes nothing.
 func (s *Store) Logout(access string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		id := tx.Bucket(bucketAccessTokens).Get(HashToken(access))
 		if id == nil {
 			return nil
@@ -337,7 +339,7 @@ func (s *Store) Logout(access string) error {
 // DeleteSession deletes one of the account's sessions. A session of another
 // account answers exactly as an unknown one: error.session.not_found.
 func (s *Store) DeleteSession(accountID, sessionID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		sess, err := getSession(tx, []byte(sessionID))
 		if err != nil {
 			return err
@@ -354,7 +356,7 @@ func (s *Store) DeleteSession(accountID, sessionID string) error {
 // many records were removed.
 func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 	var n int
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.update(func(tx *bolt.Tx) (err error) {
 		n, err = deleteAccountSessions(tx, accountID, "")
 		return err
 	})
@@ -383,7 +385,7 @@ func liveSessions(tx *bolt.Tx, accountID string, now time.Time) ([]*Session, err
 // address's failure count is cleared and the session's authenticated_at
 // becomes at. No token changes.
 func (s *Store) Reauthenticated(email, sessionID string, at time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		if err := clearLockout(tx, email); err != nil {
 			return err
 		}
@@ -408,7 +410,7 @@ func touchAuthenticated(tx *bolt.Tx, sessionID string, at time.Time) error {
 // caller's (same id, same tokens) with authenticated_at = at — one
 // transaction, so no other pair outlives the change.
 func (s *Store) ChangePassword(accountID, sessionID, newHash string, at time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return err

@@ -139,7 +139,7 @@ func sweepShare(tx *bolt.Tx, key []byte, now time.Time) error {
 func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 	serves := slices.Sorted(slices.Values(sh.Serves))
 	digest := shareDigest(sh, serves)
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		key := HashToken(opaqueID)
 		old, err := getShare(tx, key)
@@ -186,7 +186,7 @@ func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 // and silent: an unknown, already revoked or another account's link changes
 // nothing and is no error.
 func (s *Store) RevokeShare(accountID, opaqueID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		key := HashToken(opaqueID)
 		rec, err := getShare(tx, key)
 		if err != nil || rec == nil || rec.AccountID != accountID || rec.Revoked {

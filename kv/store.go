@@ -107,8 +107,10 @@ type Options struct {
 
 // Store wraps the bbolt database. It is safe for concurrent use.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	// rerun is the retry test mode (RerunUpdatesForTests), fixed at Open.
+	rerun bool
+	db    *bolt.DB
+	now   func() time.Time
 	// opWriters counts lifecycle ops inside ApplyOp, so a lone op commits
 	// at once instead of waiting MaxBatchDelay for company (commitOp).
 	opWriters atomic.Int64
@@ -141,7 +143,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	db.MaxBatchSize = opts.MaxBatchSize
 	db.MaxBatchDelay = opts.MaxBatchDelay
-	s := &Store{db: db, now: opts.Now}
+	s := &Store{db: db, now: opts.Now, rerun: rerunUpdates.Load()}
 	if err := s.prepare(path, opts); err != nil {
 		db.Close()
 		return nil, err
@@ -175,7 +177,7 @@ func (s *Store) prepare(path string, opts Options) error {
 			return nil
 		})
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -197,9 +199,41 @@ func (s *Store) prepare(path string, opts Options) error {
 			return err
 		}
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(metaOpenedBy, []byte(opts.Version))
 	})
+}
+
+// rerunUpdates is the retry test mode for stores opened from now on.
+var rerunUpdates atomic.Bool
+
+// RerunUpdatesForTests turns the retry test mode on or off for stores
+// opened afterwards. In it, every update function runs twice: once in a
+// transaction that is then rolled back, then for real. A backend with
+// serializable transactions (PostgreSQL) retries a function on conflict, so
+// a function must leave nothing from a run that did not commit: no result
+// set on one path and kept on another. The kv and server suites pass in this
+// mode (SEALBOX_TEST_RERUN=1, run by .ci/run). Production never sets it.
+func RerunUpdatesForTests(on bool) { rerunUpdates.Store(on) }
+
+// errRolledBack ends the first run of an update in the retry test mode.
+var errRolledBack = errors.New("kv: rolled back (retry test mode)")
+
+// update runs fn in a read-write transaction; fn may run more than once
+// (see RerunUpdatesForTests) and must set its results on every run.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	if s.rerun {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return errRolledBack
+		})
+		if !errors.Is(err, errRolledBack) {
+			return err
+		}
+	}
+	return s.db.Update(fn)
 }
 
 // Close closes the database; pending transactions finish first.

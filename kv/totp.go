@@ -44,7 +44,7 @@ func acceptCode(a *Account, sealed []byte, match CodeMatcher, now time.Time) err
 // refused with error.totp.already_active.
 func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
 	var a *Account
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.update(func(tx *bolt.Tx) (err error) {
 		if a, err = getAccount(tx, accountID); err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
 // pending: error.totp.nothing_pending. A refused code
 // (error.auth.invalid_code, error.auth.code_replayed) changes nothing.
 func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
 // enrolled: error.totp.not_enrolled. A refused code changes nothing. The
 // replay ledger is kept.
 func (s *Store) DisableTOTP(accountID string, match CodeMatcher) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return err
@@ -112,7 +112,7 @@ type mfaChallengeRecord struct {
 // CreateMFAChallenge stores a sign-in challenge for the account until
 // expiresAt. Only the token's hash is written.
 func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		key := HashToken(token)
 		rec := mfaChallengeRecord{AccountID: accountID, ExpiresAt: expiresAt}
 		if err := tx.Bucket(bucketMFAChallenges).Put(key, encode(&rec)); err != nil {
@@ -137,7 +137,9 @@ func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time)
 // it would have expired, is error.rate_limited with RetryAfter.
 func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, sess *Session, access, refresh string) error {
 	var refused error
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
+		// Results are set afresh on every run: fn may run more than once.
+		refused = nil
 		now := s.now()
 		key := HashToken(token)
 		expired := Errorf(ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")

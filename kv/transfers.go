@@ -152,7 +152,7 @@ func pendingBytes(tx *bolt.Tx, accountID string) int64 {
 // recorded then. An unknown, expired or foreign session is
 // error.upload.not_found.
 func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle time.Duration) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
 		u, err := liveUpload(tx, accountID, key, now)
@@ -195,7 +195,7 @@ func (s *Store) Transfer(accountID, uploadToken, id string) (*Transfer, error) {
 // session does. The offset must still be from (error.transfer.offset_mismatch
 // otherwise: another request moved it), and to must not pass the length.
 func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int64, state []byte, idle time.Duration) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
 		u, t, err := liveTransfer(tx, accountID, key, id, now)
@@ -221,7 +221,7 @@ func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int6
 // false when the account already held the blob. The offset must still be
 // from, else error.transfer.offset_mismatch.
 func (s *Store) CompleteTransfer(accountID, uploadToken, id string, from int64, idle time.Duration) (newlyHeld bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
 		u, t, err := liveTransfer(tx, accountID, key, id, now)
@@ -248,7 +248,7 @@ func (s *Store) CompleteTransfer(accountID, uploadToken, id string, from int64, 
 // DiscardTransfer deletes the transfer (termination, or a blob that did not
 // hash to its declared address) and queues its partial file for removal.
 func (s *Store) DiscardTransfer(accountID, uploadToken, id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		key := HashToken(uploadToken)
 		_, t, err := liveTransfer(tx, accountID, key, id, s.now())
 		if err != nil {
@@ -275,7 +275,7 @@ func (s *Store) TransferRemovals(limit int) ([]string, error) {
 // ForgetTransferRemovals drops ids from the removal queue once their partial
 // files are gone. It may be called more than once for an id.
 func (s *Store) ForgetTransferRemovals(ids []string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		for _, id := range ids {
 			if err := tx.Bucket(bucketTransferRemovals).Delete([]byte(id)); err != nil {
 				return err

@@ -179,7 +179,7 @@ func (s *Store) LastCheckpoint() (*LogCheckpoint, error) {
 // which another node may have made larger meanwhile.
 func (s *Store) SaveCheckpoint(cp *LogCheckpoint) (*LogCheckpoint, error) {
 	saved := cp
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketLogMeta)
 		if v := meta.Get(logMetaCheckpoint); v != nil {
 			var old LogCheckpoint

@@ -143,7 +143,7 @@ func (s *Store) UpgradePhase(accountID, albumID string) (*Phase, error) {
 // error.upgrade.bad_target (the server checks its own protocol range).
 func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.Duration) (*Phase, error) {
 	var p *Phase
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		a, err := upgradeAlbum(tx, accountID, albumID)
 		if err != nil {
@@ -185,7 +185,7 @@ func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.D
 // cancels.
 func (s *Store) AbortUpgrade(accountID, albumID, intentID string) (*Phase, error) {
 	var p *Phase
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		if _, err := upgradeAlbum(tx, accountID, albumID); err != nil {
 			return err
@@ -213,7 +213,7 @@ func (s *Store) AbortUpgrade(accountID, albumID, intentID string) (*Phase, error
 // no ceremony or another one is error.album.upgrade_in_flight.
 func (s *Store) CommitUpgrade(accountID, albumID, intentID string, tombstone []byte) (*Phase, error) {
 	var p *Phase
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		a, err := upgradeAlbum(tx, accountID, albumID)
 		if err != nil {

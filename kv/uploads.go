@@ -125,7 +125,7 @@ func sweepUpload(tx *bolt.Tx, key []byte, now time.Time) error {
 // flight is error.album.upgrade_in_flight.
 func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration) (*Upload, error) {
 	var u *Upload
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		a, err := getAlbum(tx, albumID)
 		if err != nil {
@@ -168,7 +168,7 @@ func (s *Store) Upload(accountID, token string) (*Upload, error) {
 // error.upload.not_found otherwise. newlyHeld is false when the account
 // already held b.
 func (s *Store) AddUploadBlob(accountID, token string, b Blob, idle time.Duration) (newlyHeld bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		now := s.now()
 		key := HashToken(token)
 		u, err := liveUpload(tx, accountID, key, now)
@@ -208,7 +208,7 @@ func (s *Store) UploadBlobs(accountID, token string) ([]string, error) {
 // error.upload.not_found. The blobs it stored stay held; its unfinished
 // transfers are discarded.
 func (s *Store) CloseUpload(accountID, token string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		key := HashToken(token)
 		u, err := liveUpload(tx, accountID, key, s.now())
 		if err != nil {

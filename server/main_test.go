@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +23,14 @@ import (
 	"sealbox/server"
 	"sealbox/server/password"
 )
+
+// TestMain runs the suite in kv's retry test mode when
+// SEALBOX_TEST_RERUN=1: every store update runs twice, the first run
+// rolled back.
+func TestMain(m *testing.M) {
+	kv.RerunUpdatesForTests(os.Getenv("SEALBOX_TEST_RERUN") == "1")
+	os.Exit(m.Run())
+}
 
 // Clock is a controllable test clock: tests move time instead of sleeping.
 type Clock struct {
