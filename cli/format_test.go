@@ -66,7 +66,7 @@ func TestServeMigratesAnOlderStore(t *testing.T) {
 	if !strings.Contains(out, `"from":0`) || !strings.Contains(out, "migration: account keys") {
 		t.Fatalf("serve did not say which migrations it runs: %s", out)
 	}
-	if !strings.Contains(out, `"store_format":2`) {
+	if !strings.Contains(out, `"store_format":3`) {
 		t.Fatalf("the start line does not give the store format: %s", out)
 	}
 	const blob = "8b33191ba1fcfaa4dcdf1bf63b373237e5843128c022d55cefc873ab00be9ac6"

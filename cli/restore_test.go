@@ -144,7 +144,7 @@ func TestRestoreMigratesAnOlderBackup(t *testing.T) {
 	before := treeOf(t, backup)
 	restored := filepath.Join(t.TempDir(), "restored")
 	_, log := mustCLI(t, "", "restore", backup, "--data", restored)
-	if !strings.Contains(log, "store format 0; migrating the copy to 2") || !strings.Contains(log, "account keys") {
+	if !strings.Contains(log, "store format 0; migrating the copy to 3") || !strings.Contains(log, "account keys") {
 		t.Fatalf("restore did not say it migrates: %q", log)
 	}
 	if after := treeOf(t, backup); !maps.Equal(before, after) {

@@ -13,7 +13,7 @@ import (
 // store records its format in the meta bucket; one written before formats
 // were recorded (no meta bucket) is format 0. Every change of layout adds one
 // entry to migrations and raises FormatVersion by one.
-const FormatVersion = 2
+const FormatVersion = 3
 
 var (
 	bucketMeta = []byte("meta")
@@ -38,6 +38,7 @@ type Migration struct {
 var migrations = []Migration{
 	{To: 1, Name: "account keys in the session index and the cohorts are length-safe", apply: migrateAccountKeys},
 	{To: 2, Name: "the transparency log records every directory already published", apply: migrateLogDirectories},
+	{To: 3, Name: "the store-wide blob totals are kept in shards", apply: migrateShardTotals},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -208,6 +209,22 @@ func migrateLogDirectories(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// migrateShardTotals (format 2 to 3): the two store-wide rows "blobs" and
+// "blob_bytes" become the sharded rows BlobTotals sums, recomputed from the
+// blob records themselves so the shards agree with them exactly.
+func migrateShardTotals(tx *bolt.Tx) error {
+	if _, err := recreateBucket(tx, bucketTotals); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketBlobs).ForEach(func(hash, v []byte) error {
+		var rec blobRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		return addBlobTotals(tx, string(hash), 1, rec.Size)
+	})
 }
 
 // recreateBucket empties a bucket by deleting and creating it, which never

@@ -75,6 +75,10 @@ func TestOpenMigratesFormat0(t *testing.T) {
 	if held, err := s.Holds(alice.ID, blob); err != nil || !held {
 		t.Fatalf("alice no longer holds her blob: %v", err)
 	}
+	// Migration 3: the totals are the sharded rows, equal to the records.
+	if count, size, err := s.BlobTotals(); err != nil || count != 1 || size != int64(len("sealed bytes of a photo")) {
+		t.Fatalf("blob totals after migrating: %d blobs, %d bytes (%v)", count, size, err)
+	}
 	// Revoking alice's sessions through the migrated index removes hers only.
 	if n, err := s.DeleteAccountSessions(alice.ID); err != nil || n != 3 {
 		t.Fatalf("revoked %d of alice's sessions (%v), want 3", n, err)
