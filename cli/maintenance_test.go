@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server"
 )
 
@@ -216,7 +216,7 @@ func TestBackupWhileWritingThenRestore(t *testing.T) {
 		case status == 201:
 			held++
 			readBack(link, []int{i})
-		case m["code"] != kv.ECodeShareBlobNotOwned:
+		case m["code"] != fault.ECodeShareBlobNotOwned:
 			t.Fatalf("share of blob %d on the restored server: %d %v", i, status, m)
 		}
 	}

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -46,7 +47,7 @@ type accountRecord struct {
 func getAccount(tx *bolt.Tx, id string) (*Account, error) {
 	b := tx.Bucket(bucketAccounts).Get([]byte(id))
 	if b == nil {
-		return nil, Errorf(ECodeAccountNotFound, "account not found")
+		return nil, fault.Errorf(fault.ECodeAccountNotFound, "account not found")
 	}
 	var rec accountRecord
 	if err := decode(b, &rec); err != nil {
@@ -70,7 +71,7 @@ func getAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
 func insertAccount(tx *bolt.Tx, a *Account) error {
 	byEmail := tx.Bucket(bucketAccountsByEmail)
 	if byEmail.Get([]byte(a.Email)) != nil {
-		return Errorf(ECodeAccountExists, "an account with this email already exists")
+		return fault.Errorf(fault.ECodeAccountExists, "an account with this email already exists")
 	}
 	if err := byEmail.Put([]byte(a.Email), []byte(a.ID)); err != nil {
 		return err
@@ -112,7 +113,7 @@ func (s *Store) AccountByEmail(email string) (*Account, error) {
 		return err
 	})
 	if err == nil && a == nil {
-		return nil, Errorf(ECodeAccountNotFound, "account not found")
+		return nil, fault.Errorf(fault.ECodeAccountNotFound, "account not found")
 	}
 	return a, err
 }

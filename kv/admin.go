@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -84,7 +85,7 @@ func summarize(tx *bolt.Tx, a *Account, now time.Time) (UserSummary, error) {
 func mustAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
 	a, err := getAccountByEmail(tx, email)
 	if err == nil && a == nil {
-		return nil, Errorf(ECodeAccountNotFound, "no account is registered under %s", email)
+		return nil, fault.Errorf(fault.ECodeAccountNotFound, "no account is registered under %s", email)
 	}
 	return a, err
 }

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -66,7 +67,7 @@ func (s *Store) ProvisionAlbum(accountID, albumID, protocolVersion string) (a *A
 		if a != nil {
 			if a.OwnerID != accountID {
 				a = nil
-				return Errorf(ECodeAlbumForbidden, "the album belongs to another account")
+				return fault.Errorf(fault.ECodeAlbumForbidden, "the album belongs to another account")
 			}
 			return nil
 		}

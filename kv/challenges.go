@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -41,7 +42,7 @@ func (s *Store) BurnRevokeChallenge(challenge string) (accountID string, identit
 		key := HashToken(challenge)
 		b := tx.Bucket(bucketRevokeChallenges).Get(key)
 		if b == nil {
-			refused = Errorf(ECodeChallengeExpired, "the challenge is unknown, expired or already used")
+			refused = fault.Errorf(fault.ECodeChallengeExpired, "the challenge is unknown, expired or already used")
 			return nil
 		}
 		var rec challengeRecord
@@ -55,7 +56,7 @@ func (s *Store) BurnRevokeChallenge(challenge string) (accountID string, identit
 			return err
 		}
 		if !s.now().Before(rec.ExpiresAt) {
-			refused = Errorf(ECodeChallengeExpired, "the challenge is unknown, expired or already used")
+			refused = fault.Errorf(fault.ECodeChallengeExpired, "the challenge is unknown, expired or already used")
 			return nil
 		}
 		dir, err := getDirectory(tx, rec.AccountID)

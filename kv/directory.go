@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -44,7 +45,7 @@ func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
 // stored one. The comparison and the write are one transaction, so of two
 // concurrent publishes of one version exactly one succeeds. The first
 // publish pins d.IdentityKey; a later one with another key is refused with
-// error.directory.identity_key_mismatch (403) before the version is looked
+// error.directory.identity_key_mismatch before the version is looked
 // at, so a stolen access token cannot swap the key global sign-out checks.
 // A version not above the stored one is error.directory.version_conflict
 // with the submitted and stored versions as details. A publish appends its
@@ -58,11 +59,11 @@ func (s *Store) PublishDirectory(accountID string, d *Directory) error {
 		}
 		if old != nil {
 			if !bytes.Equal(old.IdentityKey, d.IdentityKey) {
-				return Errorf(ECodeIdentityKeyMismatch, "the identity key differs from the one pinned by the account's first directory")
+				return fault.Errorf(fault.ECodeIdentityKeyMismatch, "the identity key differs from the one pinned by the account's first directory")
 			}
 			if d.Version <= old.Version {
-				return &Error{
-					Code:    ECodeDirectoryVersionConflict,
+				return &fault.Error{
+					Code:    fault.ECodeDirectoryVersionConflict,
 					Message: "directory_version must be above the stored version; re-sign above it",
 					Details: map[string]any{"submitted": d.Version, "stored": old.Version},
 				}
@@ -90,7 +91,7 @@ func (s *Store) Directory(accountID string) (*Directory, error) {
 			return err
 		}
 		if rec == nil {
-			return Errorf(ECodeDirectoryNotFound, "no directory is published for this account")
+			return fault.Errorf(fault.ECodeDirectoryNotFound, "no directory is published for this account")
 		}
 		d = &Directory{Version: rec.Version, Bytes: rec.Bytes, IdentityKey: rec.IdentityKey, PublishedAt: rec.PublishedAt, LogIndex: rec.LogIndex}
 		return nil

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,7 +38,7 @@ func (s *Store) Escrow(accountID string) (*Escrow, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEscrow).Get([]byte(accountID))
 		if b == nil {
-			return Errorf(ECodeEscrowNotFound, "no escrow is stored for this account")
+			return fault.Errorf(fault.ECodeEscrowNotFound, "no escrow is stored for this account")
 		}
 		var rec escrowRecord
 		if err := decode(b, &rec); err != nil {

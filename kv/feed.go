@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"errors"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -57,7 +58,7 @@ func decodeFeedEntry(seq uint64, b []byte) (FeedEntry, error) {
 }
 
 // errMissingFeedEntry is a damaged store: the replay index points at a feed
-// entry that is not there. It answers 500.
+// entry that is not there: an internal error, not the caller's.
 var errMissingFeedEntry = errors.New("kv: the replay index names a missing feed entry")
 
 // getFeedEntry reads the entry the replay index points at.
@@ -79,7 +80,7 @@ func (s *Store) Feed(accountID, albumID string, after uint64, limit int) (entrie
 			return err
 		}
 		if a == nil || a.OwnerID != accountID {
-			return Errorf(ECodeAlbumForbidden, "the album does not exist or belongs to another account")
+			return fault.Errorf(fault.ECodeAlbumForbidden, "the album does not exist or belongs to another account")
 		}
 		prefix := idPart(albumID)
 		c := tx.Bucket(bucketFeed).Cursor()

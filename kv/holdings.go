@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"math"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -80,7 +81,7 @@ func checkQuota(tx *bolt.Tx, accountID string, used, size int64) error {
 		return err
 	}
 	if a.QuotaBytes > 0 && used+size > a.QuotaBytes {
-		return Errorf(ECodeQuotaExceeded, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use)", size, a.QuotaBytes, used)
+		return fault.Errorf(fault.ECodeQuotaExceeded, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use)", size, a.QuotaBytes, used)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // holdVia stores b as held by accountID through a fresh upload session, the
@@ -33,7 +34,7 @@ func holdVia(tb testing.TB, s *kv.Store, accountID, albumID string, b kv.Blob) b
 func ensureAccount(tb testing.TB, s *kv.Store, id string) {
 	tb.Helper()
 	err := s.AddAccount(&kv.Account{ID: id, Email: id + "@example.org"})
-	if err != nil && kv.ErrorCode(err) != kv.ECodeAccountExists {
+	if err != nil && fault.ErrorCode(err) != fault.ECodeAccountExists {
 		tb.Fatal(err)
 	}
 }
@@ -100,8 +101,8 @@ func TestQuotaRefusesAndWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('b'), Size: 41}, time.Hour)
-	if kv.ErrorCode(err) != kv.ECodeQuotaExceeded {
-		t.Fatalf("got %v, want %s", err, kv.ECodeQuotaExceeded)
+	if fault.ErrorCode(err) != fault.ECodeQuotaExceeded {
+		t.Fatalf("got %v, want %s", err, fault.ECodeQuotaExceeded)
 	}
 	if held, _ := s.Holds("acct", hexHash('b')); held {
 		t.Fatal("a refused holding was recorded")

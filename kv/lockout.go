@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,7 +24,7 @@ type lockoutRecord struct {
 }
 
 // The lockout counts completed failed password verifications per
-// normalized address, for unknown addresses too, so a 423 never reveals
+// normalized address, for unknown addresses too, so a lockout never reveals
 // whether an account exists. Bounding the verifications in flight, so that
 // parallel guesses cannot pass the limit while they run, is the server's
 // job: it admits a verification only while the failures counted here plus
@@ -40,7 +41,7 @@ func currentLockout(tx *bolt.Tx, email string, p LockoutPolicy, now time.Time) (
 		}
 	}
 	if now.Before(rec.LockedUntil) {
-		return rec, &Error{Code: ECodeAccountLocked, Message: "too many failed attempts; the account is locked for a while", RetryAfter: rec.LockedUntil.Sub(now)}
+		return rec, &fault.Error{Code: fault.ECodeAccountLocked, Message: "too many failed attempts; the account is locked for a while", RetryAfter: rec.LockedUntil.Sub(now)}
 	}
 	if !rec.LockedUntil.IsZero() || !now.Before(rec.LastFailure.Add(p.Window)) {
 		rec = lockoutRecord{}

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"errors"
+	"sealbox/kv/fault"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -92,11 +93,11 @@ func (op *Op) storedBlobs() []Blob {
 	return out
 }
 
-// staleChain is the 409 of a chain conflict. head "" (the asset does not
+// staleChain is the error of a chain conflict. head "" (the asset does not
 // exist) is answered as chain_head null: a chain conflict with no chain,
 // where a protocol mismatch carries no chain_head member at all.
-func staleChain(head, format string, args ...any) *Error {
-	e := Errorf(ECodeOpStaleChain, format, args...)
+func staleChain(head, format string, args ...any) *fault.Error {
+	e := fault.Errorf(fault.ECodeOpStaleChain, format, args...)
 	if head == "" {
 		e.Details = map[string]any{"chain_head": nil}
 	} else {
@@ -106,7 +107,7 @@ func staleChain(head, format string, args ...any) *Error {
 }
 
 // checkOp runs the store's part of the validation battery (ADDENDUM 9), in
-// the battery's order: the album (403), its pinned protocol (step 4), the
+// the battery's order: the album (step 4), its pinned protocol (step 4), the
 // author (5), the metadata blob and the replace's original (6), the blobs
 // the caller must hold (7), replay (8) and the chain (9); then the account's
 // quota. Steps 5 and 6 need nothing from the store, but they sit between
@@ -118,30 +119,30 @@ func checkOp(tx *bolt.Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 		return nil, nil, err
 	}
 	if a == nil || a.OwnerID != accountID {
-		return nil, nil, Errorf(ECodeAlbumForbidden, "the album does not exist or belongs to another account")
+		return nil, nil, fault.Errorf(fault.ECodeAlbumForbidden, "the album does not exist or belongs to another account")
 	}
 	if op.ProtocolVersion != a.ProtocolVersion {
-		return nil, nil, FieldErrorf(ECodeOpProtocolMismatch, "manifest_envelope.protocol_version",
+		return nil, nil, fault.FieldErrorf(fault.ECodeOpProtocolMismatch, "manifest_envelope.protocol_version",
 			"the manifest was written under protocol %s; the album is pinned to %s", op.ProtocolVersion, a.ProtocolVersion)
 	}
 	if op.CreatedByUser != accountID {
-		return nil, nil, FieldErrorf(ECodeOpForeignAuthor, "manifest_envelope.created_by_user", "created_by_user is not the caller")
+		return nil, nil, fault.FieldErrorf(fault.ECodeOpForeignAuthor, "manifest_envelope.created_by_user", "created_by_user is not the caller")
 	}
 	if (op.Metadata == nil) != (op.MetadataBlobHash == "") {
-		return nil, nil, FieldErrorf(ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob must be sent exactly when the manifest commits to metadata_blob_hash")
+		return nil, nil, fault.FieldErrorf(fault.ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob must be sent exactly when the manifest commits to metadata_blob_hash")
 	}
 	if op.Metadata != nil && op.Metadata.Hash != op.MetadataBlobHash {
-		return nil, nil, FieldErrorf(ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob does not hash to metadata_blob_hash")
+		return nil, nil, fault.FieldErrorf(fault.ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob does not hash to metadata_blob_hash")
 	}
 	if op.Action == OpReplace && op.OriginalBlobHash == "" {
-		return nil, nil, FieldErrorf(ECodeInvalid, "manifest_envelope.original_blob_hash", "original_blob_hash is required on a replace")
+		return nil, nil, fault.FieldErrorf(fault.ECodeInvalid, "manifest_envelope.original_blob_hash", "original_blob_hash is required on a replace")
 	}
 	for _, h := range []struct{ field, hash string }{
 		{"manifest_envelope.ciphertext_hash", op.CiphertextHash},
 		{"manifest_envelope.original_blob_hash", op.OriginalBlobHash},
 	} {
 		if h.hash != "" && !holds(tx, accountID, h.hash) {
-			return nil, nil, FieldErrorf(ECodeOpBlobMissing, h.field, "%s names a blob the caller does not hold", h.field)
+			return nil, nil, fault.FieldErrorf(fault.ECodeOpBlobMissing, h.field, "%s names a blob the caller does not hold", h.field)
 		}
 	}
 	if seq := tx.Bucket(bucketAppliedManifests).Get(appliedKey(op.AlbumID, op.Manifest.Hash)); seq != nil {
@@ -221,7 +222,7 @@ func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 		now := s.now()
 		a, replay, err := checkOp(tx, accountID, op)
 		if err != nil {
-			var ke *Error
+			var ke *fault.Error
 			if errors.As(err, &ke) {
 				// A refusal has written nothing: returning nil keeps it
 				// from rolling back, and re-running, the other ops of

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // TestApplyOpBatchedRefusals: refused and applied ops share batches. A
@@ -39,7 +40,7 @@ func TestApplyOpBatchedRefusals(t *testing.T) {
 		case err == nil && i < n:
 			won++
 		case err == nil:
-		case i < n && kv.ErrorCode(err) == kv.ECodeOpStaleChain:
+		case i < n && fault.ErrorCode(err) == fault.ECodeOpStaleChain:
 		default:
 			t.Fatalf("op %d: %v", i, err)
 		}

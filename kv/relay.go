@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"errors"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -123,7 +124,7 @@ type channelRecord struct {
 // An unknown, expired or spent code is error.enrollment.code_refused.
 func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time) error {
 	return s.update(func(tx *bolt.Tx) error {
-		refused := Errorf(ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
+		refused := fault.Errorf(fault.ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
 		key := HashToken(spelling)
 		if fallback {
 			held := tx.Bucket(bucketEnrollFallbacks).Get(key)
@@ -177,7 +178,7 @@ func liveChannel(tx *bolt.Tx, key []byte, now time.Time) (*channelRecord, error)
 // errChannelNotFound is the one answer for a handle that is unknown, expired,
 // closed or another account's, so none of them can be told apart.
 func errChannelNotFound() error {
-	return Errorf(ECodeRelayChannelNotFound, "channel not found")
+	return fault.Errorf(fault.ECodeRelayChannelNotFound, "channel not found")
 }
 
 func mailboxPrefix(key []byte, dir Direction) []byte {
@@ -194,7 +195,7 @@ func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, cap
 			return err
 		}
 		if ch.Count[dir] >= capacity {
-			return Errorf(ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", capacity)
+			return fault.Errorf(fault.ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", capacity)
 		}
 		if err := tx.Bucket(bucketRelayMailboxes).Put(join(mailboxPrefix(key, dir), u64(ch.Next[dir])), payload); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"sealbox/kv/fault"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,7 +16,7 @@ func NormalizeEmail(raw string) (string, error) {
 	n := utf8.RuneCountInString(email)
 	at := strings.IndexByte(email, '@')
 	if n < 3 || n > 254 || at <= 0 || at == len(email)-1 || strings.Count(email, "@") != 1 {
-		return "", FieldErrorf(ECodeInvalid, "email", "email must be an address of 3 to 254 characters with one @")
+		return "", fault.FieldErrorf(fault.ECodeInvalid, "email", "email must be an address of 3 to 254 characters with one @")
 	}
 	return email, nil
 }
@@ -27,7 +28,7 @@ const MaxPasswordLen = 1024
 // characters.
 func CheckNewPassword(field, pw string) error {
 	if n := utf8.RuneCountInString(pw); n < 8 || n > MaxPasswordLen {
-		return FieldErrorf(ECodeInvalid, field, "%s must be 8 to 1024 characters", field)
+		return fault.FieldErrorf(fault.ECodeInvalid, field, "%s must be 8 to 1024 characters", field)
 	}
 	return nil
 }

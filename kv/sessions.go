@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -218,7 +219,7 @@ func (s *Store) Authenticate(access string) (*Session, error) {
 		return nil, err
 	}
 	if sess == nil || !s.now().Before(sess.AccessExpiresAt) {
-		return nil, Errorf(ECodeUnauthenticated, "the access token is unknown, revoked or expired")
+		return nil, fault.Errorf(fault.ECodeUnauthenticated, "the access token is unknown, revoked or expired")
 	}
 	return sess, nil
 }
@@ -242,7 +243,7 @@ func (s *Store) Refresh(refresh string, next *Session, access, newRefresh string
 		refused = nil
 		now := s.now()
 		hash := HashToken(refresh)
-		expired := Errorf(ECodeSessionExpired, "the refresh token is unknown, spent or expired")
+		expired := fault.Errorf(fault.ECodeSessionExpired, "the refresh token is unknown, spent or expired")
 		id := tx.Bucket(bucketRefreshTokens).Get(hash)
 		if id == nil {
 			refused = expired
@@ -345,7 +346,7 @@ func (s *Store) DeleteSession(accountID, sessionID string) error {
 			return err
 		}
 		if sess == nil || sess.AccountID != accountID || !s.now().Before(sess.RefreshExpiresAt) {
-			return Errorf(ECodeSessionNotFound, "session not found")
+			return fault.Errorf(fault.ECodeSessionNotFound, "session not found")
 		}
 		_, err = deleteSession(tx, []byte(sessionID))
 		return err
@@ -399,7 +400,7 @@ func touchAuthenticated(tx *bolt.Tx, sessionID string, at time.Time) error {
 		return err
 	}
 	if sess == nil {
-		return Errorf(ECodeUnauthenticated, "the session has ended")
+		return fault.Errorf(fault.ECodeUnauthenticated, "the session has ended")
 	}
 	sess.AuthenticatedAt = at
 	return writeSession(tx, sess)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"sealbox/kv/fault"
 	"slices"
 	"time"
 
@@ -55,7 +56,7 @@ type shareRecord struct {
 // to serve: an unknown, revoked or expired link, a blob the link does not
 // name, the wrapped secret of a link without one. Being one value, it renders
 // to byte-identical problem bodies, so a viewer cannot tell the cases apart.
-var ErrShareNotFound = &Error{Code: ECodeShareNotFound, Message: "share link not found"}
+var ErrShareNotFound = &fault.Error{Code: fault.ECodeShareNotFound, Message: "share link not found"}
 
 // shareDigest is the SHA-256 of a registration's body in a canonical form
 // (serves sorted), the identity an idempotent retry must match.
@@ -156,11 +157,11 @@ func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 			if old.AccountID == sh.AccountID && !old.Revoked && bytes.Equal(old.Digest, digest) {
 				return nil
 			}
-			return FieldErrorf(ECodeShareIDTaken, "opaque_id", "the opaque_id is already registered")
+			return fault.FieldErrorf(fault.ECodeShareIDTaken, "opaque_id", "the opaque_id is already registered")
 		}
 		for _, h := range serves {
 			if !holds(tx, sh.AccountID, h) {
-				return FieldErrorf(ECodeShareBlobNotOwned, "serves", "serves names %s, which is not a blob the caller holds", h)
+				return fault.FieldErrorf(fault.ECodeShareBlobNotOwned, "serves", "serves names %s, which is not a blob the caller holds", h)
 			}
 		}
 		rec := shareRecord{

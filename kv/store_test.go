@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 type clock struct {
@@ -64,10 +65,10 @@ func TestCreateAccountDuplicateEmail(t *testing.T) {
 	mustAccount(t, s, c, 1)
 	dup := &kv.Account{ID: "other", Email: "u1@example.org", CreatedAt: c.Now()}
 	err := s.CreateAccount(dup, newSession(c, "other", "s2"), "a2", "r2")
-	if got := kv.ErrorCode(err); got != kv.ECodeAccountExists {
-		t.Fatalf("got %q, want %s", got, kv.ECodeAccountExists)
+	if got := fault.ErrorCode(err); got != fault.ECodeAccountExists {
+		t.Fatalf("got %q, want %s", got, fault.ECodeAccountExists)
 	}
-	if _, err := s.Account("other"); kv.ErrorCode(err) != kv.ECodeAccountNotFound {
+	if _, err := s.Account("other"); fault.ErrorCode(err) != fault.ECodeAccountNotFound {
 		t.Fatalf("a refused registration wrote the account: %v", err)
 	}
 }
@@ -91,8 +92,8 @@ func TestAuthenticateExpiry(t *testing.T) {
 		t.Fatalf("live token refused: %v", err)
 	}
 	c.Advance(15 * time.Minute)
-	if _, err := s.Authenticate("at-1"); kv.ErrorCode(err) != kv.ECodeUnauthenticated {
-		t.Fatalf("expired access token: got %v, want %s", err, kv.ECodeUnauthenticated)
+	if _, err := s.Authenticate("at-1"); fault.ErrorCode(err) != fault.ECodeUnauthenticated {
+		t.Fatalf("expired access token: got %v, want %s", err, fault.ECodeUnauthenticated)
 	}
 }
 
@@ -117,8 +118,8 @@ func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
 	}
 	// rt-1 is spent: presenting it again is refused and kills the lineage.
 	err := s.Refresh("rt-1", newSession(c, "", "sess-x"), "at-x", "rt-x")
-	if kv.ErrorCode(err) != kv.ECodeSessionExpired {
-		t.Fatalf("reuse: got %v, want %s", err, kv.ECodeSessionExpired)
+	if fault.ErrorCode(err) != fault.ECodeSessionExpired {
+		t.Fatalf("reuse: got %v, want %s", err, fault.ECodeSessionExpired)
 	}
 	if _, err := s.Authenticate("at-3"); err == nil {
 		t.Fatal("reuse of a spent refresh token left the lineage's live session open")
@@ -212,13 +213,13 @@ func TestLockoutWindowAndReset(t *testing.T) {
 	fail()
 	fail()
 	acct, _, err := s.PasswordAttempt(a.Email, p)
-	if kv.ErrorCode(err) != kv.ECodeAccountLocked || acct != nil {
-		t.Fatalf("got %v, want %s", err, kv.ECodeAccountLocked)
+	if fault.ErrorCode(err) != fault.ECodeAccountLocked || acct != nil {
+		t.Fatalf("got %v, want %s", err, fault.ECodeAccountLocked)
 	}
-	if ke := err.(*kv.Error); ke.RetryAfter != 15*time.Minute {
+	if ke := err.(*fault.Error); ke.RetryAfter != 15*time.Minute {
 		t.Fatalf("RetryAfter: got %v, want 15m", ke.RetryAfter)
 	}
-	if err := s.CountPasswordFailure(a.Email, p); kv.ErrorCode(err) != kv.ECodeAccountLocked {
+	if err := s.CountPasswordFailure(a.Email, p); fault.ErrorCode(err) != fault.ECodeAccountLocked {
 		t.Fatalf("a locked address counted another failure: %v", err)
 	}
 	c.Advance(15 * time.Minute)
@@ -248,7 +249,7 @@ func TestLockoutCountsUnknownAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := s.PasswordAttempt("ghost@example.org", p); kv.ErrorCode(err) != kv.ECodeAccountLocked {
+	if _, _, err := s.PasswordAttempt("ghost@example.org", p); fault.ErrorCode(err) != fault.ECodeAccountLocked {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,10 +30,10 @@ func acceptCode(a *Account, sealed []byte, match CodeMatcher, now time.Time) err
 		return err
 	}
 	if !ok {
-		return Errorf(ECodeInvalidCode, "the code is wrong or out of date")
+		return fault.Errorf(fault.ECodeInvalidCode, "the code is wrong or out of date")
 	}
 	if step <= a.TOTPLastStep {
-		return Errorf(ECodeCodeReplayed, "this code was already used; wait for the next one")
+		return fault.Errorf(fault.ECodeCodeReplayed, "this code was already used; wait for the next one")
 	}
 	a.TOTPLastStep = step
 	return nil
@@ -49,7 +50,7 @@ func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
 			return err
 		}
 		if a.TOTPSecret != nil {
-			return Errorf(ECodeTOTPAlreadyActive, "a second factor is already active; disable it first")
+			return fault.Errorf(fault.ECodeTOTPAlreadyActive, "a second factor is already active; disable it first")
 		}
 		a.TOTPPending = sealed
 		return putAccount(tx, a)
@@ -69,7 +70,7 @@ func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
 			return err
 		}
 		if a.TOTPPending == nil {
-			return Errorf(ECodeTOTPNothingPending, "no second-factor enrollment is pending")
+			return fault.Errorf(fault.ECodeTOTPNothingPending, "no second-factor enrollment is pending")
 		}
 		if err := acceptCode(a, a.TOTPPending, match, s.now()); err != nil {
 			return err
@@ -90,7 +91,7 @@ func (s *Store) DisableTOTP(accountID string, match CodeMatcher) error {
 			return err
 		}
 		if a.TOTPSecret == nil {
-			return Errorf(ECodeTOTPNotEnrolled, "no second factor is active")
+			return fault.Errorf(fault.ECodeTOTPNotEnrolled, "no second factor is active")
 		}
 		if err := acceptCode(a, a.TOTPSecret, match, s.now()); err != nil {
 			return err
@@ -142,7 +143,7 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 		refused = nil
 		now := s.now()
 		key := HashToken(token)
-		expired := Errorf(ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
+		expired := fault.Errorf(fault.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
 		b := tx.Bucket(bucketMFAChallenges).Get(key)
 		if b == nil {
 			refused = expired
@@ -157,7 +158,7 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 			return nil
 		}
 		if ch.Failures >= maxFailures {
-			refused = &Error{Code: ECodeRateLimited, Message: "too many wrong codes for this sign-in; sign in again later", RetryAfter: ch.ExpiresAt.Sub(now)}
+			refused = &fault.Error{Code: fault.ECodeRateLimited, Message: "too many wrong codes for this sign-in; sign in again later", RetryAfter: ch.ExpiresAt.Sub(now)}
 			return nil
 		}
 		a, err := getAccount(tx, ch.AccountID)
@@ -173,7 +174,7 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 			return deleteMFAChallenge(tx, key, ch.ExpiresAt)
 		}
 		if err := acceptCode(a, a.TOTPSecret, match, now); err != nil {
-			if ErrorCode(err) == "" {
+			if fault.ErrorCode(err) == "" {
 				return err // the matcher failed (a secret that will not unseal): not the caller's fault
 			}
 			refused = err

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"path/filepath"
+	"sealbox/kv/fault"
 	"testing"
 	"time"
 )
@@ -24,11 +25,11 @@ func TestMFAChallengeSweptAtExpiry(t *testing.T) {
 	}
 	wrong := func(string, []byte, time.Time) (uint64, bool, error) { return 0, false, nil }
 	verify := func() error { return store.VerifyLogin("sbx_mfa_x", wrong, 1, &Session{ID: "s"}, "a2", "r2") }
-	if code := ErrorCode(verify()); code != ECodeInvalidCode {
-		t.Fatalf("first wrong code: got %s, want %s", code, ECodeInvalidCode)
+	if code := fault.ErrorCode(verify()); code != fault.ECodeInvalidCode {
+		t.Fatalf("first wrong code: got %s, want %s", code, fault.ECodeInvalidCode)
 	}
-	if code := ErrorCode(verify()); code != ECodeRateLimited {
-		t.Fatalf("after the limit: got %s, want %s", code, ECodeRateLimited)
+	if code := fault.ErrorCode(verify()); code != fault.ECodeRateLimited {
+		t.Fatalf("after the limit: got %s, want %s", code, fault.ECodeRateLimited)
 	}
 	if _, err := store.Sweep(); err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestMFAChallengeSweptAtExpiry(t *testing.T) {
 	if n := countKeys(t, store, bucketMFAChallenges); n != 0 {
 		t.Fatalf("challenges after expiry and sweep: got %d, want 0", n)
 	}
-	if code := ErrorCode(verify()); code != ECodeChallengeExpired {
-		t.Fatalf("after the sweep: got %s, want %s", code, ECodeChallengeExpired)
+	if code := fault.ErrorCode(verify()); code != fault.ECodeChallengeExpired {
+		t.Fatalf("after the sweep: got %s, want %s", code, fault.ECodeChallengeExpired)
 	}
 }

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -128,7 +129,7 @@ func liveTransfer(tx *bolt.Tx, accountID string, uploadKey []byte, id string, no
 		return nil, nil, err
 	}
 	if t == nil || t.AccountID != accountID || !bytes.Equal(key, uploadKey) {
-		return nil, nil, Errorf(ECodeTransferNotFound, "transfer not found")
+		return nil, nil, fault.Errorf(fault.ECodeTransferNotFound, "transfer not found")
 	}
 	return u, t, nil
 }
@@ -203,7 +204,7 @@ func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int6
 			return err
 		}
 		if t.Offset != from || to < from || to > t.Length {
-			return Errorf(ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
+			return fault.Errorf(fault.ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
 		}
 		t.Offset, t.HashState = to, state
 		if err := putTransfer(tx, key, t); err != nil {
@@ -229,7 +230,7 @@ func (s *Store) CompleteTransfer(accountID, uploadToken, id string, from int64, 
 			return err
 		}
 		if t.Offset != from {
-			return Errorf(ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
+			return fault.Errorf(fault.ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
 		}
 		if err := deleteTransfer(tx, key, t); err != nil {
 			return err

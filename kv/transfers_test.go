@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // openTransferSession provisions an album for the account and opens an upload
@@ -22,7 +23,7 @@ func openTransferSession(tb testing.TB, s *kv.Store, accountID, albumID, token s
 
 func wantCode(tb testing.TB, err error, code string) {
 	tb.Helper()
-	if got := kv.ErrorCode(err); got != code {
+	if got := fault.ErrorCode(err); got != code {
 		tb.Fatalf("got %v, want %s", err, code)
 	}
 }
@@ -68,11 +69,11 @@ func TestTransferLifecycle(t *testing.T) {
 		t.Fatalf("acknowledging bytes did not move the session's expiry: %v", u.ExpiresAt)
 	}
 	// A stale start offset, a step back and a step past the length are refused.
-	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 0, 70, nil, time.Hour), kv.ECodeOffsetMismatch)
-	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 60, 50, nil, time.Hour), kv.ECodeOffsetMismatch)
-	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 60, 101, nil, time.Hour), kv.ECodeOffsetMismatch)
+	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 0, 70, nil, time.Hour), fault.ECodeOffsetMismatch)
+	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 60, 50, nil, time.Hour), fault.ECodeOffsetMismatch)
+	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 60, 101, nil, time.Hour), fault.ECodeOffsetMismatch)
 	_, err = s.CompleteTransfer(a.ID, up, "t-1", 0, time.Hour)
-	wantCode(t, err, kv.ECodeOffsetMismatch)
+	wantCode(t, err, fault.ECodeOffsetMismatch)
 
 	newlyHeld, err := s.CompleteTransfer(a.ID, up, "t-1", 60, time.Hour)
 	if err != nil || !newlyHeld {
@@ -88,7 +89,7 @@ func TestTransferLifecycle(t *testing.T) {
 		t.Fatalf("the session's hash set: %q", hashes)
 	}
 	_, err = s.Transfer(a.ID, up, "t-1")
-	wantCode(t, err, kv.ECodeTransferNotFound)
+	wantCode(t, err, fault.ECodeTransferNotFound)
 	if ids, _ := s.Transfers("", 10); len(ids) != 0 {
 		t.Fatalf("Transfers after completion = %q", ids)
 	}
@@ -117,9 +118,9 @@ func TestTransferRefusedOutsideItsSession(t *testing.T) {
 	// Another account through its own session, another account naming the
 	// owner's session, and the owner through another of its sessions.
 	for _, tc := range []struct{ account, upload, code string }{
-		{b.ID, "sbx_up_b", kv.ECodeTransferNotFound},
-		{b.ID, "sbx_up_a1", kv.ECodeUploadNotFound},
-		{a.ID, "sbx_up_a2", kv.ECodeTransferNotFound},
+		{b.ID, "sbx_up_b", fault.ECodeTransferNotFound},
+		{b.ID, "sbx_up_a1", fault.ECodeUploadNotFound},
+		{a.ID, "sbx_up_a2", fault.ECodeTransferNotFound},
 	} {
 		_, err := s.Transfer(tc.account, tc.upload, "t-a")
 		wantCode(t, err, tc.code)
@@ -129,14 +130,14 @@ func TestTransferRefusedOutsideItsSession(t *testing.T) {
 		wantCode(t, err, tc.code)
 	}
 	_, err := s.Transfer(a.ID, "sbx_up_a1", "no-such-transfer")
-	wantCode(t, err, kv.ECodeTransferNotFound)
-	wantCode(t, s.CreateTransfer(b.ID, "sbx_up_a1", &kv.Transfer{ID: "t-b", Hash: hexHash('e'), Length: 10}, time.Hour), kv.ECodeUploadNotFound)
+	wantCode(t, err, fault.ECodeTransferNotFound)
+	wantCode(t, s.CreateTransfer(b.ID, "sbx_up_a1", &kv.Transfer{ID: "t-b", Hash: hexHash('e'), Length: 10}, time.Hour), fault.ECodeUploadNotFound)
 
 	if err := s.DiscardTransfer(a.ID, "sbx_up_a1", "t-a"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Transfer(a.ID, "sbx_up_a1", "t-a")
-	wantCode(t, err, kv.ECodeTransferNotFound)
+	wantCode(t, err, fault.ECodeTransferNotFound)
 	if got := removals(t, s); !slices.Equal(got, []string{"t-a"}) {
 		t.Fatalf("removal queue = %q", got)
 	}
@@ -168,8 +169,8 @@ func TestTransferQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The open transfer counts whole even before a byte of it arrived.
-	wantCode(t, s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-2", Hash: hexHash('c'), Length: 301}, time.Hour), kv.ECodeQuotaExceeded)
-	if _, err := s.Transfer(a.ID, up, "t-2"); kv.ErrorCode(err) != kv.ECodeTransferNotFound {
+	wantCode(t, s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-2", Hash: hexHash('c'), Length: 301}, time.Hour), fault.ECodeQuotaExceeded)
+	if _, err := s.Transfer(a.ID, up, "t-2"); fault.ErrorCode(err) != fault.ECodeTransferNotFound {
 		t.Fatalf("a refused transfer was recorded: %v", err)
 	}
 	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-3", Hash: hexHash('c'), Length: 300}, time.Hour); err != nil {
@@ -217,7 +218,7 @@ func TestTransfersEndWithTheirSession(t *testing.T) {
 	}
 	// Expired but not yet swept: already refused.
 	_, err := s.Transfer(a.ID, "sbx_up_expiring", "t-e")
-	wantCode(t, err, kv.ECodeUploadNotFound)
+	wantCode(t, err, fault.ECodeUploadNotFound)
 	if _, err := s.Sweep(); err != nil {
 		t.Fatal(err)
 	}

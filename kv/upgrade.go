@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -104,7 +105,7 @@ func upgradeAlbum(tx *bolt.Tx, accountID, albumID string) (*Album, error) {
 		return nil, err
 	}
 	if a == nil || a.OwnerID != accountID {
-		return nil, Errorf(ECodeAlbumNotFound, "album not found")
+		return nil, fault.Errorf(fault.ECodeAlbumNotFound, "album not found")
 	}
 	return a, nil
 }
@@ -117,8 +118,8 @@ func phaseOf(tx *bolt.Tx, albumID string, now time.Time) (*Phase, error) {
 	return &Phase{AlbumID: albumID, Upgrade: u, InFlight: inFlight(tx, albumID, now)}, nil
 }
 
-func upgradeInFlight() *Error {
-	return Errorf(ECodeUpgradeInFlight, "another upgrade of the album is in flight, or none with this intent_id")
+func upgradeInFlight() *fault.Error {
+	return fault.Errorf(fault.ECodeUpgradeInFlight, "another upgrade of the album is in flight, or none with this intent_id")
 }
 
 // UpgradePhase reads the phase of the account's album.
@@ -159,7 +160,7 @@ func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.D
 		if live == nil {
 			// YYYY-MM-DD strings compare in date order.
 			if u.ToProtocolVersion <= a.ProtocolVersion {
-				return FieldErrorf(ECodeUpgradeBadTarget, "to_protocol_version",
+				return fault.FieldErrorf(fault.ECodeUpgradeBadTarget, "to_protocol_version",
 					"to_protocol_version %s is not newer than the album's protocol %s", u.ToProtocolVersion, a.ProtocolVersion)
 			}
 			if err := deleteUpgrade(tx, albumID); err != nil {
@@ -227,7 +228,7 @@ func (s *Store) CommitUpgrade(accountID, albumID, intentID string, tombstone []b
 			return upgradeInFlight()
 		}
 		if n := inFlight(tx, albumID, now); n > 0 {
-			return Errorf(ECodeUpgradeNotQuiescent, "%d upload sessions are still in flight against the album", n)
+			return fault.Errorf(fault.ECodeUpgradeNotQuiescent, "%d upload sessions are still in flight against the album", n)
 		}
 		rec := tombstoneRecord{
 			FromProtocolVersion: a.ProtocolVersion, ToProtocolVersion: live.ToProtocolVersion,

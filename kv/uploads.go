@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -71,7 +72,7 @@ func liveUpload(tx *bolt.Tx, accountID string, key []byte, now time.Time) (*Uplo
 		return nil, err
 	}
 	if u == nil || u.AccountID != accountID || !now.Before(u.ExpiresAt) {
-		return nil, Errorf(ECodeUploadNotFound, "upload session not found")
+		return nil, fault.Errorf(fault.ECodeUploadNotFound, "upload session not found")
 	}
 	return u, nil
 }
@@ -132,14 +133,14 @@ func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration)
 			return err
 		}
 		if a == nil || a.OwnerID != accountID {
-			return Errorf(ECodeAlbumNotFound, "album not found")
+			return fault.Errorf(fault.ECodeAlbumNotFound, "album not found")
 		}
 		// A protocol upgrade waits for in_flight to reach zero: a new
 		// session would move the count away from it.
 		if up, err := liveUpgrade(tx, albumID, now); err != nil {
 			return err
 		} else if up != nil {
-			return Errorf(ECodeUpgradeInFlight, "a protocol upgrade of the album is in flight; no upload session opens until it ends")
+			return fault.Errorf(fault.ECodeUpgradeInFlight, "a protocol upgrade of the album is in flight; no upload session opens until it ends")
 		}
 		u = &Upload{AccountID: accountID, AlbumID: albumID, CreatedAt: now, ExpiresAt: Deadline(now, idle)}
 		return putUpload(tx, HashToken(token), u)

@@ -5,26 +5,27 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 func TestUploadSessionLifecycle(t *testing.T) {
 	s, c := MustOpenStore(t)
 	ensureAccount(t, s, "acct")
 	const token = "sbx_up_SECRETUPLOADTOKEN0123456789"
-	if _, err := s.OpenUpload("acct", "album", token, time.Hour); kv.ErrorCode(err) != kv.ECodeAlbumNotFound {
+	if _, err := s.OpenUpload("acct", "album", token, time.Hour); fault.ErrorCode(err) != fault.ECodeAlbumNotFound {
 		t.Fatalf("unknown album: %v", err)
 	}
 	if _, _, err := s.ProvisionAlbum("acct", "album", "2026-09-01"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.OpenUpload("other", "album", token, time.Hour); kv.ErrorCode(err) != kv.ECodeAlbumNotFound {
+	if _, err := s.OpenUpload("other", "album", token, time.Hour); fault.ErrorCode(err) != fault.ECodeAlbumNotFound {
 		t.Fatalf("another account's album: %v", err)
 	}
 	up, err := s.OpenUpload("acct", "album", token, time.Hour)
 	if err != nil || !up.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
 		t.Fatalf("open: %+v, %v", up, err)
 	}
-	if _, err := s.Upload("other", token); kv.ErrorCode(err) != kv.ECodeUploadNotFound {
+	if _, err := s.Upload("other", token); fault.ErrorCode(err) != fault.ECodeUploadNotFound {
 		t.Fatalf("another account's session: %v", err)
 	}
 	c.Advance(30 * time.Minute)
@@ -46,7 +47,7 @@ func TestUploadSessionLifecycle(t *testing.T) {
 		t.Fatalf("in flight before expiry: %d", n)
 	}
 	c.Advance(time.Minute)
-	if _, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('d'), Size: 3}, time.Hour); kv.ErrorCode(err) != kv.ECodeUploadNotFound {
+	if _, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('d'), Size: 3}, time.Hour); fault.ErrorCode(err) != fault.ECodeUploadNotFound {
 		t.Fatalf("write to an expired session: %v", err)
 	}
 	if n, err := s.Sweep(); err != nil || n != 1 {
@@ -75,7 +76,7 @@ func TestProvisionAlbum(t *testing.T) {
 	if err != nil || created || a.ProtocolVersion != "2026-01-01" || !a.CreatedAt.Equal(c.Now().Add(-time.Hour)) {
 		t.Fatalf("repeat: %+v, %v, %v", a, created, err)
 	}
-	if _, _, err := s.ProvisionAlbum("other", "album", "2026-09-01"); kv.ErrorCode(err) != kv.ECodeAlbumForbidden {
+	if _, _, err := s.ProvisionAlbum("other", "album", "2026-09-01"); fault.ErrorCode(err) != fault.ECodeAlbumForbidden {
 		t.Fatalf("another account: %v", err)
 	}
 	if list, _ := s.Albums("other"); len(list) != 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerAuthRoutes() {
@@ -99,7 +100,7 @@ type registerRequest = credentials
 // handles "POST /v1/auth/register"
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if s.cfg.Registration == "closed" {
-		return kv.Errorf(kv.ECodeRegistrationClosed, "registration is closed on this server")
+		return fault.Errorf(fault.ECodeRegistrationClosed, "registration is closed on this server")
 	}
 	var req registerRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
@@ -167,10 +168,10 @@ func (s *Server) verifyPassword(ctx context.Context, email, password string) (*k
 		if err := s.store.CountPasswordFailure(email, s.lockoutPolicy()); err != nil {
 			return nil, err
 		}
-		return nil, kv.Errorf(kv.ECodeInvalidCredentials, "the email or password is wrong")
+		return nil, fault.Errorf(fault.ECodeInvalidCredentials, "the email or password is wrong")
 	}
 	if acct.Disabled {
-		return nil, kv.Errorf(kv.ECodeAccountLocked, "the operator has disabled this account")
+		return nil, fault.Errorf(fault.ECodeAccountLocked, "the operator has disabled this account")
 	}
 	return acct, nil
 }
@@ -228,7 +229,7 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request, _ httprou
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	token := bearerToken(r)
 	if token == "" {
-		return kv.Errorf(kv.ECodeUnauthenticated, "an access token is required")
+		return fault.Errorf(fault.ECodeUnauthenticated, "an access token is required")
 	}
 	if err := s.store.Logout(token); err != nil {
 		return err

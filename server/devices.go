@@ -2,10 +2,9 @@ package server
 
 import (
 	"net/http"
+	"sealbox/kv/fault"
 
 	"github.com/julienschmidt/httprouter"
-
-	"sealbox/kv"
 )
 
 func (s *Server) registerDeviceRoutes() {
@@ -70,7 +69,7 @@ func (s *Server) handleDevicesList(w http.ResponseWriter, r *http.Request, _ htt
 func (s *Server) handleDeviceDelete(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	id, ok := parseUUID(ps.ByName("session_id"))
 	if !ok {
-		return kv.FieldErrorf(kv.ECodeMalformed, "session_id", "session_id must be a UUID")
+		return fault.FieldErrorf(fault.ECodeMalformed, "session_id", "session_id must be a UUID")
 	}
 	if err := s.store.DeleteSession(caller(r).AccountID, id); err != nil {
 		return err

@@ -3,11 +3,10 @@ package server_test
 import (
 	"bytes"
 	"net/http"
+	"sealbox/kv/fault"
 	"strings"
 	"testing"
 	"time"
-
-	"sealbox/kv"
 )
 
 // Ledger fetches GET /v1/auth/devices.
@@ -131,7 +130,7 @@ func TestDevicesEmptyLists(t *testing.T) {
 	if !bytes.Contains(r.Body, []byte(`"cohorts":[]`)) {
 		t.Fatalf("no cohorts must be an empty array, not null or absent: %s", r.Body)
 	}
-	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices"}).WantProblem(t, http.StatusUnauthorized, kv.ECodeUnauthenticated)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices"}).WantProblem(t, http.StatusUnauthorized, fault.ECodeUnauthenticated)
 }
 
 // Unusable advisory identifiers are dropped, never refused: the sign-in
@@ -199,8 +198,8 @@ func TestDeleteDevice(t *testing.T) {
 		a := ts.Register(t, "alice@example.com")
 		b := ts.Login(t, "alice@example.com")
 		ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + ts.SessionID(t, b.Access), Token: a.Access}).WantStatus(t, http.StatusNoContent)
-		ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices", Token: b.Access}).WantProblem(t, http.StatusUnauthorized, kv.ECodeUnauthenticated)
-		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": b.Refresh}}).WantProblem(t, http.StatusUnauthorized, kv.ECodeSessionExpired)
+		ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices", Token: b.Access}).WantProblem(t, http.StatusUnauthorized, fault.ECodeUnauthenticated)
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": b.Refresh}}).WantProblem(t, http.StatusUnauthorized, fault.ECodeSessionExpired)
 		if sessions, _ := ts.Ledger(t, a.Access); len(sessions) != 1 {
 			t.Fatalf("sessions left: got %d, want 1", len(sessions))
 		}
@@ -210,7 +209,7 @@ func TestDeleteDevice(t *testing.T) {
 		a := ts.Register(t, "alice@example.com")
 		id := strings.ToUpper(ts.SessionID(t, a.Access))
 		ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + id, Token: a.Access}).WantStatus(t, http.StatusNoContent)
-		ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices", Token: a.Access}).WantProblem(t, http.StatusUnauthorized, kv.ECodeUnauthenticated)
+		ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices", Token: a.Access}).WantProblem(t, http.StatusUnauthorized, fault.ECodeUnauthenticated)
 	})
 	t.Run("another account's session answers as an unknown one", func(t *testing.T) {
 		ts := MustOpenServer(t)
@@ -219,9 +218,9 @@ func TestDeleteDevice(t *testing.T) {
 		bobSession := ts.SessionID(t, bob.Access)
 		aliceSession := ts.SessionID(t, alice.Access)
 		foreign := ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + bobSession, Token: alice.Access})
-		foreign.WantProblem(t, http.StatusNotFound, kv.ECodeSessionNotFound)
+		foreign.WantProblem(t, http.StatusNotFound, fault.ECodeSessionNotFound)
 		unknown := ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/0b5f2a9e-7c1d-4e8a-b3f6-9d2c4e6a8b10", Token: alice.Access})
-		unknown.WantProblem(t, http.StatusNotFound, kv.ECodeSessionNotFound)
+		unknown.WantProblem(t, http.StatusNotFound, fault.ECodeSessionNotFound)
 		if !bytes.Equal(foreign.Body, unknown.Body) {
 			t.Fatalf("bodies differ:\nforeign %s\nunknown %s", foreign.Body, unknown.Body)
 		}
@@ -237,9 +236,9 @@ func TestDeleteDevice(t *testing.T) {
 		ts := MustOpenServer(t)
 		a := ts.Register(t, "alice@example.com")
 		for _, id := range []string{"not-a-uuid", "123", "0b5f2a9e7c1d4e8ab3f69d2c4e6a8b10", "zb5f2a9e-7c1d-4e8a-b3f6-9d2c4e6a8b10", "0b5f2a9e-7c1d-4e8a-b3f6-9d2c4e6a8b10a"} {
-			ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + id, Token: a.Access}).WantProblem(t, http.StatusBadRequest, kv.ECodeMalformed)
+			ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + id, Token: a.Access}).WantProblem(t, http.StatusBadRequest, fault.ECodeMalformed)
 		}
-		ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/not-a-uuid"}).WantProblem(t, http.StatusUnauthorized, kv.ECodeUnauthenticated)
+		ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/not-a-uuid"}).WantProblem(t, http.StatusUnauthorized, fault.ECodeUnauthenticated)
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server/hybridsig"
 )
 
@@ -41,7 +42,7 @@ var directoryDecMode = mustDecMode(cbor.DecOptions{
 // unsigned integer >= 1 (major type 0, untagged). Every other key, of any
 // type, is skipped. Anything else is 400 error.directory.malformed.
 func readDirectoryVersion(body []byte) (uint64, error) {
-	malformed := kv.Errorf(kv.ECodeDirectoryMalformed,
+	malformed := fault.Errorf(fault.ECodeDirectoryMalformed,
 		"the directory must be one CBOR map holding the text key directory_version with an unsigned integer of at least 1")
 	head, ok := topLevelMap(directoryDecMode, body)
 	if !ok {
@@ -63,7 +64,7 @@ func readDirectoryVersion(body []byte) (uint64, error) {
 func identityKeyOf(r *http.Request) (*hybridsig.PublicKey, error) {
 	pk, err := hybridsig.DecodePublicKey(r.Header.Get(headerIdentityKey))
 	if err != nil {
-		return nil, kv.FieldErrorf(kv.ECodeMalformed, headerIdentityKey,
+		return nil, fault.FieldErrorf(fault.ECodeMalformed, headerIdentityKey,
 			"%s must be the 1984-byte identity public key in padded standard base64", headerIdentityKey)
 	}
 	return pk, nil
@@ -104,7 +105,7 @@ func (s *Server) handleDirectoryPublish(w http.ResponseWriter, r *http.Request, 
 func (s *Server) handleDirectoryGet(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	userID, ok := parseUUID(ps.ByName("user_id"))
 	if !ok {
-		return kv.FieldErrorf(kv.ECodeMalformed, "user_id", "user_id must be a UUID")
+		return fault.FieldErrorf(fault.ECodeMalformed, "user_id", "user_id must be a UUID")
 	}
 	d, err := s.store.Directory(userID)
 	if err != nil {

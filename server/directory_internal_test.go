@@ -1,9 +1,8 @@
 package server
 
 import (
+	"sealbox/kv/fault"
 	"testing"
-
-	"sealbox/kv"
 )
 
 // FuzzReadDirectoryVersion: the directory reader never panics on hostile
@@ -24,7 +23,7 @@ func FuzzReadDirectoryVersion(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		v, err := readDirectoryVersion(body)
 		if err != nil {
-			if code := kv.ErrorCode(err); code != kv.ECodeDirectoryMalformed {
+			if code := fault.ErrorCode(err); code != fault.ECodeDirectoryMalformed {
 				t.Fatalf("refusal with code %q for %x", code, body)
 			}
 			return

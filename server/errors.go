@@ -7,95 +7,84 @@ import (
 	"strconv"
 
 	"sealbox/blobs"
-	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // statusByCode is the one table that turns an error code into an HTTP
 // status. A code not listed here is a programming error and answers 500.
 var statusByCode = map[string]int{
-	kv.ECodeMalformed:        http.StatusBadRequest,
-	kv.ECodeInvalid:          http.StatusUnprocessableEntity,
-	kv.ECodeTooLarge:         http.StatusRequestEntityTooLarge,
-	kv.ECodeUnsupportedMedia: http.StatusUnsupportedMediaType,
-	kv.ECodeNotFound:         http.StatusNotFound,
-	kv.ECodeMethodNotAllowed: http.StatusMethodNotAllowed,
-	kv.ECodeRateLimited:      http.StatusTooManyRequests,
-	kv.ECodeInternal:         http.StatusInternalServerError,
-	kv.ECodeNotReady:         http.StatusServiceUnavailable,
+	fault.ECodeMalformed:        http.StatusBadRequest,
+	fault.ECodeInvalid:          http.StatusUnprocessableEntity,
+	fault.ECodeTooLarge:         http.StatusRequestEntityTooLarge,
+	fault.ECodeUnsupportedMedia: http.StatusUnsupportedMediaType,
+	fault.ECodeNotFound:         http.StatusNotFound,
+	fault.ECodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	fault.ECodeRateLimited:      http.StatusTooManyRequests,
+	fault.ECodeInternal:         http.StatusInternalServerError,
+	fault.ECodeNotReady:         http.StatusServiceUnavailable,
 
-	kv.ECodeRegistrationClosed: http.StatusForbidden,
-	kv.ECodeAccountExists:      http.StatusConflict,
-	kv.ECodeAccountNotFound:    http.StatusNotFound,
+	fault.ECodeRegistrationClosed: http.StatusForbidden,
+	fault.ECodeAccountExists:      http.StatusConflict,
+	fault.ECodeAccountNotFound:    http.StatusNotFound,
 
-	kv.ECodeInvalidCredentials: http.StatusUnauthorized,
-	kv.ECodeUnauthenticated:    http.StatusUnauthorized,
-	kv.ECodeSessionExpired:     http.StatusUnauthorized,
-	kv.ECodeAccountLocked:      http.StatusLocked,
-	kv.ECodeChallengeExpired:   http.StatusUnauthorized,
-	kv.ECodeInvalidCode:        http.StatusUnauthorized,
-	kv.ECodeCodeReplayed:       http.StatusUnauthorized,
-	kv.ECodeReauthRequired:     http.StatusForbidden,
-	kv.ECodeProofRequired:      http.StatusUnauthorized,
-	kv.ECodeSessionNotFound:    http.StatusNotFound,
+	fault.ECodeInvalidCredentials: http.StatusUnauthorized,
+	fault.ECodeUnauthenticated:    http.StatusUnauthorized,
+	fault.ECodeSessionExpired:     http.StatusUnauthorized,
+	fault.ECodeAccountLocked:      http.StatusLocked,
+	fault.ECodeChallengeExpired:   http.StatusUnauthorized,
+	fault.ECodeInvalidCode:        http.StatusUnauthorized,
+	fault.ECodeCodeReplayed:       http.StatusUnauthorized,
+	fault.ECodeReauthRequired:     http.StatusForbidden,
+	fault.ECodeProofRequired:      http.StatusUnauthorized,
+	fault.ECodeSessionNotFound:    http.StatusNotFound,
 
-	kv.ECodeTOTPAlreadyActive:        http.StatusConflict,
-	kv.ECodeTOTPNothingPending:       http.StatusConflict,
-	kv.ECodeTOTPNotEnrolled:          http.StatusConflict,
-	kv.ECodeAlbumForbidden:           http.StatusForbidden,
-	kv.ECodeAlbumNotFound:            http.StatusNotFound,
-	kv.ECodeUploadNotFound:           http.StatusNotFound,
-	kv.ECodeBlobNotFound:             http.StatusNotFound,
-	kv.ECodeHashMismatch:             http.StatusUnprocessableEntity,
-	kv.ECodeQuotaExceeded:            http.StatusForbidden,
-	kv.ECodeEscrowNotFound:           http.StatusNotFound,
-	kv.ECodeDirectoryMalformed:       http.StatusBadRequest,
-	kv.ECodeDirectoryNotFound:        http.StatusNotFound,
-	kv.ECodeDirectoryVersionConflict: http.StatusConflict,
-	kv.ECodeIdentityKeyMismatch:      http.StatusForbidden,
+	fault.ECodeTOTPAlreadyActive:        http.StatusConflict,
+	fault.ECodeTOTPNothingPending:       http.StatusConflict,
+	fault.ECodeTOTPNotEnrolled:          http.StatusConflict,
+	fault.ECodeAlbumForbidden:           http.StatusForbidden,
+	fault.ECodeAlbumNotFound:            http.StatusNotFound,
+	fault.ECodeUploadNotFound:           http.StatusNotFound,
+	fault.ECodeBlobNotFound:             http.StatusNotFound,
+	fault.ECodeHashMismatch:             http.StatusUnprocessableEntity,
+	fault.ECodeQuotaExceeded:            http.StatusForbidden,
+	fault.ECodeEscrowNotFound:           http.StatusNotFound,
+	fault.ECodeDirectoryMalformed:       http.StatusBadRequest,
+	fault.ECodeDirectoryNotFound:        http.StatusNotFound,
+	fault.ECodeDirectoryVersionConflict: http.StatusConflict,
+	fault.ECodeIdentityKeyMismatch:      http.StatusForbidden,
 
-	kv.ECodeEnrollmentCodeRefused: http.StatusNotFound,
-	kv.ECodeRelayChannelNotFound:  http.StatusNotFound,
-	kv.ECodeRelayMailboxFull:      http.StatusUnprocessableEntity,
+	fault.ECodeEnrollmentCodeRefused: http.StatusNotFound,
+	fault.ECodeRelayChannelNotFound:  http.StatusNotFound,
+	fault.ECodeRelayMailboxFull:      http.StatusUnprocessableEntity,
 
-	kv.ECodeShareNotFound:     http.StatusNotFound,
-	kv.ECodeShareIDTaken:      http.StatusUnprocessableEntity,
-	kv.ECodeShareBlobNotOwned: http.StatusUnprocessableEntity,
+	fault.ECodeShareNotFound:     http.StatusNotFound,
+	fault.ECodeShareIDTaken:      http.StatusUnprocessableEntity,
+	fault.ECodeShareBlobNotOwned: http.StatusUnprocessableEntity,
 
-	kv.ECodeProtocolUnsupported: http.StatusUpgradeRequired,
-	kv.ECodeOpProtocolMismatch:  http.StatusConflict,
-	kv.ECodeOpStaleChain:        http.StatusConflict,
-	kv.ECodeOpForeignAuthor:     http.StatusForbidden,
-	kv.ECodeOpMetadataMismatch:  http.StatusUnprocessableEntity,
-	kv.ECodeOpBlobMissing:       http.StatusUnprocessableEntity,
-	kv.ECodeUpgradeInFlight:     http.StatusConflict,
-	kv.ECodeUpgradeBadTarget:    http.StatusBadRequest,
-	kv.ECodeUpgradeNotQuiescent: http.StatusConflict,
+	fault.ECodeProtocolUnsupported: http.StatusUpgradeRequired,
+	fault.ECodeOpProtocolMismatch:  http.StatusConflict,
+	fault.ECodeOpStaleChain:        http.StatusConflict,
+	fault.ECodeOpForeignAuthor:     http.StatusForbidden,
+	fault.ECodeOpMetadataMismatch:  http.StatusUnprocessableEntity,
+	fault.ECodeOpBlobMissing:       http.StatusUnprocessableEntity,
+	fault.ECodeUpgradeInFlight:     http.StatusConflict,
+	fault.ECodeUpgradeBadTarget:    http.StatusBadRequest,
+	fault.ECodeUpgradeNotQuiescent: http.StatusConflict,
 
-	kv.ECodeTransferNotFound: http.StatusNotFound,
-	kv.ECodeOffsetMismatch:   http.StatusConflict,
-	kv.ECodeTransferLocked:   http.StatusLocked,
-	kv.ECodeTusVersion:       http.StatusPreconditionFailed,
+	fault.ECodeTransferNotFound: http.StatusNotFound,
+	fault.ECodeOffsetMismatch:   http.StatusConflict,
+	fault.ECodeTransferLocked:   http.StatusLocked,
+	fault.ECodeTusVersion:       http.StatusPreconditionFailed,
 }
 
-// statusError overrides the table's status for one use of a code, where the
-// contract gives one code two statuses (a refused TOTP code is 401 before a
-// session exists and 403 on a bearer endpoint).
-type statusError struct {
-	status int
-	err    *kv.Error
-}
-
-func (e *statusError) Error() string { return e.err.Error() }
-func (e *statusError) Unwrap() error { return e.err }
-
-// withStatus answers err (when it is a *kv.Error) with status instead of the
-// table's.
-func withStatus(status int, err error) error {
-	var ke *kv.Error
-	if errors.As(err, &ke) {
-		return &statusError{status: status, err: ke}
-	}
-	return err
+// statusOnSession is the table's second column: the status of a code on a
+// request that is signed in, where the contract gives the code another one.
+// A refused second-factor code is 401 at verify-totp, where no session exists
+// yet, and 403 on verify-enrollment and disable, where the session is fine
+// and a client must never mistake a wrong code for a dead session.
+var statusOnSession = map[string]int{
+	fault.ECodeInvalidCode:  http.StatusForbidden,
+	fault.ECodeCodeReplayed: http.StatusForbidden,
 }
 
 // problemTypeBase prefixes the code to form a problem's `type` URI.
@@ -103,16 +92,16 @@ const problemTypeBase = "https://sealbox.invalid/problems/"
 
 // writeError is the only place an error becomes a response: an RFC 9457
 // problem+json body with a stable `code`, or an empty 413. Anything that is
-// not a *kv.Error is an internal error: logged with its cause, answered as a
+// not a *fault.Error is an internal error: logged with its cause, answered as a
 // bare 500 that reveals nothing.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var ke *kv.Error
+	var ke *fault.Error
 	if !errors.As(err, &ke) {
 		ke = mappedError(err)
 	}
 	if ke == nil {
 		requestLogger(r, s.log).Error().Err(err).Msg("internal error")
-		ke = kv.Errorf(kv.ECodeInternal, "internal error")
+		ke = fault.Errorf(fault.ECodeInternal, "internal error")
 	}
 	s.noteRefusal(r, ke.Code)
 	status, ok := statusByCode[ke.Code]
@@ -120,9 +109,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		requestLogger(r, s.log).Error().Str("code", ke.Code).Msg("error code missing from the status table")
 		status = http.StatusInternalServerError
 	}
-	var se *statusError
-	if errors.As(err, &se) {
-		status = se.status
+	if onSession, ok := statusOnSession[ke.Code]; ok && signedIn(r) {
+		status = onSession
 	}
 	h := w.Header()
 	if status == http.StatusRequestEntityTooLarge {
@@ -133,7 +121,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusUnauthorized {
 		challenge := `Bearer realm="sealbox"`
-		if ke.Code == kv.ECodeUnauthenticated && bearerToken(r) != "" {
+		if ke.Code == fault.ECodeUnauthenticated && bearerToken(r) != "" {
 			challenge += `, error="invalid_token"`
 		}
 		h.Set("WWW-Authenticate", challenge)
@@ -163,19 +151,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // mappedError translates the sentinel errors of packages that do not speak
-// kv.Error. It returns nil for an unknown error (blobs.ErrCorrupt among them:
+// fault.Error. It returns nil for an unknown error (blobs.ErrCorrupt among them:
 // a damaged file is the operator's problem, answered as an opaque 500).
-func mappedError(err error) *kv.Error {
+func mappedError(err error) *fault.Error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe), errors.Is(err, blobs.ErrTooLarge):
-		return kv.Errorf(kv.ECodeTooLarge, "request body too large")
+		return fault.Errorf(fault.ECodeTooLarge, "request body too large")
 	case errors.Is(err, blobs.ErrHashMismatch):
-		return kv.FieldErrorf(kv.ECodeHashMismatch, "hash", "the body does not hash to the hash in the path; nothing was stored")
+		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "the body does not hash to the hash in the path; nothing was stored")
 	case errors.Is(err, blobs.ErrInvalidHash):
-		return kv.FieldErrorf(kv.ECodeMalformed, "hash", "a hash must be 64 lowercase hex characters")
+		return fault.FieldErrorf(fault.ECodeMalformed, "hash", "a hash must be 64 lowercase hex characters")
 	case errors.Is(err, blobs.ErrNotFound):
-		return kv.Errorf(kv.ECodeBlobNotFound, "blob not found")
+		return fault.Errorf(fault.ECodeBlobNotFound, "blob not found")
 	}
 	return nil
 }

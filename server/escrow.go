@@ -2,10 +2,9 @@ package server
 
 import (
 	"net/http"
+	"sealbox/kv/fault"
 
 	"github.com/julienschmidt/httprouter"
-
-	"sealbox/kv"
 )
 
 func (s *Server) registerEscrowRoutes() {
@@ -39,7 +38,7 @@ func (s *Server) handleEscrowPut(w http.ResponseWriter, r *http.Request, _ httpr
 		return err
 	}
 	if len(body) == 0 {
-		return kv.Errorf(kv.ECodeMalformed, "the escrow must be 1 byte to 64 KiB")
+		return fault.Errorf(fault.ECodeMalformed, "the escrow must be 1 byte to 64 KiB")
 	}
 	storedAt, replaced, err := s.store.PutEscrow(sess.AccountID, body)
 	if err != nil {

@@ -2,11 +2,10 @@ package server
 
 import (
 	"net/http"
+	"sealbox/kv/fault"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
-
-	"sealbox/kv"
 )
 
 func (s *Server) registerFeedRoutes() {
@@ -46,14 +45,14 @@ func feedQuery(r *http.Request) (after uint64, limit int, err error) {
 	q := r.URL.Query()
 	if v := q.Get("after"); v != "" {
 		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return 0, 0, kv.FieldErrorf(kv.ECodeMalformed, "after", "after must be a non-negative integer")
+			return 0, 0, fault.FieldErrorf(fault.ECodeMalformed, "after", "after must be a non-negative integer")
 		}
 	}
 	limit = feedDefaultLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > feedMaxLimit {
-			return 0, 0, kv.FieldErrorf(kv.ECodeMalformed, "limit", "limit must be an integer from 1 to %d", feedMaxLimit)
+			return 0, 0, fault.FieldErrorf(fault.ECodeMalformed, "limit", "limit must be an integer from 1 to %d", feedMaxLimit)
 		}
 		limit = n
 	}

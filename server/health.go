@@ -3,11 +3,10 @@ package server
 import (
 	"net/http"
 	"path/filepath"
+	"sealbox/kv/fault"
 
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/sys/unix"
-
-	"sealbox/kv"
 )
 
 func (s *Server) registerHealthRoutes() {
@@ -47,7 +46,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprout
 		checks["disk"], ready = "full", false
 	}
 	if !ready {
-		return &kv.Error{Code: kv.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": checks}}
+		return &fault.Error{Code: fault.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": checks}}
 	}
 	return writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Checks: checks})
 }

@@ -3,14 +3,13 @@ package server
 import (
 	"net/http"
 	"os"
+	"sealbox/kv/fault"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"sealbox/kv"
 )
 
 // metrics are the server's Prometheus series. Labels hold route patterns
@@ -85,16 +84,16 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 // (fail2ban and the like) acts on: each is logged as one structured line
 // with the client address and counted.
 var authFailureReasons = map[string]string{
-	kv.ECodeInvalidCredentials: "invalid_credentials",
-	kv.ECodeAccountLocked:      "account_locked",
-	kv.ECodeInvalidCode:        "invalid_code",
-	kv.ECodeCodeReplayed:       "code_replayed",
-	kv.ECodeChallengeExpired:   "challenge_expired",
-	kv.ECodeProofRequired:      "proof_required",
-	kv.ECodeSessionExpired:     "session_expired",
+	fault.ECodeInvalidCredentials: "invalid_credentials",
+	fault.ECodeAccountLocked:      "account_locked",
+	fault.ECodeInvalidCode:        "invalid_code",
+	fault.ECodeCodeReplayed:       "code_replayed",
+	fault.ECodeChallengeExpired:   "challenge_expired",
+	fault.ECodeProofRequired:      "proof_required",
+	fault.ECodeSessionExpired:     "session_expired",
 	// A key swap attempt is what a stolen access token would try first.
-	kv.ECodeIdentityKeyMismatch:   "identity_key_mismatch",
-	kv.ECodeEnrollmentCodeRefused: "enrollment_code_refused",
+	fault.ECodeIdentityKeyMismatch:   "identity_key_mismatch",
+	fault.ECodeEnrollmentCodeRefused: "enrollment_code_refused",
 }
 
 // rateLimitedAttempts maps the routes whose rate limits refuse attempts to
@@ -111,7 +110,7 @@ var rateLimitedAttempts = map[string]string{
 func (s *Server) noteRefusal(r *http.Request, code string) {
 	route := infoFrom(r).route
 	reason, ok := authFailureReasons[code]
-	if code == kv.ECodeRateLimited {
+	if code == fault.ECodeRateLimited {
 		s.metrics.rateLimited.WithLabelValues(route).Inc()
 		reason, ok = rateLimitedAttempts[route]
 	}

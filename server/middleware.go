@@ -19,6 +19,9 @@ import (
 type requestInfo struct {
 	id    string
 	route string
+	// signedIn is set by bearer once the request's token names a live
+	// session (statusOnSession).
+	signedIn bool
 }
 
 type ctxKey int
@@ -160,7 +163,7 @@ func methodName(m string) string {
 	return "other"
 }
 
-// errPanic stands for a recovered panic; it is not a *kv.Error, so it is
+// errPanic stands for a recovered panic; it is not a *fault.Error, so it is
 // answered as an opaque 500.
 var errPanic = panicError{}
 

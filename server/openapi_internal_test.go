@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // The tests in this file hold server/openapi.yaml to the code: its operations
@@ -25,17 +26,17 @@ import (
 
 // catalogOnly are codes no operation lists, each for the reason given.
 var catalogOnly = map[string]string{
-	kv.ECodeNotFound:         "answered by the router when no route matches",
-	kv.ECodeMethodNotAllowed: "answered by the router when the path lacks the method",
-	kv.ECodeTooLarge:         "413 has no body, so the code is never sent",
-	kv.ECodeBlobNotFound:     "mapped from blobs.ErrNotFound; no handler lets it out today",
+	fault.ECodeNotFound:         "answered by the router when no route matches",
+	fault.ECodeMethodNotAllowed: "answered by the router when the path lacks the method",
+	fault.ECodeTooLarge:         "413 has no body, so the code is never sent",
+	fault.ECodeBlobNotFound:     "mapped from blobs.ErrNotFound; no handler lets it out today",
 }
 
 // statusOverrides are the codes answered with another status than the
-// table's somewhere, through withStatus (see codeRefusedOnSession).
+// table's on signed-in requests (statusOnSession).
 var statusOverrides = map[string]string{
-	kv.ECodeInvalidCode:  "403",
-	kv.ECodeCodeReplayed: "403",
+	fault.ECodeInvalidCode:  "403",
+	fault.ECodeCodeReplayed: "403",
 }
 
 // openAPIDocument is server/openapi.yaml decoded generically.
@@ -245,18 +246,18 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 // TestOpenAPIErrorCatalog holds the document's catalog to kv's codes and to
 // statusByCode, in both directions, and each code to its status.
 func TestOpenAPIErrorCatalog(t *testing.T) {
-	// kv's codes are every ECode* constant of kv/errors.go; each needs a
+	// The catalog's codes are every ECode* constant of kv/fault/fault.go; each needs a
 	// status in statusByCode (writeError answers a code missing from it
 	// with 500).
 	kvCodes := kvErrorCodes(t)
 	for _, code := range kvCodes {
 		if _, ok := statusByCode[code]; !ok {
-			t.Errorf("kv code %s has no status in statusByCode", code)
+			t.Errorf("catalog code %s has no status in statusByCode", code)
 		}
 	}
 	for code := range statusByCode {
 		if !slices.Contains(kvCodes, code) {
-			t.Errorf("statusByCode maps %s, which kv/errors.go does not define", code)
+			t.Errorf("statusByCode maps %s, which kv/fault/fault.go does not define", code)
 		}
 	}
 
@@ -278,10 +279,11 @@ func TestOpenAPIErrorCatalog(t *testing.T) {
 	}
 }
 
-// kvErrorCodes parses kv/errors.go for the values of its ECode* constants.
+// kvErrorCodes parses the catalog, kv/fault/fault.go, for the values of its
+// ECode* constants.
 func kvErrorCodes(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "kv", "errors.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "kv", "fault", "fault.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +309,7 @@ func kvErrorCodes(t *testing.T) []string {
 		}
 	}
 	if len(codes) == 0 {
-		t.Fatal("found no ECode constants in kv/errors.go")
+		t.Fatal("found no ECode constants in kv/fault/fault.go")
 	}
 	return codes
 }
@@ -373,8 +375,8 @@ func TestOpenAPIResponses(t *testing.T) {
 				continue
 			}
 			codes := doc.problemCodes(t, o, status, resp)
-			if len(security) > 0 && status == "401" && !slices.Contains(codes, kv.ECodeUnauthenticated) {
-				t.Errorf("%s 401: a bearer operation must list %s", o, kv.ECodeUnauthenticated)
+			if len(security) > 0 && status == "401" && !slices.Contains(codes, fault.ECodeUnauthenticated) {
+				t.Errorf("%s 401: a bearer operation must list %s", o, fault.ECodeUnauthenticated)
 			}
 			for _, code := range codes {
 				answered[code] = true
@@ -386,7 +388,7 @@ func TestOpenAPIResponses(t *testing.T) {
 				if strconv.Itoa(want) != status && statusOverrides[code] != status {
 					t.Errorf("%s %s: code %s is answered with %d", o, status, code, want)
 				}
-				if code == kv.ECodeRateLimited && headers["Retry-After"] == nil {
+				if code == fault.ECodeRateLimited && headers["Retry-After"] == nil {
 					t.Errorf("%s %s: %s without a Retry-After header", o, status, code)
 				}
 			}
@@ -477,7 +479,7 @@ func TestOpenAPISecurityMatchesHandlers(t *testing.T) {
 		if got != bearer {
 			t.Errorf("%s without a token answers %d; the document says bearer is %v", key, rec.Code, bearer)
 		}
-		if got && !strings.Contains(rec.Body.String(), `"code":"`+kv.ECodeUnauthenticated+`"`) {
+		if got && !strings.Contains(rec.Body.String(), `"code":"`+fault.ECodeUnauthenticated+`"`) {
 			t.Errorf("%s without a token: %s", key, rec.Body)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerOpRoutes() {
@@ -240,8 +241,8 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 		return err
 	}
 	if !s.speaksProtocol(wr.op.ProtocolVersion) {
-		return &kv.Error{
-			Code: kv.ECodeProtocolUnsupported, Field: "manifest_envelope.protocol_version",
+		return &fault.Error{
+			Code: fault.ECodeProtocolUnsupported, Field: "manifest_envelope.protocol_version",
 			Message: "the manifest's protocol_version is outside the range the server speaks",
 			Details: map[string]any{"protocol_min": s.cfg.ProtocolMin, "protocol_max": s.cfg.ProtocolMax},
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // opSeed is a well-formed OpRequest: the fuzzer mutates it into everything
@@ -34,14 +35,14 @@ func FuzzOpRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req opRequest
 		if err := decodeStrict(body, &req); err != nil {
-			if code := kv.ErrorCode(err); code != kv.ECodeMalformed {
+			if code := fault.ErrorCode(err); code != fault.ECodeMalformed {
 				t.Fatalf("decode refusal with code %q (%v)", code, err)
 			}
 			return
 		}
 		w, err := req.validate(album)
 		if err != nil {
-			if code := kv.ErrorCode(err); code != kv.ECodeInvalid {
+			if code := fault.ErrorCode(err); code != fault.ECodeInvalid {
 				t.Fatalf("validate refusal with code %q (%v)", code, err)
 			}
 			return

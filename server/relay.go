@@ -15,6 +15,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server/ratelimit"
 )
 
@@ -68,7 +69,7 @@ func newRedeemLimits(now func() time.Time) *redeemLimits {
 func (l *redeemLimits) admit(addr string, fallback bool) (refund func(), err error) {
 	at, wait, ok := l.byAddr.Spend(addr)
 	if !ok {
-		return nil, &kv.Error{Code: kv.ECodeRateLimited, Message: "too many refused redemptions from this address", RetryAfter: wait}
+		return nil, &fault.Error{Code: fault.ECodeRateLimited, Message: "too many refused redemptions from this address", RetryAfter: wait}
 	}
 	refundAddr := func() { l.byAddr.Refund(addr, at) }
 	if !fallback {
@@ -77,7 +78,7 @@ func (l *redeemLimits) admit(addr string, fallback bool) (refund func(), err err
 	fat, wait, ok := l.fallback.Spend("")
 	if !ok {
 		refundAddr()
-		return nil, &kv.Error{Code: kv.ECodeRateLimited, Message: "too many refused numeric codes; use the full code", RetryAfter: wait}
+		return nil, &fault.Error{Code: fault.ECodeRateLimited, Message: "too many refused numeric codes; use the full code", RetryAfter: wait}
 	}
 	return func() { refundAddr(); l.fallback.Refund("", fat) }, nil
 }
@@ -88,7 +89,7 @@ func (l *redeemLimits) admit(addr string, fallback bool) (refund func(), err err
 // FreshWindow old.
 func (s *Server) requireFresh(sess *kv.Session) error {
 	if !s.now().Before(sess.AuthenticatedAt.Add(s.cfg.FreshWindow)) {
-		return kv.Errorf(kv.ECodeReauthRequired, "this operation needs a recent password; reauthenticate first")
+		return fault.Errorf(fault.ECodeReauthRequired, "this operation needs a recent password; reauthenticate first")
 	}
 	return nil
 }
@@ -201,7 +202,7 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 	channelID := s.newToken(prefixChannel)
 	expiresAt := kv.Deadline(s.now(), channelTTL)
 	err = s.store.RedeemEnrollmentCode(spelling, fallback, channelID, expiresAt)
-	if kv.ErrorCode(err) != kv.ECodeEnrollmentCodeRefused {
+	if fault.ErrorCode(err) != fault.ECodeEnrollmentCodeRefused {
 		refund()
 	}
 	if err != nil {
@@ -290,7 +291,7 @@ func (s *Server) handleRelayDrain(w http.ResponseWriter, r *http.Request, ps htt
 	}
 	dir, ok := parseDirection(r.URL.Query().Get("direction"))
 	if !ok {
-		return kv.FieldErrorf(kv.ECodeMalformed, "direction", "the query parameter direction must be to_initiator or to_enrollee")
+		return fault.FieldErrorf(fault.ECodeMalformed, "direction", "the query parameter direction must be to_initiator or to_enrollee")
 	}
 	got, err := s.store.DrainRelay(channelID, dir)
 	if err != nil {

@@ -10,12 +10,11 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"sealbox/kv/fault"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"sealbox/kv"
 )
 
 // Media types the endpoints accept.
@@ -33,7 +32,7 @@ const (
 // connection and goroutine for ever.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
-		return nil, kv.Errorf(kv.ECodeTooLarge, "request body too large")
+		return nil, fault.Errorf(fault.ECodeTooLarge, "request body too large")
 	}
 	rc := http.NewResponseController(w)
 	// An error means the writer cannot set deadlines (a test recorder):
@@ -51,7 +50,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType stri
 		if mappedError(err) != nil {
 			return nil, err
 		}
-		return nil, kv.Errorf(kv.ECodeMalformed, "the request body could not be read")
+		return nil, fault.Errorf(fault.ECodeMalformed, "the request body could not be read")
 	}
 	if len(body) > 0 {
 		if err := requireMediaType(r, mediaType); err != nil {
@@ -69,7 +68,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType stri
 // byte is peeked before the media type is required of it.
 func (s *Server) streamBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) (io.Reader, error) {
 	if r.ContentLength > limit {
-		return nil, kv.Errorf(kv.ECodeTooLarge, "request body too large")
+		return nil, fault.Errorf(fault.ECodeTooLarge, "request body too large")
 	}
 	body := s.bodyReader(w, r)
 	empty := r.ContentLength == 0
@@ -111,7 +110,7 @@ func (b *streamReader) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		_ = b.rc.SetReadDeadline(time.Time{}) // see readBody
 	case err != nil:
-		err = kv.Errorf(kv.ECodeMalformed, "the request body could not be read")
+		err = fault.Errorf(fault.ECodeMalformed, "the request body could not be read")
 	}
 	return n, err
 }
@@ -121,7 +120,7 @@ func (b *streamReader) Read(p []byte) (int, error) {
 func requireMediaType(r *http.Request, mediaType string) error {
 	got, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || got != mediaType {
-		return kv.Errorf(kv.ECodeUnsupportedMedia, "the body must be %s", mediaType)
+		return fault.Errorf(fault.ECodeUnsupportedMedia, "the body must be %s", mediaType)
 	}
 	return nil
 }
@@ -157,10 +156,10 @@ func (s *Server) decodeJSONLimit(w http.ResponseWriter, r *http.Request, dst any
 func decodeStrict(body []byte, dst any) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return kv.Errorf(kv.ECodeMalformed, "the body must be a JSON object")
+		return fault.Errorf(fault.ECodeMalformed, "the body must be a JSON object")
 	}
 	if !utf8.Valid(body) {
-		return kv.Errorf(kv.ECodeMalformed, "the body is not valid UTF-8")
+		return fault.Errorf(fault.ECodeMalformed, "the body is not valid UTF-8")
 	}
 	if err := exactKeys(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(dst), ""); err != nil {
 		return err
@@ -170,7 +169,7 @@ func decodeStrict(body []byte, dst any) error {
 		return malformedJSON(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return kv.Errorf(kv.ECodeMalformed, "unexpected data after the JSON object")
+		return fault.Errorf(fault.ECodeMalformed, "unexpected data after the JSON object")
 	}
 	return nil
 }
@@ -220,12 +219,12 @@ func exactKeys(dec *json.Decoder, t reflect.Type, path string) error {
 				field = path + "." + key
 			}
 			if seen[key] {
-				return kv.FieldErrorf(kv.ECodeMalformed, field, "%s appears more than once", field)
+				return fault.FieldErrorf(fault.ECodeMalformed, field, "%s appears more than once", field)
 			}
 			seen[key] = true
 			valueType, ok := fields[key]
 			if !ok {
-				return kv.FieldErrorf(kv.ECodeMalformed, field, "unknown field %q", field)
+				return fault.FieldErrorf(fault.ECodeMalformed, field, "unknown field %q", field)
 			}
 			if err := exactKeys(dec, valueType, field); err != nil {
 				return err
@@ -289,13 +288,13 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 func malformedJSON(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return kv.FieldErrorf(kv.ECodeMalformed, te.Field, "%s has the wrong JSON type", te.Field)
+		return fault.FieldErrorf(fault.ECodeMalformed, te.Field, "%s has the wrong JSON type", te.Field)
 	}
 	var fe *fieldError
 	if errors.As(err, &fe) {
-		return kv.FieldErrorf(kv.ECodeMalformed, fe.field, "%s", fe.msg)
+		return fault.FieldErrorf(fault.ECodeMalformed, fe.field, "%s", fe.msg)
 	}
-	return kv.Errorf(kv.ECodeMalformed, "the body is not valid JSON")
+	return fault.Errorf(fault.ECodeMalformed, "the body is not valid JSON")
 }
 
 // fieldError lets a custom UnmarshalJSON refuse a value as malformed (400),
@@ -307,14 +306,14 @@ func (e *fieldError) Error() string { return e.msg }
 // required returns 422 naming field when a required value is missing or null.
 func required[T any](field string, v *T) error {
 	if v == nil {
-		return kv.FieldErrorf(kv.ECodeInvalid, field, "%s is required", field)
+		return fault.FieldErrorf(fault.ECodeInvalid, field, "%s is required", field)
 	}
 	return nil
 }
 
 // invalid is a 422 about one field's value.
 func invalid(field, format string, args ...any) error {
-	return kv.FieldErrorf(kv.ECodeInvalid, field, format, args...)
+	return fault.FieldErrorf(fault.ECodeInvalid, field, format, args...)
 }
 
 // optionalString distinguishes an absent key (Set false) from an explicit

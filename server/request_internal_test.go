@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // requestTypes is every JSON request body the API decodes, with the
@@ -49,7 +50,7 @@ var requestTypes = []struct {
 	}, nil},
 	{"totp-code", func() any { return &codeRequest{} }, func(v any) error { return v.(*codeRequest).validate() }, nil},
 	{"verify-totp", func() any { return &verifyLoginRequest{} }, func(v any) error { return v.(*verifyLoginRequest).validate() },
-		[]string{kv.ECodeChallengeExpired}},
+		[]string{fault.ECodeChallengeExpired}},
 	{"album", func() any { return &provisionAlbumRequest{} }, func(v any) error { return v.(*provisionAlbumRequest).validate() }, nil},
 }
 
@@ -75,7 +76,7 @@ func FuzzDecodeStrict(f *testing.F) {
 			dst := rt.new()
 			err := decodeStrict(body, dst)
 			if err != nil {
-				if code := kv.ErrorCode(err); code != kv.ECodeMalformed {
+				if code := fault.ErrorCode(err); code != fault.ECodeMalformed {
 					t.Fatalf("%s: refusal with code %q (%v) for %q", rt.name, code, err, body)
 				}
 				continue
@@ -87,7 +88,7 @@ func FuzzDecodeStrict(f *testing.F) {
 				t.Fatalf("%s: accepted a body that is not UTF-8: %q", rt.name, body)
 			}
 			if err := rt.validate(dst); err != nil {
-				if code := kv.ErrorCode(err); code != kv.ECodeInvalid && !slices.Contains(rt.codes, code) {
+				if code := fault.ErrorCode(err); code != fault.ECodeInvalid && !slices.Contains(rt.codes, code) {
 					t.Fatalf("%s: validation refusal with code %q (%v) for %q", rt.name, code, err, body)
 				}
 			}
@@ -205,8 +206,8 @@ func TestDecodeStrictKeys(t *testing.T) {
 				}
 				return
 			}
-			var ke *kv.Error
-			if !errors.As(err, &ke) || ke.Code != kv.ECodeMalformed || ke.Field != tc.field {
+			var ke *fault.Error
+			if !errors.As(err, &ke) || ke.Code != fault.ECodeMalformed || ke.Field != tc.field {
 				t.Fatalf("got %#v, want error.request.malformed naming %q", err, tc.field)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server/hybridsig"
 )
 
@@ -84,10 +85,10 @@ func (s *Server) handleRevokeAll(w http.ResponseWriter, r *http.Request, _ httpr
 // signature are all 401 error.auth.proof_required.
 func verifyRevokeAllProof(accountID, challenge string, pinned []byte, proof *string) error {
 	if pinned == nil {
-		return kv.Errorf(kv.ECodeProofRequired, "no identity key is pinned for this account; publish a device directory first")
+		return fault.Errorf(fault.ECodeProofRequired, "no identity key is pinned for this account; publish a device directory first")
 	}
 	if proof == nil {
-		return kv.Errorf(kv.ECodeProofRequired, "the request carries no proof")
+		return fault.Errorf(fault.ECodeProofRequired, "the request carries no proof")
 	}
 	sig, err := decodeProof(*proof)
 	if err != nil {
@@ -99,7 +100,7 @@ func verifyRevokeAllProof(accountID, challenge string, pinned []byte, proof *str
 		return err
 	}
 	if pk.Verify(hybridsig.RevokeAllSigningBytes(accountID, challenge), sig) != nil {
-		return kv.Errorf(kv.ECodeProofRequired, "the proof does not verify with the account's identity key")
+		return fault.Errorf(fault.ECodeProofRequired, "the proof does not verify with the account's identity key")
 	}
 	return nil
 }
@@ -109,7 +110,7 @@ func verifyRevokeAllProof(accountID, challenge string, pinned []byte, proof *str
 func decodeProof(proof string) ([]byte, error) {
 	sig, err := hybridsig.DecodeSignature(proof)
 	if err != nil {
-		return nil, kv.Errorf(kv.ECodeProofRequired, "the proof must be the 3373-byte hybrid signature in padded standard base64")
+		return nil, fault.Errorf(fault.ECodeProofRequired, "the proof must be the 3373-byte hybrid signature in padded standard base64")
 	}
 	return sig, nil
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server/hybridsig"
 	"sealbox/server/hybridsig/hybridsigtest"
 )
@@ -30,13 +30,13 @@ func FuzzRevokeAllRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req revokeAllRequest
 		if err := decodeStrict(body, &req); err != nil {
-			if code := kv.ErrorCode(err); code != kv.ECodeMalformed {
+			if code := fault.ErrorCode(err); code != fault.ECodeMalformed {
 				t.Fatalf("decode refusal with code %q", code)
 			}
 			return
 		}
 		if err := req.validate(); err != nil {
-			if code := kv.ErrorCode(err); code != kv.ECodeInvalid {
+			if code := fault.ErrorCode(err); code != fault.ECodeInvalid {
 				t.Fatalf("validate refusal with code %q", code)
 			}
 			return
@@ -46,7 +46,7 @@ func FuzzRevokeAllRequest(f *testing.F) {
 		}
 		sig, err := decodeProof(*req.Proof)
 		if err != nil {
-			if code := kv.ErrorCode(err); code != kv.ECodeProofRequired {
+			if code := fault.ErrorCode(err); code != fault.ECodeProofRequired {
 				t.Fatalf("proof refusal with code %q", code)
 			}
 			return

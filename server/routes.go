@@ -10,6 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // handlerFunc is the shape of every handler: it returns an error, and
@@ -135,12 +136,12 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	allow := s.allowed(r.URL.Path)
 	if allow == "" {
 		w.Header().Del("Allow")
-		s.writeError(w, r, kv.Errorf(kv.ECodeNotFound, "no such resource"))
+		s.writeError(w, r, fault.Errorf(fault.ECodeNotFound, "no such resource"))
 		return
 	}
 	w.Header().Set("Allow", allow)
 	if r.Method != http.MethodOptions {
-		s.writeError(w, r, kv.Errorf(kv.ECodeMethodNotAllowed, "method not allowed on this resource"))
+		s.writeError(w, r, fault.Errorf(fault.ECodeMethodNotAllowed, "method not allowed on this resource"))
 	}
 }
 
@@ -202,12 +203,13 @@ func (s *Server) bearer(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		token := bearerToken(r)
 		if token == "" {
-			return kv.Errorf(kv.ECodeUnauthenticated, "an access token is required")
+			return fault.Errorf(fault.ECodeUnauthenticated, "an access token is required")
 		}
 		sess, err := s.store.Authenticate(token)
 		if err != nil {
 			return err
 		}
+		infoFrom(r).signedIn = true
 		return h(w, r.WithContext(context.WithValue(r.Context(), ctxSession, sess)), ps)
 	}
 }
@@ -216,3 +218,6 @@ func (s *Server) bearer(h handlerFunc) handlerFunc {
 func caller(r *http.Request) *kv.Session {
 	return r.Context().Value(ctxSession).(*kv.Session)
 }
+
+// signedIn reports whether the request passed bearer: a session is known.
+func signedIn(r *http.Request) bool { return infoFrom(r).signedIn }

@@ -16,6 +16,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerTOTPRoutes() {
@@ -124,20 +125,9 @@ func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(ac
 		return err
 	}
 	if err := apply(sess.AccountID, s.codeMatcher(*req.TOTPCode)); err != nil {
-		return codeRefusedOnSession(err)
+		return err
 	}
 	return noContent(w)
-}
-
-// codeRefusedOnSession answers a refused code on a bearer endpoint with 403
-// instead of the table's 401: the session is valid, and a client must never
-// mistake a wrong code for a dead session.
-func codeRefusedOnSession(err error) error {
-	switch kv.ErrorCode(err) {
-	case kv.ECodeInvalidCode, kv.ECodeCodeReplayed:
-		return withStatus(http.StatusForbidden, err)
-	}
-	return err
 }
 
 type secondFactorChallenge struct {
@@ -185,7 +175,7 @@ func (req *verifyLoginRequest) validate() error {
 	if !isMFAToken(*req.MFAToken) {
 		// Refused before it takes the store's single write lock: a flood of
 		// garbage tokens must not queue real sign-ins.
-		return kv.Errorf(kv.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
+		return fault.Errorf(fault.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
 	}
 	return nil
 }

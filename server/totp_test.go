@@ -14,7 +14,7 @@ import (
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 
-	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server"
 )
 
@@ -154,7 +154,7 @@ func TestSecondFactorSignIn(t *testing.T) {
 	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": pair.Refresh}}))
 
 	// A challenge is good once.
-	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 1)).WantProblem(t, http.StatusUnauthorized, kv.ECodeChallengeExpired)
+	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 1)).WantProblem(t, http.StatusUnauthorized, fault.ECodeChallengeExpired)
 }
 
 // TestVerifyTOTPAfterDisable: a sign-in waiting at its second-factor step
@@ -168,9 +168,9 @@ func TestVerifyTOTPAfterDisable(t *testing.T) {
 	if _, err := ts.Store.SetDisabled("alice@example.com", true); err != nil {
 		t.Fatal(err)
 	}
-	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, kv.ECodeChallengeExpired)
+	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, fault.ECodeChallengeExpired)
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": testPassword}}).
-		WantProblem(t, http.StatusLocked, kv.ECodeAccountLocked)
+		WantProblem(t, http.StatusLocked, fault.ECodeAccountLocked)
 	if _, err := ts.Store.SetDisabled("alice@example.com", false); err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +185,11 @@ func TestTOTPConflicts(t *testing.T) {
 		path      string
 		code      string
 	}{
-		{name: "enroll while confirmed", confirmed: true, path: "/v1/auth/totp/enroll", code: kv.ECodeTOTPAlreadyActive},
-		{name: "verify-enrollment with nothing pending", path: "/v1/auth/totp/verify-enrollment", code: kv.ECodeTOTPNothingPending},
-		{name: "verify-enrollment once confirmed", confirmed: true, path: "/v1/auth/totp/verify-enrollment", code: kv.ECodeTOTPNothingPending},
-		{name: "disable when not enrolled", path: "/v1/auth/totp/disable", code: kv.ECodeTOTPNotEnrolled},
-		{name: "disable with only a pending enrollment", pending: true, path: "/v1/auth/totp/disable", code: kv.ECodeTOTPNotEnrolled},
+		{name: "enroll while confirmed", confirmed: true, path: "/v1/auth/totp/enroll", code: fault.ECodeTOTPAlreadyActive},
+		{name: "verify-enrollment with nothing pending", path: "/v1/auth/totp/verify-enrollment", code: fault.ECodeTOTPNothingPending},
+		{name: "verify-enrollment once confirmed", confirmed: true, path: "/v1/auth/totp/verify-enrollment", code: fault.ECodeTOTPNothingPending},
+		{name: "disable when not enrolled", path: "/v1/auth/totp/disable", code: fault.ECodeTOTPNotEnrolled},
+		{name: "disable with only a pending enrollment", pending: true, path: "/v1/auth/totp/disable", code: fault.ECodeTOTPNotEnrolled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,7 +217,7 @@ func TestPendingEnrollmentReplaced(t *testing.T) {
 	if old == fresh {
 		t.Fatal("a new enrollment served the same secret")
 	}
-	ts.CodeReq(t, "/v1/auth/totp/verify-enrollment", tok.Access, ts.Code(t, old, 0)).WantProblem(t, http.StatusForbidden, kv.ECodeInvalidCode)
+	ts.CodeReq(t, "/v1/auth/totp/verify-enrollment", tok.Access, ts.Code(t, old, 0)).WantProblem(t, http.StatusForbidden, fault.ECodeInvalidCode)
 	ts.CodeReq(t, "/v1/auth/totp/verify-enrollment", tok.Access, ts.Code(t, fresh, 0)).WantStatus(t, http.StatusNoContent)
 }
 
@@ -228,13 +228,13 @@ func TestCodeRequestValidation(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"missing code", map[string]any{}, http.StatusUnprocessableEntity, kv.ECodeInvalid},
-		{"null code", map[string]any{"totp_code": nil}, http.StatusUnprocessableEntity, kv.ECodeInvalid},
-		{"five digits", map[string]any{"totp_code": "12345"}, http.StatusUnprocessableEntity, kv.ECodeInvalid},
-		{"letters", map[string]any{"totp_code": "12a456"}, http.StatusUnprocessableEntity, kv.ECodeInvalid},
-		{"spaced", map[string]any{"totp_code": "123 456"}, http.StatusUnprocessableEntity, kv.ECodeInvalid},
-		{"a number", map[string]any{"totp_code": 123456}, http.StatusBadRequest, kv.ECodeMalformed},
-		{"unknown key", map[string]any{"totp_code": "123456", "extra": 1}, http.StatusBadRequest, kv.ECodeMalformed},
+		{"missing code", map[string]any{}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
+		{"null code", map[string]any{"totp_code": nil}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
+		{"five digits", map[string]any{"totp_code": "12345"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
+		{"letters", map[string]any{"totp_code": "12a456"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
+		{"spaced", map[string]any{"totp_code": "123 456"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
+		{"a number", map[string]any{"totp_code": 123456}, http.StatusBadRequest, fault.ECodeMalformed},
+		{"unknown key", map[string]any{"totp_code": "123456", "extra": 1}, http.StatusBadRequest, fault.ECodeMalformed},
 	}
 	ts := MustOpenServer(t)
 	tok, _ := ts.RegisterWithTOTP(t, "alice@example.com")
@@ -246,7 +246,7 @@ func TestCodeRequestValidation(t *testing.T) {
 		}
 	}
 	t.Run("no token", func(t *testing.T) {
-		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/totp/enroll"}).WantProblem(t, http.StatusUnauthorized, kv.ECodeUnauthenticated)
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/totp/enroll"}).WantProblem(t, http.StatusUnauthorized, fault.ECodeUnauthenticated)
 	})
 }
 
@@ -259,18 +259,18 @@ func TestCodeReplayRefused(t *testing.T) {
 		_, secret := ts.RegisterWithTOTP(t, "alice@example.com")
 		mfa := ts.LoginChallenge(t, "alice@example.com")
 		// The confirming code is spent at once, and so is an older step's.
-		ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, kv.ECodeCodeReplayed)
-		ts.VerifyTOTP(t, mfa, ts.Code(t, secret, -1)).WantProblem(t, http.StatusUnauthorized, kv.ECodeCodeReplayed)
+		ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, fault.ECodeCodeReplayed)
+		ts.VerifyTOTP(t, mfa, ts.Code(t, secret, -1)).WantProblem(t, http.StatusUnauthorized, fault.ECodeCodeReplayed)
 		ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 1)).WantStatus(t, http.StatusOK)
 		// The next step's code is now spent too.
 		ts.Clock.Advance(step)
 		mfa = ts.LoginChallenge(t, "alice@example.com")
-		ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, kv.ECodeCodeReplayed)
+		ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, fault.ECodeCodeReplayed)
 	})
 	t.Run("disable", func(t *testing.T) {
 		ts := MustOpenServer(t)
 		tok, secret := ts.RegisterWithTOTP(t, "alice@example.com")
-		ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, 0)).WantProblem(t, http.StatusForbidden, kv.ECodeCodeReplayed)
+		ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, 0)).WantProblem(t, http.StatusForbidden, fault.ECodeCodeReplayed)
 	})
 	t.Run("verify-enrollment", func(t *testing.T) {
 		ts := MustOpenServer(t)
@@ -280,7 +280,7 @@ func TestCodeReplayRefused(t *testing.T) {
 		// The ledger is the account's: a new secret's code for a step
 		// already accepted is refused.
 		next := ts.EnrollTOTP(t, tok.Access)
-		ts.CodeReq(t, "/v1/auth/totp/verify-enrollment", tok.Access, ts.Code(t, next, 0)).WantProblem(t, http.StatusForbidden, kv.ECodeCodeReplayed)
+		ts.CodeReq(t, "/v1/auth/totp/verify-enrollment", tok.Access, ts.Code(t, next, 0)).WantProblem(t, http.StatusForbidden, fault.ECodeCodeReplayed)
 		ts.Clock.Advance(step)
 		ts.CodeReq(t, "/v1/auth/totp/verify-enrollment", tok.Access, ts.Code(t, next, 0)).WantStatus(t, http.StatusNoContent)
 	})
@@ -290,13 +290,13 @@ func TestDisable(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok, secret := ts.RegisterWithTOTP(t, "alice@example.com")
 	ts.Clock.Advance(step)
-	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.WrongCode(t, secret)).WantProblem(t, http.StatusForbidden, kv.ECodeInvalidCode)
-	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, -1)).WantProblem(t, http.StatusForbidden, kv.ECodeCodeReplayed)
+	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.WrongCode(t, secret)).WantProblem(t, http.StatusForbidden, fault.ECodeInvalidCode)
+	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, -1)).WantProblem(t, http.StatusForbidden, fault.ECodeCodeReplayed)
 	// Refused codes changed nothing: sign-in still asks for the second factor.
 	ts.LoginChallenge(t, "alice@example.com")
 	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, 0)).WantStatus(t, http.StatusNoContent)
 	ts.Login(t, "alice@example.com")
-	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, 1)).WantProblem(t, http.StatusConflict, kv.ECodeTOTPNotEnrolled)
+	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, 1)).WantProblem(t, http.StatusConflict, fault.ECodeTOTPNotEnrolled)
 }
 
 func TestVerifyTOTPBurnsAfterFiveWrongCodes(t *testing.T) {
@@ -305,22 +305,22 @@ func TestVerifyTOTPBurnsAfterFiveWrongCodes(t *testing.T) {
 	ts.Clock.Advance(step)
 	mfa := ts.LoginChallenge(t, "alice@example.com")
 	for i := 0; i < 5; i++ {
-		ts.VerifyTOTP(t, mfa, ts.WrongCode(t, secret)).WantProblem(t, http.StatusUnauthorized, kv.ECodeInvalidCode)
+		ts.VerifyTOTP(t, mfa, ts.WrongCode(t, secret)).WantProblem(t, http.StatusUnauthorized, fault.ECodeInvalidCode)
 	}
 	// Burned: even the right code is refused, as rate limited.
 	r := ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0))
-	r.WantProblem(t, http.StatusTooManyRequests, kv.ECodeRateLimited)
+	r.WantProblem(t, http.StatusTooManyRequests, fault.ECodeRateLimited)
 	if got := r.Header.Get("Retry-After"); got != "300" {
 		t.Fatalf("Retry-After: got %q, want 300 (until the challenge would have expired)", got)
 	}
 	ts.Clock.Advance(2 * time.Minute)
 	r = ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0))
-	r.WantProblem(t, http.StatusTooManyRequests, kv.ECodeRateLimited)
+	r.WantProblem(t, http.StatusTooManyRequests, fault.ECodeRateLimited)
 	if got := r.Header.Get("Retry-After"); got != "180" {
 		t.Fatalf("Retry-After: got %q, want 180", got)
 	}
 	ts.Clock.Advance(3 * time.Minute)
-	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, kv.ECodeChallengeExpired)
+	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, fault.ECodeChallengeExpired)
 	// The burn is the challenge's: a new sign-in works.
 	mfa = ts.LoginChallenge(t, "alice@example.com")
 	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantStatus(t, http.StatusOK)
@@ -335,10 +335,10 @@ func TestMFATokenRefused(t *testing.T) {
 		code    string
 	}{
 		{name: "just before expiry", advance: 5*time.Minute - time.Second, status: http.StatusOK},
-		{name: "at expiry", advance: 5 * time.Minute, status: http.StatusUnauthorized, code: kv.ECodeChallengeExpired},
-		{name: "unknown", token: func(string) string { return "sbx_mfa_" + strings.Repeat("A", 43) }, status: http.StatusUnauthorized, code: kv.ECodeChallengeExpired},
-		{name: "malformed", token: func(issued string) string { return issued + "x" }, status: http.StatusUnauthorized, code: kv.ECodeChallengeExpired},
-		{name: "another type of token", token: func(issued string) string { return "sbx_rt_" + issued[len("sbx_mfa_"):] }, status: http.StatusUnauthorized, code: kv.ECodeChallengeExpired},
+		{name: "at expiry", advance: 5 * time.Minute, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
+		{name: "unknown", token: func(string) string { return "sbx_mfa_" + strings.Repeat("A", 43) }, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
+		{name: "malformed", token: func(issued string) string { return issued + "x" }, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
+		{name: "another type of token", token: func(issued string) string { return "sbx_rt_" + issued[len("sbx_mfa_"):] }, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -366,8 +366,8 @@ func TestVerifyTOTPConcurrentSubmissions(t *testing.T) {
 		challenges int // one code sent once per challenge, or twice to one
 		loserCode  string
 	}{
-		{name: "one code on two challenges", challenges: 2, loserCode: kv.ECodeCodeReplayed},
-		{name: "one code twice on one challenge", challenges: 1, loserCode: kv.ECodeChallengeExpired},
+		{name: "one code on two challenges", challenges: 2, loserCode: fault.ECodeCodeReplayed},
+		{name: "one code twice on one challenge", challenges: 1, loserCode: fault.ECodeChallengeExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -420,7 +420,7 @@ func TestSecondFactorLockout(t *testing.T) {
 		ts.LoginChallenge(t, "alice@example.com")
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": testPassword}}).
-		WantProblem(t, http.StatusLocked, kv.ECodeAccountLocked)
+		WantProblem(t, http.StatusLocked, fault.ECodeAccountLocked)
 }
 
 // A copy of the database alone reveals no TOTP secret, pending or confirmed.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // The transparency log of directory publishes is served in the C2SP
@@ -118,11 +119,11 @@ func (s *Server) handleLogKey(w http.ResponseWriter, _ *http.Request, _ httprout
 func (s *Server) handleTile(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) error {
 	t, ok := parseTilePath(strings.TrimPrefix(ps.ByName("path"), "/"))
 	if !ok {
-		return kv.FieldErrorf(kv.ECodeMalformed, "path", "not a tile path: <L>/<N>[.p/<W>] or entries/<N>[.p/<W>]")
+		return fault.FieldErrorf(fault.ECodeMalformed, "path", "not a tile path: <L>/<N>[.p/<W>] or entries/<N>[.p/<W>]")
 	}
 	data, err := s.store.LogTile(t)
 	if errors.Is(err, kv.ErrTileNotFound) {
-		return kv.Errorf(kv.ECodeNotFound, "the log holds no such tile yet")
+		return fault.Errorf(fault.ECodeNotFound, "the log holds no such tile yet")
 	}
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server"
 	"sealbox/server/hybridsig/hybridsigtest"
 )
@@ -233,9 +233,9 @@ func TestTransparencyLog(t *testing.T) {
 		t.Fatalf("full tile 0/000: %d bytes, Cache-Control %q", len(r.Body), r.Header.Get("Cache-Control"))
 	}
 	for _, path := range []string{"0/001", "0/001.p/5", "entries/001", "1/000", "0/000.p/255x"} {
-		want, code := 404, kv.ECodeNotFound
+		want, code := 404, fault.ECodeNotFound
 		if strings.HasSuffix(path, "x") {
-			want, code = 400, kv.ECodeMalformed
+			want, code = 400, fault.ECodeMalformed
 		}
 		ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/tile/" + path}).WantProblem(t, want, code)
 	}
@@ -250,10 +250,10 @@ func TestTransparencyRefusedPublishAppendsNothing(t *testing.T) {
 	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
 	log := logClient{t, ts}
 	before, _ := log.checkpoint()
-	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 2)).WantProblem(t, 409, kv.ECodeDirectoryVersionConflict)
-	ts.publish(t, alice.Access, bobKey.PublicKeyBase64(), directoryBody(t, 2, 2)).WantProblem(t, 403, kv.ECodeIdentityKeyMismatch)
-	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), []byte{0xa1}).WantProblem(t, 400, kv.ECodeDirectoryMalformed)
-	ts.publish(t, alice.Access, "not base64", directoryBody(t, 2, 2)).WantProblem(t, 400, kv.ECodeMalformed)
+	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 2)).WantProblem(t, 409, fault.ECodeDirectoryVersionConflict)
+	ts.publish(t, alice.Access, bobKey.PublicKeyBase64(), directoryBody(t, 2, 2)).WantProblem(t, 403, fault.ECodeIdentityKeyMismatch)
+	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), []byte{0xa1}).WantProblem(t, 400, fault.ECodeDirectoryMalformed)
+	ts.publish(t, alice.Access, "not base64", directoryBody(t, 2, 2)).WantProblem(t, 400, fault.ECodeMalformed)
 	if after, _ := log.checkpoint(); after != before {
 		t.Fatalf("refused publishes changed the tree from %d to %d records", before.N, after.N)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // Resumable uploads speak tus 1.0.0 (core, creation, termination) inside an
@@ -57,7 +58,7 @@ func (s *Server) tus(h handlerFunc) handlerFunc {
 		w.Header().Set("Cache-Control", "no-store")
 		if r.Method != http.MethodOptions && r.Header.Get("Tus-Resumable") != tusVersion {
 			w.Header().Set("Tus-Version", tusVersion)
-			return kv.Errorf(kv.ECodeTusVersion, "this server speaks tus %s; send Tus-Resumable: %s", tusVersion, tusVersion)
+			return fault.Errorf(fault.ECodeTusVersion, "this server speaks tus %s; send Tus-Resumable: %s", tusVersion, tusVersion)
 		}
 		return h(w, r, ps)
 	}
@@ -97,7 +98,7 @@ func (s *Server) handleTusCreate(w http.ResponseWriter, r *http.Request, ps http
 		return err
 	}
 	if length > s.cfg.MaxBlob {
-		return kv.Errorf(kv.ECodeTooLarge, "the upload is larger than the largest blob")
+		return fault.Errorf(fault.ECodeTooLarge, "the upload is larger than the largest blob")
 	}
 	hash, err := declaredHash(r)
 	if err != nil {
@@ -125,7 +126,7 @@ func (s *Server) storeEmpty(accountID, uploadID, hash string) error {
 		return err
 	}
 	if empty := sha256.Sum256(nil); hash != hex.EncodeToString(empty[:]) {
-		return kv.FieldErrorf(kv.ECodeHashMismatch, "hash", "an empty upload does not hash to the declared hash; nothing was stored")
+		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "an empty upload does not hash to the declared hash; nothing was stored")
 	}
 	info, _, err := s.blobs.Put(strings.NewReader(""), hash, 0)
 	if err != nil {
@@ -179,7 +180,7 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 		return err
 	}
 	if !s.lockTransfer(transferID) {
-		return kv.Errorf(kv.ECodeTransferLocked, "another request is writing this transfer; retry")
+		return fault.Errorf(fault.ECodeTransferLocked, "another request is writing this transfer; retry")
 	}
 	defer s.unlockTransfer(transferID)
 	t, err := s.transfer(sess.AccountID, uploadID, transferID)
@@ -187,10 +188,10 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 		return err
 	}
 	if offset != t.Offset {
-		return kv.Errorf(kv.ECodeOffsetMismatch, "the transfer is at offset %d, not %d", t.Offset, offset)
+		return fault.Errorf(fault.ECodeOffsetMismatch, "the transfer is at offset %d, not %d", t.Offset, offset)
 	}
 	if r.ContentLength > t.Length-t.Offset {
-		return kv.Errorf(kv.ECodeTooLarge, "the body passes the upload's length")
+		return fault.Errorf(fault.ECodeTooLarge, "the body passes the upload's length")
 	}
 	newOffset, err := s.appendBody(s.bodyReader(w, r), sess.AccountID, uploadID, t)
 	if err != nil {
@@ -209,7 +210,7 @@ func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps http
 		return err
 	}
 	if !s.lockTransfer(transferID) {
-		return kv.Errorf(kv.ECodeTransferLocked, "another request is writing this transfer; retry")
+		return fault.Errorf(fault.ECodeTransferLocked, "another request is writing this transfer; retry")
 	}
 	defer s.unlockTransfer(transferID)
 	if err := s.store.DiscardTransfer(sess.AccountID, uploadID, transferID); err != nil {
@@ -250,7 +251,7 @@ func (s *Server) transfer(accountID, uploadID, id string) (*kv.Transfer, error) 
 		return nil, err
 	}
 	s.removePartials()
-	return nil, kv.Errorf(kv.ECodeTransferNotFound, "the transfer's received bytes were lost; start a new upload")
+	return nil, fault.Errorf(fault.ECodeTransferNotFound, "the transfer's received bytes were lost; start a new upload")
 }
 
 func tusParams(ps httprouter.Params) (uploadID, transferID string, err error) {
@@ -267,7 +268,7 @@ func headerOffset(r *http.Request, name string) (int64, error) {
 	v := r.Header.Get(name)
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || strings.TrimLeft(v, "0123456789") != "" {
-		return 0, kv.FieldErrorf(kv.ECodeMalformed, name, "%s must be a non-negative integer", name)
+		return 0, fault.FieldErrorf(fault.ECodeMalformed, name, "%s must be a non-negative integer", name)
 	}
 	return n, nil
 }
@@ -284,7 +285,7 @@ func declaredHash(r *http.Request) (string, error) {
 		}
 		raw, err := base64.StdEncoding.DecodeString(value)
 		if err != nil {
-			return "", kv.FieldErrorf(kv.ECodeMalformed, "hash", "the hash in Upload-Metadata must be base64")
+			return "", fault.FieldErrorf(fault.ECodeMalformed, "hash", "the hash in Upload-Metadata must be base64")
 		}
 		if !blobs.ValidHash(string(raw)) {
 			return "", invalid("hash", "the hash must be 64 lowercase hex characters")
@@ -338,14 +339,14 @@ func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Tr
 		// The wrappers hide WriterTo and ReaderFrom, which would make
 		// CopyBuffer ignore the buffer.
 		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(&writeback{f: f, off: from}, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
-		var readErr *kv.Error
+		var readErr *fault.Error
 		if err != nil && !errors.As(err, &readErr) {
 			return 0, err // a write failed: nothing more is acknowledged
 		}
 		to := from + n
 		if to == t.Length {
 			if err == nil && moreBody(body) {
-				return 0, kv.Errorf(kv.ECodeTooLarge, "the body passes the upload's length")
+				return 0, fault.Errorf(fault.ECodeTooLarge, "the body passes the upload's length")
 			}
 			if err := f.Sync(); err != nil {
 				return 0, err
@@ -416,7 +417,7 @@ func (s *Server) completeTransfer(path string, h hash.Hash, accountID, uploadID 
 			return err
 		}
 		s.removePartials()
-		return kv.FieldErrorf(kv.ECodeHashMismatch, "hash", "the uploaded bytes do not hash to the declared hash; the transfer was discarded and nothing was stored")
+		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "the uploaded bytes do not hash to the declared hash; the transfer was discarded and nothing was stored")
 	}
 	if _, _, err := s.blobs.Adopt(path, t.Hash); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerUpgradeRoutes() {
@@ -43,21 +44,21 @@ var upgradeCBOR = mustDecMode(cbor.DecOptions{
 func decodeUpgradeIntent(body []byte) (id, to string, err error) {
 	in, ok := topLevelMap(upgradeCBOR, body)
 	if !ok {
-		return "", "", kv.Errorf(kv.ECodeMalformed, "the body must be one CBOR map")
+		return "", "", fault.Errorf(fault.ECodeMalformed, "the body must be one CBOR map")
 	}
 	rawID, ok := intentText(in, "intent_id")
 	if !ok {
-		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "intent_id is required, a UUID as CBOR text")
+		return "", "", fault.FieldErrorf(fault.ECodeMalformed, "intent_id", "intent_id is required, a UUID as CBOR text")
 	}
 	to, ok = intentText(in, "to_protocol_version")
 	if !ok {
-		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "to_protocol_version", "to_protocol_version is required, a date YYYY-MM-DD as CBOR text")
+		return "", "", fault.FieldErrorf(fault.ECodeMalformed, "to_protocol_version", "to_protocol_version is required, a date YYYY-MM-DD as CBOR text")
 	}
 	if id, ok = parseUUID(rawID); !ok {
-		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "intent_id must be a UUID")
+		return "", "", fault.FieldErrorf(fault.ECodeMalformed, "intent_id", "intent_id must be a UUID")
 	}
 	if !isProtocolDate(to) {
-		return "", "", kv.FieldErrorf(kv.ECodeMalformed, "to_protocol_version", "to_protocol_version must be a date YYYY-MM-DD")
+		return "", "", fault.FieldErrorf(fault.ECodeMalformed, "to_protocol_version", "to_protocol_version must be a date YYYY-MM-DD")
 	}
 	return id, to, nil
 }
@@ -80,7 +81,7 @@ func intentText(in map[string][]byte, name string) (string, bool) {
 func intentQuery(r *http.Request) (string, error) {
 	id, ok := parseUUID(r.URL.Query().Get("intent_id"))
 	if !ok {
-		return "", kv.FieldErrorf(kv.ECodeMalformed, "intent_id", "the query parameter intent_id must be a UUID")
+		return "", fault.FieldErrorf(fault.ECodeMalformed, "intent_id", "the query parameter intent_id must be a UUID")
 	}
 	return id, nil
 }
@@ -133,7 +134,7 @@ func (s *Server) handleUpgradeStart(w http.ResponseWriter, r *http.Request, ps h
 		return err
 	}
 	if !s.speaksProtocol(to) {
-		return kv.FieldErrorf(kv.ECodeUpgradeBadTarget, "to_protocol_version",
+		return fault.FieldErrorf(fault.ECodeUpgradeBadTarget, "to_protocol_version",
 			"to_protocol_version is outside %s..%s, the range the server speaks", s.cfg.ProtocolMin, s.cfg.ProtocolMax)
 	}
 	p, err := s.store.StartUpgrade(sess.AccountID, albumID, kv.Upgrade{IntentID: id, ToProtocolVersion: to, Intent: body}, s.cfg.UpgradeWindow)
@@ -180,7 +181,7 @@ func (s *Server) handleUpgradeCommit(w http.ResponseWriter, r *http.Request, ps 
 		return err
 	}
 	if err := upgradeCBOR.Wellformed(tombstone); err != nil {
-		return kv.Errorf(kv.ECodeMalformed, "the tombstone must be one well-formed CBOR data item")
+		return fault.Errorf(fault.ECodeMalformed, "the tombstone must be one well-formed CBOR data item")
 	}
 	p, err := s.store.CommitUpgrade(sess.AccountID, albumID, id, tombstone)
 	if err != nil {

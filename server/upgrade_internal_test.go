@@ -1,9 +1,8 @@
 package server
 
 import (
+	"sealbox/kv/fault"
 	"testing"
-
-	"sealbox/kv"
 )
 
 // FuzzUpgradeIntent: the intent decoder never panics; every refusal is 400
@@ -22,7 +21,7 @@ func FuzzUpgradeIntent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		id, to, err := decodeUpgradeIntent(body)
 		if err != nil {
-			if code := kv.ErrorCode(err); code != kv.ECodeMalformed {
+			if code := fault.ErrorCode(err); code != fault.ECodeMalformed {
 				t.Fatalf("refusal with code %q (%v)", code, err)
 			}
 			return

@@ -9,6 +9,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerUploadRoutes() {
@@ -119,7 +120,7 @@ func (q *quotaReader) Read(p []byte) (int, error) {
 }
 
 func quotaExceeded(room int64) error {
-	return kv.Errorf(kv.ECodeQuotaExceeded, "the blob would take the account past its quota (room for %d more bytes); nothing was stored", room)
+	return fault.Errorf(fault.ECodeQuotaExceeded, "the blob would take the account past its quota (room for %d more bytes); nothing was stored", room)
 }
 
 // handles "DELETE /v1/uploads/:upload_id": closes the session; the blobs it

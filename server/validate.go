@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // Value rules shared by several resources live here, once.
@@ -80,7 +81,7 @@ func usableCohortHash(s string) bool {
 func pathParam(ps httprouter.Params, name string, valid func(string) bool) (string, error) {
 	v := ps.ByName(name)
 	if !valid(v) {
-		return "", kv.FieldErrorf(kv.ECodeMalformed, name, "the path parameter %s is malformed", name)
+		return "", fault.FieldErrorf(fault.ECodeMalformed, name, "the path parameter %s is malformed", name)
 	}
 	return v, nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/blobs"
-	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // fuzzPathParam checks a path parameter parser against an independent
@@ -25,8 +25,8 @@ func fuzzPathParam(t *testing.T, name string, valid func(string) bool, n int, v 
 		t.Fatalf("%s %q refused: %v", name, v, err)
 	case !want && err == nil:
 		t.Fatalf("%s %q accepted", name, v)
-	case !want && kv.ErrorCode(err) != kv.ECodeMalformed:
-		t.Fatalf("%s %q refused with %v, want %s", name, v, err, kv.ECodeMalformed)
+	case !want && fault.ErrorCode(err) != fault.ECodeMalformed:
+		t.Fatalf("%s %q refused with %v, want %s", name, v, err, fault.ECodeMalformed)
 	}
 }
 
@@ -71,8 +71,8 @@ func FuzzPathUUID(f *testing.F) {
 			t.Fatalf("album_id %q refused: %v", v, err)
 		case !wantCanon && err == nil:
 			t.Fatalf("album_id %q accepted", v)
-		case !wantCanon && kv.ErrorCode(err) != kv.ECodeMalformed:
-			t.Fatalf("album_id %q refused with %v, want %s", v, err, kv.ECodeMalformed)
+		case !wantCanon && fault.ErrorCode(err) != fault.ECodeMalformed:
+			t.Fatalf("album_id %q refused with %v, want %s", v, err, fault.ECodeMalformed)
 		}
 	})
 }
@@ -95,8 +95,8 @@ func FuzzPathUploadID(f *testing.F) {
 			t.Fatalf("upload_id %q refused: %v", v, err)
 		case !want && err == nil:
 			t.Fatalf("upload_id %q accepted", v)
-		case !want && kv.ErrorCode(err) != kv.ECodeMalformed:
-			t.Fatalf("upload_id %q refused with %v, want %s", v, err, kv.ECodeMalformed)
+		case !want && fault.ErrorCode(err) != fault.ECodeMalformed:
+			t.Fatalf("upload_id %q refused with %v, want %s", v, err, fault.ECodeMalformed)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/fault"
 	"sealbox/server/ids"
 	"sealbox/server/password"
 )
@@ -130,7 +131,7 @@ func (o *Ops) ResetSecondFactor(_ context.Context, email string) (User, error) {
 // SetQuota sets the bytes the account may hold; 0 is unlimited.
 func (o *Ops) SetQuota(_ context.Context, email string, quota int64) (User, error) {
 	if quota < 0 {
-		return User{}, kv.Errorf(kv.ECodeInvalid, "the quota must not be negative")
+		return User{}, fault.Errorf(fault.ECodeInvalid, "the quota must not be negative")
 	}
 	if err := o.Store.SetQuota(normalize(email), quota); err != nil {
 		return User{}, err

@@ -12,10 +12,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sealbox/kv/fault"
 	"syscall"
 	"time"
-
-	"sealbox/kv"
 )
 
 // The socket speaks JSON over HTTP: one POST per operation, the arguments
@@ -124,7 +123,7 @@ func flush(w http.ResponseWriter) {
 	}
 }
 
-// writeAnswer writes the operation's result or its error; a kv.Error keeps
+// writeAnswer writes the operation's result or its error; a fault.Error keeps
 // its code, so the client returns the same error Ops would have.
 func writeAnswer(w http.ResponseWriter, res any, err error) {
 	var a answer
@@ -133,7 +132,7 @@ func writeAnswer(w http.ResponseWriter, res any, err error) {
 	}
 	if err != nil {
 		a.Error = err.Error()
-		var ke *kv.Error
+		var ke *fault.Error
 		if errors.As(err, &ke) {
 			a.Error, a.Code = ke.Message, ke.Code
 		}
@@ -251,7 +250,7 @@ func (c *Client) call(ctx context.Context, path string, a args, result any) erro
 	}
 	switch {
 	case ans.Code != "":
-		return &kv.Error{Code: ans.Code, Message: ans.Error}
+		return &fault.Error{Code: ans.Code, Message: ans.Error}
 	case ans.Error != "":
 		return errors.New(ans.Error)
 	}

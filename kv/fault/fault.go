@@ -1,4 +1,8 @@
-package kv
+// Package fault is sealbox's one error model: the coded error type and the
+// error.* catalog that clients switch on. It is a leaf: kv, blobs, server,
+// the admin code and cli import it, and it imports none of them. It speaks
+// no HTTP: server/errors.go alone turns a code into a status.
+package fault
 
 import (
 	"errors"
@@ -7,8 +11,8 @@ import (
 )
 
 // Error is sealbox's one error type. Code is a stable `error.*` catalog code
-// that clients switch on; the server maps each code to an HTTP status in
-// exactly one table. Message is English detail safe to show to the caller: it
+// that clients switch on; the server maps each code to a status in exactly
+// one table. Message is English detail safe to show to the caller: it
 // never holds a secret.
 type Error struct {
 	Code    string
