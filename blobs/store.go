@@ -5,8 +5,6 @@ package blobs
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
@@ -111,7 +109,7 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 	if maxSize > 0 && maxSize < math.MaxInt64 {
 		limit = maxSize + 1 // one byte more tells "too large" from "exactly maxSize"
 	}
-	h := sha256.New()
+	h := NewHash()
 	n, err := copyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
 	if err != nil {
 		return Info{}, false, err
@@ -119,7 +117,7 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 	if maxSize > 0 && n > maxSize {
 		return Info{}, false, ErrTooLarge
 	}
-	hash := hex.EncodeToString(h.Sum(nil))
+	hash := Address(h)
 	if want != "" && hash != want {
 		return Info{}, false, ErrHashMismatch
 	}
@@ -151,6 +149,26 @@ func (s *Store) Adopt(path, hash string) (Info, bool, error) {
 		return Info{}, false, ErrInvalidHash
 	}
 	return s.link(path, hash, func() error { return nil })
+}
+
+// LinkFrom gives s the blob hash of src by a hard link, and reports false
+// when src does not hold it. src's file was hashed when it was stored and a
+// blob is never rewritten, so the link shares verified bytes (backup
+// generations share their blobs this way).
+func (s *Store) LinkFrom(src *Store, hash string) (bool, error) {
+	if !ValidHash(hash) {
+		return false, ErrInvalidHash
+	}
+	path := src.path(hash)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if _, _, err := s.Adopt(path, hash); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // link gives the file at src the name of blob hash unless that blob is
@@ -321,11 +339,11 @@ func (s *Store) Verify(hash string) error {
 		return err
 	}
 	defer f.Close()
-	h := sha256.New()
+	h := NewHash()
 	if _, err := copyBuffer(h, f); err != nil {
 		return err
 	}
-	if hex.EncodeToString(h.Sum(nil)) != hash {
+	if Address(h) != hash {
 		return ErrCorrupt
 	}
 	return nil
@@ -484,15 +502,8 @@ func fanoutDirs(dir string) ([]string, error) {
 	return names, nil
 }
 
-// PartialsDir is the directory inside the store where resumable transfers
-// keep their partial files, on the store's filesystem so a finished one is
-// adopted by a link (Adopt). Walk skips it like any other non-fan-out
-// directory.
-const PartialsDir = "tus"
-
 // SyncDir fsyncs a directory, making the names created in it durable. It is
-// exported for other writers of durable files beside the store (resumable
-// transfers, backups).
+// exported for the writers of durable files beside a store (backups).
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -122,12 +120,12 @@ func (req *opRequest) validate(pathAlbumID string) (*opWrite, error) {
 		CiphertextHash:   *e.CiphertextHash,
 		MetadataBlobHash: deref(e.MetadataBlobHash),
 		OriginalBlobHash: deref(e.OriginalBlobHash),
-		Manifest:         kv.Blob{Hash: contentHash(w.manifest), Size: int64(len(w.manifest))},
+		Manifest:         kv.Blob{Hash: blobs.AddressOf(w.manifest), Size: int64(len(w.manifest))},
 	}
 	// The asset id keys the chain: one spelling per asset.
 	w.op.AssetID, _ = parseUUID(*e.FileID)
 	if req.MetadataBlob != nil {
-		w.op.Metadata = &kv.Blob{Hash: contentHash(w.metadata), Size: int64(len(w.metadata))}
+		w.op.Metadata = &kv.Blob{Hash: blobs.AddressOf(w.metadata), Size: int64(len(w.metadata))}
 	}
 	return w, nil
 }
@@ -207,11 +205,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func contentHash(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 type opResponse struct {

@@ -1,18 +1,13 @@
 package server
 
 import (
-	"crypto/sha256"
 	"encoding"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +120,7 @@ func (s *Server) storeEmpty(accountID, uploadID, hash string) error {
 	if _, err := s.store.Upload(accountID, uploadID); err != nil {
 		return err
 	}
-	if empty := sha256.Sum256(nil); hash != hex.EncodeToString(empty[:]) {
+	if hash != blobs.AddressOf(nil) {
 		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "an empty upload does not hash to the declared hash; nothing was stored")
 	}
 	info, _, err := s.blobs.Put(strings.NewReader(""), hash, 0)
@@ -235,11 +230,9 @@ func (s *Server) transfer(accountID, uploadID, id string) (*kv.Transfer, error) 
 	if err != nil {
 		return nil, err
 	}
-	size := int64(0) // a transfer at offset 0 may not have its file yet
-	fi, err := os.Stat(s.partialPath(id))
-	if err == nil {
-		size = fi.Size()
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	// A transfer at offset 0 may have no bytes yet: its size is then 0.
+	size, err := s.blobs.PartialSize(id)
+	if err != nil {
 		return nil, err
 	}
 	if size >= t.Offset {
@@ -320,17 +313,17 @@ var tusBufPool = sync.Pool{New: func() any {
 // arrive are acknowledged before the error returns, so the client resumes
 // after them. The last byte completes the transfer.
 func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Transfer) (int64, error) {
-	h := sha256.New()
+	h := blobs.NewHash()
 	if t.HashState != nil {
 		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(t.HashState); err != nil {
 			return 0, fmt.Errorf("restore the hash state of transfer %s: %w", t.ID, err)
 		}
 	}
-	f, err := s.openPartial(t.ID, t.Offset)
+	p, err := s.blobs.OpenPartial(t.ID, t.Offset)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer p.Close()
 	buf := tusBufPool.Get().(*[]byte)
 	defer tusBufPool.Put(buf)
 	for {
@@ -338,7 +331,7 @@ func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Tr
 		step := min(tusCheckpoint, t.Length-from)
 		// The wrappers hide WriterTo and ReaderFrom, which would make
 		// CopyBuffer ignore the buffer.
-		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(&writeback{f: f, off: from}, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
+		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(p, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
 		var readErr *fault.Error
 		if err != nil && !errors.As(err, &readErr) {
 			return 0, err // a write failed: nothing more is acknowledged
@@ -348,13 +341,13 @@ func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Tr
 			if err == nil && moreBody(body) {
 				return 0, fault.Errorf(fault.ECodeTooLarge, "the body passes the upload's length")
 			}
-			if err := f.Sync(); err != nil {
+			if err := p.Sync(); err != nil {
 				return 0, err
 			}
-			return to, s.completeTransfer(f.Name(), h, accountID, uploadID, t, from)
+			return to, s.completeTransfer(p, h, accountID, uploadID, t, from)
 		}
 		if n > 0 {
-			if err := f.Sync(); err != nil {
+			if err := p.Sync(); err != nil {
 				return 0, err
 			}
 			state, merr := h.(encoding.BinaryMarshaler).MarshalBinary()
@@ -372,32 +365,6 @@ func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Tr
 	}
 }
 
-// writebackStep is how many written bytes writeback lets accumulate before
-// it hands them to the disk.
-const writebackStep = 1 << 20
-
-// writeback writes to the partial file from offset off and starts the disk
-// writing each megabyte as soon as it is written, without waiting for it, so
-// receiving the body and writing it to disk overlap and the fsync that
-// acknowledges the PATCH only waits for the tail. Without it every PATCH
-// would receive, then stall while its whole body is flushed.
-type writeback struct {
-	f       *os.File
-	off     int64 // where the next byte goes
-	pending int64 // bytes before off not yet handed to the disk
-}
-
-func (w *writeback) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	w.off += int64(n)
-	w.pending += int64(n)
-	if w.pending >= writebackStep {
-		startWriteback(w.f, w.off-w.pending, w.pending)
-		w.pending = 0
-	}
-	return n, err
-}
-
 // moreBody reports whether body holds another byte.
 func moreBody(body io.Reader) bool {
 	var one [1]byte
@@ -406,20 +373,20 @@ func moreBody(body io.Reader) bool {
 }
 
 // completeTransfer ends a transfer whose bytes are all durable in its
-// partial file (the last ones from offset from on, not yet recorded): a
-// hash other than the declared one discards the transfer; else the file is
-// linked into the blob store and the session records the blob as a PUT would.
-// A crash between the two steps leaves the transfer at from with its file
-// intact, so the client resumes and the blob is found in place.
-func (s *Server) completeTransfer(path string, h hash.Hash, accountID, uploadID string, t *kv.Transfer, from int64) error {
-	if hex.EncodeToString(h.Sum(nil)) != t.Hash {
+// partial upload (the last ones from offset from on, not yet recorded): a
+// hash other than the declared one discards the transfer; else the bytes
+// become the blob and the session records it as a PUT would. A crash
+// between the two steps leaves the transfer at from with its bytes intact,
+// so the client resumes and the blob is found in place.
+func (s *Server) completeTransfer(p *blobs.Partial, h hash.Hash, accountID, uploadID string, t *kv.Transfer, from int64) error {
+	if blobs.Address(h) != t.Hash {
 		if err := s.store.DiscardTransfer(accountID, uploadID, t.ID); err != nil {
 			return err
 		}
 		s.removePartials()
 		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "the uploaded bytes do not hash to the declared hash; the transfer was discarded and nothing was stored")
 	}
-	if _, _, err := s.blobs.Adopt(path, t.Hash); err != nil {
+	if _, err := p.Complete(t.Hash); err != nil {
 		return err
 	}
 	if _, err := s.store.CompleteTransfer(accountID, uploadID, t.ID, from, uploadIdle); err != nil {
@@ -427,53 +394,6 @@ func (s *Server) completeTransfer(path string, h hash.Hash, accountID, uploadID 
 	}
 	s.removePartials()
 	return nil
-}
-
-func (s *Server) partialPath(id string) string {
-	return filepath.Join(s.blobs.Dir(), blobs.PartialsDir, id)
-}
-
-// openPartial opens the transfer's partial file for writing at offset,
-// creating it (durably: its directory entries are fsynced) for a transfer at
-// offset 0. Bytes past offset were written but never acknowledged (a crash,
-// or a request that failed before recording them) and are cut off: the
-// recorded hash state covers exactly offset bytes. A file shorter than
-// offset has lost acknowledged bytes; transfer discards such a transfer
-// before a PATCH gets here, so this guards against the disk losing them
-// in between.
-func (s *Server) openPartial(id string, offset int64) (*os.File, error) {
-	path := s.partialPath(id)
-	if offset == 0 {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
-		}
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() < offset {
-		err = fmt.Errorf("partial file %s holds %d bytes, fewer than the %d acknowledged", path, fi.Size(), offset)
-	}
-	if err == nil && fi.Size() > offset {
-		err = f.Truncate(offset)
-	}
-	if err == nil {
-		_, err = f.Seek(offset, io.SeekStart)
-	}
-	if err == nil && offset == 0 {
-		for _, d := range []string{filepath.Dir(path), s.blobs.Dir()} {
-			if err = blobs.SyncDir(d); err != nil {
-				break
-			}
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // removePartials deletes the partial files of deleted transfers. The store
@@ -490,7 +410,7 @@ func (s *Server) removePartials() {
 		}
 		var gone []string
 		for _, id := range ids {
-			if err := os.Remove(s.partialPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := s.blobs.RemovePartial(id); err != nil {
 				s.log.Error().Err(err).Msg("remove a partial file")
 				continue
 			}

@@ -303,9 +303,9 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.S
 			return nil
 		}
 		if prev != nil {
-			linked, err := linkBlob(prev, dest, b.Hash)
+			linked, err := dest.LinkFrom(prev, b.Hash)
 			if err != nil {
-				return err
+				return fmt.Errorf("link blob %s from the previous generation: %w", b.Hash, err)
 			}
 			if linked {
 				rep.BlobsLinked++
@@ -356,26 +356,6 @@ func eachBlob(s *kv.Store, fn func(kv.Blob) error) error {
 		}
 		after = page[len(page)-1].Hash
 	}
-}
-
-// linkBlob gives dest the blob hash of prev by a hard link, and reports
-// false when prev does not hold it. The previous generation's file was
-// hashed when it was first copied, and a generation's files are never
-// written, so the link shares verified bytes.
-func linkBlob(prev, dest *blobs.Store, hash string) (bool, error) {
-	f, _, err := prev.Open(hash)
-	if errors.Is(err, blobs.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	path := f.Name()
-	f.Close()
-	if _, _, err := dest.Adopt(path, hash); err != nil {
-		return false, fmt.Errorf("link blob %s from the previous generation: %w", hash, err)
-	}
-	return true, nil
 }
 
 // copyKeys copies the key files a data directory holds from src to dst.

@@ -2,10 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"sealbox/blobs"
@@ -104,26 +100,21 @@ func (o *Ops) collectPartials(dryRun bool, cutoff time.Time, rep *GCReport) erro
 		}
 		after = page[len(page)-1]
 	}
-	dir := filepath.Join(o.Blobs.Dir(), blobs.PartialsDir)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	stale, err := o.Blobs.StalePartials(cutoff)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() || live[e.Name()] || !info.ModTime().Before(cutoff) {
+	for _, p := range stale {
+		if live[p.ID] {
 			continue
 		}
 		if !dryRun {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := o.Blobs.RemovePartial(p.ID); err != nil {
 				return err
 			}
 		}
 		rep.PartialsRemoved++
-		rep.PartialBytes += info.Size()
+		rep.PartialBytes += p.Size
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package server
+package blobs
 
 import "os"
 
