@@ -14,7 +14,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/server/admin"
+	"sealbox/cli/admin"
 	"sealbox/server/password"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/server/admin"
+	"sealbox/cli/admin"
 )
 
 func newBackupCmd() *cobra.Command {

@@ -23,7 +23,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/server/admin"
+	"sealbox/cli/admin"
 )
 
 // Serve runs the server on a data directory until its context ends.

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"sealbox/server/admin"
+	"sealbox/cli/admin"
 )
 
 func newUsersCmd() *cobra.Command {

@@ -18,7 +18,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/server/admin"
+	"sealbox/cli/admin"
 	"sealbox/server/password"
 )
 

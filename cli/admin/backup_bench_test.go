@@ -11,7 +11,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/server/admin"
+	"sealbox/cli/admin"
 )
 
 // backupFixture is a data directory with accounts and blobs of 64 KiB, all

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/server/admin"
+	"sealbox/cli/admin"
 )
 
 // answerTimeout is the bound the tests give Dial: short, so a test of a
