@@ -21,9 +21,10 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"sealbox/blobs"
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/cli/admin"
+	"sealbox/server/secrets"
 )
 
 // Serve runs the server on a data directory until its context ends.
@@ -251,9 +252,6 @@ func (s *Serve) Run(ctx context.Context) error {
 	return srv.Close(shutdownCtx)
 }
 
-// sealKeyLen is an AES-256 key.
-const sealKeyLen = 32
-
 // loadSealKey reads the server key that seals secrets at rest, creating it
 // (32 random bytes, mode 0600) on first start. It lives beside the database
 // and never inside it, so a copy of the database alone reveals no secret. A
@@ -267,14 +265,14 @@ func loadSealKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read server key: %w", err)
 	}
-	if len(key) != sealKeyLen {
-		return nil, fmt.Errorf("server key %s holds %d bytes, want %d", path, len(key), sealKeyLen)
+	if len(key) != secrets.KeyLen {
+		return nil, fmt.Errorf("server key %s holds %d bytes, want %d", path, len(key), secrets.KeyLen)
 	}
 	return key, nil
 }
 
 func createSealKey(path string) ([]byte, error) {
-	key := make([]byte, sealKeyLen)
+	key := make([]byte, secrets.KeyLen)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}

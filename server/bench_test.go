@@ -186,7 +186,9 @@ func BenchmarkStartupLargeStore(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv := server.New(server.DefaultConfig(), store, blobStore)
+		cfg := server.DefaultConfig()
+		cfg.SealKey = make([]byte, 32)
+		srv := server.New(cfg, store, blobStore)
 		if err := srv.Open("127.0.0.1:0"); err != nil {
 			b.Fatal(err)
 		}

@@ -211,7 +211,15 @@ func newOpenAPITestServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return New(DefaultConfig(), store, nil)
+	return New(keyedConfig(), store, nil)
+}
+
+// keyedConfig is the production configuration with a server key, which New
+// requires.
+func keyedConfig() Config {
+	cfg := DefaultConfig()
+	cfg.SealKey = make([]byte, 32)
+	return cfg
 }
 
 // TestOpenAPIMatchesRouter walks every registered route and every documented

@@ -1,12 +1,8 @@
 package server
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -107,23 +103,6 @@ func (s *Server) newFallback() string {
 	}
 }
 
-// fallbackLookup is the form in which a numeric fallback code reaches the
-// store, at issue and at redeem: HMAC-SHA-256 under a key derived from
-// server.key. The store keeps only the SHA-256 of every code, but 10^12
-// fallback codes are few enough to hash them all from a stolen database
-// copy (minutes on a GPU, within a code's ten minutes); without server.key
-// there is nothing to guess against.
-func (s *Server) fallbackLookup(digits string) (string, error) {
-	if len(s.cfg.SealKey) != 32 {
-		return "", errors.New("server: SealKey must be 32 bytes (server.key)")
-	}
-	derive := hmac.New(sha256.New, s.cfg.SealKey)
-	derive.Write([]byte("sealbox/enroll-fallback/v1"))
-	mac := hmac.New(sha256.New, derive.Sum(nil))
-	mac.Write([]byte(digits))
-	return hex.EncodeToString(mac.Sum(nil)), nil
-}
-
 // isFallbackShaped reports whether a presented code is spelled as a numeric
 // fallback: exactly fallbackDigits ASCII digits.
 func isFallbackShaped(code string) bool {
@@ -152,10 +131,7 @@ func (s *Server) handleEnrollIssue(w http.ResponseWriter, r *http.Request, _ htt
 		return err
 	}
 	code, fallback := s.newToken(prefixEnrollCode), s.newFallback()
-	lookup, err := s.fallbackLookup(fallback)
-	if err != nil {
-		return err
-	}
+	lookup := s.secrets.FallbackLookup(fallback)
 	expiresAt := kv.Deadline(s.now(), enrollCodeTTL)
 	if err := s.store.IssueEnrollmentCode(sess.AccountID, code, lookup, expiresAt); err != nil {
 		return err
@@ -190,10 +166,7 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 	}
 	spelling, fallback := *req.Code, isFallbackShaped(*req.Code)
 	if fallback {
-		var err error
-		if spelling, err = s.fallbackLookup(spelling); err != nil {
-			return err
-		}
+		spelling = s.secrets.FallbackLookup(spelling)
 	}
 	refund, err := s.redeem.admit(s.clientAddr(r), fallback)
 	if err != nil {

@@ -103,7 +103,7 @@ func TestPanicAnswersProblem500(t *testing.T) {
 	}
 	defer store.Close()
 	var logged strings.Builder
-	cfg := DefaultConfig()
+	cfg := keyedConfig()
 	cfg.Log = zerolog.New(&logged)
 	s := New(cfg, store, nil)
 	s.handle(http.MethodGet, "/boom", func(http.ResponseWriter, *http.Request, httprouter.Params) error {
@@ -129,7 +129,7 @@ func TestUnknownErrorIsOpaque500(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	s := New(DefaultConfig(), store, nil)
+	s := New(keyedConfig(), store, nil)
 	s.handle(http.MethodGet, "/fail", func(http.ResponseWriter, *http.Request, httprouter.Params) error {
 		return errors.New("disk on fire at /secret/path")
 	})

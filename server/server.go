@@ -23,6 +23,7 @@ import (
 	"sealbox/kv"
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
+	"sealbox/server/secrets"
 )
 
 // Version is the server's semantic version, reported by GET /v1/version.
@@ -51,9 +52,11 @@ type Config struct {
 	// Argon2 are the parameters new password hashes are made with.
 	Argon2 password.Params
 
-	// SealKey is the 32-byte AES-256-GCM key (server.key in the data
-	// directory) that seals TOTP secrets at rest. It never enters the
-	// database, so a copy of the database alone reveals no secret.
+	// SealKey is the 32-byte key (server.key in the data directory) that
+	// seals TOTP secrets at rest and keys enrollment fallback lookups (see
+	// package secrets). It never enters the database, so a copy of the
+	// database alone reveals no secret. New panics on another length: serve
+	// checks the file when it loads it.
 	SealKey []byte
 
 	// ProtocolMin and ProtocolMax are the protocol dates (YYYY-MM-DD) the
@@ -123,7 +126,8 @@ func DefaultConfig() Config {
 
 // Server serves the sealbox API over one store and one blob store.
 type Server struct {
-	cfg Config
+	cfg     Config
+	secrets *secrets.Keeper
 	// lastCheckpoint is the newest signed checkpoint; signing serializes
 	// making a new one.
 	lastCheckpoint atomic.Pointer[kv.LogCheckpoint]
@@ -176,8 +180,15 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 	if cfg.LogKey.Signer == nil {
 		cfg.LogKey = ephemeralLogKey(cfg.Rand)
 	}
+	// serve checks server.key's length when it loads the file, so a key
+	// refused here is a programming error.
+	keeper, err := secrets.New(cfg.SealKey, cfg.Rand)
+	if err != nil {
+		panic("server: " + err.Error())
+	}
 	s := &Server{
 		cfg:          cfg,
+		secrets:      keeper,
 		store:        store,
 		blobs:        blobStore,
 		log:          cfg.Log,

@@ -1,22 +1,17 @@
 package server
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"encoding/base32"
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-	"github.com/pquerna/otp"
-	"github.com/pquerna/otp/hotp"
 	"github.com/pquerna/otp/totp"
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server/secrets"
 )
 
 func (s *Server) registerTOTPRoutes() {
@@ -26,11 +21,9 @@ func (s *Server) registerTOTPRoutes() {
 	s.handle(http.MethodPost, "/v1/auth/login/verify-totp", s.handleLoginVerifyTOTP)
 }
 
-// TOTP as ADDENDUM.md section 3 fixes it: HMAC-SHA-1, six digits, 30-second
-// steps, one step of skew either way.
+// TOTP as ADDENDUM.md section 3 fixes it (the code check is
+// secrets.MatchTOTP).
 const (
-	totpPeriod = 30
-	totpSkew   = 1
 	// totpSecretLen is 160 bits, RFC 4226's recommended length for SHA-1.
 	totpSecretLen = 20
 	totpIssuer    = "sealbox"
@@ -39,8 +32,6 @@ const (
 	// mfaMaxFailures wrong codes burn a sign-in challenge.
 	mfaMaxFailures = 5
 )
-
-var totpOpts = hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
 
 type enrollmentResponse struct {
 	ProvisioningURI string `json:"provisioning_uri"`
@@ -53,7 +44,7 @@ func (s *Server) handleTOTPEnroll(w http.ResponseWriter, r *http.Request, _ http
 	sess := caller(r)
 	secret := make([]byte, totpSecretLen)
 	s.mustRead(secret)
-	sealed, err := s.sealSecret(sess.AccountID, secret)
+	sealed, err := s.secrets.SealTOTP(sess.AccountID, secret)
 	if err != nil {
 		return err
 	}
@@ -63,7 +54,7 @@ func (s *Server) handleTOTPEnroll(w http.ResponseWriter, r *http.Request, _ http
 	}
 	key, err := totp.Generate(totp.GenerateOpts{
 		Issuer: totpIssuer, AccountName: acct.Email, Secret: secret,
-		Period: totpPeriod, Digits: totpOpts.Digits, Algorithm: totpOpts.Algorithm,
+		Period: secrets.TOTPPeriod, Digits: secrets.TOTPOpts.Digits, Algorithm: secrets.TOTPOpts.Algorithm,
 	})
 	if err != nil {
 		return err
@@ -217,74 +208,10 @@ func (s *Server) handleLoginVerifyTOTP(w http.ResponseWriter, r *http.Request, _
 // transaction that advances the replay ledger.
 func (s *Server) codeMatcher(code string) kv.CodeMatcher {
 	return func(accountID string, sealed []byte, now time.Time) (uint64, bool, error) {
-		secret, err := s.openSecret(accountID, sealed)
+		secret, err := s.secrets.OpenTOTP(accountID, sealed)
 		if err != nil {
 			return 0, false, err
 		}
-		return matchTOTP(secret, code, now)
+		return secrets.MatchTOTP(secret, code, now)
 	}
-}
-
-// matchTOTP returns the time step within totpSkew of now whose code is code.
-// When several match (a one-in-a-million coincidence) the oldest wins, so
-// the newer steps stay usable.
-func matchTOTP(secret []byte, code string, now time.Time) (uint64, bool, error) {
-	b32 := base32.StdEncoding.EncodeToString(secret)
-	current := uint64(now.Unix()) / totpPeriod
-	for step := current - min(current, totpSkew); step <= current+totpSkew; step++ {
-		ok, err := hotp.ValidateCustom(code, step, b32, totpOpts)
-		if err != nil {
-			return 0, false, err
-		}
-		if ok {
-			return step, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
-// TOTP secrets are sealed with AES-256-GCM under Config.SealKey, with a
-// random nonce before the ciphertext. The associated data binds a sealed
-// secret to its purpose and account, so one copied onto another account's
-// record does not open.
-const sealNonceLen = 12
-
-func (s *Server) sealAEAD() (cipher.AEAD, error) {
-	if len(s.cfg.SealKey) != 32 {
-		return nil, errors.New("server: SealKey must be 32 bytes (server.key)")
-	}
-	block, err := aes.NewCipher(s.cfg.SealKey)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-func secretAD(accountID string) []byte {
-	return []byte("sealbox/totp-secret/v1\x00" + accountID)
-}
-
-func (s *Server) sealSecret(accountID string, secret []byte) ([]byte, error) {
-	aead, err := s.sealAEAD()
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, sealNonceLen, sealNonceLen+len(secret)+aead.Overhead())
-	s.mustRead(nonce)
-	return aead.Seal(nonce, nonce, secret, secretAD(accountID)), nil
-}
-
-func (s *Server) openSecret(accountID string, sealed []byte) ([]byte, error) {
-	aead, err := s.sealAEAD()
-	if err != nil {
-		return nil, err
-	}
-	if len(sealed) < sealNonceLen {
-		return nil, errors.New("server: sealed secret too short")
-	}
-	secret, err := aead.Open(nil, sealed[:sealNonceLen], sealed[sealNonceLen:], secretAD(accountID))
-	if err != nil {
-		return nil, errors.New("server: a sealed TOTP secret does not open: server.key differs from the one that sealed it, or the record is corrupt")
-	}
-	return secret, nil
 }

@@ -1,12 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"strings"
 	"testing"
-	"time"
 )
 
 func FuzzTOTPCode(f *testing.F) {
@@ -57,69 +55,6 @@ func TestNewMFATokenIsAccepted(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		if tok := srv.newToken(prefixMFA); !isMFAToken(tok) {
 			t.Fatalf("isMFAToken refused a minted token %q", tok)
-		}
-	}
-}
-
-func TestSealedSecret(t *testing.T) {
-	key := make([]byte, 32)
-	rand.Read(key)
-	srv := &Server{cfg: Config{Rand: rand.Reader, SealKey: key}}
-	secret := []byte("twenty bytes secret!")
-	sealed, err := srv.sealSecret("account-a", secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(sealed, secret) {
-		t.Fatal("the sealed form holds the secret")
-	}
-	got, err := srv.openSecret("account-a", sealed)
-	if err != nil || !bytes.Equal(got, secret) {
-		t.Fatalf("open: got %q, %v; want the secret", got, err)
-	}
-	if _, err := srv.openSecret("account-b", sealed); err == nil {
-		t.Fatal("a secret sealed for one account opened for another")
-	}
-	other := &Server{cfg: Config{Rand: rand.Reader, SealKey: make([]byte, 32)}}
-	if _, err := other.openSecret("account-a", sealed); err == nil {
-		t.Fatal("a secret opened under another key")
-	}
-	noKey := &Server{cfg: Config{Rand: rand.Reader}}
-	if _, err := noKey.sealSecret("account-a", secret); err == nil {
-		t.Fatal("sealed without a 32-byte key")
-	}
-	if _, err := srv.openSecret("account-a", sealed[:5]); err == nil {
-		t.Fatal("a truncated sealed secret opened")
-	}
-}
-
-// RFC 6238 appendix B's SHA-1 vectors (eight digits there; six here are
-// the same values' last six digits) pin matchTOTP to the standard, and the
-// step it reports is the one whose code matched.
-func TestMatchTOTP(t *testing.T) {
-	secret := []byte("12345678901234567890")
-	tests := []struct {
-		unix int64
-		code string
-	}{
-		{59, "287082"},
-		{1111111109, "081804"},
-		{1234567890, "005924"},
-		{2000000000, "279037"},
-	}
-	for _, tt := range tests {
-		now := time.Unix(tt.unix, 0)
-		want := uint64(tt.unix) / totpPeriod
-		for _, d := range []int64{-1, 0, 1} {
-			// The code of step want is accepted within one step of skew.
-			at := now.Add(time.Duration(d) * totpPeriod * time.Second)
-			step, ok, err := matchTOTP(secret, tt.code, at)
-			if err != nil || !ok || step != want {
-				t.Fatalf("at %d%+d steps: got step %d, %v, %v; want %d", tt.unix, d, step, ok, err, want)
-			}
-		}
-		if _, ok, _ := matchTOTP(secret, tt.code, now.Add(2*totpPeriod*time.Second)); ok {
-			t.Fatalf("code of %d accepted two steps later", tt.unix)
 		}
 	}
 }
