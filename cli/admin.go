@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"sealbox/blobs"
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/cli/admin"
 	"sealbox/server/password"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/cli/admin"
 )
 
 func newBackupCmd() *cobra.Command {

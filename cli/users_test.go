@@ -16,9 +16,9 @@ import (
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/server"
-	"sealbox/cli/admin"
 	"sealbox/server/password"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"sealbox/blobs"
-	"sealbox/kv"
 	"sealbox/cli/admin"
+	"sealbox/kv"
 )
 
 // backupFixture is a data directory with accounts and blobs of 64 KiB, all
