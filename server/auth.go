@@ -147,7 +147,7 @@ func (req *loginRequest) validate(passwordRule func(field, pw string) error) (em
 // otherwise.
 func (s *Server) verifyPassword(ctx context.Context, email, password string) (*kv.Account, error) {
 	var acct *kv.Account
-	release, err := s.attempts.enter(ctx, email, s.cfg.LockoutFailures, func() (int, error) {
+	release, err := s.attempts.Enter(ctx, email, s.cfg.LockoutFailures, func() (int, error) {
 		a, failures, err := s.store.PasswordAttempt(email, s.lockoutPolicy())
 		acct = a
 		return failures, err

@@ -12,11 +12,10 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
-	"sealbox/server/ratelimit"
 )
 
 func (s *Server) registerRelayRoutes() {
-	s.handle(http.MethodPost, "/v1/auth/devices/enroll", s.bearer(s.handleEnrollIssue))
+	s.handle(http.MethodPost, "/v1/auth/devices/enroll", s.bearer(s.fresh(s.handleEnrollIssue)))
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/redeem", s.handleEnrollRedeem)
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayPost)
 	s.handle(http.MethodGet, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayDrain)
@@ -40,55 +39,6 @@ const (
 	fallbackSpace           = 1_000_000_000_000
 	fallbackSamplingCeiling = math.MaxUint64 - math.MaxUint64%fallbackSpace
 )
-
-// redeemLimits count refused redemptions in memory, not in the store: every
-// refusal is attacker-driven, and a store write (an fsync) per refusal would
-// hand an attacker a cheap way to load the disk. The price is that a restart
-// forgets the counts, which is worth at most one more window of guesses to
-// someone who can also restart the server.
-type redeemLimits struct {
-	byAddr   *ratelimit.Window
-	fallback *ratelimit.Window
-}
-
-func newRedeemLimits(now func() time.Time) *redeemLimits {
-	return &redeemLimits{
-		byAddr:   ratelimit.NewWindow(redeemRefusalsPerAddr, redeemWindow, now),
-		fallback: ratelimit.NewWindow(redeemFallbackRefusals, redeemWindow, now),
-	}
-}
-
-// admit books a redemption attempt from addr as a refusal in advance (so
-// parallel guesses cannot overrun a limit while they run) or refuses it with
-// 429. The caller runs the returned refund when the attempt turns out not to
-// be a refusal.
-func (l *redeemLimits) admit(addr string, fallback bool) (refund func(), err error) {
-	at, wait, ok := l.byAddr.Spend(addr)
-	if !ok {
-		return nil, &fault.Error{Code: fault.ECodeRateLimited, Message: "too many refused redemptions from this address", RetryAfter: wait}
-	}
-	refundAddr := func() { l.byAddr.Refund(addr, at) }
-	if !fallback {
-		return refundAddr, nil
-	}
-	fat, wait, ok := l.fallback.Spend("")
-	if !ok {
-		refundAddr()
-		return nil, &fault.Error{Code: fault.ECodeRateLimited, Message: "too many refused numeric codes; use the full code", RetryAfter: wait}
-	}
-	return func() { refundAddr(); l.fallback.Refund("", fat) }, nil
-}
-
-// requireFresh is the freshness gate: the session's last credential
-// presentation (authenticated_at, which refresh carries over and
-// reauthenticate or a password change renews) must be less than
-// FreshWindow old.
-func (s *Server) requireFresh(sess *kv.Session) error {
-	if !s.now().Before(sess.AuthenticatedAt.Add(s.cfg.FreshWindow)) {
-		return fault.Errorf(fault.ECodeReauthRequired, "this operation needs a recent password; reauthenticate first")
-	}
-	return nil
-}
 
 // newFallback returns fallbackDigits uniformly random decimal digits. A
 // 64-bit draw at or above the largest multiple of 10^12 is drawn again, so
@@ -124,12 +74,9 @@ type enrollmentCodeResponse struct {
 }
 
 // handles "POST /v1/auth/devices/enroll": a session alone is not enough; its
-// credential must have been presented recently.
+// credential must have been presented recently (fresh).
 func (s *Server) handleEnrollIssue(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	sess := caller(r)
-	if err := s.requireFresh(sess); err != nil {
-		return err
-	}
 	code, fallback := s.newToken(prefixEnrollCode), s.newFallback()
 	lookup := s.secrets.FallbackLookup(fallback)
 	expiresAt := kv.Deadline(s.now(), enrollCodeTTL)
@@ -168,7 +115,7 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 	if fallback {
 		spelling = s.secrets.FallbackLookup(spelling)
 	}
-	refund, err := s.redeem.admit(s.clientAddr(r), fallback)
+	refund, err := s.redeem.Admit(s.clientAddr(r), fallback)
 	if err != nil {
 		return err
 	}

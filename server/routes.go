@@ -214,6 +214,19 @@ func (s *Server) bearer(h handlerFunc) handlerFunc {
 	}
 }
 
+// fresh is the freshness gate, inside bearer: the session's last credential
+// presentation (authenticated_at, which refresh carries over and
+// reauthenticate or a password change renews) must be less than
+// FreshWindow old.
+func (s *Server) fresh(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		if !s.now().Before(caller(r).AuthenticatedAt.Add(s.cfg.FreshWindow)) {
+			return fault.Errorf(fault.ECodeReauthRequired, "this operation needs a recent password; reauthenticate first")
+		}
+		return h(w, r, ps)
+	}
+}
+
 // caller is the session of a bearer-authenticated request.
 func caller(r *http.Request) *kv.Session {
 	return r.Context().Value(ctxSession).(*kv.Session)

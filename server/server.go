@@ -144,8 +144,8 @@ type Server struct {
 	handler   http.Handler
 	passwords *password.Hasher
 	metrics   *metrics
-	redeem    *redeemLimits
-	attempts  *attemptGate
+	redeem    *ratelimit.Redeem
+	attempts  *ratelimit.Gate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
 	// tusLocks holds the ids of the transfers a request is writing.
@@ -194,8 +194,8 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 		log:          cfg.Log,
 		now:          cfg.Now,
 		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand),
-		redeem:       newRedeemLimits(cfg.Now),
-		attempts:     newAttemptGate(),
+		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
+		attempts:     ratelimit.NewGate(),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 	}
