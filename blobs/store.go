@@ -246,9 +246,10 @@ func (s *Store) PutBytes(b []byte) (Info, bool, error) {
 	return s.Put(bytes.NewReader(b), "", 0)
 }
 
-// Open opens the blob for reading. The caller closes the file. It returns
-// ErrInvalidHash or ErrNotFound.
-func (s *Store) Open(hash string) (*os.File, Info, error) {
+// Open opens the blob for reading; the caller closes it. Locally it is an
+// *os.File, so net/http sends it with sendfile. It returns ErrInvalidHash or
+// ErrNotFound.
+func (s *Store) Open(hash string) (io.ReadSeekCloser, Info, error) {
 	if !ValidHash(hash) {
 		return nil, Info{}, ErrInvalidHash
 	}

@@ -716,7 +716,12 @@ func TestAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobFi, _ := f.Stat()
+	// Locally a blob is still an *os.File, so net/http can sendfile it.
+	file, ok := f.(*os.File)
+	if !ok {
+		t.Fatalf("Open returned %T, not an *os.File", f)
+	}
+	blobFi, _ := file.Stat()
 	got, _ := io.ReadAll(f)
 	f.Close()
 	if !os.SameFile(srcFi, blobFi) {
