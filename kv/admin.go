@@ -2,10 +2,11 @@ package kv
 
 import (
 	"bytes"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // UserSummary is one row of the operator's user listing.

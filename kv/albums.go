@@ -2,10 +2,11 @@ package kv
 
 import (
 	"bytes"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // Album is an album id bound to the account that provisioned it.

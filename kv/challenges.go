@@ -1,10 +1,11 @@
 package kv
 
 import (
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // A revoke-all challenge is a single-use token issued to a session of an

@@ -2,10 +2,11 @@ package kv
 
 import (
 	"bytes"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // Directory is an account's signed device directory: Bytes exactly as the

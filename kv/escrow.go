@@ -1,10 +1,11 @@
 package kv
 
 import (
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // Escrow is an account's wrapped master key: opaque bytes the server keeps

@@ -3,10 +3,11 @@ package kv
 import (
 	"bytes"
 	"errors"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // The sync feed is the album's applied ops in sync_seq order, written by

@@ -3,10 +3,11 @@ package kv
 import (
 	"bytes"
 	"math"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // The blob files live in the blob store; the kv store records which blobs

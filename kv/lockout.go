@@ -1,10 +1,11 @@
 package kv
 
 import (
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // LockoutPolicy: Failures consecutive failed password verifications lock

@@ -2,9 +2,10 @@ package kv
 
 import (
 	"errors"
-	"sealbox/kv/fault"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // A lifecycle op applies one signed manifest to an asset of an album. The

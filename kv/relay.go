@@ -3,10 +3,11 @@ package kv
 import (
 	"bytes"
 	"errors"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // The enrollment relay: an authenticated device issues a code with two

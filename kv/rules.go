@@ -1,9 +1,10 @@
 package kv
 
 import (
-	"sealbox/kv/fault"
 	"strings"
 	"unicode/utf8"
+
+	"sealbox/kv/fault"
 )
 
 // The value rules of accounts, in one place for every way an account is

@@ -2,10 +2,11 @@ package kv
 
 import (
 	"bytes"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // Session is one signed-in lineage step. Its access and refresh tokens are

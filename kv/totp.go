@@ -1,10 +1,11 @@
 package kv
 
 import (
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // The second factor: the account's TOTP state, its replay ledger, and the

@@ -2,9 +2,10 @@ package kv
 
 import (
 	"path/filepath"
-	"sealbox/kv/fault"
 	"testing"
 	"time"
+
+	"sealbox/kv/fault"
 )
 
 // A burned challenge is kept until it would have expired (so it answers

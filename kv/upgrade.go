@@ -1,10 +1,11 @@
 package kv
 
 import (
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // The protocol-upgrade ceremony moves an album to a newer protocol through

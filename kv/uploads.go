@@ -2,10 +2,11 @@ package kv
 
 import (
 	"bytes"
-	"sealbox/kv/fault"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"sealbox/kv/fault"
 )
 
 // An upload session lets one account put blobs for one of its albums. Its

@@ -3,10 +3,11 @@ package server_test
 import (
 	"bytes"
 	"net/http"
-	"sealbox/kv/fault"
 	"strings"
 	"testing"
 	"time"
+
+	"sealbox/kv/fault"
 )
 
 // Ledger fetches GET /v1/auth/devices.

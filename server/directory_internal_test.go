@@ -1,8 +1,9 @@
 package server
 
 import (
-	"sealbox/kv/fault"
 	"testing"
+
+	"sealbox/kv/fault"
 )
 
 // FuzzReadDirectoryVersion: the directory reader never panics on hostile

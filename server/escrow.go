@@ -2,9 +2,10 @@ package server
 
 import (
 	"net/http"
-	"sealbox/kv/fault"
 
 	"github.com/julienschmidt/httprouter"
+
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerEscrowRoutes() {

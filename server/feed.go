@@ -2,10 +2,11 @@ package server
 
 import (
 	"net/http"
-	"sealbox/kv/fault"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
+
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerFeedRoutes() {

@@ -3,10 +3,11 @@ package server
 import (
 	"net/http"
 	"path/filepath"
-	"sealbox/kv/fault"
 
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/sys/unix"
+
+	"sealbox/kv/fault"
 )
 
 func (s *Server) registerHealthRoutes() {

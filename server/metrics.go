@@ -3,13 +3,14 @@ package server
 import (
 	"net/http"
 	"os"
-	"sealbox/kv/fault"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"sealbox/kv/fault"
 )
 
 // metrics are the server's Prometheus series. Labels hold route patterns

@@ -10,11 +10,12 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"sealbox/kv/fault"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"sealbox/kv/fault"
 )
 
 // Media types the endpoints accept.

@@ -1,8 +1,9 @@
 package server
 
 import (
-	"sealbox/kv/fault"
 	"testing"
+
+	"sealbox/kv/fault"
 )
 
 // FuzzUpgradeIntent: the intent decoder never panics; every refusal is 400

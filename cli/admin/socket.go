@@ -12,9 +12,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sealbox/kv/fault"
 	"syscall"
 	"time"
+
+	"sealbox/kv/fault"
 )
 
 // The socket speaks JSON over HTTP: one POST per operation, the arguments
