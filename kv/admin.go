@@ -97,6 +97,7 @@ func mustAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
 func (s *Store) SetDisabled(email string, disabled bool) (int, error) {
 	revoked := 0
 	err := s.update(func(tx *bolt.Tx) error {
+		revoked = 0 // set afresh on every run: fn may run more than once
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {
 			return err

@@ -2,10 +2,12 @@ package kv_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"testing"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 // TestMain runs the suite in the retry test mode when SEALBOX_TEST_RERUN=1
@@ -40,3 +42,6 @@ func sessionsOf(tb testing.TB, s *kv.Store, accountID string) []*kv.Session {
 	}
 	return l.Sessions
 }
+
+// asError finds the *fault.Error in err.
+func asError(err error, target **fault.Error) bool { return errors.As(err, target) }

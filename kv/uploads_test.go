@@ -63,23 +63,3 @@ func TestUploadSessionLifecycle(t *testing.T) {
 	s.Close()
 	assertFileLacks(t, path, token)
 }
-
-func TestProvisionAlbum(t *testing.T) {
-	s, c := MustOpenStore(t)
-	a, created, err := s.ProvisionAlbum("acct", "album", "2026-01-01")
-	if err != nil || !created || a.OwnerID != "acct" || a.ProtocolVersion != "2026-01-01" || !a.CreatedAt.Equal(c.Now()) {
-		t.Fatalf("create: %+v, %v, %v", a, created, err)
-	}
-	c.Advance(time.Hour)
-	// Idempotent: the stored album, pinned as it was, nothing rewritten.
-	a, created, err = s.ProvisionAlbum("acct", "album", "2026-09-01")
-	if err != nil || created || a.ProtocolVersion != "2026-01-01" || !a.CreatedAt.Equal(c.Now().Add(-time.Hour)) {
-		t.Fatalf("repeat: %+v, %v, %v", a, created, err)
-	}
-	if _, _, err := s.ProvisionAlbum("other", "album", "2026-09-01"); fault.ErrorCode(err) != fault.ECodeAlbumForbidden {
-		t.Fatalf("another account: %v", err)
-	}
-	if list, _ := s.Albums("other"); len(list) != 0 {
-		t.Fatalf("a refused provision listed: %+v", list)
-	}
-}

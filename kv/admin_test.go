@@ -1,0 +1,56 @@
+package kv_test
+
+import (
+	"testing"
+
+	"sealbox/kv"
+	"sealbox/kv/fault"
+)
+
+// TestAdminOperations: the operator's listing, disabling (which closes every
+// session), quota and second-factor reset.
+func TestAdminOperations(t *testing.T) {
+	s, c := MustOpenStore(t)
+	b := mustAccount(t, s, c, 1)                                               // u1@example.org, one session
+	holdVia(t, s, "acct-a", "album-a", kv.Blob{Hash: hexHash('a'), Size: 100}) // acct-a@example.org
+	a, err := s.AccountByEmail("acct-a@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.UserSummaries()
+	if err != nil || len(list) != 2 || list[0].Account.Email != a.Email || list[1].Account.Email != b.Email {
+		t.Fatalf("listing by email: %+v %v", list, err)
+	}
+	sum, err := s.UserSummary(a.Email)
+	if err != nil || sum.LiveSessions != 0 || sum.Albums != 1 || sum.BlobsHeld != 1 || sum.BytesHeld != 100 {
+		t.Fatalf("summary: %+v %v", sum, err)
+	}
+	if n, err := s.SetDisabled(b.Email, true); err != nil || n != 1 {
+		t.Fatalf("disable: %d %v", n, err)
+	}
+	if sum, _ := s.UserSummary(b.Email); !sum.Account.Disabled || sum.LiveSessions != 0 {
+		t.Fatalf("after disabling: %+v", sum)
+	}
+	if n, err := s.SetDisabled(b.Email, false); err != nil || n != 0 {
+		t.Fatalf("enable: %d %v", n, err)
+	}
+	if err := s.SetQuota(a.Email, 50<<30); err != nil {
+		t.Fatal(err)
+	}
+	if sum, _ := s.UserSummary(a.Email); sum.Account.QuotaBytes != 50<<30 {
+		t.Fatalf("quota: %d", sum.Account.QuotaBytes)
+	}
+	if removed, revoked, err := s.ResetSecondFactor(b.Email); err != nil || removed || revoked != 0 {
+		t.Fatalf("reset without a factor: %v %d %v", removed, revoked, err)
+	}
+	for _, op := range []func() error{
+		func() error { _, err := s.SetDisabled("nobody@example.org", true); return err },
+		func() error { return s.SetQuota("nobody@example.org", 1) },
+		func() error { _, _, err := s.ResetSecondFactor("nobody@example.org"); return err },
+		func() error { _, err := s.UserSummary("nobody@example.org"); return err },
+	} {
+		if err := op(); fault.ErrorCode(err) != fault.ECodeAccountNotFound {
+			t.Fatalf("an unknown address: %v", err)
+		}
+	}
+}
