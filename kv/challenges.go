@@ -36,45 +36,39 @@ func (s *Store) PutRevokeChallenge(accountID, challenge string, expiresAt time.T
 // unknown, expired or already spent challenge is
 // error.auth.challenge_expired.
 func (s *Store) BurnRevokeChallenge(challenge string) (accountID string, identityKey []byte, err error) {
-	var refused error
-	err = s.update(func(tx *bolt.Tx) error {
-		// Results are set afresh on every run: fn may run more than once.
-		refused, accountID, identityKey = nil, "", nil
+	spent := fault.Errorf(fault.ECodeChallengeExpired, "the challenge is unknown, expired or already used")
+	err = s.commitThenRefuse(func(tx *bolt.Tx) (error, error) {
+		accountID, identityKey = "", nil
 		key := HashToken(challenge)
 		b := tx.Bucket(bucketRevokeChallenges).Get(key)
 		if b == nil {
-			refused = fault.Errorf(fault.ECodeChallengeExpired, "the challenge is unknown, expired or already used")
-			return nil
+			return spent, nil
 		}
 		var rec challengeRecord
 		if err := decode(b, &rec); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Bucket(bucketRevokeChallenges).Delete(key); err != nil {
-			return err
+			return nil, err
 		}
 		if err := deleteExpiry(tx, rec.ExpiresAt, kindChallenge, key); err != nil {
-			return err
+			return nil, err
 		}
 		if !s.now().Before(rec.ExpiresAt) {
-			refused = fault.Errorf(fault.ECodeChallengeExpired, "the challenge is unknown, expired or already used")
-			return nil
+			return spent, nil
 		}
 		dir, err := getDirectory(tx, rec.AccountID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		accountID = rec.AccountID
 		if dir != nil {
 			identityKey = dir.IdentityKey
 		}
-		return nil
+		return nil, nil
 	})
 	if err != nil {
 		return "", nil, err
-	}
-	if refused != nil {
-		return "", nil, refused
 	}
 	return accountID, identityKey, nil
 }

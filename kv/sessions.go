@@ -238,48 +238,39 @@ type spentRefreshRecord struct {
 // a second time is refused with error.auth.session_expired and revokes the
 // session its lineage rotated into (reuse detection).
 func (s *Store) Refresh(refresh string, next *Session, access, newRefresh string) error {
-	var refused error
-	err := s.update(func(tx *bolt.Tx) error {
-		// Results are set afresh on every run: fn may run more than once.
-		refused = nil
+	expired := fault.Errorf(fault.ECodeSessionExpired, "the refresh token is unknown, spent or expired")
+	return s.commitThenRefuse(func(tx *bolt.Tx) (error, error) {
 		now := s.now()
 		hash := HashToken(refresh)
-		expired := fault.Errorf(fault.ECodeSessionExpired, "the refresh token is unknown, spent or expired")
 		id := tx.Bucket(bucketRefreshTokens).Get(hash)
 		if id == nil {
-			refused = expired
-			return revokeReusedLineage(tx, hash, now)
+			return expired, revokeReusedLineage(tx, hash, now)
 		}
 		old, err := getSession(tx, copyBytes(id))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if old == nil || !now.Before(old.RefreshExpiresAt) {
-			refused = expired
 			if old != nil {
 				_, err = deleteSession(tx, []byte(old.ID))
 			}
-			return err
+			return expired, err
 		}
 		if _, err := deleteSession(tx, []byte(old.ID)); err != nil {
-			return err
+			return nil, err
 		}
 		spent := spentRefreshRecord{AccountID: old.AccountID, LineageID: old.LineageID, ExpiresAt: old.RefreshExpiresAt}
 		if err := tx.Bucket(bucketSpentRefresh).Put(hash, encode(&spent)); err != nil {
-			return err
+			return nil, err
 		}
 		if err := putExpiry(tx, spent.ExpiresAt, kindSpentRefresh, hash); err != nil {
-			return err
+			return nil, err
 		}
 		next.AccountID, next.LineageID = old.AccountID, old.LineageID
 		next.CohortHash, next.DeviceID = old.CohortHash, old.DeviceID
 		next.AuthenticatedAt = old.AuthenticatedAt
-		return putSession(tx, next, access, newRefresh)
+		return nil, putSession(tx, next, access, newRefresh)
 	})
-	if err != nil {
-		return err
-	}
-	return refused
 }
 
 // revokeReusedLineage handles a refresh token that is not live: when it is a

@@ -236,6 +236,23 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	return s.db.Update(fn)
 }
 
+// commitThenRefuse runs fn in an update whose writes stand even when fn
+// refuses the caller: a refusal that must leave a trace (a spent challenge,
+// a counted wrong code, a revoked lineage) commits, then is returned. fn
+// returns the refusal, or an error, which rolls everything back. The
+// refusal is fn's result on its last run only, as every result must be.
+func (s *Store) commitThenRefuse(fn func(tx *bolt.Tx) (refusal, err error)) error {
+	var refusal error
+	err := s.update(func(tx *bolt.Tx) (err error) {
+		refusal, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return refusal
+}
+
 // Close closes the database; pending transactions finish first.
 func (s *Store) Close() error { return s.db.Close() }
 

@@ -138,63 +138,51 @@ func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time)
 // codes were refused the challenge is burned and every later attempt, until
 // it would have expired, is error.rate_limited with RetryAfter.
 func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, sess *Session, access, refresh string) error {
-	var refused error
-	err := s.update(func(tx *bolt.Tx) error {
-		// Results are set afresh on every run: fn may run more than once.
-		refused = nil
+	expired := fault.Errorf(fault.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
+	return s.commitThenRefuse(func(tx *bolt.Tx) (error, error) {
 		now := s.now()
 		key := HashToken(token)
-		expired := fault.Errorf(fault.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
 		b := tx.Bucket(bucketMFAChallenges).Get(key)
 		if b == nil {
-			refused = expired
-			return nil
+			return expired, nil
 		}
 		var ch mfaChallengeRecord
 		if err := decode(b, &ch); err != nil {
-			return err
+			return nil, err
 		}
 		if !now.Before(ch.ExpiresAt) {
-			refused = expired
-			return nil
+			return expired, nil
 		}
 		if ch.Failures >= maxFailures {
-			refused = &fault.Error{Code: fault.ECodeRateLimited, Message: "too many wrong codes for this sign-in; sign in again later", RetryAfter: ch.ExpiresAt.Sub(now)}
-			return nil
+			return &fault.Error{Code: fault.ECodeRateLimited, Message: "too many wrong codes for this sign-in; sign in again later", RetryAfter: ch.ExpiresAt.Sub(now)}, nil
 		}
 		a, err := getAccount(tx, ch.AccountID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if a.TOTPSecret == nil || a.Disabled {
 			// The second factor was disabled since the challenge was issued,
 			// and the challenge no longer guards anything; or the operator
 			// disabled the account, which no sign-in may then complete
 			// (verify-totp has no 423: the next password sign-in says it).
-			refused = expired
-			return deleteMFAChallenge(tx, key, ch.ExpiresAt)
+			return expired, deleteMFAChallenge(tx, key, ch.ExpiresAt)
 		}
 		if err := acceptCode(a, a.TOTPSecret, match, now); err != nil {
 			if fault.ErrorCode(err) == "" {
-				return err // the matcher failed (a secret that will not unseal): not the caller's fault
+				return nil, err // the matcher failed (a secret that will not unseal): not the caller's fault
 			}
-			refused = err
 			ch.Failures++
-			return tx.Bucket(bucketMFAChallenges).Put(key, encode(&ch))
+			return err, tx.Bucket(bucketMFAChallenges).Put(key, encode(&ch))
 		}
 		if err := putAccount(tx, a); err != nil {
-			return err
+			return nil, err
 		}
 		if err := deleteMFAChallenge(tx, key, ch.ExpiresAt); err != nil {
-			return err
+			return nil, err
 		}
 		sess.AccountID = a.ID
-		return signedIn(tx, a.Email, sess, access, refresh)
+		return nil, signedIn(tx, a.Email, sess, access, refresh)
 	})
-	if err != nil {
-		return err
-	}
-	return refused
 }
 
 func deleteMFAChallenge(tx *bolt.Tx, key []byte, expiresAt time.Time) error {
