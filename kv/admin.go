@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -59,11 +58,10 @@ func (s *Store) UserSummary(email string) (UserSummary, error) {
 
 func summarize(tx *bolt.Tx, a *Account, now time.Time) (UserSummary, error) {
 	row := UserSummary{Account: *a, BlobsHeld: heldCount(tx, a.ID), BytesHeld: usage(tx, a.ID)}
-	prefix := idPart(a.ID)
-	c := tx.Bucket(bucketAlbumsByAccount).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	scanPrefix(tx.Bucket(bucketAlbumsByAccount), idPart(a.ID), func([]byte, []byte) error {
 		row.Albums++
-	}
+		return nil
+	})
 	for _, id := range accountSessionIDs(tx, a.ID) {
 		sess, err := getSession(tx, id)
 		if err != nil {

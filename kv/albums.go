@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -90,17 +89,13 @@ func (s *Store) Albums(accountID string) ([]*Album, error) {
 	var out []*Album
 	err := s.db.View(func(tx *bolt.Tx) error {
 		prefix := idPart(accountID)
-		c := tx.Bucket(bucketAlbumsByAccount).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		return scanPrefix(tx.Bucket(bucketAlbumsByAccount), prefix, func(k, _ []byte) error {
 			a, err := getAlbum(tx, string(k[len(prefix)+8:]))
-			if err != nil {
-				return err
-			}
 			if a != nil {
 				out = append(out, a)
 			}
-		}
-		return nil
+			return err
+		})
 	})
 	return out, err
 }

@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"slices"
 	"time"
 
@@ -63,15 +62,14 @@ func (s *Store) Ledger(accountID string) (*Ledger, error) {
 			return err
 		}
 		prefix := idPart(accountID)
-		c := tx.Bucket(bucketCohorts).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		return scanPrefix(tx.Bucket(bucketCohorts), prefix, func(k, v []byte) error {
 			var rec cohortRecord
 			if err := decode(v, &rec); err != nil {
 				return err
 			}
 			l.Cohorts = append(l.Cohorts, &Cohort{Hash: string(k[len(prefix):]), FirstSeen: rec.FirstSeen.Time(), LastSeen: rec.LastSeen.Time()})
-		}
-		return nil
+			return nil
+		})
 	})
 	// The scan yields hash order; a stable sort keeps it for equal sightings.
 	slices.SortStableFunc(l.Cohorts, func(a, b *Cohort) int { return a.FirstSeen.Compare(b.FirstSeen) })

@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"math"
 	"time"
 
@@ -173,11 +172,10 @@ func (s *Store) QuotaRoom(accountID, hash string) (int64, error) {
 // holdings; for operator listings).
 func heldCount(tx *bolt.Tx, accountID string) int {
 	n := 0
-	prefix := idPart(accountID)
-	c := tx.Bucket(bucketHoldings).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	scanPrefix(tx.Bucket(bucketHoldings), idPart(accountID), func([]byte, []byte) error {
 		n++
-	}
+		return nil
+	})
 	return n
 }
 
@@ -241,15 +239,13 @@ func addBlobTotals(tx *bolt.Tx, hash string, count, bytes int64) error {
 // each blob counted once however many accounts hold it.
 func (s *Store) BlobTotals() (count, size int64, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketTotals).Cursor()
-		prefix := []byte("blobs/")
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		return scanPrefix(tx.Bucket(bucketTotals), []byte("blobs/"), func(_, v []byte) error {
 			if len(v) == 16 {
 				count += int64(readU64(v[:8]))
 				size += int64(readU64(v[8:]))
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return count, size, err
 }

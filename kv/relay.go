@@ -231,11 +231,11 @@ func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 // in key (arrival) order.
 func deleteMailbox(tx *bolt.Tx, prefix []byte) ([][]byte, error) {
 	var keys, payloads [][]byte
-	c := tx.Bucket(bucketRelayMailboxes).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	scanPrefix(tx.Bucket(bucketRelayMailboxes), prefix, func(k, v []byte) error {
 		keys = append(keys, copyBytes(k))
 		payloads = append(payloads, copyBytes(v))
-	}
+		return nil
+	})
 	for _, k := range keys {
 		if err := tx.Bucket(bucketRelayMailboxes).Delete(k); err != nil {
 			return nil, err

@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -157,10 +156,10 @@ func sweepSession(tx *bolt.Tx, id []byte, now time.Time) error {
 func accountSessionIDs(tx *bolt.Tx, accountID string) [][]byte {
 	prefix := idPart(accountID)
 	var ids [][]byte
-	c := tx.Bucket(bucketSessionsByAccount).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	scanPrefix(tx.Bucket(bucketSessionsByAccount), prefix, func(k, _ []byte) error {
 		ids = append(ids, copyBytes(k[len(prefix)+8:]))
-	}
+		return nil
+	})
 	return ids
 }
 
@@ -361,17 +360,14 @@ func liveSessions(tx *bolt.Tx, accountID string, now time.Time) ([]*Session, err
 	var out []*Session
 	prefix := idPart(accountID)
 	sessions := tx.Bucket(bucketSessions)
-	c := tx.Bucket(bucketSessionsByAccount).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	err := scanPrefix(tx.Bucket(bucketSessionsByAccount), prefix, func(k, _ []byte) error {
 		sess, err := sessionIn(sessions, k[len(prefix)+8:])
-		if err != nil {
-			return nil, err
-		}
 		if sess != nil && now.Before(sess.RefreshExpiresAt) {
 			out = append(out, sess)
 		}
-	}
-	return out, nil
+		return err
+	})
+	return out, err
 }
 
 // Reauthenticated records a verified password on a live session: the

@@ -236,6 +236,20 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	return s.db.Update(fn)
 }
 
+// scanPrefix calls fn with every key of b that starts with prefix, and its
+// value, in key order, and stops at fn's first error, which it returns. It
+// is the one way a record's index is read: a bounded scan, never the whole
+// bucket. fn must not write to b; k and v are valid only during the call.
+func scanPrefix(b *bolt.Bucket, prefix []byte, fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // commitThenRefuse runs fn in an update whose writes stand even when fn
 // refuses the caller: a refusal that must leave a trace (a spent challenge,
 // a counted wrong code, a revoked lineage) commits, then is returned. fn

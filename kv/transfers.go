@@ -96,11 +96,11 @@ func deleteTransfer(tx *bolt.Tx, uploadKey []byte, t *Transfer) error {
 
 // deleteUploadTransfers deletes every transfer of the session uploadKey.
 func deleteUploadTransfers(tx *bolt.Tx, uploadKey []byte) error {
-	c := tx.Bucket(bucketTransfersByUpload).Cursor()
 	var ids []string
-	for k, _ := c.Seek(uploadKey); k != nil && bytes.HasPrefix(k, uploadKey); k, _ = c.Next() {
+	scanPrefix(tx.Bucket(bucketTransfersByUpload), uploadKey, func(k, _ []byte) error {
 		ids = append(ids, string(k[len(uploadKey):]))
-	}
+		return nil
+	})
 	for _, id := range ids {
 		t, _, err := getTransfer(tx, id)
 		if err != nil {
@@ -138,11 +138,10 @@ func liveTransfer(tx *bolt.Tx, accountID string, uploadKey []byte, id string, no
 // pendingBytes sums the declared lengths of the account's open transfers.
 func pendingBytes(tx *bolt.Tx, accountID string) int64 {
 	var total int64
-	prefix := idPart(accountID)
-	c := tx.Bucket(bucketTransfersByAccount).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	scanPrefix(tx.Bucket(bucketTransfersByAccount), idPart(accountID), func(_, v []byte) error {
 		total += int64(readU64(v))
-	}
+		return nil
+	})
 	return total
 }
 

@@ -197,11 +197,10 @@ func (s *Store) UploadBlobs(accountID, token string) ([]string, error) {
 		if _, err := liveUpload(tx, accountID, key, s.now()); err != nil {
 			return err
 		}
-		c := tx.Bucket(bucketUploadBlobs).Cursor()
-		for k, _ := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, _ = c.Next() {
+		return scanPrefix(tx.Bucket(bucketUploadBlobs), key, func(k, _ []byte) error {
 			out = append(out, string(k[len(key):]))
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -235,12 +234,11 @@ func (s *Store) InFlight(albumID string) (int, error) {
 func inFlight(tx *bolt.Tx, albumID string, now time.Time) int {
 	n := 0
 	limit := timeKey(now)
-	prefix := idPart(albumID)
-	c := tx.Bucket(bucketUploadsByAlbum).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	scanPrefix(tx.Bucket(bucketUploadsByAlbum), idPart(albumID), func(_, v []byte) error {
 		if bytes.Compare(v, limit) > 0 {
 			n++
 		}
-	}
+		return nil
+	})
 	return n
 }
