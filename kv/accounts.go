@@ -46,16 +46,14 @@ type accountRecord struct {
 }
 
 func getAccount(tx *bolt.Tx, id string) (*Account, error) {
-	b := tx.Bucket(bucketAccounts).Get([]byte(id))
-	if b == nil {
-		return nil, fault.Errorf(fault.ECodeAccountNotFound, "account not found")
-	}
-	var rec accountRecord
-	if err := decode(b, &rec); err != nil {
+	rec, err := getRecord[accountRecord](tx, bucketAccounts, []byte(id))
+	if err != nil {
 		return nil, err
 	}
-	a := Account(rec)
-	return &a, nil
+	if rec == nil {
+		return nil, fault.Errorf(fault.ECodeAccountNotFound, "account not found")
+	}
+	return (*Account)(rec), nil
 }
 
 // getAccountByEmail returns nil, nil when no account has the address.

@@ -37,16 +37,11 @@ func albumIndexKey(accountID string, created time.Time, albumID string) []byte {
 
 // getAlbum returns nil, nil when no album has the id.
 func getAlbum(tx *bolt.Tx, id string) (*Album, error) {
-	b := tx.Bucket(bucketAlbums).Get([]byte(id))
-	if b == nil {
-		return nil, nil
-	}
-	var rec albumRecord
-	if err := decode(b, &rec); err != nil {
+	rec, err := getRecord[albumRecord](tx, bucketAlbums, []byte(id))
+	if rec == nil {
 		return nil, err
 	}
-	a := Album(rec)
-	return &a, nil
+	return (*Album)(rec), nil
 }
 
 func putAlbum(tx *bolt.Tx, a *Album) error {

@@ -31,15 +31,7 @@ type directoryRecord struct {
 }
 
 func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
-	b := tx.Bucket(bucketDirectories).Get([]byte(accountID))
-	if b == nil {
-		return nil, nil
-	}
-	var rec directoryRecord
-	if err := decode(b, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return getRecord[directoryRecord](tx, bucketDirectories, []byte(accountID))
 }
 
 // PublishDirectory stores d for the account when its version is above the

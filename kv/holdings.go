@@ -111,12 +111,8 @@ func holdBlob(tx *bolt.Tx, accountID string, b Blob, now time.Time) (bool, error
 
 // getBlob returns nil, nil when the blob is not recorded.
 func getBlob(tx *bolt.Tx, hash string) (*Blob, error) {
-	v := tx.Bucket(bucketBlobs).Get([]byte(hash))
-	if v == nil {
-		return nil, nil
-	}
-	var rec blobRecord
-	if err := decode(v, &rec); err != nil {
+	rec, err := getRecord[blobRecord](tx, bucketBlobs, []byte(hash))
+	if rec == nil {
 		return nil, err
 	}
 	return &Blob{Hash: hash, Size: rec.Size, StoredAt: rec.StoredAt}, nil

@@ -69,15 +69,7 @@ func (s *Store) IssueEnrollmentCode(accountID, code, fallback string, expiresAt 
 }
 
 func getEnrollCode(tx *bolt.Tx, key []byte) (*enrollCodeRecord, error) {
-	b := tx.Bucket(bucketEnrollCodes).Get(key)
-	if b == nil {
-		return nil, nil
-	}
-	var rec enrollCodeRecord
-	if err := decode(b, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return getRecord[enrollCodeRecord](tx, bucketEnrollCodes, key)
 }
 
 // deleteEnrollCode removes a code and both of its spellings (nothing when

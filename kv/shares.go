@@ -72,15 +72,7 @@ func shareDigest(sh *Share, sortedServes []string) []byte {
 
 // getShare returns nil, nil when no link has the key.
 func getShare(tx *bolt.Tx, key []byte) (*shareRecord, error) {
-	b := tx.Bucket(bucketShares).Get(key)
-	if b == nil {
-		return nil, nil
-	}
-	var rec shareRecord
-	if err := decode(b, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return getRecord[shareRecord](tx, bucketShares, key)
 }
 
 func (rec *shareRecord) expired(now time.Time) bool {

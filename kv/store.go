@@ -236,6 +236,20 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	return s.db.Update(fn)
 }
 
+// getRecord decodes the record under key in bucket, or returns nil, nil
+// when there is none: the one shape of every typed lookup.
+func getRecord[T any](tx *bolt.Tx, bucket, key []byte) (*T, error) {
+	b := tx.Bucket(bucket).Get(key)
+	if b == nil {
+		return nil, nil
+	}
+	rec := new(T)
+	if err := decode(b, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
 // scanPrefix calls fn with every key of b that starts with prefix, and its
 // value, in key order, and stops at fn's first error, which it returns. It
 // is the one way a record's index is read: a bounded scan, never the whole

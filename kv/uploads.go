@@ -42,16 +42,11 @@ func uploadAlbumKey(albumID string, key []byte) []byte {
 
 // getUpload returns nil, nil when no session has the key.
 func getUpload(tx *bolt.Tx, key []byte) (*Upload, error) {
-	b := tx.Bucket(bucketUploads).Get(key)
-	if b == nil {
-		return nil, nil
-	}
-	var rec uploadRecord
-	if err := decode(b, &rec); err != nil {
+	rec, err := getRecord[uploadRecord](tx, bucketUploads, key)
+	if rec == nil {
 		return nil, err
 	}
-	u := Upload(rec)
-	return &u, nil
+	return (*Upload)(rec), nil
 }
 
 func putUpload(tx *bolt.Tx, key []byte, u *Upload) error {
