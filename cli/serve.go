@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -211,16 +214,22 @@ func (s *Serve) Run(ctx context.Context) error {
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	srv := server.New(s.Config, store, blobStore)
+	var reload func() error
 	if s.TLS.Enabled() {
-		tlsConfig, reload, err := s.TLS.config(ctx, s.DataDir, log)
-		if err != nil {
+		var tlsConfig *tls.Config
+		if tlsConfig, reload, err = s.TLS.config(s.DataDir); err != nil {
 			return err
 		}
-		go reload()
 		srv.StartTLS(ln, tlsConfig)
 	} else {
 		srv.Start(ln)
 	}
+	// SIGHUP is caught whatever the configuration: its default action ends
+	// the process, and `systemctl reload` (the README's unit) sends it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go onHangup(ctx, hup, reload, log)
 	stopAdmin, err := serveAdmin(filepath.Join(s.DataDir, adminSocket), newOps(s.DataDir, store, blobStore, s.Config.Argon2))
 	if err != nil {
 		srv.Close(context.Background())
@@ -250,6 +259,26 @@ func (s *Serve) Run(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	return srv.Close(shutdownCtx)
+}
+
+// onHangup answers each SIGHUP until ctx ends: certificate files are
+// loaded again (a failed load keeps the certificate in use); without them
+// there is nothing to reload, which is said rather than acted on.
+func onHangup(ctx context.Context, hup <-chan os.Signal, reload func() error, log zerolog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if reload == nil {
+				log.Info().Msg("SIGHUP: nothing to reload (no --tls-cert)")
+			} else if err := reload(); err != nil {
+				log.Error().Err(err).Msg("SIGHUP: the certificate was not reloaded; the old one stays in use")
+			} else {
+				log.Info().Msg("SIGHUP: TLS certificate reloaded")
+			}
+		}
+	}
 }
 
 // loadSealKey reads the server key that seals secrets at rest, creating it

@@ -1,19 +1,15 @@
 package cli
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/crypto/acme"
 	"golang.org/x/crypto/acme/autocert"
 )
@@ -54,10 +50,10 @@ func (t TLS) validate(name func(string) string) error {
 	return nil
 }
 
-// config returns the TLS configuration serve uses, and a function that
-// runs until ctx ends, reloading certificate files on SIGHUP. HTTP/2 stays
-// on: NextProtos offers h2 first.
-func (t TLS) config(ctx context.Context, dataDir string, log zerolog.Logger) (*tls.Config, func(), error) {
+// config returns the TLS configuration serve uses and, for certificate
+// files, the function that loads them again (nil for ACME, which renews on
+// its own). HTTP/2 stays on: NextProtos offers h2 first.
+func (t TLS) config(dataDir string) (*tls.Config, func() error, error) {
 	if len(t.Domains) > 0 {
 		client := &acme.Client{DirectoryURL: t.ACMEDirectory}
 		if t.ACMECAFile != "" {
@@ -80,14 +76,14 @@ func (t TLS) config(ctx context.Context, dataDir string, log zerolog.Logger) (*t
 		// TLSConfig answers the TLS-ALPN-01 challenge on this listener, so
 		// the domain must reach it on port 443; certificates are issued on
 		// the first handshake for a domain and renewed before they expire.
-		return m.TLSConfig(), func() {}, nil
+		return m.TLSConfig(), nil, nil
 	}
-	r := &certReloader{certFile: t.CertFile, keyFile: t.KeyFile, log: log}
+	r := &certReloader{certFile: t.CertFile, keyFile: t.KeyFile}
 	if err := r.load(); err != nil {
 		return nil, nil, err
 	}
 	cfg := &tls.Config{GetCertificate: r.getCertificate, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12}
-	return cfg, func() { r.reloadOnHangup(ctx) }, nil
+	return cfg, r.load, nil
 }
 
 // certPool is the system's roots and the certificates in the PEM file.
@@ -106,12 +102,11 @@ func certPool(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// certReloader serves a certificate from files and loads them again on
-// SIGHUP, so a renewed certificate needs no restart. A reload that fails
-// keeps the certificate in use and says why.
+// certReloader serves a certificate from files and loads them again when
+// told (SIGHUP), so a renewed certificate needs no restart. A load that
+// fails keeps the certificate in use.
 type certReloader struct {
 	certFile, keyFile string
-	log               zerolog.Logger
 	cert              atomic.Pointer[tls.Certificate]
 }
 
@@ -126,24 +121,4 @@ func (r *certReloader) load() error {
 
 func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return r.cert.Load(), nil
-}
-
-// reloadOnHangup reloads the files on every SIGHUP until ctx ends.
-func (r *certReloader) reloadOnHangup(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			if err := r.load(); err != nil {
-				r.log.Error().Err(err).Msg("SIGHUP: the certificate was not reloaded; the old one stays in use")
-				continue
-			}
-			leaf := r.cert.Load().Leaf
-			r.log.Info().Str("subject", leaf.Subject.String()).Time("not_after", leaf.NotAfter).Msg("SIGHUP: TLS certificate reloaded")
-		}
-	}
 }

@@ -324,3 +324,26 @@ func TestACMEWithPebble(t *testing.T) {
 		t.Fatal("a handshake for a domain not in --tls-domain succeeded")
 	}
 }
+
+// TestHangupWithoutTLSKeepsServing: SIGHUP's default action would end the
+// process, and `systemctl reload` sends it to any configuration: without
+// certificate files serve says there is nothing to reload and goes on.
+func TestHangupWithoutTLSKeepsServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin, addr := buildBinary(t), freeAddr(t)
+	p := startProcess(t, serveEnv(), "sealbox listening", bin, "serve", "--data", t.TempDir(), "--listen", addr)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the SIGHUP log line", func() bool { return strings.Contains(p.log.String(), "nothing to reload") })
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("after SIGHUP the server is gone: %v\n%s", err, p.log.String())
+	}
+	resp.Body.Close()
+	select {
+	case err := <-p.exited:
+		t.Fatalf("serve exited after SIGHUP: %v", err)
+	default:
+	}
+}
