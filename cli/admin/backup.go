@@ -277,12 +277,8 @@ func (o *Ops) writeSnapshot(path string) (int64, error) {
 // copyBlobs gives dest every blob the snapshot references that it lacks:
 // a hard link to prev's file when prev holds it, else a copy.
 func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.Store, rep *BackupReport, progress func(Progress)) error {
-	var p Progress
-	if err := eachBlob(snap, func(b kv.Blob) error {
-		p.BlobsTotal++
-		p.BytesTotal += b.Size
-		return nil
-	}); err != nil {
+	p, err := startProgress(snap)
+	if err != nil {
 		return err
 	}
 	report := func() {
@@ -291,7 +287,7 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.S
 		}
 	}
 	report()
-	err := eachBlob(snap, func(b kv.Blob) error {
+	err = eachBlob(snap, func(b kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -335,6 +331,14 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.S
 		return nil
 	})
 	return err
+}
+
+// startProgress is a pass over the store's blobs before its first one: the
+// totals the store keeps of its blob records (each blob once), read instead
+// of counted by a pass of their own.
+func startProgress(s *kv.Store) (Progress, error) {
+	count, size, err := s.BlobTotals()
+	return Progress{BlobsTotal: int(count), BytesTotal: size}, err
 }
 
 // eachBlob visits every recorded blob a page at a time, holding no read

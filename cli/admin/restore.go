@@ -86,12 +86,8 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	srcBlobs := blobs.OpenReadOnly(filepath.Join(src, BlobsDir))
 
 	var problems []string
-	var p Progress
-	if err := eachBlob(store, func(b kv.Blob) error {
-		p.BlobsTotal++
-		p.BytesTotal += b.Size
-		return nil
-	}); err != nil {
+	p, err := startProgress(store)
+	if err != nil {
 		return rep, err
 	}
 	report := func() {
