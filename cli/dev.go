@@ -2,7 +2,6 @@ package cli
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"github.com/pquerna/otp/hotp"
 	"github.com/spf13/cobra"
 
+	"sealbox/blobs"
 	"sealbox/server"
 	"sealbox/server/hybridsig"
 	"sealbox/server/hybridsig/hybridsigtest"
@@ -298,8 +298,7 @@ func (o devOp) build(now time.Time) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(meta)
-		env["metadata_blob_hash"] = hex.EncodeToString(sum[:])
+		env["metadata_blob_hash"] = blobs.AddressOf(meta)
 		body["metadata_blob"] = base64.StdEncoding.EncodeToString(meta)
 	}
 	signed, err := deterministicCBOR.Marshal(env)
@@ -314,19 +313,19 @@ func (o devOp) build(now time.Time) (map[string]any, error) {
 	return body, nil
 }
 
-// hashFile returns the SHA-256 (hex) and the size of a file.
+// hashFile returns the content address and the size of a file.
 func hashFile(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
-	h := sha256.New()
+	h := blobs.NewHash()
 	n, err := io.Copy(h, f)
 	if err != nil {
 		return "", 0, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
+	return blobs.Address(h), n, nil
 }
 
 func newDevTOTPCodeCmd() *cobra.Command {
