@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -45,7 +43,7 @@ type accountRecord struct {
 	QuotaBytes   int64     `cbor:"21,keyasint,omitempty"`
 }
 
-func getAccount(tx *bolt.Tx, id string) (*Account, error) {
+func getAccount(tx Tx, id string) (*Account, error) {
 	rec, err := getRecord[accountRecord](tx, bucketAccounts, []byte(id))
 	if err != nil {
 		return nil, err
@@ -57,19 +55,22 @@ func getAccount(tx *bolt.Tx, id string) (*Account, error) {
 }
 
 // getAccountByEmail returns nil, nil when no account has the address.
-func getAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
-	id := tx.Bucket(bucketAccountsByEmail).Get([]byte(email))
-	if id == nil {
-		return nil, nil
+func getAccountByEmail(tx Tx, email string) (*Account, error) {
+	id, err := tx.Bucket(bucketAccountsByEmail).Get([]byte(email))
+	if id == nil || err != nil {
+		return nil, err
 	}
 	return getAccount(tx, string(id))
 }
 
 // insertAccount writes a new account and its email index entry; an address
 // already registered is error.account.exists.
-func insertAccount(tx *bolt.Tx, a *Account) error {
+func insertAccount(tx Tx, a *Account) error {
 	byEmail := tx.Bucket(bucketAccountsByEmail)
-	if byEmail.Get([]byte(a.Email)) != nil {
+	if taken, err := byEmail.Get([]byte(a.Email)); taken != nil || err != nil {
+		if err != nil {
+			return err
+		}
 		return fault.Errorf(fault.ECodeAccountExists, "an account with this email already exists")
 	}
 	if err := byEmail.Put([]byte(a.Email), []byte(a.ID)); err != nil {
@@ -78,14 +79,14 @@ func insertAccount(tx *bolt.Tx, a *Account) error {
 	return putAccount(tx, a)
 }
 
-func putAccount(tx *bolt.Tx, a *Account) error {
+func putAccount(tx Tx, a *Account) error {
 	return tx.Bucket(bucketAccounts).Put([]byte(a.ID), encode(accountRecord(*a)))
 }
 
 // CreateAccount writes a new account and its first session in one
 // transaction. An address already registered is error.account.exists.
 func (s *Store) CreateAccount(a *Account, first *Session, access, refresh string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		if err := insertAccount(tx, a); err != nil {
 			return err
 		}
@@ -96,7 +97,7 @@ func (s *Store) CreateAccount(a *Account, first *Session, access, refresh string
 // Account returns the account with the given id.
 func (s *Store) Account(id string) (*Account, error) {
 	var a *Account
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.view(func(tx Tx) (err error) {
 		a, err = getAccount(tx, id)
 		return err
 	})
@@ -107,7 +108,7 @@ func (s *Store) Account(id string) (*Account, error) {
 // error.account.not_found.
 func (s *Store) AccountByEmail(email string) (*Account, error) {
 	var a *Account
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.view(func(tx Tx) (err error) {
 		a, err = getAccountByEmail(tx, email)
 		return err
 	})
@@ -120,7 +121,7 @@ func (s *Store) AccountByEmail(email string) (*Account, error) {
 // SetDisplayName sets (name non-nil) or clears (nil) the display name.
 func (s *Store) SetDisplayName(accountID string, name *string) (*Account, error) {
 	var a *Account
-	err := s.update(func(tx *bolt.Tx) (err error) {
+	err := s.update(func(tx Tx) (err error) {
 		if a, err = getAccount(tx, accountID); err != nil {
 			return err
 		}
@@ -133,5 +134,5 @@ func (s *Store) SetDisplayName(accountID string, name *string) (*Account, error)
 // AddAccount writes a new account without opening a session (an operator
 // adding a user). An address already registered is error.account.exists.
 func (s *Store) AddAccount(a *Account) error {
-	return s.update(func(tx *bolt.Tx) error { return insertAccount(tx, a) })
+	return s.update(func(tx Tx) error { return insertAccount(tx, a) })
 }

@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -21,12 +19,13 @@ type UserSummary struct {
 }
 
 // UserSummaries lists every account, ordered by email. It reads the whole
-// accounts bucket: an operator's listing, never a request path.
+// accounts bucket, a page at a time: an operator's listing, never a request
+// path.
 func (s *Store) UserSummaries() ([]UserSummary, error) {
 	var out []UserSummary
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		now := s.now()
-		return tx.Bucket(bucketAccountsByEmail).ForEach(func(email, id []byte) error {
+		return scanPages(tx.Bucket(bucketAccountsByEmail), func(_, id []byte) error {
 			a, err := getAccount(tx, string(id))
 			if err != nil {
 				return err
@@ -45,7 +44,7 @@ func (s *Store) UserSummaries() ([]UserSummary, error) {
 // UserSummary returns the listing row of the account registered under email.
 func (s *Store) UserSummary(email string) (UserSummary, error) {
 	var row UserSummary
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {
 			return err
@@ -56,13 +55,27 @@ func (s *Store) UserSummary(email string) (UserSummary, error) {
 	return row, err
 }
 
-func summarize(tx *bolt.Tx, a *Account, now time.Time) (UserSummary, error) {
-	row := UserSummary{Account: *a, BlobsHeld: heldCount(tx, a.ID), BytesHeld: usage(tx, a.ID)}
-	scanPrefix(tx.Bucket(bucketAlbumsByAccount), idPart(a.ID), func([]byte, []byte) error {
+func summarize(tx Tx, a *Account, now time.Time) (UserSummary, error) {
+	row := UserSummary{Account: *a}
+	var err error
+	if row.BlobsHeld, err = heldCount(tx, a.ID); err != nil {
+		return row, err
+	}
+	if row.BytesHeld, err = usage(tx, a.ID); err != nil {
+		return row, err
+	}
+	err = scanPrefix(tx.Bucket(bucketAlbumsByAccount), idPart(a.ID), func([]byte, []byte) error {
 		row.Albums++
 		return nil
 	})
-	for _, id := range accountSessionIDs(tx, a.ID) {
+	if err != nil {
+		return row, err
+	}
+	ids, err := accountSessionIDs(tx, a.ID)
+	if err != nil {
+		return row, err
+	}
+	for _, id := range ids {
 		sess, err := getSession(tx, id)
 		if err != nil {
 			return row, err
@@ -71,17 +84,14 @@ func summarize(tx *bolt.Tx, a *Account, now time.Time) (UserSummary, error) {
 			row.LiveSessions++
 		}
 	}
-	if b := tx.Bucket(bucketLockouts).Get([]byte(a.Email)); b != nil {
-		var rec lockoutRecord
-		if err := decode(b, &rec); err != nil {
-			return row, err
-		}
-		row.Locked = now.Before(rec.LockedUntil)
+	lock, err := getRecord[lockoutRecord](tx, bucketLockouts, []byte(a.Email))
+	if lock != nil {
+		row.Locked = now.Before(lock.LockedUntil)
 	}
-	return row, nil
+	return row, err
 }
 
-func mustAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
+func mustAccountByEmail(tx Tx, email string) (*Account, error) {
 	a, err := getAccountByEmail(tx, email)
 	if err == nil && a == nil {
 		return nil, fault.Errorf(fault.ECodeAccountNotFound, "no account is registered under %s", email)
@@ -94,7 +104,7 @@ func mustAccountByEmail(tx *bolt.Tx, email string) (*Account, error) {
 // transaction, and reports how many were closed.
 func (s *Store) SetDisabled(email string, disabled bool) (int, error) {
 	revoked := 0
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx Tx) error {
 		revoked = 0 // set afresh on every run: fn may run more than once
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {
@@ -114,7 +124,7 @@ func (s *Store) SetDisabled(email string, disabled bool) (int, error) {
 
 // SetQuota sets the account's quota in bytes; 0 is unlimited.
 func (s *Store) SetQuota(email string, quota int64) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {
 			return err
@@ -130,7 +140,7 @@ func (s *Store) SetQuota(email string, quota int64) error {
 // its sessions too, and removed is false. The replay ledger stays: a step is
 // a moment in time, not a property of one secret.
 func (s *Store) ResetSecondFactor(email string) (removed bool, revoked int, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		removed, revoked = false, 0
 		a, err := mustAccountByEmail(tx, email)
 		if err != nil {

@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -36,7 +34,7 @@ func albumIndexKey(accountID string, created time.Time, albumID string) []byte {
 }
 
 // getAlbum returns nil, nil when no album has the id.
-func getAlbum(tx *bolt.Tx, id string) (*Album, error) {
+func getAlbum(tx Tx, id string) (*Album, error) {
 	rec, err := getRecord[albumRecord](tx, bucketAlbums, []byte(id))
 	if rec == nil {
 		return nil, err
@@ -44,7 +42,7 @@ func getAlbum(tx *bolt.Tx, id string) (*Album, error) {
 	return (*Album)(rec), nil
 }
 
-func putAlbum(tx *bolt.Tx, a *Album) error {
+func putAlbum(tx Tx, a *Album) error {
 	return tx.Bucket(bucketAlbums).Put([]byte(a.ID), encode(albumRecord(*a)))
 }
 
@@ -53,7 +51,7 @@ func putAlbum(tx *bolt.Tx, a *Album) error {
 // the album as stored and created=false, writing nothing (provisioning is
 // idempotent). An album id held by another account is error.album.forbidden.
 func (s *Store) ProvisionAlbum(accountID, albumID, protocolVersion string) (a *Album, created bool, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		// Results are set afresh on every run: fn may run more than once.
 		created = false
 		if a, err = getAlbum(tx, albumID); err != nil {
@@ -82,7 +80,7 @@ func (s *Store) ProvisionAlbum(accountID, albumID, protocolVersion string) (a *A
 // Albums lists the account's albums, oldest first (ties by id).
 func (s *Store) Albums(accountID string) ([]*Album, error) {
 	var out []*Album
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		prefix := idPart(accountID)
 		return scanPrefix(tx.Bucket(bucketAlbumsByAccount), prefix, func(k, _ []byte) error {
 			a, err := getAlbum(tx, string(k[len(prefix)+8:]))

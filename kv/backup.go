@@ -1,97 +1,82 @@
 package kv
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
-// WriteSnapshot writes a consistent copy of the whole database to w, as of
-// one read transaction; writers go on meanwhile. This is the one place that
-// does I/O inside a transaction: bbolt's own hot-backup method, which needs
-// the read transaction to hold the pages it copies.
+// WriteSnapshot writes a consistent copy of the whole store to w, as of one
+// read transaction; writers go on meanwhile. Only an engine with a file
+// has one (ErrNoSnapshot otherwise).
 func (s *Store) WriteSnapshot(w io.Writer) (int64, error) {
-	var n int64
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
+	snap, ok := s.engine.(Snapshotter)
+	if !ok {
+		return 0, ErrNoSnapshot
+	}
+	return snap.WriteSnapshot(w)
 }
 
-// CheckIntegrity runs bbolt's page-level consistency check and returns
-// every problem it finds.
+// CheckIntegrity runs the engine's check of its own file structure (bbolt's
+// page check) and returns every problem it finds; an engine without a file
+// has nothing to check here.
 func (s *Store) CheckIntegrity() ([]error, error) {
-	var problems []error
-	err := s.db.View(func(tx *bolt.Tx) error {
-		for e := range tx.Check() {
-			problems = append(problems, e)
-		}
-		return nil
-	})
-	return problems, err
+	snap, ok := s.engine.(Snapshotter)
+	if !ok {
+		return nil, nil
+	}
+	return snap.CheckPages()
+}
+
+// FileSize is the size of the store's file, for the metrics; ErrNoSnapshot
+// for an engine without one.
+func (s *Store) FileSize() (int64, error) {
+	snap, ok := s.engine.(Snapshotter)
+	if !ok {
+		return 0, ErrNoSnapshot
+	}
+	return snap.Size()
 }
 
 // DanglingReferences lists references to blobs the store has no record of
 // (a share link's served blob, an upload session's stored blob, an asset's
-// provenance chain head), at most limit of them. Every such blob must be held, and so recorded, by
-// construction: an entry here means the store is inconsistent.
+// provenance chain head), at most limit of them. Every such blob must be
+// held, and so recorded, by construction: an entry here means the store is
+// inconsistent.
 func (s *Store) DanglingReferences(limit int) ([]string, error) {
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		recorded := tx.Bucket(bucketBlobs)
+		report := func(hash []byte, format string) error {
+			v, err := recorded.Get(hash)
+			if err == nil && v == nil {
+				out = append(out, fmt.Sprintf(format, hash))
+			}
+			if err == nil && len(out) >= limit {
+				return ErrStopScan
+			}
+			return err
+		}
 		for _, ref := range []struct {
 			bucket []byte
 			what   string
 		}{{bucketShareBlobs, "a share link"}, {bucketUploadBlobs, "an upload session"}} {
-			c := tx.Bucket(ref.bucket).Cursor()
-			for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+			err := scanPages(tx.Bucket(ref.bucket), func(k, _ []byte) error {
 				if len(k) < 64 {
-					continue
+					return nil
 				}
-				hash := k[len(k)-64:]
-				if recorded.Get(hash) == nil {
-					out = append(out, fmt.Sprintf("blob %s: referenced by %s but not recorded", hash, ref.what))
-				}
+				return report(k[len(k)-64:], "blob %s: referenced by "+ref.what+" but not recorded")
+			})
+			if err != nil || len(out) >= limit {
+				return err
 			}
 		}
-		c := tx.Bucket(bucketAssets).Cursor()
-		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+		return scanPages(tx.Bucket(bucketAssets), func(_, v []byte) error {
 			var rec assetRecord
 			if err := decode(v, &rec); err != nil {
 				return err
 			}
-			if recorded.Get([]byte(rec.Head)) == nil {
-				out = append(out, fmt.Sprintf("blob %s: the head of a provenance chain but not recorded", rec.Head))
-			}
-		}
-		return nil
+			return report([]byte(rec.Head), "blob %s: the head of a provenance chain but not recorded")
+		})
 	})
 	return out, err
-}
-
-// CopyFile writes a consistent copy of the store file at path to w, as of
-// one read transaction, whatever format the store is in: a restore copies a
-// backup first and lets Open migrate the copy, so the backup itself is only
-// read. The file is opened read-only under bbolt's shared lock, so a server
-// writing to it makes this fail with ErrLocked after timeout instead of
-// copying a file mid-write.
-func CopyFile(path string, w io.Writer, timeout time.Duration) (int64, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return 0, ErrLocked
-	}
-	if err != nil {
-		return 0, fmt.Errorf("open store %s: %w", path, err)
-	}
-	defer db.Close()
-	var n int64
-	err = db.View(func(tx *bolt.Tx) (err error) {
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
 }

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 func TestDanglingReferencesFindsUnrecordedBlobs(t *testing.T) {
@@ -17,7 +15,7 @@ func TestDanglingReferencesFindsUnrecordedBlobs(t *testing.T) {
 	}
 	defer s.Close()
 	recorded, dangling := strings.Repeat("a", 64), strings.Repeat("b", 64)
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		if err := tx.Bucket(bucketBlobs).Put([]byte(recorded), encode(&blobRecord{Size: 1})); err != nil {
 			return err
 		}

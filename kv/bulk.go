@@ -1,15 +1,13 @@
 package kv
 
-import bolt "go.etcd.io/bbolt"
-
 // Bulk writes many records in one transaction: large fixtures for
 // benchmarks, and imports. It applies no policy beyond the email index's
 // uniqueness: callers hand it records that are already valid.
-type Bulk struct{ tx *bolt.Tx }
+type Bulk struct{ tx Tx }
 
 // Bulk runs fn in one write transaction; nothing is written if fn fails.
 func (s *Store) Bulk(fn func(*Bulk) error) error {
-	return s.update(func(tx *bolt.Tx) error { return fn(&Bulk{tx: tx}) })
+	return s.update(func(tx Tx) error { return fn(&Bulk{tx: tx}) })
 }
 
 // Account writes a new account and its email index entry.

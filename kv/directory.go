@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -30,7 +28,7 @@ type directoryRecord struct {
 	LogIndex    int64     `cbor:"5,keyasint"`
 }
 
-func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
+func getDirectory(tx Tx, accountID string) (*directoryRecord, error) {
 	return getRecord[directoryRecord](tx, bucketDirectories, []byte(accountID))
 }
 
@@ -45,7 +43,7 @@ func getDirectory(tx *bolt.Tx, accountID string) (*directoryRecord, error) {
 // record to the transparency log in the same transaction, so the log holds
 // exactly the publishes that were stored, and sets d.LogIndex.
 func (s *Store) PublishDirectory(accountID string, d *Directory) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		old, err := getDirectory(tx, accountID)
 		if err != nil {
 			return err
@@ -78,7 +76,7 @@ func (s *Store) PublishDirectory(accountID string, d *Directory) error {
 // has not published one (the two are indistinguishable).
 func (s *Store) Directory(accountID string) (*Directory, error) {
 	var d *Directory
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		rec, err := getDirectory(tx, accountID)
 		if err != nil {
 			return err

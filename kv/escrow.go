@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -24,10 +22,14 @@ type escrowRecord struct {
 // the same transaction, and reports when it was stored and whether an earlier
 // escrow was replaced.
 func (s *Store) PutEscrow(accountID string, b []byte) (storedAt time.Time, replaced bool, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		bucket := tx.Bucket(bucketEscrow)
 		storedAt = s.now()
-		replaced = bucket.Get([]byte(accountID)) != nil
+		held, err := bucket.Get([]byte(accountID))
+		if err != nil {
+			return err
+		}
+		replaced = held != nil
 		return bucket.Put([]byte(accountID), encode(&escrowRecord{Bytes: b, StoredAt: storedAt}))
 	})
 	return storedAt, replaced, err
@@ -36,14 +38,13 @@ func (s *Store) PutEscrow(accountID string, b []byte) (storedAt time.Time, repla
 // Escrow returns the account's escrow, or error.escrow.not_found.
 func (s *Store) Escrow(accountID string) (*Escrow, error) {
 	var e *Escrow
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketEscrow).Get([]byte(accountID))
-		if b == nil {
-			return fault.Errorf(fault.ECodeEscrowNotFound, "no escrow is stored for this account")
-		}
-		var rec escrowRecord
-		if err := decode(b, &rec); err != nil {
+	err := s.view(func(tx Tx) error {
+		rec, err := getRecord[escrowRecord](tx, bucketEscrow, []byte(accountID))
+		if err != nil {
 			return err
+		}
+		if rec == nil {
+			return fault.Errorf(fault.ECodeEscrowNotFound, "no escrow is stored for this account")
 		}
 		e = &Escrow{Bytes: rec.Bytes, StoredAt: rec.StoredAt}
 		return nil

@@ -2,8 +2,6 @@ package kv
 
 import (
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Records that expire register an entry in the expiry index, keyed by
@@ -34,27 +32,67 @@ func Deadline(now time.Time, ttl time.Duration) time.Time {
 }
 
 // sweeper removes record id of its kind if it is expired at now.
-type sweeper func(tx *bolt.Tx, id []byte, now time.Time) error
+type sweeper func(tx Tx, id []byte, now time.Time) error
 
-var sweepers = map[byte]sweeper{
-	kindSession:      sweepSession,
-	kindSpentRefresh: sweepSpentRefresh,
-	kindLockout:      sweepLockout,
-	kindMFAChallenge: sweepMFAChallenge,
-	kindUpload:       sweepUpload,
-	kindChallenge:    sweepChallenge,
-	kindEnrollCode:   sweepEnrollCode,
-	kindChannel:      sweepChannel,
-	kindShare:        sweepShare,
-	kindUpgrade:      sweepUpgrade,
+// sweepRecord is the one sweeper, for every kind of expiring record: it
+// reads the record under id in bucket and, when the record says it has
+// expired at now (not the index entry, which may be stale), removes it with
+// remove, which takes away what points at it too; nil deletes the record
+// alone.
+func sweepRecord[T any](bucket []byte, expired func(rec *T, now time.Time) bool, remove func(tx Tx, id []byte, rec *T) error) sweeper {
+	return func(tx Tx, id []byte, now time.Time) error {
+		rec, err := getRecord[T](tx, bucket, id)
+		if err != nil || rec == nil || !expired(rec, now) {
+			return err
+		}
+		if remove == nil {
+			return tx.Bucket(bucket).Delete(id)
+		}
+		return remove(tx, id, rec)
+	}
 }
 
-func putExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {
+// reached is the expiry rule of every record: it has expired from the
+// instant it names on.
+func reached(expiresAt, now time.Time) bool { return !now.Before(expiresAt) }
+
+var sweepers = map[byte]sweeper{
+	kindSession: sweepRecord(bucketSessions,
+		func(r *sessionRecord, now time.Time) bool { return reached(r.RefreshExpiresAt.Time(), now) },
+		func(tx Tx, id []byte, _ *sessionRecord) error { _, err := deleteSession(tx, id); return err }),
+	kindSpentRefresh: sweepRecord(bucketSpentRefresh,
+		func(r *spentRefreshRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
+	kindLockout: sweepRecord(bucketLockouts,
+		func(r *lockoutRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
+	kindMFAChallenge: sweepRecord(bucketMFAChallenges,
+		func(r *mfaChallengeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
+	kindUpload: sweepRecord(bucketUploads,
+		func(r *uploadRecord, now time.Time) bool { return reached(r.ExpiresAt, now) },
+		func(tx Tx, key []byte, r *uploadRecord) error { return deleteUpload(tx, key, (*Upload)(r)) }),
+	kindChallenge: sweepRecord(bucketRevokeChallenges,
+		func(r *challengeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
+	kindEnrollCode: sweepRecord(bucketEnrollCodes,
+		func(r *enrollCodeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteEnrollCode),
+	kindChannel: sweepRecord(bucketRelayChannels,
+		func(r *channelRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteChannel),
+	kindShare: sweepRecord(bucketShares, (*shareRecord).expired, deleteShare),
+	kindUpgrade: sweepRecord(bucketUpgrades,
+		func(r *upgradeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) },
+		func(tx Tx, albumID []byte, _ *upgradeRecord) error { return deleteUpgrade(tx, string(albumID)) }),
+}
+
+func putExpiry(tx Tx, at time.Time, kind byte, id []byte) error {
 	return tx.Bucket(bucketExpiry).Put(join(timeKey(at), []byte{kind}, id), nil)
 }
 
-func deleteExpiry(tx *bolt.Tx, at time.Time, kind byte, id []byte) error {
+func deleteExpiry(tx Tx, at time.Time, kind byte, id []byte) error {
 	return tx.Bucket(bucketExpiry).Delete(join(timeKey(at), []byte{kind}, id))
+}
+
+// dueRange selects the expiry index entries due at now (every instant up to
+// and including now), at most limit of them (0: all).
+func dueRange(now time.Time, limit int) Range {
+	return Range{To: timeKey(now.Add(time.Nanosecond)), Limit: limit}
 }
 
 // sweepBatch bounds one sweep transaction so the writer lock is never held
@@ -67,16 +105,15 @@ func (s *Store) Sweep() (int, error) {
 	total := 0
 	for {
 		n := 0
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx Tx) error {
 			now := s.now()
-			c := tx.Bucket(bucketExpiry).Cursor()
-			limit := timeKey(now)
 			var due [][]byte
-			for k, _ := c.First(); k != nil && len(due) < sweepBatch; k, _ = c.Next() {
-				if string(k[:8]) > string(limit) {
-					break
-				}
+			err := tx.Bucket(bucketExpiry).Scan(dueRange(now, sweepBatch), func(k, _ []byte) error {
 				due = append(due, copyBytes(k))
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			for _, k := range due {
 				if err := tx.Bucket(bucketExpiry).Delete(k); err != nil {
@@ -102,13 +139,11 @@ func (s *Store) Sweep() (int, error) {
 // nothing: what gc --dry-run reports.
 func (s *Store) DueExpiries() (int, error) {
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
-		limit := string(timeKey(s.now()))
-		c := tx.Bucket(bucketExpiry).Cursor()
-		for k, _ := c.First(); k != nil && string(k[:8]) <= limit; k, _ = c.Next() {
+	err := s.view(func(tx Tx) error {
+		return tx.Bucket(bucketExpiry).Scan(dueRange(s.now(), 0), func(_, _ []byte) error {
 			n++
-		}
-		return nil
+			return nil
+		})
 	})
 	return n, err
 }

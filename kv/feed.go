@@ -1,11 +1,8 @@
 package kv
 
 import (
-	"bytes"
 	"errors"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"sealbox/kv/fault"
 )
@@ -38,7 +35,7 @@ type feedRecord struct {
 
 func feedKey(albumID string, seq uint64) []byte { return join(idPart(albumID), u64(seq)) }
 
-func putFeedEntry(tx *bolt.Tx, albumID string, e *FeedEntry) error {
+func putFeedEntry(tx Tx, albumID string, e *FeedEntry) error {
 	rec := feedRecord{
 		AssetID: e.AssetID, Action: e.Action, ManifestHash: e.ManifestHash, CiphertextHash: e.CiphertextHash,
 		MetadataBlobHash: e.MetadataBlobHash, OriginalBlobHash: e.OriginalBlobHash, AppliedAt: e.AppliedAt,
@@ -63,8 +60,11 @@ func decodeFeedEntry(seq uint64, b []byte) (FeedEntry, error) {
 var errMissingFeedEntry = errors.New("kv: the replay index names a missing feed entry")
 
 // getFeedEntry reads the entry the replay index points at.
-func getFeedEntry(tx *bolt.Tx, albumID string, seq uint64) (FeedEntry, error) {
-	b := tx.Bucket(bucketFeed).Get(feedKey(albumID, seq))
+func getFeedEntry(tx Tx, albumID string, seq uint64) (FeedEntry, error) {
+	b, err := tx.Bucket(bucketFeed).Get(feedKey(albumID, seq))
+	if err != nil {
+		return FeedEntry{}, err
+	}
 	if b == nil {
 		return FeedEntry{}, errMissingFeedEntry
 	}
@@ -75,7 +75,7 @@ func getFeedEntry(tx *bolt.Tx, albumID string, seq uint64) (FeedEntry, error) {
 // above after, oldest first, and whether more follow. An album that does not
 // exist or is another account's is error.album.forbidden, as for ops.
 func (s *Store) Feed(accountID, albumID string, after uint64, limit int) (entries []FeedEntry, hasMore bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx Tx) error {
 		a, err := getAlbum(tx, albumID)
 		if err != nil {
 			return err
@@ -84,24 +84,23 @@ func (s *Store) Feed(accountID, albumID string, after uint64, limit int) (entrie
 			return fault.Errorf(fault.ECodeAlbumForbidden, "the album does not exist or belongs to another account")
 		}
 		prefix := idPart(albumID)
-		c := tx.Bucket(bucketFeed).Cursor()
-		start := feedKey(albumID, after)
-		k, v := c.Seek(start)
-		if bytes.Equal(k, start) {
-			k, v = c.Next()
-		}
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		// Feed keys have one length, so the least key after feedKey(after)
+		// is feedKey(after) with a 0x00 appended. One entry past the page
+		// tells whether more follow.
+		page := Range{From: append(feedKey(albumID, after), 0), To: prefixEnd(prefix), Limit: limit + 1}
+		entries, hasMore = nil, false
+		return tx.Bucket(bucketFeed).Scan(page, func(k, v []byte) error {
 			if len(entries) == limit {
 				hasMore = true
-				break
+				return ErrStopScan
 			}
 			e, err := decodeFeedEntry(readU64(k[len(prefix):]), v)
 			if err != nil {
 				return err
 			}
 			entries = append(entries, e)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, false, err

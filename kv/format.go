@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // FormatVersion is the layout of the store this build reads and writes. A
@@ -31,7 +29,7 @@ type Migration struct {
 	Name string
 	// apply may run against any store of format To-1 (bbolt runs it once;
 	// it sets nothing outside the transaction).
-	apply func(tx *bolt.Tx) error
+	apply func(tx Tx) error
 }
 
 // migrations, in order; migrations[i].To == i+1.
@@ -58,16 +56,26 @@ type storeFormat struct {
 	fresh bool
 }
 
-func readFormat(tx *bolt.Tx) (storeFormat, error) {
-	meta := tx.Bucket(bucketMeta)
-	if meta == nil {
-		return storeFormat{fresh: tx.Bucket(bucketAccounts) == nil}, nil
+// readFormat reads the store's format; existing names its buckets.
+func (s *Store) readFormat(existing map[string]bool) (storeFormat, error) {
+	if !existing[string(bucketMeta)] {
+		return storeFormat{fresh: !existing[string(bucketAccounts)]}, nil
 	}
-	v, err := strconv.Atoi(string(meta.Get(metaFormat)))
-	if err != nil || v < 0 {
-		return storeFormat{}, fmt.Errorf("kv: the store's format record %q is not a version", meta.Get(metaFormat))
-	}
-	return storeFormat{version: v, openedBy: string(meta.Get(metaOpenedBy))}, nil
+	var f storeFormat
+	err := s.view(func(tx Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		format, err := meta.Get(metaFormat)
+		if err != nil {
+			return err
+		}
+		if f.version, err = strconv.Atoi(string(format)); err != nil || f.version < 0 {
+			return fmt.Errorf("kv: the store's format record %q is not a version", format)
+		}
+		openedBy, err := meta.Get(metaOpenedBy)
+		f.openedBy = string(openedBy)
+		return err
+	})
+	return f, err
 }
 
 // pendingMigrations lists the migrations a store of format f needs, or
@@ -100,7 +108,7 @@ func describeMigrations(ms []Migration) string {
 // new format in the same transaction as the change.
 func (s *Store) migrate(pending []Migration) error {
 	for _, m := range pending {
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx Tx) error {
 			if err := m.apply(tx); err != nil {
 				return err
 			}
@@ -113,23 +121,19 @@ func (s *Store) migrate(pending []Migration) error {
 	return nil
 }
 
-func writeFormat(tx *bolt.Tx, version int) error {
-	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-	if err != nil {
-		return err
-	}
-	return meta.Put(metaFormat, []byte(strconv.Itoa(version)))
+func writeFormat(tx Tx, version int) error {
+	return tx.Bucket(bucketMeta).Put(metaFormat, []byte(strconv.Itoa(version)))
 }
 
 // Format reports the store's format and the version of the sealbox that last
 // opened it for writing.
 func (s *Store) Format() (version int, openedBy string, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		f, err := readFormat(tx)
-		version, openedBy = f.version, f.openedBy
-		return err
-	})
-	return version, openedBy, err
+	existing, err := s.engine.Buckets()
+	if err != nil {
+		return 0, "", err
+	}
+	f, err := s.readFormat(existing)
+	return f.version, f.openedBy, err
 }
 
 // migrateAccountKeys (format 0 to 1): the session index and the cohorts
@@ -139,12 +143,12 @@ func (s *Store) Format() (version int, openedBy string, err error) {
 // cohort key names no account in its value; every account id a sealbox ever
 // minted is a 36-byte UUID, so the old key splits there, and a key whose first
 // 36 bytes name no account is dropped (a cohort is an advisory sighting).
-func migrateAccountKeys(tx *bolt.Tx) error {
-	index, err := recreateBucket(tx, bucketSessionsByAccount)
-	if err != nil {
+func migrateAccountKeys(tx Tx) error {
+	index := tx.Bucket(bucketSessionsByAccount)
+	if err := clearBucket(index); err != nil {
 		return err
 	}
-	err = tx.Bucket(bucketSessions).ForEach(func(id, v []byte) error {
+	err := scanPages(tx.Bucket(bucketSessions), func(id, v []byte) error {
 		var rec sessionRecord
 		if err := decode(v, &rec); err != nil {
 			return err
@@ -156,21 +160,25 @@ func migrateAccountKeys(tx *bolt.Tx) error {
 	}
 	type cohort struct{ key, value []byte }
 	var old []cohort
-	err = tx.Bucket(bucketCohorts).ForEach(func(k, v []byte) error {
+	cohorts := tx.Bucket(bucketCohorts)
+	err = scanPages(cohorts, func(k, v []byte) error {
 		old = append(old, cohort{copyBytes(k), copyBytes(v)})
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	cohorts, err := recreateBucket(tx, bucketCohorts)
-	if err != nil {
+	if err := clearBucket(cohorts); err != nil {
 		return err
 	}
 	const uuidLen = 36
-	accounts := tx.Bucket(bucketAccounts)
 	for _, c := range old {
-		if len(c.key) <= uuidLen || accounts.Get(c.key[:uuidLen]) == nil {
+		if len(c.key) <= uuidLen {
+			continue
+		}
+		if known, err := has(tx, bucketAccounts, c.key[:uuidLen]); err != nil {
+			return err
+		} else if !known {
 			continue
 		}
 		if err := cohorts.Put(cohortKey(string(c.key[:uuidLen]), string(c.key[uuidLen:])), c.value); err != nil {
@@ -184,11 +192,11 @@ func migrateAccountKeys(tx *bolt.Tx) error {
 // one record for each directory stored before it existed, in account id
 // order, so every stored directory has a log index. Earlier versions of a
 // directory were replaced before the log existed and cannot be logged.
-func migrateLogDirectories(tx *bolt.Tx) error {
+func migrateLogDirectories(tx Tx) error {
 	dirs := tx.Bucket(bucketDirectories)
 	type entry struct{ id, value []byte }
 	var all []entry
-	if err := dirs.ForEach(func(k, v []byte) error {
+	if err := scanPages(dirs, func(k, v []byte) error {
 		all = append(all, entry{copyBytes(k), copyBytes(v)})
 		return nil
 	}); err != nil {
@@ -214,24 +222,15 @@ func migrateLogDirectories(tx *bolt.Tx) error {
 // migrateShardTotals (format 2 to 3): the two store-wide rows "blobs" and
 // "blob_bytes" become the sharded rows BlobTotals sums, recomputed from the
 // blob records themselves so the shards agree with them exactly.
-func migrateShardTotals(tx *bolt.Tx) error {
-	if _, err := recreateBucket(tx, bucketTotals); err != nil {
+func migrateShardTotals(tx Tx) error {
+	if err := clearBucket(tx.Bucket(bucketTotals)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketBlobs).ForEach(func(hash, v []byte) error {
+	return scanPages(tx.Bucket(bucketBlobs), func(hash, v []byte) error {
 		var rec blobRecord
 		if err := decode(v, &rec); err != nil {
 			return err
 		}
 		return addBlobTotals(tx, string(hash), 1, rec.Size)
 	})
-}
-
-// recreateBucket empties a bucket by deleting and creating it, which never
-// deletes while iterating.
-func recreateBucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
-	if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-		return nil, err
-	}
-	return tx.CreateBucket(name)
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv"
 )
 
@@ -99,21 +97,9 @@ func TestOpenRefusesWithoutWriting(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		db, err := bolt.Open(path, 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = db.Update(func(tx *bolt.Tx) error {
-			meta := tx.Bucket([]byte("meta"))
-			if err := meta.Put([]byte("format"), []byte(strconv.Itoa(kv.FormatVersion+1))); err != nil {
-				return err
-			}
-			return meta.Put([]byte("opened_by"), []byte("9.9.9"))
+		writeBoltFile(t, path, map[string]map[string]string{
+			"meta": {"format": strconv.Itoa(kv.FormatVersion + 1), "opened_by": "9.9.9"},
 		})
-		db.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
 		return path
 	}
 	tooNew := []string{"format " + strconv.Itoa(kv.FormatVersion+1), "9.9.9", "up to " + strconv.Itoa(kv.FormatVersion)}

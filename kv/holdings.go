@@ -4,8 +4,6 @@ import (
 	"math"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -52,30 +50,34 @@ func holdingKey(accountID, hash string) []byte {
 }
 
 // holds reports whether the account holds the blob.
-func holds(tx *bolt.Tx, accountID, hash string) bool {
-	return tx.Bucket(bucketHoldings).Get(holdingKey(accountID, hash)) != nil
+func holds(tx Tx, accountID, hash string) (bool, error) {
+	return has(tx, bucketHoldings, holdingKey(accountID, hash))
 }
 
 // usage is the bytes the account holds.
-func usage(tx *bolt.Tx, accountID string) int64 {
-	if v := tx.Bucket(bucketUsage).Get([]byte(accountID)); len(v) == 8 {
-		return int64(readU64(v))
+func usage(tx Tx, accountID string) (int64, error) {
+	v, err := tx.Bucket(bucketUsage).Get([]byte(accountID))
+	if len(v) == 8 {
+		return int64(readU64(v)), err
 	}
-	return 0
+	return 0, err
 }
 
 // charge adds size bytes to the account's usage, refusing with
 // error.quota.exceeded (and writing nothing) when that would take the
 // account past its quota.
-func charge(tx *bolt.Tx, accountID string, size int64) error {
-	used := usage(tx, accountID)
+func charge(tx Tx, accountID string, size int64) error {
+	used, err := usage(tx, accountID)
+	if err != nil {
+		return err
+	}
 	if err := checkQuota(tx, accountID, used, size); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketUsage).Put([]byte(accountID), u64(uint64(used+size)))
 }
 
-func checkQuota(tx *bolt.Tx, accountID string, used, size int64) error {
+func checkQuota(tx Tx, accountID string, used, size int64) error {
 	a, err := getAccount(tx, accountID)
 	if err != nil {
 		return err
@@ -89,15 +91,19 @@ func checkQuota(tx *bolt.Tx, accountID string, used, size int64) error {
 // holdBlob records that the account holds b, creating the blob's record if
 // this is the first holding of it, and reports whether the holding is new
 // (false: the account already held the blob, and nothing was written).
-func holdBlob(tx *bolt.Tx, accountID string, b Blob, now time.Time) (bool, error) {
+func holdBlob(tx Tx, accountID string, b Blob, now time.Time) (bool, error) {
 	key := holdingKey(accountID, b.Hash)
-	if tx.Bucket(bucketHoldings).Get(key) != nil {
-		return false, nil
+	if held, err := has(tx, bucketHoldings, key); held || err != nil {
+		return false, err
 	}
 	if err := charge(tx, accountID, b.Size); err != nil {
 		return false, err
 	}
-	if tx.Bucket(bucketBlobs).Get([]byte(b.Hash)) == nil {
+	recorded, err := has(tx, bucketBlobs, []byte(b.Hash))
+	if err != nil {
+		return false, err
+	}
+	if !recorded {
 		rec := blobRecord{Size: b.Size, StoredAt: now}
 		if err := tx.Bucket(bucketBlobs).Put([]byte(b.Hash), encode(&rec)); err != nil {
 			return false, err
@@ -110,7 +116,7 @@ func holdBlob(tx *bolt.Tx, accountID string, b Blob, now time.Time) (bool, error
 }
 
 // getBlob returns nil, nil when the blob is not recorded.
-func getBlob(tx *bolt.Tx, hash string) (*Blob, error) {
+func getBlob(tx Tx, hash string) (*Blob, error) {
 	rec, err := getRecord[blobRecord](tx, bucketBlobs, []byte(hash))
 	if rec == nil {
 		return nil, err
@@ -122,9 +128,9 @@ func getBlob(tx *bolt.Tx, hash string) (*Blob, error) {
 // it through a lifecycle op).
 func (s *Store) Holds(accountID, hash string) (bool, error) {
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
-		ok = holds(tx, accountID, hash)
-		return nil
+	err := s.view(func(tx Tx) (err error) {
+		ok, err = holds(tx, accountID, hash)
+		return err
 	})
 	return ok, err
 }
@@ -133,9 +139,9 @@ func (s *Store) Holds(accountID, hash string) (bool, error) {
 // listings). A blob held by several accounts counts for each of them.
 func (s *Store) HeldBytes(accountID string) (int64, error) {
 	var total int64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		total = usage(tx, accountID)
-		return nil
+	err := s.view(func(tx Tx) (err error) {
+		total, err = usage(tx, accountID)
+		return err
 	})
 	return total, err
 }
@@ -148,31 +154,31 @@ func (s *Store) HeldBytes(accountID string) (int64, error) {
 // guarantee.
 func (s *Store) QuotaRoom(accountID, hash string) (int64, error) {
 	room := int64(math.MaxInt64)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if holds(tx, accountID, hash) {
-			return nil
-		}
-		a, err := getAccount(tx, accountID)
-		if err != nil {
+	err := s.view(func(tx Tx) error {
+		room = math.MaxInt64
+		if held, err := holds(tx, accountID, hash); held || err != nil {
 			return err
 		}
-		if a.QuotaBytes > 0 {
-			room = max(0, a.QuotaBytes-usage(tx, accountID))
+		a, err := getAccount(tx, accountID)
+		if err != nil || a.QuotaBytes <= 0 {
+			return err
 		}
-		return nil
+		used, err := usage(tx, accountID)
+		room = max(0, a.QuotaBytes-used)
+		return err
 	})
 	return room, err
 }
 
 // heldCount counts the blobs the account holds (a prefix scan of its
 // holdings; for operator listings).
-func heldCount(tx *bolt.Tx, accountID string) int {
+func heldCount(tx Tx, accountID string) (int, error) {
 	n := 0
-	scanPrefix(tx.Bucket(bucketHoldings), idPart(accountID), func([]byte, []byte) error {
+	err := scanPrefix(tx.Bucket(bucketHoldings), idPart(accountID), func([]byte, []byte) error {
 		n++
 		return nil
 	})
-	return n
+	return n, err
 }
 
 // Blobs lists up to limit recorded blobs whose hash sorts after after ("" to
@@ -181,20 +187,16 @@ func heldCount(tx *bolt.Tx, accountID string) int {
 // the files.
 func (s *Store) Blobs(after string, limit int) ([]Blob, error) {
 	var out []Blob
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketBlobs).Cursor()
-		k, v := c.Seek([]byte(after))
-		if k != nil && string(k) == after {
-			k, v = c.Next()
-		}
-		for ; k != nil && len(out) < limit; k, v = c.Next() {
+	err := s.view(func(tx Tx) error {
+		out = nil
+		return tx.Bucket(bucketBlobs).Scan(pageAfter(after, limit), func(k, v []byte) error {
 			var rec blobRecord
 			if err := decode(v, &rec); err != nil {
 				return err
 			}
 			out = append(out, Blob{Hash: string(k), Size: rec.Size, StoredAt: rec.StoredAt})
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -203,9 +205,9 @@ func (s *Store) Blobs(after string, limit int) ([]Blob, error) {
 // with no record is garbage once it is older than an upload could be.
 func (s *Store) BlobRecorded(hash string) (bool, error) {
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
-		ok = tx.Bucket(bucketBlobs).Get([]byte(hash)) != nil
-		return nil
+	err := s.view(func(tx Tx) (err error) {
+		ok, err = has(tx, bucketBlobs, []byte(hash))
+		return err
 	})
 	return ok, err
 }
@@ -221,11 +223,15 @@ const blobTotalShards = 16
 // totalsKey is the row of the blob hash (lowercase hex).
 func totalsKey(hash string) []byte { return []byte("blobs/" + hash[:1]) }
 
-func addBlobTotals(tx *bolt.Tx, hash string, count, bytes int64) error {
+func addBlobTotals(tx Tx, hash string, count, bytes int64) error {
 	b := tx.Bucket(bucketTotals)
 	key := totalsKey(hash)
 	var cur [2]uint64
-	if v := b.Get(key); len(v) == 16 {
+	v, err := b.Get(key)
+	if err != nil {
+		return err
+	}
+	if len(v) == 16 {
 		cur[0], cur[1] = readU64(v[:8]), readU64(v[8:])
 	}
 	return b.Put(key, append(u64(cur[0]+uint64(count)), u64(cur[1]+uint64(bytes))...))
@@ -234,7 +240,8 @@ func addBlobTotals(tx *bolt.Tx, hash string, count, bytes int64) error {
 // BlobTotals reports how many blobs the store records and their bytes,
 // each blob counted once however many accounts hold it.
 func (s *Store) BlobTotals() (count, size int64, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx Tx) error {
+		count, size = 0, 0
 		return scanPrefix(tx.Bucket(bucketTotals), []byte("blobs/"), func(_, v []byte) error {
 			if len(v) == 16 {
 				count += int64(readU64(v[:8]))

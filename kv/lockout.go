@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -34,12 +32,14 @@ type lockoutRecord struct {
 // current returns the address's counter as it stands at now under p: a
 // counter whose lock has ended or whose last failure left the window starts
 // again from zero.
-func currentLockout(tx *bolt.Tx, email string, p LockoutPolicy, now time.Time) (lockoutRecord, error) {
+func currentLockout(tx Tx, email string, p LockoutPolicy, now time.Time) (lockoutRecord, error) {
+	stored, err := getRecord[lockoutRecord](tx, bucketLockouts, []byte(email))
+	if err != nil {
+		return lockoutRecord{}, err
+	}
 	var rec lockoutRecord
-	if b := tx.Bucket(bucketLockouts).Get([]byte(email)); b != nil {
-		if err := decode(b, &rec); err != nil {
-			return rec, err
-		}
+	if stored != nil {
+		rec = *stored
 	}
 	if now.Before(rec.LockedUntil) {
 		return rec, &fault.Error{Code: fault.ECodeAccountLocked, Message: "too many failed attempts; the account is locked for a while", RetryAfter: rec.LockedUntil.Sub(now)}
@@ -58,7 +58,7 @@ func currentLockout(tx *bolt.Tx, email string, p LockoutPolicy, now time.Time) (
 func (s *Store) PasswordAttempt(email string, p LockoutPolicy) (*Account, int, error) {
 	var a *Account
 	var failures int
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		rec, err := currentLockout(tx, email, p, s.now())
 		if err != nil {
 			return err
@@ -75,7 +75,7 @@ func (s *Store) PasswordAttempt(email string, p LockoutPolicy) (*Account, int, e
 // password clears the count through the success methods (LoginSucceeded,
 // Reauthenticated, ChangePassword).
 func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		now := s.now()
 		rec, err := currentLockout(tx, email, p, now)
 		if err != nil {
@@ -95,22 +95,6 @@ func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
 	})
 }
 
-func clearLockout(tx *bolt.Tx, email string) error {
+func clearLockout(tx Tx, email string) error {
 	return tx.Bucket(bucketLockouts).Delete([]byte(email))
-}
-
-// sweepLockout drops a counter once nothing in it can matter.
-func sweepLockout(tx *bolt.Tx, id []byte, now time.Time) error {
-	b := tx.Bucket(bucketLockouts).Get(id)
-	if b == nil {
-		return nil
-	}
-	var rec lockoutRecord
-	if err := decode(b, &rec); err != nil {
-		return err
-	}
-	if now.Before(rec.ExpiresAt) {
-		return nil
-	}
-	return tx.Bucket(bucketLockouts).Delete(id)
 }

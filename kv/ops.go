@@ -3,8 +3,6 @@ package kv
 import (
 	"errors"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -73,13 +71,9 @@ func appliedKey(albumID, manifestHash string) []byte {
 
 // assetHead returns the asset's chain head, or "" when the asset does not
 // exist.
-func assetHead(tx *bolt.Tx, albumID, assetID string) (string, error) {
-	b := tx.Bucket(bucketAssets).Get(assetKey(albumID, assetID))
-	if b == nil {
-		return "", nil
-	}
-	var rec assetRecord
-	if err := decode(b, &rec); err != nil {
+func assetHead(tx Tx, albumID, assetID string) (string, error) {
+	rec, err := getRecord[assetRecord](tx, bucketAssets, assetKey(albumID, assetID))
+	if rec == nil {
 		return "", err
 	}
 	return rec.Head, nil
@@ -114,7 +108,7 @@ func staleChain(head, format string, args ...any) *fault.Error {
 // quota. Steps 5 and 6 need nothing from the store, but they sit between
 // steps that do, so the order is kept in one place. It writes nothing. A
 // replay returns its first application's result and no error.
-func checkOp(tx *bolt.Tx, accountID string, op *Op) (*Album, *OpResult, error) {
+func checkOp(tx Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 	a, err := getAlbum(tx, op.AlbumID)
 	if err != nil {
 		return nil, nil, err
@@ -142,11 +136,20 @@ func checkOp(tx *bolt.Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 		{"manifest_envelope.ciphertext_hash", op.CiphertextHash},
 		{"manifest_envelope.original_blob_hash", op.OriginalBlobHash},
 	} {
-		if h.hash != "" && !holds(tx, accountID, h.hash) {
+		if h.hash == "" {
+			continue
+		}
+		if held, err := holds(tx, accountID, h.hash); err != nil {
+			return nil, nil, err
+		} else if !held {
 			return nil, nil, fault.FieldErrorf(fault.ECodeOpBlobMissing, h.field, "%s names a blob the caller does not hold", h.field)
 		}
 	}
-	if seq := tx.Bucket(bucketAppliedManifests).Get(appliedKey(op.AlbumID, op.Manifest.Hash)); seq != nil {
+	seq, err := tx.Bucket(bucketAppliedManifests).Get(appliedKey(op.AlbumID, op.Manifest.Hash))
+	if err != nil {
+		return nil, nil, err
+	}
+	if seq != nil {
 		e, err := getFeedEntry(tx, op.AlbumID, readU64(seq))
 		if err != nil {
 			return nil, nil, err
@@ -174,17 +177,25 @@ func checkOp(tx *bolt.Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 // checkOpQuota refuses an op whose newly held bytes would take the account
 // past its quota, before any blob file is written; holdBlob charges the
 // usage and checks again inside the applying transaction.
-func checkOpQuota(tx *bolt.Tx, accountID string, stored []Blob) error {
+func checkOpQuota(tx Tx, accountID string, stored []Blob) error {
 	var add int64
 	for _, b := range stored {
-		if !holds(tx, accountID, b.Hash) {
+		held, err := holds(tx, accountID, b.Hash)
+		if err != nil {
+			return err
+		}
+		if !held {
 			add += b.Size
 		}
 	}
 	if add == 0 {
 		return nil
 	}
-	return checkQuota(tx, accountID, usage(tx, accountID), add)
+	used, err := usage(tx, accountID)
+	if err != nil {
+		return err
+	}
+	return checkQuota(tx, accountID, used, add)
 }
 
 // CheckOp runs the store's part of the validation battery without writing,
@@ -194,7 +205,7 @@ func checkOpQuota(tx *bolt.Tx, accountID string, stored []Blob) error {
 // store may change in between.
 func (s *Store) CheckOp(accountID string, op *Op) (*OpResult, error) {
 	var res *OpResult
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.view(func(tx Tx) (err error) {
 		_, res, err = checkOp(tx, accountID, op)
 		return err
 	})
@@ -216,7 +227,7 @@ func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 		res     *OpResult
 		refusal error
 	)
-	err := s.commitOp(func(tx *bolt.Tx) error {
+	err := s.commitOp(func(tx Tx) error {
 		// Batch may run this function more than once (a batch whose
 		// transaction fails is retried), so every result is set afresh.
 		res, refusal = nil, nil
@@ -272,15 +283,15 @@ func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 }
 
 // commitOp runs fn in a write transaction shared with concurrent ops
-// (bbolt's Batch), so many writers pay for one commit's fsyncs. A lone op
+// (Engine.Batch), so many writers pay for one commit's fsyncs. A lone op
 // uses its own transaction at once: in a batch it would wait MaxBatchDelay
 // for writers that are not coming. fn must be idempotent and leave a refused
 // op's writes undone itself (see ApplyOp): Batch re-runs the functions of a
 // failed batch.
-func (s *Store) commitOp(fn func(*bolt.Tx) error) error {
+func (s *Store) commitOp(fn func(Tx) error) error {
 	defer s.opWriters.Add(-1)
 	if s.opWriters.Add(1) == 1 || s.rerun {
 		return s.update(fn)
 	}
-	return s.db.Batch(fn)
+	return s.engine.Batch(fn)
 }

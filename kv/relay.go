@@ -2,10 +2,9 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"sealbox/kv/fault"
 )
@@ -41,10 +40,14 @@ var ErrFallbackTaken = errors.New("kv: the enrollment fallback is held by a live
 // small enough to enumerate should reach the store already keyed (the
 // server passes its numeric fallback through an HMAC).
 func (s *Store) IssueEnrollmentCode(accountID, code, fallback string, expiresAt time.Time) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		now := s.now()
 		key, fkey := HashToken(code), HashToken(fallback)
-		if held := tx.Bucket(bucketEnrollFallbacks).Get(fkey); held != nil {
+		held, err := tx.Bucket(bucketEnrollFallbacks).Get(fkey)
+		if err != nil {
+			return err
+		}
+		if held != nil {
 			heldKey := copyBytes(held)
 			rec, err := getEnrollCode(tx, heldKey)
 			if err != nil {
@@ -68,19 +71,21 @@ func (s *Store) IssueEnrollmentCode(accountID, code, fallback string, expiresAt 
 	})
 }
 
-func getEnrollCode(tx *bolt.Tx, key []byte) (*enrollCodeRecord, error) {
+func getEnrollCode(tx Tx, key []byte) (*enrollCodeRecord, error) {
 	return getRecord[enrollCodeRecord](tx, bucketEnrollCodes, key)
 }
 
 // deleteEnrollCode removes a code and both of its spellings (nothing when
 // rec is nil). The fallback entry is removed only while it still points at
 // this code, so sweeping a stale code never unlinks a newer code's fallback.
-func deleteEnrollCode(tx *bolt.Tx, key []byte, rec *enrollCodeRecord) error {
+func deleteEnrollCode(tx Tx, key []byte, rec *enrollCodeRecord) error {
 	if rec == nil {
 		return nil
 	}
 	fallbacks := tx.Bucket(bucketEnrollFallbacks)
-	if bytes.Equal(fallbacks.Get(rec.FallbackHash), key) {
+	if held, err := fallbacks.Get(rec.FallbackHash); err != nil {
+		return err
+	} else if bytes.Equal(held, key) {
 		if err := fallbacks.Delete(rec.FallbackHash); err != nil {
 			return err
 		}
@@ -89,14 +94,6 @@ func deleteEnrollCode(tx *bolt.Tx, key []byte, rec *enrollCodeRecord) error {
 		return err
 	}
 	return deleteExpiry(tx, rec.ExpiresAt, kindEnrollCode, key)
-}
-
-func sweepEnrollCode(tx *bolt.Tx, key []byte, now time.Time) error {
-	rec, err := getEnrollCode(tx, key)
-	if err != nil || rec == nil || now.Before(rec.ExpiresAt) {
-		return err
-	}
-	return deleteEnrollCode(tx, key, rec)
 }
 
 // channelRecord is a relay channel opened by redeeming a code. AccountID is
@@ -116,13 +113,13 @@ type channelRecord struct {
 // issued the code, until channelExpiresAt. Both spellings are spent together.
 // An unknown, expired or spent code is error.enrollment.code_refused.
 func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		refused := fault.Errorf(fault.ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
 		key := HashToken(spelling)
 		if fallback {
-			held := tx.Bucket(bucketEnrollFallbacks).Get(key)
-			if held == nil {
-				return refused
+			held, err := tx.Bucket(bucketEnrollFallbacks).Get(key)
+			if held == nil || err != nil {
+				return cmp.Or(err, error(refused))
 			}
 			key = copyBytes(held)
 		}
@@ -141,7 +138,7 @@ func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID s
 	})
 }
 
-func putChannel(tx *bolt.Tx, key []byte, ch *channelRecord, isNew bool) error {
+func putChannel(tx Tx, key []byte, ch *channelRecord, isNew bool) error {
 	if err := tx.Bucket(bucketRelayChannels).Put(key, encode(ch)); err != nil {
 		return err
 	}
@@ -153,19 +150,15 @@ func putChannel(tx *bolt.Tx, key []byte, ch *channelRecord, isNew bool) error {
 
 // liveChannel returns the channel a handle names, or
 // error.relay.channel_not_found when it is unknown or expired.
-func liveChannel(tx *bolt.Tx, key []byte, now time.Time) (*channelRecord, error) {
-	b := tx.Bucket(bucketRelayChannels).Get(key)
-	if b == nil {
-		return nil, errChannelNotFound()
-	}
-	var ch channelRecord
-	if err := decode(b, &ch); err != nil {
+func liveChannel(tx Tx, key []byte, now time.Time) (*channelRecord, error) {
+	ch, err := getRecord[channelRecord](tx, bucketRelayChannels, key)
+	if err != nil {
 		return nil, err
 	}
-	if !now.Before(ch.ExpiresAt) {
+	if ch == nil || reached(ch.ExpiresAt, now) {
 		return nil, errChannelNotFound()
 	}
-	return &ch, nil
+	return ch, nil
 }
 
 // errChannelNotFound is the one answer for a handle that is unknown, expired,
@@ -181,7 +174,7 @@ func mailboxPrefix(key []byte, dir Direction) []byte {
 // AppendRelay appends payload to one mailbox of a live channel. A mailbox
 // that already holds capacity payloads refuses with error.relay.mailbox_full.
 func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, capacity int) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
@@ -203,7 +196,7 @@ func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, cap
 // channel, in arrival order; the other mailbox is untouched.
 func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 	var out [][]byte
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx Tx) error {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
@@ -221,13 +214,16 @@ func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 
 // deleteMailbox removes the payloads under prefix and returns copies of them
 // in key (arrival) order.
-func deleteMailbox(tx *bolt.Tx, prefix []byte) ([][]byte, error) {
+func deleteMailbox(tx Tx, prefix []byte) ([][]byte, error) {
 	var keys, payloads [][]byte
-	scanPrefix(tx.Bucket(bucketRelayMailboxes), prefix, func(k, v []byte) error {
+	err := scanPrefix(tx.Bucket(bucketRelayMailboxes), prefix, func(k, v []byte) error {
 		keys = append(keys, copyBytes(k))
 		payloads = append(payloads, copyBytes(v))
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range keys {
 		if err := tx.Bucket(bucketRelayMailboxes).Delete(k); err != nil {
 			return nil, err
@@ -237,7 +233,7 @@ func deleteMailbox(tx *bolt.Tx, prefix []byte) ([][]byte, error) {
 }
 
 // deleteChannel removes a channel and both of its mailboxes.
-func deleteChannel(tx *bolt.Tx, key []byte, ch *channelRecord) error {
+func deleteChannel(tx Tx, key []byte, ch *channelRecord) error {
 	for _, dir := range []Direction{ToInitiator, ToEnrollee} {
 		if _, err := deleteMailbox(tx, mailboxPrefix(key, dir)); err != nil {
 			return err
@@ -253,7 +249,7 @@ func deleteChannel(tx *bolt.Tx, key []byte, ch *channelRecord) error {
 // account that issued the code may; for any other account the channel does
 // not exist (error.relay.channel_not_found, as for an unknown handle).
 func (s *Store) CloseChannel(accountID, channelID string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
@@ -264,19 +260,4 @@ func (s *Store) CloseChannel(accountID, channelID string) error {
 		}
 		return deleteChannel(tx, key, ch)
 	})
-}
-
-func sweepChannel(tx *bolt.Tx, key []byte, now time.Time) error {
-	b := tx.Bucket(bucketRelayChannels).Get(key)
-	if b == nil {
-		return nil
-	}
-	var ch channelRecord
-	if err := decode(b, &ch); err != nil {
-		return err
-	}
-	if now.Before(ch.ExpiresAt) {
-		return nil
-	}
-	return deleteChannel(tx, key, &ch)
 }

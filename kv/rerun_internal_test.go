@@ -4,8 +4,6 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // TestRerunModeRunsUpdatesTwice: in the retry test mode an update function
@@ -21,26 +19,29 @@ func TestRerunModeRunsUpdatesTwice(t *testing.T) {
 	}
 	defer s.Close()
 	runs := 0
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		runs++
 		b := tx.Bucket(bucketMeta)
-		if v := b.Get([]byte("probe")); v != nil {
-			t.Errorf("run %d sees %q written by a rolled-back run", runs, v)
+		if v, err := b.Get([]byte("probe")); v != nil || err != nil {
+			t.Errorf("run %d sees %q (%v) written by a rolled-back run", runs, v, err)
 		}
 		return b.Put([]byte("probe"), []byte{byte(runs)})
 	})
 	if err != nil || runs != 2 {
 		t.Fatalf("update: %v after %d runs, want 2", err, runs)
 	}
-	s.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get([]byte("probe")); len(v) != 1 || v[0] != 2 {
-			t.Fatalf("stored %v, want the second run's write", v)
+	err = s.view(func(tx Tx) error {
+		if v, err := tx.Bucket(bucketMeta).Get([]byte("probe")); len(v) != 1 || v[0] != 2 {
+			t.Fatalf("stored %v (%v), want the second run's write", v, err)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	refused := errors.New("refused")
 	runs = 0
-	if err := s.update(func(*bolt.Tx) error { runs++; return refused }); !errors.Is(err, refused) || runs != 1 {
+	if err := s.update(func(Tx) error { runs++; return refused }); !errors.Is(err, refused) || runs != 1 {
 		t.Fatalf("a refusing update: %v after %d runs", err, runs)
 	}
 }

@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -77,7 +75,7 @@ func sessionIndexKey(accountID string, created time.Time, sessionID string) []by
 // putSession writes a session with its token lookups, account index and
 // expiry entry. access and refresh are the bearer secrets; only their hashes
 // are written.
-func putSession(tx *bolt.Tx, s *Session, access, refresh string) error {
+func putSession(tx Tx, s *Session, access, refresh string) error {
 	if s.LineageID == "" {
 		s.LineageID = s.ID
 	}
@@ -85,7 +83,7 @@ func putSession(tx *bolt.Tx, s *Session, access, refresh string) error {
 	return writeSession(tx, s)
 }
 
-func writeSession(tx *bolt.Tx, s *Session) error {
+func writeSession(tx Tx, s *Session) error {
 	id := []byte(s.ID)
 	if err := tx.Bucket(bucketSessions).Put(id, encode(s.record())); err != nil {
 		return err
@@ -102,27 +100,24 @@ func writeSession(tx *bolt.Tx, s *Session) error {
 	return putExpiry(tx, s.RefreshExpiresAt, kindSession, id)
 }
 
-func getSession(tx *bolt.Tx, id []byte) (*Session, error) {
-	return sessionIn(tx.Bucket(bucketSessions), id)
-}
-
-// sessionIn reads a session from the sessions bucket; a loop over many
-// sessions opens the bucket once instead of once per session.
-func sessionIn(bucket *bolt.Bucket, id []byte) (*Session, error) {
-	b := bucket.Get(id)
-	if b == nil {
-		return nil, nil
-	}
-	var rec sessionRecord
-	if err := decode(b, &rec); err != nil {
+func getSession(tx Tx, id []byte) (*Session, error) {
+	rec, err := getRecord[sessionRecord](tx, bucketSessions, id)
+	if rec == nil {
 		return nil, err
 	}
 	return rec.session(), nil
 }
 
+// tokenSession returns the id of the session a token's hash names in index
+// (the access or refresh token index), or nil when none does.
+func tokenSession(tx Tx, index, hash []byte) ([]byte, error) {
+	id, err := tx.Bucket(index).Get(hash)
+	return copyBytes(id), err
+}
+
 // deleteSession removes a session and everything that points at it. It
 // reports whether a record was removed.
-func deleteSession(tx *bolt.Tx, id []byte) (bool, error) {
+func deleteSession(tx Tx, id []byte) (bool, error) {
 	s, err := getSession(tx, id)
 	if err != nil || s == nil {
 		return false, err
@@ -143,31 +138,26 @@ func deleteSession(tx *bolt.Tx, id []byte) (bool, error) {
 	return true, deleteExpiry(tx, s.RefreshExpiresAt, kindSession, id)
 }
 
-func sweepSession(tx *bolt.Tx, id []byte, now time.Time) error {
-	s, err := getSession(tx, id)
-	if err != nil || s == nil || now.Before(s.RefreshExpiresAt) {
-		return err
-	}
-	_, err = deleteSession(tx, id)
-	return err
-}
-
 // accountSessionIDs lists the ids of an account's sessions, oldest first.
-func accountSessionIDs(tx *bolt.Tx, accountID string) [][]byte {
+func accountSessionIDs(tx Tx, accountID string) ([][]byte, error) {
 	prefix := idPart(accountID)
 	var ids [][]byte
-	scanPrefix(tx.Bucket(bucketSessionsByAccount), prefix, func(k, _ []byte) error {
+	err := scanPrefix(tx.Bucket(bucketSessionsByAccount), prefix, func(k, _ []byte) error {
 		ids = append(ids, copyBytes(k[len(prefix)+8:]))
 		return nil
 	})
-	return ids
+	return ids, err
 }
 
 // deleteAccountSessions removes every session of the account except keep
 // (when non-empty) and reports how many records it removed.
-func deleteAccountSessions(tx *bolt.Tx, accountID, keep string) (int, error) {
+func deleteAccountSessions(tx Tx, accountID, keep string) (int, error) {
+	ids, err := accountSessionIDs(tx, accountID)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, id := range accountSessionIDs(tx, accountID) {
+	for _, id := range ids {
 		if string(id) == keep {
 			continue
 		}
@@ -186,14 +176,14 @@ func deleteAccountSessions(tx *bolt.Tx, accountID, keep string) (int, error) {
 // clears the address's failure count, opens the session and sights its
 // cohort.
 func (s *Store) LoginSucceeded(email string, sess *Session, access, refresh string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		return signedIn(tx, email, sess, access, refresh)
 	})
 }
 
 // signedIn is the end of every completed sign-in (password alone, or
 // password then second factor).
-func signedIn(tx *bolt.Tx, email string, sess *Session, access, refresh string) error {
+func signedIn(tx Tx, email string, sess *Session, access, refresh string) error {
 	if err := clearLockout(tx, email); err != nil {
 		return err
 	}
@@ -207,10 +197,11 @@ func signedIn(tx *bolt.Tx, email string, sess *Session, access, refresh string) 
 // error.auth.unauthenticated for an unknown, revoked or expired token.
 func (s *Store) Authenticate(access string) (*Session, error) {
 	var sess *Session
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		id := tx.Bucket(bucketAccessTokens).Get(HashToken(access))
-		if id == nil {
-			return nil
+	err := s.view(func(tx Tx) (err error) {
+		sess = nil
+		id, err := tokenSession(tx, bucketAccessTokens, HashToken(access))
+		if id == nil || err != nil {
+			return err
 		}
 		sess, err = getSession(tx, id)
 		return err
@@ -238,14 +229,17 @@ type spentRefreshRecord struct {
 // session its lineage rotated into (reuse detection).
 func (s *Store) Refresh(refresh string, next *Session, access, newRefresh string) error {
 	expired := fault.Errorf(fault.ECodeSessionExpired, "the refresh token is unknown, spent or expired")
-	return s.commitThenRefuse(func(tx *bolt.Tx) (error, error) {
+	return s.commitThenRefuse(func(tx Tx) (error, error) {
 		now := s.now()
 		hash := HashToken(refresh)
-		id := tx.Bucket(bucketRefreshTokens).Get(hash)
+		id, err := tokenSession(tx, bucketRefreshTokens, hash)
+		if err != nil {
+			return nil, err
+		}
 		if id == nil {
 			return expired, revokeReusedLineage(tx, hash, now)
 		}
-		old, err := getSession(tx, copyBytes(id))
+		old, err := getSession(tx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -274,19 +268,16 @@ func (s *Store) Refresh(refresh string, next *Session, access, newRefresh string
 
 // revokeReusedLineage handles a refresh token that is not live: when it is a
 // spent one, the live session its lineage rotated into is deleted.
-func revokeReusedLineage(tx *bolt.Tx, hash []byte, now time.Time) error {
-	b := tx.Bucket(bucketSpentRefresh).Get(hash)
-	if b == nil {
-		return nil
-	}
-	var spent spentRefreshRecord
-	if err := decode(b, &spent); err != nil {
+func revokeReusedLineage(tx Tx, hash []byte, now time.Time) error {
+	spent, err := getRecord[spentRefreshRecord](tx, bucketSpentRefresh, hash)
+	if spent == nil || err != nil || reached(spent.ExpiresAt, now) {
 		return err
 	}
-	if !now.Before(spent.ExpiresAt) {
-		return nil
+	ids, err := accountSessionIDs(tx, spent.AccountID)
+	if err != nil {
+		return err
 	}
-	for _, id := range accountSessionIDs(tx, spent.AccountID) {
+	for _, id := range ids {
 		sess, err := getSession(tx, id)
 		if err != nil {
 			return err
@@ -300,30 +291,15 @@ func revokeReusedLineage(tx *bolt.Tx, hash []byte, now time.Time) error {
 	return nil
 }
 
-func sweepSpentRefresh(tx *bolt.Tx, id []byte, now time.Time) error {
-	b := tx.Bucket(bucketSpentRefresh).Get(id)
-	if b == nil {
-		return nil
-	}
-	var spent spentRefreshRecord
-	if err := decode(b, &spent); err != nil {
-		return err
-	}
-	if now.Before(spent.ExpiresAt) {
-		return nil
-	}
-	return tx.Bucket(bucketSpentRefresh).Delete(id)
-}
-
 // Logout deletes the session an access token belongs to, live or expired.
 // It is idempotent: an unknown token changes nothing.
 func (s *Store) Logout(access string) error {
-	return s.update(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bucketAccessTokens).Get(HashToken(access))
-		if id == nil {
-			return nil
+	return s.update(func(tx Tx) error {
+		id, err := tokenSession(tx, bucketAccessTokens, HashToken(access))
+		if id == nil || err != nil {
+			return err
 		}
-		_, err := deleteSession(tx, copyBytes(id))
+		_, err = deleteSession(tx, id)
 		return err
 	})
 }
@@ -331,7 +307,7 @@ func (s *Store) Logout(access string) error {
 // DeleteSession deletes one of the account's sessions. A session of another
 // account answers exactly as an unknown one: error.session.not_found.
 func (s *Store) DeleteSession(accountID, sessionID string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		sess, err := getSession(tx, []byte(sessionID))
 		if err != nil {
 			return err
@@ -348,7 +324,7 @@ func (s *Store) DeleteSession(accountID, sessionID string) error {
 // many records were removed.
 func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 	var n int
-	err := s.update(func(tx *bolt.Tx) (err error) {
+	err := s.update(func(tx Tx) (err error) {
 		n, err = deleteAccountSessions(tx, accountID, "")
 		return err
 	})
@@ -356,25 +332,29 @@ func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 }
 
 // liveSessions lists the account's sessions not expired at now, oldest first.
-func liveSessions(tx *bolt.Tx, accountID string, now time.Time) ([]*Session, error) {
+func liveSessions(tx Tx, accountID string, now time.Time) ([]*Session, error) {
 	var out []*Session
-	prefix := idPart(accountID)
-	sessions := tx.Bucket(bucketSessions)
-	err := scanPrefix(tx.Bucket(bucketSessionsByAccount), prefix, func(k, _ []byte) error {
-		sess, err := sessionIn(sessions, k[len(prefix)+8:])
+	ids, err := accountSessionIDs(tx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		sess, err := getSession(tx, id)
+		if err != nil {
+			return nil, err
+		}
 		if sess != nil && now.Before(sess.RefreshExpiresAt) {
 			out = append(out, sess)
 		}
-		return err
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // Reauthenticated records a verified password on a live session: the
 // address's failure count is cleared and the session's authenticated_at
 // becomes at. No token changes.
 func (s *Store) Reauthenticated(email, sessionID string, at time.Time) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		if err := clearLockout(tx, email); err != nil {
 			return err
 		}
@@ -382,7 +362,7 @@ func (s *Store) Reauthenticated(email, sessionID string, at time.Time) error {
 	})
 }
 
-func touchAuthenticated(tx *bolt.Tx, sessionID string, at time.Time) error {
+func touchAuthenticated(tx Tx, sessionID string, at time.Time) error {
 	sess, err := getSession(tx, []byte(sessionID))
 	if err != nil {
 		return err
@@ -399,7 +379,7 @@ func touchAuthenticated(tx *bolt.Tx, sessionID string, at time.Time) error {
 // caller's (same id, same tokens) with authenticated_at = at — one
 // transaction, so no other pair outlives the change.
 func (s *Store) ChangePassword(accountID, sessionID, newHash string, at time.Time) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return err

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -71,7 +69,7 @@ func shareDigest(sh *Share, sortedServes []string) []byte {
 }
 
 // getShare returns nil, nil when no link has the key.
-func getShare(tx *bolt.Tx, key []byte) (*shareRecord, error) {
+func getShare(tx Tx, key []byte) (*shareRecord, error) {
 	return getRecord[shareRecord](tx, bucketShares, key)
 }
 
@@ -81,7 +79,7 @@ func (rec *shareRecord) expired(now time.Time) bool {
 
 // liveShare returns the link the opaque id names when it is live at now, else
 // ErrShareNotFound.
-func liveShare(tx *bolt.Tx, key []byte, now time.Time) (*shareRecord, error) {
+func liveShare(tx Tx, key []byte, now time.Time) (*shareRecord, error) {
 	rec, err := getShare(tx, key)
 	if err != nil {
 		return nil, err
@@ -93,17 +91,11 @@ func liveShare(tx *bolt.Tx, key []byte, now time.Time) (*shareRecord, error) {
 }
 
 // deleteShareBlobs removes the link's list of served blobs.
-func deleteShareBlobs(tx *bolt.Tx, key []byte) error {
-	c := tx.Bucket(bucketShareBlobs).Cursor()
-	for k, _ := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, _ = c.Seek(key) {
-		if err := c.Delete(); err != nil {
-			return err
-		}
-	}
-	return nil
+func deleteShareBlobs(tx Tx, key []byte) error {
+	return deletePrefix(tx.Bucket(bucketShareBlobs), key)
 }
 
-func deleteShare(tx *bolt.Tx, key []byte, rec *shareRecord) error {
+func deleteShare(tx Tx, key []byte, rec *shareRecord) error {
 	if err := tx.Bucket(bucketShares).Delete(key); err != nil {
 		return err
 	}
@@ -113,14 +105,6 @@ func deleteShare(tx *bolt.Tx, key []byte, rec *shareRecord) error {
 		}
 	}
 	return deleteShareBlobs(tx, key)
-}
-
-func sweepShare(tx *bolt.Tx, key []byte, now time.Time) error {
-	rec, err := getShare(tx, key)
-	if err != nil || rec == nil || !rec.expired(now) {
-		return err
-	}
-	return deleteShare(tx, key, rec)
 }
 
 // CreateShare registers the link sh under opaqueID. sh.Serves must hold
@@ -133,7 +117,7 @@ func sweepShare(tx *bolt.Tx, key []byte, now time.Time) error {
 func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 	serves := slices.Sorted(slices.Values(sh.Serves))
 	digest := shareDigest(sh, serves)
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(opaqueID)
 		old, err := getShare(tx, key)
@@ -153,7 +137,9 @@ func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 			return fault.FieldErrorf(fault.ECodeShareIDTaken, "opaque_id", "the opaque_id is already registered")
 		}
 		for _, h := range serves {
-			if !holds(tx, sh.AccountID, h) {
+			if held, err := holds(tx, sh.AccountID, h); err != nil {
+				return err
+			} else if !held {
 				return fault.FieldErrorf(fault.ECodeShareBlobNotOwned, "serves", "serves names %s, which is not a blob the caller holds", h)
 			}
 		}
@@ -180,7 +166,7 @@ func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 // and silent: an unknown, already revoked or another account's link changes
 // nothing and is no error.
 func (s *Store) RevokeShare(accountID, opaqueID string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		key := HashToken(opaqueID)
 		rec, err := getShare(tx, key)
 		if err != nil || rec == nil || rec.AccountID != accountID || rec.Revoked {
@@ -198,7 +184,7 @@ func (s *Store) RevokeShare(accountID, opaqueID string) error {
 // ErrShareNotFound.
 func (s *Store) Share(opaqueID string) (*Share, error) {
 	var sh *Share
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		rec, err := liveShare(tx, HashToken(opaqueID), s.now())
 		if err != nil {
 			return err
@@ -217,12 +203,14 @@ func (s *Store) Share(opaqueID string) (*Share, error) {
 // after this returns, so no read transaction stays open meanwhile.
 func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 	var b Blob
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		key := HashToken(opaqueID)
 		if _, err := liveShare(tx, key, s.now()); err != nil {
 			return err
 		}
-		if tx.Bucket(bucketShareBlobs).Get(join(key, []byte(hash))) == nil {
+		if served, err := has(tx, bucketShareBlobs, join(key, []byte(hash))); err != nil {
+			return err
+		} else if !served {
 			return ErrShareNotFound
 		}
 		rec, err := getBlob(tx, hash)

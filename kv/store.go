@@ -1,7 +1,7 @@
-// Package kv is sealbox's store: every record except blob bytes lives in one
-// bbolt file. Each exported method runs exactly one bbolt transaction, so
-// every check-and-write it performs is atomic (bbolt has a single writer).
-// kv knows nothing about HTTP.
+// Package kv is sealbox's store: every record except blob bytes, kept in an
+// ordered key-value Engine (one bbolt file by default). Each exported method
+// runs exactly one serializable transaction, so every check-and-write it
+// performs is atomic. kv knows nothing about HTTP.
 package kv
 
 import (
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Bucket names. All are created at Open, so transactions may assume them.
@@ -105,15 +104,18 @@ type Options struct {
 	BeforeMigrate func(from int, pending []Migration)
 }
 
-// Store wraps the bbolt database. It is safe for concurrent use.
+// Store is sealbox's record store over one Engine. It is safe for
+// concurrent use.
 type Store struct {
 	// rerun is the retry test mode (RerunUpdatesForTests), fixed at Open.
-	rerun bool
-	db    *bolt.DB
-	now   func() time.Time
+	rerun  bool
+	engine Engine
+	now    func() time.Time
 	// opWriters counts lifecycle ops inside ApplyOp, so a lone op commits
 	// at once instead of waiting MaxBatchDelay for company (commitOp).
 	opWriters atomic.Int64
+	// where names the store in messages (the bbolt file's path).
+	where string
 }
 
 // ErrLocked reports that another process holds the database file.
@@ -122,30 +124,23 @@ var ErrLocked = errors.New("the database is in use by another process")
 // Open opens (creating if needed) the bbolt file at path and ensures every
 // bucket exists.
 func Open(path string, opts Options) (*Store, error) {
+	e, err := OpenBoltEngine(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return OpenEngine(e, path, opts)
+}
+
+// OpenEngine opens the store held by e, which where names in messages,
+// ensuring every bucket exists. The store owns e from then on: it is closed
+// with the store, or at once when opening fails.
+func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.OpenTimeout <= 0 {
-		opts.OpenTimeout = time.Second
-	}
-	if opts.MaxBatchSize <= 0 {
-		opts.MaxBatchSize = 64
-	}
-	if opts.MaxBatchDelay <= 0 {
-		opts.MaxBatchDelay = 2 * time.Millisecond
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout, ReadOnly: opts.ReadOnly})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, ErrLocked
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	db.MaxBatchSize = opts.MaxBatchSize
-	db.MaxBatchDelay = opts.MaxBatchDelay
-	s := &Store{db: db, now: opts.Now, rerun: rerunUpdates.Load()}
-	if err := s.prepare(path, opts); err != nil {
-		db.Close()
+	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
+	if err := s.prepare(opts); err != nil {
+		e.Close()
 		return nil, err
 	}
 	return s, nil
@@ -154,42 +149,38 @@ func Open(path string, opts Options) (*Store, error) {
 // prepare checks the store's format before anything is written, so a store
 // that is refused is left exactly as it was; then a writer migrates it,
 // creates any missing bucket and records the format and its own version.
-func (s *Store) prepare(path string, opts Options) error {
-	var f storeFormat
-	if err := s.db.View(func(tx *bolt.Tx) (err error) { f, err = readFormat(tx); return err }); err != nil {
+func (s *Store) prepare(opts Options) error {
+	existing, err := s.engine.Buckets()
+	if err != nil {
 		return err
 	}
-	pending, err := pendingMigrations(path, f)
+	f, err := s.readFormat(existing)
+	if err != nil {
+		return err
+	}
+	pending, err := pendingMigrations(s.where, f)
 	if err != nil {
 		return err
 	}
 	if len(pending) > 0 && (opts.ReadOnly || opts.NoMigrate) {
 		return fmt.Errorf("%w: %s has store format %d and this sealbox writes format %d (%s): back it up, then start sealbox serve on it once, without --no-migrate, to migrate it",
-			ErrNeedsMigration, path, f.version, FormatVersion, describeMigrations(pending))
+			ErrNeedsMigration, s.where, f.version, FormatVersion, describeMigrations(pending))
 	}
 	if opts.ReadOnly {
-		return s.db.View(func(tx *bolt.Tx) error {
-			for _, name := range allBuckets {
-				if tx.Bucket(name) == nil {
-					return fmt.Errorf("store %s has no %s bucket: start sealbox serve on it once to bring it up to date", path, name)
-				}
-			}
-			return nil
-		})
-	}
-	err = s.update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
+			if !existing[string(name)] {
+				return fmt.Errorf("store %s has no %s bucket: start sealbox serve on it once to bring it up to date", s.where, name)
 			}
-		}
-		if f.fresh {
-			return writeFormat(tx, FormatVersion)
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := s.engine.CreateBuckets(append([][]byte{bucketMeta}, allBuckets...)); err != nil {
 		return fmt.Errorf("create buckets: %w", err)
+	}
+	if f.fresh {
+		if err := s.update(func(tx Tx) error { return writeFormat(tx, FormatVersion) }); err != nil {
+			return err
+		}
 	}
 	if len(pending) > 0 {
 		if opts.BeforeMigrate != nil {
@@ -199,7 +190,7 @@ func (s *Store) prepare(path string, opts Options) error {
 			return err
 		}
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		return tx.Bucket(bucketMeta).Put(metaOpenedBy, []byte(opts.Version))
 	})
 }
@@ -221,9 +212,9 @@ var errRolledBack = errors.New("kv: rolled back (retry test mode)")
 
 // update runs fn in a read-write transaction; fn may run more than once
 // (see RerunUpdatesForTests) and must set its results on every run.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+func (s *Store) update(fn func(Tx) error) error {
 	if s.rerun {
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.engine.Update(func(tx Tx) error {
 			if err := fn(tx); err != nil {
 				return err
 			}
@@ -233,15 +224,18 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 			return err
 		}
 	}
-	return s.db.Update(fn)
+	return s.engine.Update(fn)
 }
+
+// view runs fn in a read-only transaction.
+func (s *Store) view(fn func(Tx) error) error { return s.engine.View(fn) }
 
 // getRecord decodes the record under key in bucket, or returns nil, nil
 // when there is none: the one shape of every typed lookup.
-func getRecord[T any](tx *bolt.Tx, bucket, key []byte) (*T, error) {
-	b := tx.Bucket(bucket).Get(key)
-	if b == nil {
-		return nil, nil
+func getRecord[T any](tx Tx, bucket, key []byte) (*T, error) {
+	b, err := tx.Bucket(bucket).Get(key)
+	if b == nil || err != nil {
+		return nil, err
 	}
 	rec := new(T)
 	if err := decode(b, rec); err != nil {
@@ -250,18 +244,10 @@ func getRecord[T any](tx *bolt.Tx, bucket, key []byte) (*T, error) {
 	return rec, nil
 }
 
-// scanPrefix calls fn with every key of b that starts with prefix, and its
-// value, in key order, and stops at fn's first error, which it returns. It
-// is the one way a record's index is read: a bounded scan, never the whole
-// bucket. fn must not write to b; k and v are valid only during the call.
-func scanPrefix(b *bolt.Bucket, prefix []byte, fn func(k, v []byte) error) error {
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if err := fn(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+// has reports whether bucket holds key.
+func has(tx Tx, bucket, key []byte) (bool, error) {
+	v, err := tx.Bucket(bucket).Get(key)
+	return v != nil, err
 }
 
 // commitThenRefuse runs fn in an update whose writes stand even when fn
@@ -269,9 +255,9 @@ func scanPrefix(b *bolt.Bucket, prefix []byte, fn func(k, v []byte) error) error
 // a counted wrong code, a revoked lineage) commits, then is returned. fn
 // returns the refusal, or an error, which rolls everything back. The
 // refusal is fn's result on its last run only, as every result must be.
-func (s *Store) commitThenRefuse(fn func(tx *bolt.Tx) (refusal, err error)) error {
+func (s *Store) commitThenRefuse(fn func(tx Tx) (refusal, err error)) error {
 	var refusal error
-	err := s.update(func(tx *bolt.Tx) (err error) {
+	err := s.update(func(tx Tx) (err error) {
 		refusal, err = fn(tx)
 		return err
 	})
@@ -281,14 +267,15 @@ func (s *Store) commitThenRefuse(fn func(tx *bolt.Tx) (refusal, err error)) erro
 	return refusal
 }
 
-// Close closes the database; pending transactions finish first.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store and its engine; pending transactions finish first.
+func (s *Store) Close() error { return s.engine.Close() }
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }
 
-// Path is the database file's path.
-func (s *Store) Path() string { return s.db.Path() }
+// Path is the database file's path, or the engine's name for one without a
+// file.
+func (s *Store) Path() string { return s.where }
 
 // HashToken is the only form in which a bearer secret (access, refresh,
 // challenge, code, handle) reaches the store: the token itself is never
@@ -375,5 +362,5 @@ func copyBytes(b []byte) []byte {
 
 // Ping reports whether the store answers a read transaction.
 func (s *Store) Ping() error {
-	return s.db.View(func(*bolt.Tx) error { return nil })
+	return s.view(func(Tx) error { return nil })
 }

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv"
 	"sealbox/kv/fault"
 )
@@ -266,29 +264,12 @@ func TestOpenReadOnly(t *testing.T) {
 	}{
 		{"missing file", func(*testing.T, string) {}, "no such file"},
 		{"older store without a bucket", func(t *testing.T, path string) {
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("accounts")); return err })
-			db.Close()
+			writeBoltFile(t, path, map[string]map[string]string{"accounts": {}})
 		}, "has store format 0 and this sealbox writes format"},
 		{"store of this format without a bucket", func(t *testing.T, path string) {
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db.Update(func(tx *bolt.Tx) error {
-				if _, err := tx.CreateBucket([]byte("accounts")); err != nil {
-					return err
-				}
-				meta, err := tx.CreateBucket([]byte("meta"))
-				if err != nil {
-					return err
-				}
-				return meta.Put([]byte("format"), []byte(strconv.Itoa(kv.FormatVersion)))
+			writeBoltFile(t, path, map[string]map[string]string{
+				"accounts": {}, "meta": {"format": strconv.Itoa(kv.FormatVersion)},
 			})
-			db.Close()
 		}, "has no accounts_by_email bucket"},
 		{"complete store", func(t *testing.T, path string) {
 			s, err := kv.Open(path, kv.Options{})

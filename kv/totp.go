@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -46,7 +44,7 @@ func acceptCode(a *Account, sealed []byte, match CodeMatcher, now time.Time) err
 // refused with error.totp.already_active.
 func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
 	var a *Account
-	err := s.update(func(tx *bolt.Tx) (err error) {
+	err := s.update(func(tx Tx) (err error) {
 		if a, err = getAccount(tx, accountID); err != nil {
 			return err
 		}
@@ -65,7 +63,7 @@ func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
 // pending: error.totp.nothing_pending. A refused code
 // (error.auth.invalid_code, error.auth.code_replayed) changes nothing.
 func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return err
@@ -86,7 +84,7 @@ func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
 // enrolled: error.totp.not_enrolled. A refused code changes nothing. The
 // replay ledger is kept.
 func (s *Store) DisableTOTP(accountID string, match CodeMatcher) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return err
@@ -114,7 +112,7 @@ type mfaChallengeRecord struct {
 // CreateMFAChallenge stores a sign-in challenge for the account until
 // expiresAt. Only the token's hash is written.
 func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		key := HashToken(token)
 		rec := mfaChallengeRecord{AccountID: accountID, ExpiresAt: expiresAt}
 		if err := tx.Bucket(bucketMFAChallenges).Put(key, encode(&rec)); err != nil {
@@ -139,18 +137,14 @@ func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time)
 // it would have expired, is error.rate_limited with RetryAfter.
 func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, sess *Session, access, refresh string) error {
 	expired := fault.Errorf(fault.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
-	return s.commitThenRefuse(func(tx *bolt.Tx) (error, error) {
+	return s.commitThenRefuse(func(tx Tx) (error, error) {
 		now := s.now()
 		key := HashToken(token)
-		b := tx.Bucket(bucketMFAChallenges).Get(key)
-		if b == nil {
-			return expired, nil
-		}
-		var ch mfaChallengeRecord
-		if err := decode(b, &ch); err != nil {
+		ch, err := getRecord[mfaChallengeRecord](tx, bucketMFAChallenges, key)
+		if err != nil {
 			return nil, err
 		}
-		if !now.Before(ch.ExpiresAt) {
+		if ch == nil || reached(ch.ExpiresAt, now) {
 			return expired, nil
 		}
 		if ch.Failures >= maxFailures {
@@ -172,7 +166,7 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 				return nil, err // the matcher failed (a secret that will not unseal): not the caller's fault
 			}
 			ch.Failures++
-			return err, tx.Bucket(bucketMFAChallenges).Put(key, encode(&ch))
+			return err, tx.Bucket(bucketMFAChallenges).Put(key, encode(ch))
 		}
 		if err := putAccount(tx, a); err != nil {
 			return nil, err
@@ -185,25 +179,9 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 	})
 }
 
-func deleteMFAChallenge(tx *bolt.Tx, key []byte, expiresAt time.Time) error {
+func deleteMFAChallenge(tx Tx, key []byte, expiresAt time.Time) error {
 	if err := tx.Bucket(bucketMFAChallenges).Delete(key); err != nil {
 		return err
 	}
 	return deleteExpiry(tx, expiresAt, kindMFAChallenge, key)
-}
-
-// sweepMFAChallenge drops a challenge, burned or not, once it has expired.
-func sweepMFAChallenge(tx *bolt.Tx, id []byte, now time.Time) error {
-	b := tx.Bucket(bucketMFAChallenges).Get(id)
-	if b == nil {
-		return nil
-	}
-	var ch mfaChallengeRecord
-	if err := decode(b, &ch); err != nil {
-		return err
-	}
-	if now.Before(ch.ExpiresAt) {
-		return nil
-	}
-	return tx.Bucket(bucketMFAChallenges).Delete(id)
 }

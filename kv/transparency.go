@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -52,13 +51,17 @@ func logEntry(v []byte) (record []byte, hashes []byte, ok bool) {
 // txHashes reads stored hashes inside one transaction. The hash at level L,
 // index m was stored with the last record it covers, ((m+1)<<L)-1, as the
 // L-th of that record's hashes.
-type txHashes struct{ b *bolt.Bucket }
+type txHashes struct{ b Bucket }
 
 func (r txHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	for i, idx := range indexes {
 		level, m := tlog.SplitStoredHashIndex(idx)
-		_, hashes, ok := logEntry(r.b.Get(u64(uint64(((m + 1) << uint(level)) - 1))))
+		v, err := r.b.Get(u64(uint64(((m + 1) << uint(level)) - 1)))
+		if err != nil {
+			return nil, err
+		}
+		_, hashes, ok := logEntry(v)
 		if !ok || len(hashes) < (level+1)*tlog.HashSize {
 			return nil, fmt.Errorf("kv: the transparency log has no hash at storage index %d", idx)
 		}
@@ -68,21 +71,24 @@ func (r txHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 }
 
 // logSize is the number of records: one more than the last key.
-func logSize(tx *bolt.Tx) int64 {
-	k, _ := tx.Bucket(bucketLog).Cursor().Last()
+func logSize(tx Tx) (int64, error) {
+	k, err := lastKey(tx.Bucket(bucketLog))
 	if len(k) != 8 {
-		return 0
+		return 0, err
 	}
-	return int64(binary.BigEndian.Uint64(k)) + 1
+	return int64(binary.BigEndian.Uint64(k)) + 1, err
 }
 
 // appendLog appends record to the log inside tx and returns its index.
-func appendLog(tx *bolt.Tx, record []byte) (int64, error) {
+func appendLog(tx Tx, record []byte) (int64, error) {
 	if len(record) > 0xffff {
 		return 0, fmt.Errorf("kv: a log record of %d bytes", len(record))
 	}
 	b := tx.Bucket(bucketLog)
-	n := logSize(tx)
+	n, err := logSize(tx)
+	if err != nil {
+		return 0, err
+	}
 	stored, err := tlog.StoredHashes(n, record, txHashes{b})
 	if err != nil {
 		return 0, err
@@ -93,15 +99,19 @@ func appendLog(tx *bolt.Tx, record []byte) (int64, error) {
 		v = append(v, h[:]...)
 	}
 	// Keys only ever go at the end: full pages split nothing.
-	b.FillPercent = 1
+	if a, ok := b.(appendOnlyBucket); ok {
+		a.appendOnly()
+	}
 	return n, b.Put(u64(uint64(n)), v)
 }
 
 // LogTree returns the log's size and root hash, as of one transaction.
 func (s *Store) LogTree() (tlog.Tree, error) {
 	var t tlog.Tree
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		t.N = logSize(tx)
+	err := s.view(func(tx Tx) (err error) {
+		if t.N, err = logSize(tx); err != nil {
+			return err
+		}
 		t.Hash, err = tlog.TreeHash(t.N, txHashes{tx.Bucket(bucketLog)})
 		return err
 	})
@@ -118,17 +128,24 @@ var ErrTileNotFound = errors.New("kv: the log holds no such tile")
 // never change after.
 func (s *Store) LogTile(t tlog.Tile) ([]byte, error) {
 	var data []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		width := int64(t.W)
 		start := t.N << uint(t.H)
-		size := logSize(tx)
+		size, err := logSize(tx)
+		if err != nil {
+			return err
+		}
 		if t.L < 0 {
 			if start+width > size {
 				return ErrTileNotFound
 			}
 			log := tx.Bucket(bucketLog)
 			for i := start; i < start+width; i++ {
-				rec, _, ok := logEntry(log.Get(u64(uint64(i))))
+				v, err := log.Get(u64(uint64(i)))
+				if err != nil {
+					return err
+				}
+				rec, _, ok := logEntry(v)
 				if !ok {
 					return fmt.Errorf("kv: the transparency log's record %d is missing", i)
 				}
@@ -143,7 +160,6 @@ func (s *Store) LogTile(t tlog.Tile) ([]byte, error) {
 		if k := uint(t.H * t.L); k >= 63 || start+width > size>>k {
 			return ErrTileNotFound
 		}
-		var err error
 		data, err = tlog.ReadTileData(t, txHashes{tx.Bucket(bucketLog)})
 		return err
 	})
@@ -163,13 +179,9 @@ type LogCheckpoint struct {
 // first.
 func (s *Store) LastCheckpoint() (*LogCheckpoint, error) {
 	var cp *LogCheckpoint
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketLogMeta).Get(logMetaCheckpoint)
-		if v == nil {
-			return nil
-		}
-		cp = new(LogCheckpoint)
-		return decode(v, cp)
+	err := s.view(func(tx Tx) (err error) {
+		cp, err = getRecord[LogCheckpoint](tx, bucketLogMeta, logMetaCheckpoint)
+		return err
 	})
 	return cp, err
 }
@@ -179,26 +191,31 @@ func (s *Store) LastCheckpoint() (*LogCheckpoint, error) {
 // which another node may have made larger meanwhile.
 func (s *Store) SaveCheckpoint(cp *LogCheckpoint) (*LogCheckpoint, error) {
 	saved := cp
-	err := s.update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketLogMeta)
-		if v := meta.Get(logMetaCheckpoint); v != nil {
-			var old LogCheckpoint
-			if err := decode(v, &old); err != nil {
-				return err
-			}
-			if old.Size >= cp.Size {
-				saved = &old
-				return nil
-			}
+	err := s.update(func(tx Tx) error {
+		saved = cp
+		old, err := getRecord[LogCheckpoint](tx, bucketLogMeta, logMetaCheckpoint)
+		if err != nil {
+			return err
+		}
+		if old != nil && old.Size >= cp.Size {
+			saved = old
+			return nil
+		}
+		size, err := logSize(tx)
+		if err != nil {
+			return err
+		}
+		if cp.Size > size {
+			return fmt.Errorf("kv: a checkpoint of size %d does not match the log", cp.Size)
 		}
 		root, err := tlog.TreeHash(cp.Size, txHashes{tx.Bucket(bucketLog)})
 		if err != nil {
 			return err
 		}
-		if cp.Size > logSize(tx) || root != cp.Root {
+		if root != cp.Root {
 			return fmt.Errorf("kv: a checkpoint of size %d does not match the log", cp.Size)
 		}
-		return meta.Put(logMetaCheckpoint, encode(cp))
+		return tx.Bucket(bucketLogMeta).Put(logMetaCheckpoint, encode(cp))
 	})
 	return saved, err
 }
@@ -212,8 +229,12 @@ func (s *Store) VerifyLog() error {
 	if err != nil || cp == nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
-		if size := logSize(tx); size < cp.Size {
+	return s.view(func(tx Tx) error {
+		size, err := logSize(tx)
+		if err != nil {
+			return err
+		}
+		if size < cp.Size {
 			return fmt.Errorf("the transparency log holds %d records, fewer than the %d of its last signed checkpoint: the store was rolled back or replaced", size, cp.Size)
 		}
 		root, err := tlog.TreeHash(cp.Size, txHashes{tx.Bucket(bucketLog)})
@@ -237,13 +258,20 @@ func (s *Store) CheckLog(max int) ([]string, error) {
 			problems = append(problems, "transparency log: "+fmt.Sprintf(format, args...))
 		}
 	}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		size := logSize(tx)
+	err := s.view(func(tx Tx) error {
+		size, err := logSize(tx)
+		if err != nil {
+			return err
+		}
 		log := tx.Bucket(bucketLog)
 		// The tree recomputed from the records alone, in memory.
 		rebuilt := memHashes{}
 		for n := int64(0); n < size; n++ {
-			rec, hashes, ok := logEntry(log.Get(u64(uint64(n))))
+			v, err := log.Get(u64(uint64(n)))
+			if err != nil {
+				return err
+			}
+			rec, hashes, ok := logEntry(v)
 			if !ok {
 				report("record %d is missing or malformed", n)
 				return nil
@@ -259,11 +287,11 @@ func (s *Store) CheckLog(max int) ([]string, error) {
 				}
 			}
 		}
-		if v := tx.Bucket(bucketLogMeta).Get(logMetaCheckpoint); v != nil {
-			var cp LogCheckpoint
-			if err := decode(v, &cp); err != nil {
-				return err
-			}
+		cp, err := getRecord[LogCheckpoint](tx, bucketLogMeta, logMetaCheckpoint)
+		if err != nil {
+			return err
+		}
+		if cp != nil {
 			if cp.Size > size {
 				report("the last signed checkpoint has %d records, the log %d", cp.Size, size)
 				return nil

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -47,26 +46,34 @@ func logStore(tb testing.TB, n int) *Store {
 func TestCheckLogFindsTampering(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		tamper    func(tx *bolt.Tx) error
+		tamper    func(tx Tx) error
 		check     string
 		verifyErr string
 	}{
-		{"a stored hash", func(tx *bolt.Tx) error {
+		{"a stored hash", func(tx Tx) error {
 			b := tx.Bucket(bucketLog)
-			v := append([]byte(nil), b.Get(u64(3))...)
+			v, err := b.Get(u64(3))
+			if err != nil {
+				return err
+			}
+			v = bytes.Clone(v)
 			// Record 3 completes the subtree of records 0-3: its hashes
 			// are levels 0, 1 and 2. Change the level-1 one.
 			rec, hashes, _ := logEntry(v)
 			hashes[tlog.HashSize] ^= 0xff
 			return b.Put(u64(3), append(binary.BigEndian.AppendUint16(nil, uint16(len(rec))), append(rec, hashes...)...))
 		}, "level 1 of record 3", ""},
-		{"a record", func(tx *bolt.Tx) error {
+		{"a record", func(tx Tx) error {
 			b := tx.Bucket(bucketLog)
-			_, hashes, _ := logEntry(b.Get(u64(5)))
+			v, err := b.Get(u64(5))
+			if err != nil {
+				return err
+			}
+			_, hashes, _ := logEntry(v)
 			forged := []byte("sealbox-directory/v1 someone-else 1 00 00\n")
 			return b.Put(u64(5), append(binary.BigEndian.AppendUint16(nil, uint16(len(forged))), append(forged, hashes...)...))
 		}, "level 0 of record 5", ""},
-		{"the whole tree", func(tx *bolt.Tx) error {
+		{"the whole tree", func(tx Tx) error {
 			// Every record and hash rewritten: the tree is self-consistent,
 			// but not the one that was signed.
 			b := tx.Bucket(bucketLog)
@@ -82,7 +89,7 @@ func TestCheckLogFindsTampering(t *testing.T) {
 			}
 			return nil
 		}, "do not rebuild the root", "not to the root"},
-		{"a rollback", func(tx *bolt.Tx) error {
+		{"a rollback", func(tx Tx) error {
 			for n := uint64(4); n < 10; n++ {
 				if err := tx.Bucket(bucketLog).Delete(u64(n)); err != nil {
 					return err
@@ -99,7 +106,7 @@ func TestCheckLogFindsTampering(t *testing.T) {
 			if err := s.VerifyLog(); err != nil {
 				t.Fatalf("an untouched log: %v", err)
 			}
-			if err := s.db.Update(tc.tamper); err != nil {
+			if err := s.update(tc.tamper); err != nil {
 				t.Fatal(err)
 			}
 			problems, err := s.CheckLog(100)
@@ -120,7 +127,7 @@ func TestSaveCheckpointKeepsTheLargest(t *testing.T) {
 	s := logStore(t, 4)
 	tree3 := func() tlog.Tree {
 		var tr tlog.Tree
-		s.db.View(func(tx *bolt.Tx) (err error) {
+		s.view(func(tx Tx) (err error) {
 			tr.N = 3
 			tr.Hash, err = tlog.TreeHash(3, txHashes{tx.Bucket(bucketLog)})
 			return err
@@ -145,7 +152,7 @@ func BenchmarkPublishDirectoryLogged(b *testing.B) {
 
 func BenchmarkPublishDirectoryUnlogged(b *testing.B) {
 	benchmarkPublish(b, func(s *Store, id string, d *Directory) error {
-		return s.db.Update(func(tx *bolt.Tx) error {
+		return s.update(func(tx Tx) error {
 			if _, err := getDirectory(tx, id); err != nil {
 				return err
 			}
@@ -166,7 +173,7 @@ func benchmarkPublish(b *testing.B, publish func(*Store, string, *Directory) err
 	key := bytes.Repeat([]byte("k"), 1984)
 	// A log of 10,000 records already, as on a busy server, written in one
 	// transaction to keep the setup short.
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		for i := range 10000 {
 			if _, err := appendLog(tx, DirectoryLogRecord(fmt.Sprintf("warm-%d", i), 1, body, key)); err != nil {
 				return err

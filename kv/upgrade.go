@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -57,31 +55,19 @@ type Phase struct {
 
 // liveUpgrade returns the album's ceremony when one is in flight at now,
 // else nil.
-func liveUpgrade(tx *bolt.Tx, albumID string, now time.Time) (*Upgrade, error) {
-	b := tx.Bucket(bucketUpgrades).Get([]byte(albumID))
-	if b == nil {
-		return nil, nil
-	}
-	var rec upgradeRecord
-	if err := decode(b, &rec); err != nil {
+func liveUpgrade(tx Tx, albumID string, now time.Time) (*Upgrade, error) {
+	rec, err := getRecord[upgradeRecord](tx, bucketUpgrades, []byte(albumID))
+	if rec == nil || err != nil || reached(rec.ExpiresAt, now) {
 		return nil, err
 	}
-	if !now.Before(rec.ExpiresAt) {
-		return nil, nil
-	}
-	u := Upgrade(rec)
-	return &u, nil
+	return (*Upgrade)(rec), nil
 }
 
 // deleteUpgrade removes the album's ceremony record, live or expired, and its
 // expiry entry.
-func deleteUpgrade(tx *bolt.Tx, albumID string) error {
-	b := tx.Bucket(bucketUpgrades).Get([]byte(albumID))
-	if b == nil {
-		return nil
-	}
-	var rec upgradeRecord
-	if err := decode(b, &rec); err != nil {
+func deleteUpgrade(tx Tx, albumID string) error {
+	rec, err := getRecord[upgradeRecord](tx, bucketUpgrades, []byte(albumID))
+	if rec == nil || err != nil {
 		return err
 	}
 	if err := deleteExpiry(tx, rec.ExpiresAt, kindUpgrade, []byte(albumID)); err != nil {
@@ -90,17 +76,9 @@ func deleteUpgrade(tx *bolt.Tx, albumID string) error {
 	return tx.Bucket(bucketUpgrades).Delete([]byte(albumID))
 }
 
-func sweepUpgrade(tx *bolt.Tx, albumID []byte, now time.Time) error {
-	u, err := liveUpgrade(tx, string(albumID), now)
-	if err != nil || u != nil {
-		return err
-	}
-	return deleteUpgrade(tx, string(albumID))
-}
-
 // upgradeAlbum returns the account's album; one that does not exist or is
 // another account's is error.album.not_found on the ceremony's endpoints.
-func upgradeAlbum(tx *bolt.Tx, accountID, albumID string) (*Album, error) {
+func upgradeAlbum(tx Tx, accountID, albumID string) (*Album, error) {
 	a, err := getAlbum(tx, albumID)
 	if err != nil {
 		return nil, err
@@ -111,7 +89,7 @@ func upgradeAlbum(tx *bolt.Tx, accountID, albumID string) (*Album, error) {
 	return a, nil
 }
 
-func phaseOf(tx *bolt.Tx, albumID string, now time.Time) (*Phase, error) {
+func phaseOf(tx Tx, albumID string, now time.Time) (*Phase, error) {
 	u, err := liveUpgrade(tx, albumID, now)
 	if err != nil {
 		return nil, err
@@ -126,7 +104,7 @@ func upgradeInFlight() *fault.Error {
 // UpgradePhase reads the phase of the account's album.
 func (s *Store) UpgradePhase(accountID, albumID string) (*Phase, error) {
 	var p *Phase
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		if _, err := upgradeAlbum(tx, accountID, albumID); err != nil {
 			return err
 		}
@@ -145,7 +123,7 @@ func (s *Store) UpgradePhase(accountID, albumID string) (*Phase, error) {
 // error.upgrade.bad_target (the server checks its own protocol range).
 func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.Duration) (*Phase, error) {
 	var p *Phase
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx Tx) error {
 		now := s.now()
 		a, err := upgradeAlbum(tx, accountID, albumID)
 		if err != nil {
@@ -187,7 +165,7 @@ func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.D
 // cancels.
 func (s *Store) AbortUpgrade(accountID, albumID, intentID string) (*Phase, error) {
 	var p *Phase
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx Tx) error {
 		now := s.now()
 		if _, err := upgradeAlbum(tx, accountID, albumID); err != nil {
 			return err
@@ -215,7 +193,7 @@ func (s *Store) AbortUpgrade(accountID, albumID, intentID string) (*Phase, error
 // no ceremony or another one is error.album.upgrade_in_flight.
 func (s *Store) CommitUpgrade(accountID, albumID, intentID string, tombstone []byte) (*Phase, error) {
 	var p *Phase
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx Tx) error {
 		now := s.now()
 		a, err := upgradeAlbum(tx, accountID, albumID)
 		if err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -41,7 +39,7 @@ func uploadAlbumKey(albumID string, key []byte) []byte {
 }
 
 // getUpload returns nil, nil when no session has the key.
-func getUpload(tx *bolt.Tx, key []byte) (*Upload, error) {
+func getUpload(tx Tx, key []byte) (*Upload, error) {
 	rec, err := getRecord[uploadRecord](tx, bucketUploads, key)
 	if rec == nil {
 		return nil, err
@@ -49,7 +47,7 @@ func getUpload(tx *bolt.Tx, key []byte) (*Upload, error) {
 	return (*Upload)(rec), nil
 }
 
-func putUpload(tx *bolt.Tx, key []byte, u *Upload) error {
+func putUpload(tx Tx, key []byte, u *Upload) error {
 	if err := tx.Bucket(bucketUploads).Put(key, encode(uploadRecord(*u))); err != nil {
 		return err
 	}
@@ -62,7 +60,7 @@ func putUpload(tx *bolt.Tx, key []byte, u *Upload) error {
 // liveUpload returns the session the token names when it is the account's
 // and open at now, else error.upload.not_found: unknown, expired, closed and
 // another account's sessions are indistinguishable.
-func liveUpload(tx *bolt.Tx, accountID string, key []byte, now time.Time) (*Upload, error) {
+func liveUpload(tx Tx, accountID string, key []byte, now time.Time) (*Upload, error) {
 	u, err := getUpload(tx, key)
 	if err != nil {
 		return nil, err
@@ -75,7 +73,7 @@ func liveUpload(tx *bolt.Tx, accountID string, key []byte, now time.Time) (*Uplo
 
 // touchUpload moves the session's expiry to now+idle: every write to a
 // session keeps it open.
-func touchUpload(tx *bolt.Tx, key []byte, u *Upload, now time.Time, idle time.Duration) error {
+func touchUpload(tx Tx, key []byte, u *Upload, now time.Time, idle time.Duration) error {
 	if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
 		return err
 	}
@@ -86,7 +84,7 @@ func touchUpload(tx *bolt.Tx, key []byte, u *Upload, now time.Time, idle time.Du
 // deleteUpload removes a session, its album index entry, its expiry entry,
 // its record of stored hashes and its unfinished transfers. The blobs stay
 // held by the account.
-func deleteUpload(tx *bolt.Tx, key []byte, u *Upload) error {
+func deleteUpload(tx Tx, key []byte, u *Upload) error {
 	if err := deleteUploadTransfers(tx, key); err != nil {
 		return err
 	}
@@ -99,21 +97,7 @@ func deleteUpload(tx *bolt.Tx, key []byte, u *Upload) error {
 	if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
 		return err
 	}
-	c := tx.Bucket(bucketUploadBlobs).Cursor()
-	for k, _ := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, _ = c.Seek(key) {
-		if err := c.Delete(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func sweepUpload(tx *bolt.Tx, key []byte, now time.Time) error {
-	u, err := getUpload(tx, key)
-	if err != nil || u == nil || now.Before(u.ExpiresAt) {
-		return err
-	}
-	return deleteUpload(tx, key, u)
+	return deletePrefix(tx.Bucket(bucketUploadBlobs), key)
 }
 
 // OpenUpload opens an upload session named by token for the account's
@@ -122,7 +106,7 @@ func sweepUpload(tx *bolt.Tx, key []byte, now time.Time) error {
 // flight is error.album.upgrade_in_flight.
 func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration) (*Upload, error) {
 	var u *Upload
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx Tx) error {
 		now := s.now()
 		a, err := getAlbum(tx, albumID)
 		if err != nil {
@@ -151,7 +135,7 @@ func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration)
 // error.upload.not_found.
 func (s *Store) Upload(accountID, token string) (*Upload, error) {
 	var u *Upload
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.view(func(tx Tx) (err error) {
 		u, err = liveUpload(tx, accountID, HashToken(token), s.now())
 		return err
 	})
@@ -165,7 +149,7 @@ func (s *Store) Upload(accountID, token string) (*Upload, error) {
 // error.upload.not_found otherwise. newlyHeld is false when the account
 // already held b.
 func (s *Store) AddUploadBlob(accountID, token string, b Blob, idle time.Duration) (newlyHeld bool, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(token)
 		u, err := liveUpload(tx, accountID, key, now)
@@ -187,7 +171,7 @@ func (s *Store) AddUploadBlob(accountID, token string, b Blob, idle time.Duratio
 // named by token has stored, or error.upload.not_found.
 func (s *Store) UploadBlobs(accountID, token string) ([]string, error) {
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		key := HashToken(token)
 		if _, err := liveUpload(tx, accountID, key, s.now()); err != nil {
 			return err
@@ -204,7 +188,7 @@ func (s *Store) UploadBlobs(accountID, token string) ([]string, error) {
 // error.upload.not_found. The blobs it stored stay held; its unfinished
 // transfers are discarded.
 func (s *Store) CloseUpload(accountID, token string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		key := HashToken(token)
 		u, err := liveUpload(tx, accountID, key, s.now())
 		if err != nil {
@@ -219,14 +203,14 @@ func (s *Store) CloseUpload(accountID, token string) error {
 // the index, never a session record.
 func (s *Store) InFlight(albumID string) (int, error) {
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx Tx) error {
 		n = inFlight(tx, albumID, s.now())
 		return nil
 	})
 	return n, err
 }
 
-func inFlight(tx *bolt.Tx, albumID string, now time.Time) int {
+func inFlight(tx Tx, albumID string, now time.Time) int {
 	n := 0
 	limit := timeKey(now)
 	scanPrefix(tx.Bucket(bucketUploadsByAlbum), idPart(albumID), func(_, v []byte) error {

@@ -2,10 +2,8 @@ package server
 
 import (
 	"net/http"
-	"path/filepath"
 
 	"github.com/julienschmidt/httprouter"
-	"golang.org/x/sys/unix"
 
 	"sealbox/kv/fault"
 )
@@ -40,10 +38,9 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprout
 	if err := s.blobs.CheckWritable(); err != nil {
 		checks["blobs"], ready = "unwritable", false
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(s.store.Path()), &st); err != nil {
+	if free, err := s.blobs.FreeBytes(); err != nil {
 		checks["disk"], ready = "unknown", false
-	} else if free := int64(st.Bavail) * int64(st.Bsize); free < minFreeDisk {
+	} else if free < minFreeDisk {
 		checks["disk"], ready = "full", false
 	}
 	if !ready {

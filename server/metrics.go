@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -43,11 +42,11 @@ func newMetrics(s *Server) *metrics {
 	storeSize := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sealbox_store_bytes", Help: "Size of the database file.",
 	}, func() float64 {
-		fi, err := os.Stat(s.store.Path())
+		size, err := s.store.FileSize()
 		if err != nil {
 			return 0
 		}
-		return float64(fi.Size())
+		return float64(size)
 	})
 	blobTotal := func(pick func(count, bytes int64) int64) func() float64 {
 		return func() float64 {

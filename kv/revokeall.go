@@ -3,8 +3,6 @@ package kv
 import (
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -18,7 +16,7 @@ type challengeRecord struct {
 
 // PutRevokeChallenge records challenge for the account until expiresAt.
 func (s *Store) PutRevokeChallenge(accountID, challenge string, expiresAt time.Time) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		key := HashToken(challenge)
 		rec := challengeRecord{AccountID: accountID, ExpiresAt: expiresAt}
 		if err := tx.Bucket(bucketRevokeChallenges).Put(key, encode(&rec)); err != nil {
@@ -37,16 +35,12 @@ func (s *Store) PutRevokeChallenge(accountID, challenge string, expiresAt time.T
 // error.auth.challenge_expired.
 func (s *Store) BurnRevokeChallenge(challenge string) (accountID string, identityKey []byte, err error) {
 	spent := fault.Errorf(fault.ECodeChallengeExpired, "the challenge is unknown, expired or already used")
-	err = s.commitThenRefuse(func(tx *bolt.Tx) (error, error) {
+	err = s.commitThenRefuse(func(tx Tx) (error, error) {
 		accountID, identityKey = "", nil
 		key := HashToken(challenge)
-		b := tx.Bucket(bucketRevokeChallenges).Get(key)
-		if b == nil {
-			return spent, nil
-		}
-		var rec challengeRecord
-		if err := decode(b, &rec); err != nil {
-			return nil, err
+		rec, err := getRecord[challengeRecord](tx, bucketRevokeChallenges, key)
+		if rec == nil || err != nil {
+			return spent, err
 		}
 		if err := tx.Bucket(bucketRevokeChallenges).Delete(key); err != nil {
 			return nil, err
@@ -71,19 +65,4 @@ func (s *Store) BurnRevokeChallenge(challenge string) (accountID string, identit
 		return "", nil, err
 	}
 	return accountID, identityKey, nil
-}
-
-func sweepChallenge(tx *bolt.Tx, id []byte, now time.Time) error {
-	b := tx.Bucket(bucketRevokeChallenges).Get(id)
-	if b == nil {
-		return nil
-	}
-	var rec challengeRecord
-	if err := decode(b, &rec); err != nil {
-		return err
-	}
-	if now.Before(rec.ExpiresAt) {
-		return nil
-	}
-	return tx.Bucket(bucketRevokeChallenges).Delete(id)
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"sealbox/kv/fault"
 )
 
@@ -56,13 +54,9 @@ type transferRecord struct {
 	CreatedAt time.Time `cbor:"7,keyasint"`
 }
 
-func getTransfer(tx *bolt.Tx, id string) (*Transfer, []byte, error) {
-	b := tx.Bucket(bucketTransfers).Get([]byte(id))
-	if b == nil {
-		return nil, nil, nil
-	}
-	var rec transferRecord
-	if err := decode(b, &rec); err != nil {
+func getTransfer(tx Tx, id string) (*Transfer, []byte, error) {
+	rec, err := getRecord[transferRecord](tx, bucketTransfers, []byte(id))
+	if rec == nil {
 		return nil, nil, err
 	}
 	return &Transfer{
@@ -71,7 +65,7 @@ func getTransfer(tx *bolt.Tx, id string) (*Transfer, []byte, error) {
 	}, rec.UploadKey, nil
 }
 
-func putTransfer(tx *bolt.Tx, uploadKey []byte, t *Transfer) error {
+func putTransfer(tx Tx, uploadKey []byte, t *Transfer) error {
 	rec := transferRecord{
 		AccountID: t.AccountID, UploadKey: uploadKey, Hash: t.Hash, Length: t.Length,
 		Offset: t.Offset, HashState: t.HashState, CreatedAt: t.CreatedAt,
@@ -81,7 +75,7 @@ func putTransfer(tx *bolt.Tx, uploadKey []byte, t *Transfer) error {
 
 // deleteTransfer removes a transfer and its index entries and queues its
 // partial file for removal.
-func deleteTransfer(tx *bolt.Tx, uploadKey []byte, t *Transfer) error {
+func deleteTransfer(tx Tx, uploadKey []byte, t *Transfer) error {
 	if err := tx.Bucket(bucketTransfers).Delete([]byte(t.ID)); err != nil {
 		return err
 	}
@@ -95,12 +89,15 @@ func deleteTransfer(tx *bolt.Tx, uploadKey []byte, t *Transfer) error {
 }
 
 // deleteUploadTransfers deletes every transfer of the session uploadKey.
-func deleteUploadTransfers(tx *bolt.Tx, uploadKey []byte) error {
+func deleteUploadTransfers(tx Tx, uploadKey []byte) error {
 	var ids []string
-	scanPrefix(tx.Bucket(bucketTransfersByUpload), uploadKey, func(k, _ []byte) error {
+	err := scanPrefix(tx.Bucket(bucketTransfersByUpload), uploadKey, func(k, _ []byte) error {
 		ids = append(ids, string(k[len(uploadKey):]))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	for _, id := range ids {
 		t, _, err := getTransfer(tx, id)
 		if err != nil {
@@ -120,7 +117,7 @@ func deleteUploadTransfers(tx *bolt.Tx, uploadKey []byte) error {
 // by uploadKey, with the session. Unknown, expired, another session's and
 // another account's transfers are indistinguishable: error.transfer.not_found
 // (or error.upload.not_found when the session itself is not live).
-func liveTransfer(tx *bolt.Tx, accountID string, uploadKey []byte, id string, now time.Time) (*Upload, *Transfer, error) {
+func liveTransfer(tx Tx, accountID string, uploadKey []byte, id string, now time.Time) (*Upload, *Transfer, error) {
 	u, err := liveUpload(tx, accountID, uploadKey, now)
 	if err != nil {
 		return nil, nil, err
@@ -136,13 +133,13 @@ func liveTransfer(tx *bolt.Tx, accountID string, uploadKey []byte, id string, no
 }
 
 // pendingBytes sums the declared lengths of the account's open transfers.
-func pendingBytes(tx *bolt.Tx, accountID string) int64 {
+func pendingBytes(tx Tx, accountID string) (int64, error) {
 	var total int64
-	scanPrefix(tx.Bucket(bucketTransfersByAccount), idPart(accountID), func(_, v []byte) error {
+	err := scanPrefix(tx.Bucket(bucketTransfersByAccount), idPart(accountID), func(_, v []byte) error {
 		total += int64(readU64(v))
 		return nil
 	})
-	return total
+	return total, err
 }
 
 // CreateTransfer records a new transfer t (ID, Hash and Length set by the
@@ -153,7 +150,7 @@ func pendingBytes(tx *bolt.Tx, accountID string) int64 {
 // recorded then. An unknown, expired or foreign session is
 // error.upload.not_found.
 func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle time.Duration) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
 		u, err := liveUpload(tx, accountID, key, now)
@@ -162,7 +159,15 @@ func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle 
 		}
 		// The quota counts held bytes plus every open transfer's full length:
 		// conservative, so parallel transfers cannot together pass it.
-		if err := checkQuota(tx, accountID, usage(tx, accountID)+pendingBytes(tx, accountID), t.Length); err != nil {
+		used, err := usage(tx, accountID)
+		if err != nil {
+			return err
+		}
+		pending, err := pendingBytes(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if err := checkQuota(tx, accountID, used+pending, t.Length); err != nil {
 			return err
 		}
 		t.AccountID, t.Offset, t.HashState, t.CreatedAt = accountID, 0, nil, now
@@ -183,7 +188,7 @@ func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle 
 // uploadToken, or error.transfer.not_found / error.upload.not_found.
 func (s *Store) Transfer(accountID, uploadToken, id string) (*Transfer, error) {
 	var t *Transfer
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.view(func(tx Tx) (err error) {
 		_, t, err = liveTransfer(tx, accountID, HashToken(uploadToken), id, s.now())
 		return err
 	})
@@ -196,7 +201,7 @@ func (s *Store) Transfer(accountID, uploadToken, id string) (*Transfer, error) {
 // session does. The offset must still be from (error.transfer.offset_mismatch
 // otherwise: another request moved it), and to must not pass the length.
 func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int64, state []byte, idle time.Duration) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
 		u, t, err := liveTransfer(tx, accountID, key, id, now)
@@ -222,7 +227,7 @@ func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int6
 // false when the account already held the blob. The offset must still be
 // from, else error.transfer.offset_mismatch.
 func (s *Store) CompleteTransfer(accountID, uploadToken, id string, from int64, idle time.Duration) (newlyHeld bool, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
 		u, t, err := liveTransfer(tx, accountID, key, id, now)
@@ -249,7 +254,7 @@ func (s *Store) CompleteTransfer(accountID, uploadToken, id string, from int64, 
 // DiscardTransfer deletes the transfer (termination, or a blob that did not
 // hash to its declared address) and queues its partial file for removal.
 func (s *Store) DiscardTransfer(accountID, uploadToken, id string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		key := HashToken(uploadToken)
 		_, t, err := liveTransfer(tx, accountID, key, id, s.now())
 		if err != nil {
@@ -263,12 +268,12 @@ func (s *Store) DiscardTransfer(accountID, uploadToken, id string) error {
 // files are still to be removed.
 func (s *Store) TransferRemovals(limit int) ([]string, error) {
 	var ids []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketTransferRemovals).Cursor()
-		for k, _ := c.First(); k != nil && len(ids) < limit; k, _ = c.Next() {
+	err := s.view(func(tx Tx) error {
+		ids = nil
+		return tx.Bucket(bucketTransferRemovals).Scan(Range{Limit: limit}, func(k, _ []byte) error {
 			ids = append(ids, string(k))
-		}
-		return nil
+			return nil
+		})
 	})
 	return ids, err
 }
@@ -276,7 +281,7 @@ func (s *Store) TransferRemovals(limit int) ([]string, error) {
 // ForgetTransferRemovals drops ids from the removal queue once their partial
 // files are gone. It may be called more than once for an id.
 func (s *Store) ForgetTransferRemovals(ids []string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx Tx) error {
 		for _, id := range ids {
 			if err := tx.Bucket(bucketTransferRemovals).Delete([]byte(id)); err != nil {
 				return err
@@ -293,16 +298,12 @@ func (s *Store) ForgetTransferRemovals(ids []string) error {
 // created meanwhile).
 func (s *Store) Transfers(after string, limit int) ([]string, error) {
 	var ids []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketTransfers).Cursor()
-		k, _ := c.Seek([]byte(after))
-		if k != nil && string(k) == after {
-			k, _ = c.Next()
-		}
-		for ; k != nil && len(ids) < limit; k, _ = c.Next() {
+	err := s.view(func(tx Tx) error {
+		ids = nil
+		return tx.Bucket(bucketTransfers).Scan(pageAfter(after, limit), func(k, _ []byte) error {
 			ids = append(ids, string(k))
-		}
-		return nil
+			return nil
+		})
 	})
 	return ids, err
 }

@@ -3,8 +3,6 @@ package kv
 import (
 	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Cohort is an advisory device cohort the account has been seen under. It
@@ -30,19 +28,20 @@ func cohortKey(accountID, hash string) []byte {
 
 // sightCohort records that the session's account was seen under its cohort
 // when the session was opened. A session without a cohort records nothing.
-func sightCohort(tx *bolt.Tx, sess *Session) error {
+func sightCohort(tx Tx, sess *Session) error {
 	if sess.CohortHash == "" {
 		return nil
 	}
 	key := cohortKey(sess.AccountID, sess.CohortHash)
-	rec := cohortRecord{FirstSeen: toNano(sess.CreatedAt)}
-	if b := tx.Bucket(bucketCohorts).Get(key); b != nil {
-		if err := decode(b, &rec); err != nil {
-			return err
-		}
+	rec, err := getRecord[cohortRecord](tx, bucketCohorts, key)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		rec = &cohortRecord{FirstSeen: toNano(sess.CreatedAt)}
 	}
 	rec.LastSeen = toNano(sess.CreatedAt)
-	return tx.Bucket(bucketCohorts).Put(key, encode(&rec))
+	return tx.Bucket(bucketCohorts).Put(key, encode(rec))
 }
 
 // Ledger is an account's session ledger: its live sessions, oldest first
@@ -57,7 +56,7 @@ type Ledger struct {
 // sessions and cohorts are one consistent picture.
 func (s *Store) Ledger(accountID string) (*Ledger, error) {
 	var l Ledger
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.view(func(tx Tx) (err error) {
 		if l.Sessions, err = liveSessions(tx, accountID, s.now()); err != nil {
 			return err
 		}

@@ -1,0 +1,194 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// boltEngine is the default Engine: one bbolt file. bbolt has one writer at
+// a time, so every Update is serializable by construction and runs its
+// function once; Batch shares one commit's fsyncs between concurrent
+// callers.
+type boltEngine struct{ db *bolt.DB }
+
+// OpenBoltEngine opens (creating it unless opts.ReadOnly) the bbolt file at
+// path as an Engine, with opts' OpenTimeout, ReadOnly and batch settings.
+func OpenBoltEngine(path string, opts Options) (Engine, error) {
+	return openBolt(path, opts)
+}
+
+func openBolt(path string, opts Options) (*boltEngine, error) {
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = time.Second
+	}
+	if opts.MaxBatchSize <= 0 {
+		opts.MaxBatchSize = 64
+	}
+	if opts.MaxBatchDelay <= 0 {
+		opts.MaxBatchDelay = 2 * time.Millisecond
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout, ReadOnly: opts.ReadOnly})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, ErrLocked
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db.MaxBatchSize = opts.MaxBatchSize
+	db.MaxBatchDelay = opts.MaxBatchDelay
+	return &boltEngine{db: db}, nil
+}
+
+func (e *boltEngine) Update(fn func(Tx) error) error {
+	return e.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (e *boltEngine) Batch(fn func(Tx) error) error {
+	return e.db.Batch(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (e *boltEngine) View(fn func(Tx) error) error {
+	return e.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (e *boltEngine) Buckets() (map[string]bool, error) {
+	names := map[string]bool{}
+	err := e.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			names[string(name)] = true
+			return nil
+		})
+	})
+	return names, err
+}
+
+func (e *boltEngine) CreateBuckets(names [][]byte) error {
+	return e.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range names {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (e *boltEngine) Close() error { return e.db.Close() }
+
+// WriteSnapshot is bbolt's own hot backup: the one place that does I/O
+// inside a transaction, which holds the pages it copies.
+func (e *boltEngine) WriteSnapshot(w io.Writer) (int64, error) { return writeBoltSnapshot(e.db, w) }
+
+func (e *boltEngine) CheckPages() ([]error, error) {
+	var problems []error
+	err := e.db.View(func(tx *bolt.Tx) error {
+		for p := range tx.Check() {
+			problems = append(problems, p)
+		}
+		return nil
+	})
+	return problems, err
+}
+
+func (e *boltEngine) Path() string { return e.db.Path() }
+
+func (e *boltEngine) Size() (int64, error) {
+	var n int64
+	err := e.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n, err
+}
+
+func writeBoltSnapshot(db *bolt.DB, w io.Writer) (int64, error) {
+	var n int64
+	err := db.View(func(tx *bolt.Tx) (err error) {
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// CopyFile writes a consistent copy of the store file at path to w, as of
+// one read transaction, whatever format the store is in: a restore copies a
+// backup first and lets Open migrate the copy, so the backup itself is only
+// read. The file is opened read-only under bbolt's shared lock, so a server
+// writing to it makes this fail with ErrLocked after timeout instead of
+// copying a file mid-write.
+func CopyFile(path string, w io.Writer, timeout time.Duration) (int64, error) {
+	e, err := openBolt(path, Options{OpenTimeout: timeout, ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer e.Close()
+	return writeBoltSnapshot(e.db, w)
+}
+
+type boltTx struct{ tx *bolt.Tx }
+
+func (t boltTx) Bucket(name []byte) Bucket {
+	b := t.tx.Bucket(name)
+	if b == nil {
+		// Every bucket is created at Open: a missing one is a programming
+		// error, reported as soon as it is used.
+		return missingBucket{name}
+	}
+	return boltBucket{b}
+}
+
+type boltBucket struct{ b *bolt.Bucket }
+
+func (b boltBucket) Get(key []byte) ([]byte, error) { return b.b.Get(key), nil }
+func (b boltBucket) Put(key, value []byte) error    { return b.b.Put(key, value) }
+func (b boltBucket) Delete(key []byte) error        { return b.b.Delete(key) }
+
+func (b boltBucket) appendOnly() { b.b.FillPercent = 1 }
+
+func (b boltBucket) Scan(r Range, fn func(k, v []byte) error) error {
+	if err := checkRange(r); err != nil {
+		return err
+	}
+	c := b.b.Cursor()
+	var k, v []byte
+	var next func() ([]byte, []byte)
+	if r.Reverse {
+		if r.To == nil {
+			k, v = c.Last()
+		} else if k, v = c.Seek(r.To); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		next = c.Prev
+	} else {
+		k, v = c.Seek(r.From)
+		next = c.Next
+	}
+	for n := 0; k != nil && (r.Limit <= 0 || n < r.Limit); n++ {
+		if r.Reverse && bytes.Compare(k, r.From) < 0 || !r.Reverse && r.To != nil && bytes.Compare(k, r.To) >= 0 {
+			return nil
+		}
+		if err := fn(k, v); err != nil {
+			if errors.Is(err, ErrStopScan) {
+				return nil
+			}
+			return err
+		}
+		k, v = next()
+	}
+	return nil
+}
+
+// missingBucket answers every call with the error of a bucket that does
+// not exist.
+type missingBucket struct{ name []byte }
+
+func (m missingBucket) err() error { return fmt.Errorf("kv: bucket %s does not exist", m.name) }
+
+func (m missingBucket) Get([]byte) ([]byte, error)                { return nil, m.err() }
+func (m missingBucket) Put(_, _ []byte) error                     { return m.err() }
+func (m missingBucket) Delete([]byte) error                       { return m.err() }
+func (m missingBucket) Scan(Range, func(k, v []byte) error) error { return m.err() }

@@ -1,0 +1,261 @@
+// Package enginetest is the contract every kv.Engine keeps, as one test
+// suite an adapter's own test runs against a real engine: ordering by bytes,
+// bounded scans, atomic updates, consistent views, and Batch.
+package enginetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"sealbox/kv"
+)
+
+// Run runs the contract against fresh engines from open, one per subtest.
+// The engine is closed when the subtest ends.
+func Run(t *testing.T, open func(t *testing.T) kv.Engine) {
+	fresh := func(t *testing.T) kv.Engine {
+		e := open(t)
+		t.Cleanup(func() { e.Close() })
+		if err := e.CreateBuckets([][]byte{bucket, other}); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	t.Run("buckets", func(t *testing.T) { testBuckets(t, fresh(t)) })
+	t.Run("get put delete", func(t *testing.T) { testGetPutDelete(t, fresh(t)) })
+	t.Run("update rolls back on error", func(t *testing.T) { testRollback(t, fresh(t)) })
+	t.Run("scan", func(t *testing.T) { testScan(t, fresh(t)) })
+	t.Run("batch", func(t *testing.T) { testBatch(t, fresh(t)) })
+}
+
+var (
+	bucket = []byte("enginetest")
+	other  = []byte("enginetest_other")
+)
+
+func testBuckets(t *testing.T, e kv.Engine) {
+	if err := e.CreateBuckets([][]byte{bucket, []byte("enginetest_third")}); err != nil {
+		t.Fatalf("creating buckets again: %v", err)
+	}
+	names, err := e.Buckets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"enginetest", "enginetest_other", "enginetest_third"} {
+		if !names[want] {
+			t.Errorf("Buckets() = %v, lacks %s", names, want)
+		}
+	}
+	if names["enginetest_never"] {
+		t.Errorf("Buckets() names a bucket never created")
+	}
+}
+
+func testGetPutDelete(t *testing.T, e kv.Engine) {
+	update(t, e, func(tx kv.Tx) error {
+		b := tx.Bucket(bucket)
+		if v, err := b.Get([]byte("missing")); v != nil || err != nil {
+			return fmt.Errorf("Get of a missing key = %q, %v; want nil, nil", v, err)
+		}
+		if err := b.Put([]byte("k"), []byte("v1")); err != nil {
+			return err
+		}
+		if err := b.Put([]byte("k"), []byte("v2")); err != nil {
+			return err
+		}
+		if v, err := b.Get([]byte("k")); string(v) != "v2" || err != nil {
+			return fmt.Errorf("Get after two puts in one transaction = %q, %v; want v2", v, err)
+		}
+		if err := tx.Bucket(other).Put([]byte("k"), []byte("elsewhere")); err != nil {
+			return err
+		}
+		return b.Put([]byte("gone"), []byte("x"))
+	})
+	update(t, e, func(tx kv.Tx) error {
+		if err := tx.Bucket(bucket).Delete([]byte("gone")); err != nil {
+			return err
+		}
+		return tx.Bucket(bucket).Delete([]byte("never there"))
+	})
+	view(t, e, func(tx kv.Tx) error {
+		for _, c := range []struct {
+			bucket []byte
+			key    string
+			want   []byte
+		}{{bucket, "k", []byte("v2")}, {other, "k", []byte("elsewhere")}, {bucket, "gone", nil}} {
+			v, err := tx.Bucket(c.bucket).Get([]byte(c.key))
+			if err != nil || !bytes.Equal(v, c.want) {
+				return fmt.Errorf("%s/%s = %q, %v after commit; want %q", c.bucket, c.key, v, err, c.want)
+			}
+		}
+		return nil
+	})
+}
+
+func testRollback(t *testing.T, e kv.Engine) {
+	update(t, e, func(tx kv.Tx) error { return tx.Bucket(bucket).Put([]byte("kept"), []byte("1")) })
+	refused := errors.New("refused")
+	err := e.Update(func(tx kv.Tx) error {
+		if err := tx.Bucket(bucket).Put([]byte("kept"), []byte("2")); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucket).Put([]byte("new"), []byte("1")); err != nil {
+			return err
+		}
+		return refused
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("Update returned %v, want the function's error", err)
+	}
+	view(t, e, func(tx kv.Tx) error {
+		kept, err1 := tx.Bucket(bucket).Get([]byte("kept"))
+		added, err2 := tx.Bucket(bucket).Get([]byte("new"))
+		if string(kept) != "1" || added != nil {
+			return fmt.Errorf("after a refused update: kept=%q new=%q (%v, %v); want 1 and nothing", kept, added, err1, err2)
+		}
+		return errors.Join(err1, err2)
+	})
+	if err := e.View(func(kv.Tx) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("View returned %v, want the function's error", err)
+	}
+}
+
+// keys holds bytes that a text collation would misorder: byte order is
+// the contract (0x00 before "0", 0xff after "z", a prefix before its
+// extensions).
+var keys = [][]byte{
+	[]byte("a"), []byte("a\x00"), []byte("a\x00\x01"), []byte("a0"), []byte("aZ"), []byte("az"),
+	[]byte("a\xff"), []byte("a\xff\xff"), []byte("b"), []byte("\xff"),
+}
+
+func testScan(t *testing.T, e kv.Engine) {
+	update(t, e, func(tx kv.Tx) error {
+		// Put in reverse so order comes from the engine, not insertion.
+		for i := len(keys) - 1; i >= 0; i-- {
+			if err := tx.Bucket(bucket).Put(keys[i], []byte{byte(i)}); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(other).Put([]byte("a1"), []byte("other bucket"))
+	})
+	sorted := slices.Clone(keys)
+	slices.SortFunc(sorted, bytes.Compare)
+	if !slices.EqualFunc(sorted, keys, bytes.Equal) {
+		t.Fatal("the test's keys are not in byte order")
+	}
+	cases := []struct {
+		name string
+		r    kv.Range
+		want [][]byte
+	}{
+		{"limit from the first key", kv.Range{Limit: 3}, keys[:3]},
+		{"whole bucket by limit", kv.Range{Limit: 100}, keys},
+		{"from, to", kv.Range{From: []byte("a\x00"), To: []byte("a\xff")}, keys[1:6]},
+		{"to only", kv.Range{To: []byte("a0")}, keys[:3]},
+		{"from and limit", kv.Range{From: []byte("a1"), Limit: 2}, keys[4:6]},
+		{"empty range", kv.Range{From: []byte("c"), To: []byte("d")}, nil},
+		{"from past to", kv.Range{From: []byte("b"), To: []byte("a")}, nil},
+		{"reverse to", kv.Range{To: []byte("b"), Limit: 2, Reverse: true}, [][]byte{keys[7], keys[6]}},
+		{"reverse from, to", kv.Range{From: []byte("aZ"), To: []byte("a\xff"), Reverse: true}, [][]byte{keys[5], keys[4]}},
+		{"reverse last key", kv.Range{Limit: 1, Reverse: true}, [][]byte{keys[9]}},
+		{"reverse to past the end", kv.Range{To: []byte("\xff\xff"), Limit: 1, Reverse: true}, [][]byte{keys[9]}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got [][]byte
+			view(t, e, func(tx kv.Tx) error {
+				return tx.Bucket(bucket).Scan(c.r, func(k, v []byte) error {
+					if i := slices.IndexFunc(keys, func(x []byte) bool { return bytes.Equal(x, k) }); i < 0 || !bytes.Equal(v, []byte{byte(i)}) {
+						return fmt.Errorf("scan yields %q=%q, which was not stored", k, v)
+					}
+					got = append(got, bytes.Clone(k))
+					return nil
+				})
+			})
+			if !slices.EqualFunc(got, c.want, bytes.Equal) {
+				t.Fatalf("Scan(%+v) = %q, want %q", c.r, got, c.want)
+			}
+		})
+	}
+	view(t, e, func(tx kv.Tx) error {
+		b := tx.Bucket(bucket)
+		if err := b.Scan(kv.Range{From: []byte("a")}, func(k, v []byte) error { return nil }); !errors.Is(err, kv.ErrUnboundedScan) {
+			return fmt.Errorf("a scan with neither an upper bound nor a limit: %v, want ErrUnboundedScan", err)
+		}
+		n := 0
+		if err := b.Scan(kv.Range{Limit: 100}, func(k, v []byte) error { n++; return kv.ErrStopScan }); err != nil || n != 1 {
+			return fmt.Errorf("ErrStopScan: %v after %d calls, want nil after 1", err, n)
+		}
+		stop := errors.New("stop")
+		if err := b.Scan(kv.Range{Limit: 100}, func(k, v []byte) error { return stop }); !errors.Is(err, stop) {
+			return fmt.Errorf("a scan function's error: %v, want it returned", err)
+		}
+		return nil
+	})
+}
+
+// testBatch: concurrent Batch calls all apply, and one whose function fails
+// leaves nothing while the others still apply.
+func testBatch(t *testing.T, e kv.Engine) {
+	const writers = 16
+	refused := errors.New("refused")
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.Batch(func(tx kv.Tx) error {
+				if err := tx.Bucket(bucket).Put([]byte{'w', byte(i)}, []byte{byte(i)}); err != nil {
+					return err
+				}
+				if i == 0 {
+					return refused
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if want := error(nil); i == 0 {
+			if !errors.Is(err, refused) {
+				t.Errorf("writer 0: %v, want its own error", err)
+			}
+		} else if err != want {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	view(t, e, func(tx kv.Tx) error {
+		n := 0
+		err := tx.Bucket(bucket).Scan(kv.Range{From: []byte("w"), To: []byte("x")}, func(k, _ []byte) error {
+			if k[1] == 0 {
+				return fmt.Errorf("the refused writer's key was committed")
+			}
+			n++
+			return nil
+		})
+		if err == nil && n != writers-1 {
+			err = fmt.Errorf("%d writers' keys committed, want %d", n, writers-1)
+		}
+		return err
+	})
+}
+
+func update(t *testing.T, e kv.Engine, fn func(kv.Tx) error) {
+	t.Helper()
+	if err := e.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func view(t *testing.T, e kv.Engine, fn func(kv.Tx) error) {
+	t.Helper()
+	if err := e.View(fn); err != nil {
+		t.Fatal(err)
+	}
+}
