@@ -63,20 +63,12 @@ func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
 // pending: error.totp.nothing_pending. A refused code
 // (error.auth.invalid_code, error.auth.code_replayed) changes nothing.
 func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
-	return s.update(func(tx Tx) error {
-		a, err := getAccount(tx, accountID)
-		if err != nil {
-			return err
-		}
-		if a.TOTPPending == nil {
+	return s.changeSecondFactor(accountID, match,
+		func(a *Account) []byte { return a.TOTPPending },
+		func() error {
 			return fault.Errorf(fault.ECodeTOTPNothingPending, "no second-factor enrollment is pending")
-		}
-		if err := acceptCode(a, a.TOTPPending, match, s.now()); err != nil {
-			return err
-		}
-		a.TOTPSecret, a.TOTPPending = a.TOTPPending, nil
-		return putAccount(tx, a)
-	})
+		},
+		func(a *Account) { a.TOTPSecret, a.TOTPPending = a.TOTPPending, nil })
 }
 
 // DisableTOTP removes the account's confirmed second factor when match
@@ -84,18 +76,28 @@ func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
 // enrolled: error.totp.not_enrolled. A refused code changes nothing. The
 // replay ledger is kept.
 func (s *Store) DisableTOTP(accountID string, match CodeMatcher) error {
+	return s.changeSecondFactor(accountID, match,
+		func(a *Account) []byte { return a.TOTPSecret },
+		func() error { return fault.Errorf(fault.ECodeTOTPNotEnrolled, "no second factor is active") },
+		func(a *Account) { a.TOTPSecret = nil })
+}
+
+// changeSecondFactor applies change to the account once match accepts a
+// code against the secret it acts on (refused with missing when there is
+// none), in one transaction: a refused code changes nothing.
+func (s *Store) changeSecondFactor(accountID string, match CodeMatcher, secret func(*Account) []byte, missing func() error, change func(*Account)) error {
 	return s.update(func(tx Tx) error {
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return err
 		}
-		if a.TOTPSecret == nil {
-			return fault.Errorf(fault.ECodeTOTPNotEnrolled, "no second factor is active")
+		if secret(a) == nil {
+			return missing()
 		}
-		if err := acceptCode(a, a.TOTPSecret, match, s.now()); err != nil {
+		if err := acceptCode(a, secret(a), match, s.now()); err != nil {
 			return err
 		}
-		a.TOTPSecret = nil
+		change(a)
 		return putAccount(tx, a)
 	})
 }

@@ -89,12 +89,34 @@ func upgradeAlbum(tx Tx, accountID, albumID string) (*Album, error) {
 	return a, nil
 }
 
+// liveCeremony returns the account's album and its ceremony when intentID
+// is the one in flight; no ceremony, or another one, is
+// error.album.upgrade_in_flight: only the live intent id may end it.
+func liveCeremony(tx Tx, accountID, albumID, intentID string, now time.Time) (*Album, *Upgrade, error) {
+	a, err := upgradeAlbum(tx, accountID, albumID)
+	if err != nil {
+		return nil, nil, err
+	}
+	live, err := liveUpgrade(tx, albumID, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if live == nil || live.IntentID != intentID {
+		return nil, nil, upgradeInFlight()
+	}
+	return a, live, nil
+}
+
 func phaseOf(tx Tx, albumID string, now time.Time) (*Phase, error) {
 	u, err := liveUpgrade(tx, albumID, now)
 	if err != nil {
 		return nil, err
 	}
-	return &Phase{AlbumID: albumID, Upgrade: u, InFlight: inFlight(tx, albumID, now)}, nil
+	n, err := inFlight(tx, albumID, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Phase{AlbumID: albumID, Upgrade: u, InFlight: n}, nil
 }
 
 func upgradeInFlight() *fault.Error {
@@ -167,19 +189,13 @@ func (s *Store) AbortUpgrade(accountID, albumID, intentID string) (*Phase, error
 	var p *Phase
 	err := s.update(func(tx Tx) error {
 		now := s.now()
-		if _, err := upgradeAlbum(tx, accountID, albumID); err != nil {
+		if _, _, err := liveCeremony(tx, accountID, albumID, intentID, now); err != nil {
 			return err
-		}
-		live, err := liveUpgrade(tx, albumID, now)
-		if err != nil {
-			return err
-		}
-		if live == nil || live.IntentID != intentID {
-			return upgradeInFlight()
 		}
 		if err := deleteUpgrade(tx, albumID); err != nil {
 			return err
 		}
+		var err error
 		p, err = phaseOf(tx, albumID, now)
 		return err
 	})
@@ -195,18 +211,13 @@ func (s *Store) CommitUpgrade(accountID, albumID, intentID string, tombstone []b
 	var p *Phase
 	err := s.update(func(tx Tx) error {
 		now := s.now()
-		a, err := upgradeAlbum(tx, accountID, albumID)
+		a, live, err := liveCeremony(tx, accountID, albumID, intentID, now)
 		if err != nil {
 			return err
 		}
-		live, err := liveUpgrade(tx, albumID, now)
-		if err != nil {
+		if n, err := inFlight(tx, albumID, now); err != nil {
 			return err
-		}
-		if live == nil || live.IntentID != intentID {
-			return upgradeInFlight()
-		}
-		if n := inFlight(tx, albumID, now); n > 0 {
+		} else if n > 0 {
 			return fault.Errorf(fault.ECodeUpgradeNotQuiescent, "%d upload sessions are still in flight against the album", n)
 		}
 		rec := tombstoneRecord{

@@ -203,21 +203,21 @@ func (s *Store) CloseUpload(accountID, token string) error {
 // the index, never a session record.
 func (s *Store) InFlight(albumID string) (int, error) {
 	n := 0
-	err := s.view(func(tx Tx) error {
-		n = inFlight(tx, albumID, s.now())
-		return nil
+	err := s.view(func(tx Tx) (err error) {
+		n, err = inFlight(tx, albumID, s.now())
+		return err
 	})
 	return n, err
 }
 
-func inFlight(tx Tx, albumID string, now time.Time) int {
+func inFlight(tx Tx, albumID string, now time.Time) (int, error) {
 	n := 0
 	limit := timeKey(now)
-	scanPrefix(tx.Bucket(bucketUploadsByAlbum), idPart(albumID), func(_, v []byte) error {
+	err := scanPrefix(tx.Bucket(bucketUploadsByAlbum), idPart(albumID), func(_, v []byte) error {
 		if bytes.Compare(v, limit) > 0 {
 			n++
 		}
 		return nil
 	})
-	return n
+	return n, err
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -294,16 +295,20 @@ func (ts *TestServer) Register(tb testing.TB, email string) Tokens {
 		Body: map[string]any{"email": email, "password": testPassword}}))
 }
 
+// loginBody is a sign-in with the test password, with the members of extra
+// added (a device_id, a user agent's fields).
+func loginBody(email string, extra []map[string]any) map[string]any {
+	body := map[string]any{"email": email, "password": testPassword}
+	for _, e := range extra {
+		maps.Copy(body, e)
+	}
+	return body
+}
+
 // Login signs in with the test password and expects 200.
 func (ts *TestServer) Login(tb testing.TB, email string, extra ...map[string]any) Tokens {
 	tb.Helper()
-	body := map[string]any{"email": email, "password": testPassword}
-	for _, e := range extra {
-		for k, v := range e {
-			body[k] = v
-		}
-	}
-	return tokensOf(tb, ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: body}))
+	return tokensOf(tb, ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: loginBody(email, extra)}))
 }
 
 // UserID returns the account id behind an access token.

@@ -94,6 +94,14 @@ func manifestHash(body map[string]any) string {
 	return hashOf(raw)
 }
 
+// createAsset creates asset with a fresh op and returns its chain head.
+func (f *opFixture) createAsset(tb testing.TB, asset string) string {
+	tb.Helper()
+	create := f.createBody(asset)
+	f.op(tb, create).WantStatus(tb, http.StatusOK)
+	return manifestHash(create)
+}
+
 func (f *opFixture) op(tb testing.TB, body any) *Response {
 	tb.Helper()
 	return f.ts.Do(tb, Req{Method: "POST", Path: "/v1/albums/" + f.album + "/ops", Token: f.tok.Access, Body: body})
@@ -343,9 +351,7 @@ func TestOpReplay(t *testing.T) {
 
 func TestOpStaleChain(t *testing.T) {
 	f := newOpFixture(t)
-	create := f.createBody(assetA)
-	f.op(t, create).WantStatus(t, http.StatusOK)
-	head := manifestHash(create)
+	head := f.createAsset(t, assetA)
 	before := f.state(t)
 	for _, tc := range []struct {
 		name string
@@ -373,9 +379,7 @@ func TestOpStaleChain(t *testing.T) {
 // compare-and-set lets exactly one through, and sync_seq stays contiguous.
 func TestOpConcurrentReplaces(t *testing.T) {
 	f := newOpFixture(t)
-	create := f.createBody(assetA)
-	f.op(t, create).WantStatus(t, http.StatusOK)
-	head := manifestHash(create)
+	head := f.createAsset(t, assetA)
 	const writers = 16
 	bodies := make([]map[string]any, writers)
 	for i := range bodies {

@@ -31,10 +31,7 @@ func (ts *TestServer) revokeAll(tb testing.TB, challenge, proof string) *Respons
 }
 
 func TestRevokeAllWithProof(t *testing.T) {
-	ts := MustOpenServer(t)
-	first := ts.Register(t, "a@example.org")
-	id := ts.UserID(t, first.Access)
-	ts.publish(t, first.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	ts, first, id := openPinnedAccount(t)
 	second := ts.Login(t, "a@example.org")
 	third := ts.Login(t, "a@example.org")
 	bystander := ts.Register(t, "b@example.org")
@@ -125,10 +122,7 @@ func TestRevokeAllRefusals(t *testing.T) {
 // a missing master-key proof, 401 (interface, Conventions 5), and like any
 // refused proof it costs the challenge.
 func TestRevokeAllMissingProof(t *testing.T) {
-	ts := MustOpenServer(t)
-	tok := ts.Register(t, "a@example.org")
-	id := ts.UserID(t, tok.Access)
-	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	ts, tok, id := openPinnedAccount(t)
 	for name, body := range map[string]func(ch string) map[string]any{
 		"absent": func(ch string) map[string]any { return map[string]any{"challenge": ch} },
 		"null":   func(ch string) map[string]any { return map[string]any{"challenge": ch, "proof": nil} },
@@ -143,10 +137,7 @@ func TestRevokeAllMissingProof(t *testing.T) {
 }
 
 func TestRevokeAllReusedChallenge(t *testing.T) {
-	ts := MustOpenServer(t)
-	tok := ts.Register(t, "a@example.org")
-	id := ts.UserID(t, tok.Access)
-	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	ts, tok, id := openPinnedAccount(t)
 	ch := ts.challenge(t, tok.Access)
 	p := proof(aliceKey, id, ch)
 	ts.revokeAll(t, ch, p).WantStatus(t, 200)
@@ -166,10 +157,7 @@ func TestRevokeAllWithoutPinnedKey(t *testing.T) {
 }
 
 func TestRevokeAllChallengeExpires(t *testing.T) {
-	ts := MustOpenServer(t)
-	tok := ts.Register(t, "a@example.org")
-	id := ts.UserID(t, tok.Access)
-	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	ts, tok, id := openPinnedAccount(t)
 	ch := ts.challenge(t, tok.Access)
 	ts.Clock.Advance(5 * time.Minute)
 	ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantProblem(t, 401, "error.auth.challenge_expired")
@@ -182,10 +170,7 @@ func TestRevokeAllChallengeExpires(t *testing.T) {
 // A stolen access token can end its own session (logout) but never the
 // others: the challenge it can obtain is worthless without the identity key.
 func TestStolenAccessTokenCannotRevokeAll(t *testing.T) {
-	ts := MustOpenServer(t)
-	victim := ts.Register(t, "a@example.org")
-	id := ts.UserID(t, victim.Access)
-	ts.publish(t, victim.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	ts, victim, id := openPinnedAccount(t)
 	stolen := ts.Login(t, "a@example.org")
 	// The thief cannot swap in its own key...
 	ts.publish(t, stolen.Access, bobKey.PublicKeyBase64(), directoryBody(t, 2, 2)).WantProblem(t, 403, "error.directory.identity_key_mismatch")
@@ -194,4 +179,15 @@ func TestStolenAccessTokenCannotRevokeAll(t *testing.T) {
 	ts.revokeAll(t, ch, proof(bobKey, id, ch)).WantProblem(t, 401, "error.auth.proof_required")
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: stolen.Access}).WantStatus(t, 204)
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: victim.Access}).WantStatus(t, 200)
+}
+
+// openPinnedAccount is where most revoke-all tests start: a fresh server and
+// one account (a@example.org, signed in as tok) that has published a
+// directory pinning aliceKey as its identity key.
+func openPinnedAccount(tb testing.TB) (ts *TestServer, tok Tokens, userID string) {
+	tb.Helper()
+	ts = MustOpenServer(tb)
+	tok = ts.Register(tb, "a@example.org")
+	ts.publish(tb, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(tb, 1, 1)).WantStatus(tb, 200)
+	return ts, tok, ts.UserID(tb, tok.Access)
 }

@@ -146,13 +146,18 @@ type sharedMetadataResponse struct {
 	PassphraseProtected bool   `json:"passphrase_protected"`
 }
 
-// handles "GET /s/:opaque_id"
-func (s *Server) handleShareMetadata(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+// sharedLink is the live link the path's opaque_id names.
+func (s *Server) sharedLink(ps httprouter.Params) (*kv.Share, error) {
 	id, err := pathParam(ps, "opaque_id", isOpaqueID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sh, err := s.store.Share(id)
+	return s.store.Share(id)
+}
+
+// handles "GET /s/:opaque_id"
+func (s *Server) handleShareMetadata(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sh, err := s.sharedLink(ps)
 	if err != nil {
 		return err
 	}
@@ -193,11 +198,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 // registered. A link without a passphrase answers the same 404 as an unknown
 // link.
 func (s *Server) handleShareSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := pathParam(ps, "opaque_id", isOpaqueID)
-	if err != nil {
-		return err
-	}
-	sh, err := s.store.Share(id)
+	sh, err := s.sharedLink(ps)
 	if err != nil {
 		return err
 	}

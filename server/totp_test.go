@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"encoding/base32"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -90,13 +91,7 @@ func (ts *TestServer) RegisterWithTOTP(tb testing.TB, email string) (Tokens, str
 // the mfa_token.
 func (ts *TestServer) LoginChallenge(tb testing.TB, email string, extra ...map[string]any) string {
 	tb.Helper()
-	body := map[string]any{"email": email, "password": testPassword}
-	for _, e := range extra {
-		for k, v := range e {
-			body[k] = v
-		}
-	}
-	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: body}).WantStatus(tb, http.StatusAccepted)
+	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: loginBody(email, extra)}).WantStatus(tb, http.StatusAccepted)
 	m := r.JSON(tb)
 	token, _ := m["mfa_token"].(string)
 	if len(m) != 2 || !strings.HasPrefix(token, "sbx_mfa_") {
@@ -113,9 +108,7 @@ func (ts *TestServer) VerifyTOTP(tb testing.TB, mfaToken, code string, extra ...
 	tb.Helper()
 	body := map[string]any{"mfa_token": mfaToken, "totp_code": code}
 	for _, e := range extra {
-		for k, v := range e {
-			body[k] = v
-		}
+		maps.Copy(body, e)
 	}
 	return ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login/verify-totp", Body: body})
 }

@@ -33,6 +33,17 @@ func tusHeaders(extra ...string) map[string]string {
 	return h
 }
 
+// openTransfer is the scenario most tus tests start from: a fresh server,
+// an account with an album and an upload session, and a transfer created
+// for data, not yet written.
+func openTransfer(tb testing.TB, data []byte) (ts *TestServer, tok Tokens, location string, _ []byte) {
+	tb.Helper()
+	ts = MustOpenServer(tb)
+	tok = ts.Register(tb, "a@example.org")
+	up := ts.OpenUpload(tb, tok.Access, ts.NewAlbum(tb, tok.Access))
+	return ts, tok, ts.TusCreate(tb, tok.Access, up, data), data
+}
+
 // TusCreate creates a transfer of data through the upload session and
 // returns its path (the Location).
 func (ts *TestServer) TusCreate(tb testing.TB, access, uploadID string, data []byte) string {
@@ -191,14 +202,10 @@ func TestTusEmptyUpload(t *testing.T) {
 }
 
 func TestTusVersionRequired(t *testing.T) {
-	ts := MustOpenServer(t)
-	tok := ts.Register(t, "a@example.org")
-	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	data := []byte("some bytes")
-	loc := ts.TusCreate(t, tok.Access, up, data)
+	ts, tok, loc, data := openTransfer(t, []byte("some bytes"))
 	for _, version := range []string{"", "0.2.2", "1.0"} {
 		for _, req := range []Req{
-			{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Header: map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMetadata(hashOf(data))}},
+			{Method: "POST", Path: path.Dir(loc), Header: map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMetadata(hashOf(data))}},
 			{Method: "HEAD", Path: loc},
 			{Method: "PATCH", Path: loc, Body: data, ContentType: "application/offset+octet-stream", Header: map[string]string{"Upload-Offset": "0"}},
 			{Method: "DELETE", Path: loc},
@@ -305,11 +312,7 @@ func TestTusQuota(t *testing.T) {
 }
 
 func TestTusPatchValidation(t *testing.T) {
-	ts := MustOpenServer(t)
-	tok := ts.Register(t, "a@example.org")
-	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	data := randomData(1000)
-	loc := ts.TusCreate(t, tok.Access, up, data)
+	ts, tok, loc, data := openTransfer(t, randomData(1000))
 	ts.TusPatch(t, tok.Access, loc, 0, data[:100]).WantStatus(t, http.StatusNoContent)
 	octet := "application/offset+octet-stream"
 	cases := []struct {
@@ -418,11 +421,7 @@ func TestTusHashMismatchStoresNothing(t *testing.T) {
 }
 
 func TestTusTermination(t *testing.T) {
-	ts := MustOpenServer(t)
-	tok := ts.Register(t, "a@example.org")
-	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	data := randomData(500)
-	loc := ts.TusCreate(t, tok.Access, up, data)
+	ts, tok, loc, data := openTransfer(t, randomData(500))
 	ts.TusPatch(t, tok.Access, loc, 0, data[:200]).WantStatus(t, http.StatusNoContent)
 	if _, err := os.Stat(ts.partialPath(loc)); err != nil {
 		t.Fatalf("no partial file: %v", err)
@@ -438,6 +437,7 @@ func TestTusTermination(t *testing.T) {
 		t.Fatalf("removal queue: %q", removals)
 	}
 	// Closing the session discards the transfers it still has.
+	up := path.Base(path.Dir(path.Dir(loc))) // /v1/uploads/{up}/tus/{id}
 	loc = ts.TusCreate(t, tok.Access, up, data)
 	ts.TusPatch(t, tok.Access, loc, 0, data[:200]).WantStatus(t, http.StatusNoContent)
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/uploads/" + up, Token: tok.Access}).WantStatus(t, http.StatusNoContent)
@@ -490,11 +490,7 @@ func TestTusExpiry(t *testing.T) {
 // bytes that reached the server are acknowledged, a second writer meanwhile
 // is told to retry (423), and the client resumes from the offset HEAD gives.
 func TestTusBrokenPatchAcknowledgesWhatArrived(t *testing.T) {
-	ts := MustOpenServer(t)
-	tok := ts.Register(t, "a@example.org")
-	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	data := randomData(4 << 20)
-	loc := ts.TusCreate(t, tok.Access, up, data)
+	ts, tok, loc, data := openTransfer(t, randomData(4 << 20))
 
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequestWithContext(context.Background(), "PATCH", ts.URL()+loc, pr)

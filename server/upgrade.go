@@ -77,13 +77,17 @@ func intentText(in map[string][]byte, name string) (string, bool) {
 	return s, true
 }
 
-// intentQuery reads the intent_id query parameter of abort and commit.
-func intentQuery(r *http.Request) (string, error) {
-	id, ok := parseUUID(r.URL.Query().Get("intent_id"))
-	if !ok {
-		return "", fault.FieldErrorf(fault.ECodeMalformed, "intent_id", "the query parameter intent_id must be a UUID")
+// ceremonyParams reads what abort and commit name: the album in the path
+// and the ceremony in the intent_id query parameter.
+func ceremonyParams(r *http.Request, ps httprouter.Params) (albumID, intentID string, err error) {
+	if albumID, err = pathParam(ps, "album_id", isCanonicalUUID); err != nil {
+		return "", "", err
 	}
-	return id, nil
+	intentID, ok := parseUUID(r.URL.Query().Get("intent_id"))
+	if !ok {
+		return "", "", fault.FieldErrorf(fault.ECodeMalformed, "intent_id", "the query parameter intent_id must be a UUID")
+	}
+	return albumID, intentID, nil
 }
 
 type upgradePhaseResponse struct {
@@ -147,16 +151,11 @@ func (s *Server) handleUpgradeStart(w http.ResponseWriter, r *http.Request, ps h
 // handles "DELETE /v1/albums/:album_id/upgrade": aborts the ceremony named
 // by the intent_id query parameter.
 func (s *Server) handleUpgradeAbort(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	sess := caller(r)
-	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	albumID, id, err := ceremonyParams(r, ps)
 	if err != nil {
 		return err
 	}
-	id, err := intentQuery(r)
-	if err != nil {
-		return err
-	}
-	p, err := s.store.AbortUpgrade(sess.AccountID, albumID, id)
+	p, err := s.store.AbortUpgrade(caller(r).AccountID, albumID, id)
 	if err != nil {
 		return err
 	}
@@ -168,11 +167,7 @@ func (s *Server) handleUpgradeAbort(w http.ResponseWriter, r *http.Request, ps h
 // stored verbatim).
 func (s *Server) handleUpgradeCommit(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	sess := caller(r)
-	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
-	if err != nil {
-		return err
-	}
-	id, err := intentQuery(r)
+	albumID, id, err := ceremonyParams(r, ps)
 	if err != nil {
 		return err
 	}

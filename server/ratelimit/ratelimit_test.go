@@ -70,19 +70,24 @@ func checkList(t *testing.T, l *Limiter) {
 	}
 }
 
-func TestBurstThenRefusal(t *testing.T) {
+// drainedLimiter is a limiter of 20 a second with a burst of 200 whose key
+// "a" has just spent the whole burst.
+func drainedLimiter(t *testing.T) (*clock, *Limiter) {
 	c := newClock()
 	l := New(20, 200, c.Now)
 	allowN(t, l, "a", 200)
+	return c, l
+}
+
+func TestBurstThenRefusal(t *testing.T) {
+	c, l := drainedLimiter(t)
 	wantRefused(t, l, "a", 50*time.Millisecond)
 	c.Advance(20 * time.Millisecond)
 	wantRefused(t, l, "a", 30*time.Millisecond)
 }
 
 func TestRefill(t *testing.T) {
-	c := newClock()
-	l := New(20, 200, c.Now)
-	allowN(t, l, "a", 200)
+	c, l := drainedLimiter(t)
 
 	// After exactly retryAfter, one token and no more.
 	_, retry := l.Allow("a")
