@@ -490,7 +490,7 @@ func TestTusExpiry(t *testing.T) {
 // bytes that reached the server are acknowledged, a second writer meanwhile
 // is told to retry (423), and the client resumes from the offset HEAD gives.
 func TestTusBrokenPatchAcknowledgesWhatArrived(t *testing.T) {
-	ts, tok, loc, data := openTransfer(t, randomData(4 << 20))
+	ts, tok, loc, data := openTransfer(t, randomData(4<<20))
 
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequestWithContext(context.Background(), "PATCH", ts.URL()+loc, pr)
