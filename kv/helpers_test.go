@@ -8,26 +8,34 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/pgtest"
 )
 
 // TestMain runs the suite in the retry test mode when SEALBOX_TEST_RERUN=1
 // (kv.RerunUpdatesForTests): every update function runs twice, the first
-// run rolled back.
+// run rolled back. It stops a PostgreSQL cluster the tests started.
 func TestMain(m *testing.M) {
 	kv.RerunUpdatesForTests(os.Getenv("SEALBOX_TEST_RERUN") == "1")
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
-// assertFileLacks fails if the raw file at path contains any of secrets.
+// assertFileLacks fails if the raw store at path contains any of secrets:
+// the bbolt file's bytes, or, for a store on PostgreSQL (path is its
+// schema's URL), every key and value of every table.
 func assertFileLacks(tb testing.TB, path string, secrets ...string) {
 	tb.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
+	raw := pgtest.Dump(tb, path)
+	if raw == nil {
+		var err error
+		if raw, err = os.ReadFile(path); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	for _, s := range secrets {
 		if bytes.Contains(raw, []byte(s)) {
-			tb.Fatalf("the database file holds the secret %q", s)
+			tb.Fatalf("the store holds the secret %q", s)
 		}
 	}
 }

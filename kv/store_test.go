@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"context"
 	"bytes"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/pgtest"
 )
 
 type clock struct {
@@ -29,11 +31,22 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// MustOpenStore opens a real bbolt file in a temp dir with a test clock.
+// MustOpenStore opens a store with a test clock: a real bbolt file in a
+// temp dir, or with SEALBOX_TEST_PG set a schema of its own on a real
+// PostgreSQL (kv/pgtest).
 func MustOpenStore(tb testing.TB) (*kv.Store, *clock) {
 	tb.Helper()
 	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	s, err := kv.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
+	var s *kv.Store
+	var err error
+	if url := pgtest.URL(tb); url != "" {
+		var e kv.Engine
+		if e, err = kv.OpenPostgresEngine(context.Background(), url); err == nil {
+			s, err = kv.OpenEngine(e, url, kv.Options{Now: c.Now})
+		}
+	} else {
+		s, err = kv.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/pgtest"
 	"sealbox/server"
 	"sealbox/server/password"
 )
@@ -30,7 +31,9 @@ import (
 // rolled back.
 func TestMain(m *testing.M) {
 	kv.RerunUpdatesForTests(os.Getenv("SEALBOX_TEST_RERUN") == "1")
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
 // Clock is a controllable test clock: tests move time instead of sleeping.
@@ -106,10 +109,7 @@ func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func
 		e(&cfg)
 	}
 	opts.Now = cfg.Now
-	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	store := mustOpenStore(tb, storeIn(tb, dir), opts)
 	blobStore, err := blobs.Open(filepath.Join(dir, "blobs"))
 	if err != nil {
 		tb.Fatal(err)
@@ -127,6 +127,62 @@ func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func
 	return &TestServer{Server: srv, Store: store, Blobs: blobStore, Clock: clock, Config: cfg, Dir: dir}
 }
 
+// storeIn is where the store of a test data directory lives: dir/sealbox.db,
+// or, when the suite runs on PostgreSQL and dir holds no prepared bbolt
+// file, a schema of its own, whose URL dir keeps (in store-url) so that a
+// server opened on dir again finds the same store.
+func storeIn(tb testing.TB, dir string) string {
+	tb.Helper()
+	file := filepath.Join(dir, "sealbox.db")
+	if _, err := os.Stat(file); err == nil || !pgtest.Enabled() {
+		return file
+	}
+	kept := filepath.Join(dir, "store-url")
+	if url, err := os.ReadFile(kept); err == nil {
+		return string(url)
+	}
+	url := pgtest.URL(tb)
+	if err := os.WriteFile(kept, []byte(url), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return url
+}
+
+// mustOpenStore opens the store at where: a bbolt file's path, or the URL
+// of a PostgreSQL schema (pgtest.URL).
+func mustOpenStore(tb testing.TB, where string, opts kv.Options) *kv.Store {
+	tb.Helper()
+	var store *kv.Store
+	var err error
+	if strings.HasPrefix(where, "postgres://") {
+		var e kv.Engine
+		if e, err = kv.OpenPostgresEngine(context.Background(), where); err == nil {
+			store, err = kv.OpenEngine(e, where, opts)
+		}
+	} else {
+		store, err = kv.Open(where, opts)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return store
+}
+
+// RawStore is every byte the store holds, as a copy of the database would
+// show them: a snapshot of the bbolt file, or every key and value of the
+// PostgreSQL schema.
+func (ts *TestServer) RawStore(tb testing.TB) []byte {
+	tb.Helper()
+	if raw := pgtest.Dump(tb, ts.Store.Path()); raw != nil {
+		return raw
+	}
+	var snap bytes.Buffer
+	if _, err := ts.Store.WriteSnapshot(&snap); err != nil {
+		tb.Fatal(err)
+	}
+	return snap.Bytes()
+}
+
 // Restart closes the server and its store and opens them again on the same
 // data directory, configuration and clock: what survives is what was
 // durably stored.
@@ -140,10 +196,7 @@ func (ts *TestServer) Restart(tb testing.TB) {
 	if err := ts.Store.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	store, err := kv.Open(filepath.Join(ts.Dir, "sealbox.db"), kv.Options{Now: ts.Config.Now})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	store := mustOpenStore(tb, ts.Store.Path(), kv.Options{Now: ts.Config.Now})
 	srv := server.New(ts.Config, store, ts.Blobs)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/base32"
 	"maps"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -430,10 +429,7 @@ func TestTOTPSecretSealedAtRest(t *testing.T) {
 
 func assertNotInDB(t *testing.T, ts *TestServer, secret string) {
 	t.Helper()
-	raw, err := os.ReadFile(ts.Store.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := ts.RawStore(t)
 	secretBytes, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(secret)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package enginetest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Engine) {
 	t.Run("update rolls back on error", func(t *testing.T) { testRollback(t, fresh(t)) })
 	t.Run("scan", func(t *testing.T) { testScan(t, fresh(t)) })
 	t.Run("batch", func(t *testing.T) { testBatch(t, fresh(t)) })
+	t.Run("concurrent compare-and-set", func(t *testing.T) { testCompareAndSet(t, fresh(t)) })
 }
 
 var (
@@ -241,6 +243,65 @@ func testBatch(t *testing.T, e kv.Engine) {
 		})
 		if err == nil && n != writers-1 {
 			err = fmt.Errorf("%d writers' keys committed, want %d", n, writers-1)
+		}
+		return err
+	})
+}
+
+// testCompareAndSet: concurrent read-modify-write updates of one counter,
+// and of a range (a scan deciding a write), lose nothing: the engine
+// serializes them or runs a loser again.
+func testCompareAndSet(t *testing.T, e kv.Engine) {
+	const writers, rounds = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				err := e.Update(func(tx kv.Tx) error {
+					b := tx.Bucket(bucket)
+					v, err := b.Get([]byte("counter"))
+					if err != nil {
+						return err
+					}
+					n := 0
+					if len(v) == 8 {
+						n = int(binary.BigEndian.Uint64(v))
+					}
+					// The next free slot is decided by a scan: two writers
+					// that see the same slots must not both take one.
+					taken := 0
+					if err := b.Scan(kv.Range{From: []byte("slot/"), To: []byte("slot0")}, func(_, _ []byte) error { taken++; return nil }); err != nil {
+						return err
+					}
+					if err := b.Put(fmt.Appendf(nil, "slot/%04d", taken), []byte{byte(w), byte(r)}); err != nil {
+						return err
+					}
+					return b.Put([]byte("counter"), binary.BigEndian.AppendUint64(nil, uint64(n+1)))
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	view(t, e, func(tx kv.Tx) error {
+		v, err := tx.Bucket(bucket).Get([]byte("counter"))
+		if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != writers*rounds {
+			return fmt.Errorf("counter = %x (%v), want %d", v, err, writers*rounds)
+		}
+		slots := 0
+		err = tx.Bucket(bucket).Scan(kv.Range{From: []byte("slot/"), To: []byte("slot0")}, func(_, _ []byte) error { slots++; return nil })
+		if err == nil && slots != writers*rounds {
+			err = fmt.Errorf("%d slots taken, want %d: two writers took one slot", slots, writers*rounds)
 		}
 		return err
 	})
