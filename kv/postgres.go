@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,19 +26,7 @@ import (
 // kept in the transaction until commit and sent then in one pipelined
 // batch, with the COMMIT: an update costs its reads plus one round trip.
 // This file is the only one of kv that imports pgx.
-type pgEngine struct {
-	pool    *pgxpool.Pool
-	retries atomic.Int64
-}
-
-// PostgresEngineStats are the engine's counters, for metrics.
-type PostgresEngineStats struct {
-	// Retries counts transactions run again after a serialization failure
-	// or a deadlock.
-	Retries int64
-	// Acquired and Max are the pool's connections in use and its limit.
-	Acquired, Max int32
-}
+type pgEngine struct{ pool *pgxpool.Pool }
 
 // OpenPostgresEngine connects to the PostgreSQL database url names
 // (postgres://USER@HOST:PORT/DB?sslmode=...; a search_path parameter picks
@@ -58,12 +45,6 @@ func OpenPostgresEngine(ctx context.Context, url string) (Engine, error) {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	return &pgEngine{pool: pool}, nil
-}
-
-// Stats reports the engine's counters.
-func (e *pgEngine) Stats() PostgresEngineStats {
-	st := e.pool.Stat()
-	return PostgresEngineStats{Retries: e.retries.Load(), Acquired: st.AcquiredConns(), Max: st.MaxConns()}
 }
 
 // tableName is the table that holds a bucket. Bucket names are sealbox's
@@ -118,7 +99,6 @@ func (e *pgEngine) run(iso pgx.TxIsoLevel, mode pgx.TxAccessMode, fn func(Tx) er
 	var err error
 	for attempt := range maxAttempts {
 		if attempt > 0 {
-			e.retries.Add(1)
 			// Jittered, growing pause, so the transactions that conflicted
 			// do not meet again at once.
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
