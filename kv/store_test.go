@@ -1,8 +1,8 @@
 package kv_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
