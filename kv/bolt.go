@@ -155,6 +155,12 @@ func (b boltBucket) Scan(r Range, fn func(k, v []byte) error) error {
 	var k, v []byte
 	var next func() ([]byte, []byte)
 	if r.Reverse {
+		// bbolt's Last loops forever in a write transaction whose deletes
+		// emptied every leaf page of the bucket (v1.5.0); First finds such a
+		// bucket empty at once.
+		if first, _ := c.First(); first == nil {
+			return nil
+		}
 		if r.To == nil {
 			k, v = c.Last()
 		} else if k, v = c.Seek(r.To); k == nil {

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Engine) {
 	t.Run("scan", func(t *testing.T) { testScan(t, fresh(t)) })
 	t.Run("batch", func(t *testing.T) { testBatch(t, fresh(t)) })
 	t.Run("concurrent compare-and-set", func(t *testing.T) { testCompareAndSet(t, fresh(t)) })
+	t.Run("scans of a bucket emptied in the transaction", func(t *testing.T) { testEmptied(t, fresh(t)) })
 }
 
 var (
@@ -304,6 +305,34 @@ func testCompareAndSet(t *testing.T, e kv.Engine) {
 			err = fmt.Errorf("%d slots taken, want %d: two writers took one slot", slots, writers*rounds)
 		}
 		return err
+	})
+}
+
+// testEmptied: a bucket of many pages, all deleted in one transaction, scans
+// as empty in it, forward and in reverse (bbolt's Last once looped forever
+// on such a bucket).
+func testEmptied(t *testing.T, e kv.Engine) {
+	update(t, e, func(tx kv.Tx) error {
+		for i := range 3000 {
+			if err := tx.Bucket(bucket).Put(fmt.Appendf(nil, "k%05d", i), []byte("value")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	update(t, e, func(tx kv.Tx) error {
+		b := tx.Bucket(bucket)
+		for i := range 3000 {
+			if err := b.Delete(fmt.Appendf(nil, "k%05d", i)); err != nil {
+				return err
+			}
+		}
+		for _, r := range []kv.Range{{Limit: 1}, {Limit: 1, Reverse: true}, {To: []byte("k9"), Limit: 1, Reverse: true}} {
+			if err := b.Scan(r, func(k, _ []byte) error { return fmt.Errorf("Scan(%+v) yields %q from an emptied bucket", r, k) }); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
