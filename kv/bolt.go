@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -95,12 +96,14 @@ func (e *boltEngine) CheckPages() ([]error, error) {
 	return problems, err
 }
 
-func (e *boltEngine) Path() string { return e.db.Path() }
-
+// Size is the file's size as the filesystem reports it, room bbolt
+// allocated ahead included.
 func (e *boltEngine) Size() (int64, error) {
-	var n int64
-	err := e.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
-	return n, err
+	fi, err := os.Stat(e.db.Path())
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
 }
 
 func writeBoltSnapshot(db *bolt.DB, w io.Writer) (int64, error) {

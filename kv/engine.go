@@ -226,8 +226,6 @@ type Snapshotter interface {
 	// CheckPages checks the file's page structure and returns every
 	// problem it finds.
 	CheckPages() ([]error, error)
-	// Path is the file's path.
-	Path() string
 	// Size is the file's size in bytes.
 	Size() (int64, error)
 }

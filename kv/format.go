@@ -56,10 +56,16 @@ type storeFormat struct {
 	fresh bool
 }
 
-// readFormat reads the store's format; existing names its buckets.
+// readFormat reads the store's format; existing names its buckets. A store
+// with no format record is format 0, or fresh when it has no accounts
+// bucket either. That includes a meta bucket without the record: a new
+// store's buckets are created in one transaction and its format written in
+// the next, so a crash between the two leaves exactly that, with every
+// bucket empty, and the migrations from format 0 bring it up to date.
 func (s *Store) readFormat(existing map[string]bool) (storeFormat, error) {
+	unrecorded := storeFormat{fresh: !existing[string(bucketAccounts)]}
 	if !existing[string(bucketMeta)] {
-		return storeFormat{fresh: !existing[string(bucketAccounts)]}, nil
+		return unrecorded, nil
 	}
 	var f storeFormat
 	err := s.view(func(tx Tx) error {
@@ -67,6 +73,10 @@ func (s *Store) readFormat(existing map[string]bool) (storeFormat, error) {
 		format, err := meta.Get(metaFormat)
 		if err != nil {
 			return err
+		}
+		if format == nil {
+			f = unrecorded
+			return nil
 		}
 		if f.version, err = strconv.Atoi(string(format)); err != nil || f.version < 0 {
 			return fmt.Errorf("kv: the store's format record %q is not a version", format)

@@ -163,3 +163,20 @@ func TestOpenFreshStore(t *testing.T) {
 		t.Fatalf("fresh store: format %d by %q (%v)", v, by, err)
 	}
 }
+
+// TestOpenStoreCutBeforeItsFormat: a new store's buckets and its format
+// record are written by two transactions; a store cut off between them (every
+// bucket, no format record) opens and is brought to the current format
+// instead of being refused as unreadable.
+func TestOpenStoreCutBeforeItsFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sealbox.db")
+	writeBoltFile(t, path, map[string]map[string]string{"meta": {}, "accounts": {}})
+	s, err := kv.Open(path, kv.Options{Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _, err := s.Format(); err != nil || v != kv.FormatVersion {
+		t.Fatalf("format %d (%v), want %d", v, err, kv.FormatVersion)
+	}
+}

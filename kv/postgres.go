@@ -67,15 +67,19 @@ func (e *pgEngine) Buckets() (map[string]bool, error) {
 }
 
 func (e *pgEngine) CreateBuckets(names [][]byte) error {
-	var b pgx.Batch
-	for _, name := range names {
-		b.Queue(`CREATE TABLE IF NOT EXISTS ` + tableName(name) + ` (k bytea PRIMARY KEY, v bytea NOT NULL)`)
+	create := func() error {
+		var b pgx.Batch
+		for _, name := range names {
+			b.Queue(`CREATE TABLE IF NOT EXISTS ` + tableName(name) + ` (k bytea PRIMARY KEY, v bytea NOT NULL)`)
+		}
+		return e.pool.SendBatch(context.Background(), &b).Close()
 	}
 	// Two nodes starting at once may both create a table: the loser's
-	// CREATE fails on the catalog's unique index, and the table exists.
-	err := e.pool.SendBatch(context.Background(), &b).Close()
-	if pgErrCode(err) == "23505" || pgErrCode(err) == "42P07" {
-		return e.CreateBuckets(names)
+	// CREATE fails on the catalog's unique index, and the table exists, so
+	// a second run finds it.
+	err := create()
+	if code := pgErrCode(err); code == "23505" || code == "42P07" {
+		err = create()
 	}
 	return err
 }
