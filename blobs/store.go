@@ -32,6 +32,8 @@ type Store struct {
 	// synced holds the fan-out directories whose entry in their parent is
 	// known to be durable, so each costs an fsync once per process.
 	synced sync.Map
+
+	group groupCommit // PutSmall's
 }
 
 // Open opens the store rooted at dir, creating dir and dir/tmp (mode 0700) if
@@ -127,7 +129,7 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 			return err
 		}
 		return f.Close()
-	})
+	}, true)
 }
 
 // Adopt places the file at path into the store as the blob hash without
@@ -148,7 +150,7 @@ func (s *Store) Adopt(path, hash string) (Info, bool, error) {
 	if !ValidHash(hash) {
 		return Info{}, false, ErrInvalidHash
 	}
-	return s.link(path, hash, func() error { return nil })
+	return s.link(path, hash, func() error { return nil }, true)
 }
 
 // LinkFrom gives s the blob hash of src by a hard link, and reports false
@@ -174,10 +176,12 @@ func (s *Store) LinkFrom(src *Store, hash string) (bool, error) {
 // link gives the file at src the name of blob hash unless that blob is
 // already stored, in which case it claims that blob instead (see place). It
 // calls prepare (to make src's bytes durable) once, and only when it will
-// link, and makes the name durable before it returns.
-func (s *Store) link(src, hash string, prepare func() error) (Info, bool, error) {
+// link, and makes the name durable before it returns unless syncNames is
+// false: the caller (a group commit) then makes every name it placed
+// durable at once before it reports any of them stored.
+func (s *Store) link(src, hash string, prepare func() error, syncNames bool) (Info, bool, error) {
 	dst := s.path(hash)
-	if err := s.ensureDirs(hash); err != nil {
+	if err := s.ensureDirs(hash, syncNames); err != nil {
 		return Info{}, false, err
 	}
 	prepared := false
@@ -196,8 +200,10 @@ func (s *Store) link(src, hash string, prepare func() error) (Info, bool, error)
 		// Even when the blob was already there, a concurrent Put may have
 		// placed it and not yet fsynced the directory: do it before reporting
 		// success.
-		if err := SyncDir(filepath.Dir(dst)); err != nil {
-			return Info{}, false, err
+		if syncNames {
+			if err := SyncDir(filepath.Dir(dst)); err != nil {
+				return Info{}, false, err
+			}
 		}
 		info, err := s.Stat(hash)
 		if errors.Is(err, ErrNotFound) {
@@ -468,16 +474,19 @@ func (s *Store) path(hash string) string {
 	return filepath.Join(s.dir, hash[0:2], hash[2:4], hash)
 }
 
-// ensureDirs creates the fan-out directories of hash if missing and makes
-// their entries durable. A directory found already there is fsynced too: a
-// concurrent Put may have just created it.
-func (s *Store) ensureDirs(hash string) error {
+// ensureDirs creates the fan-out directories of hash if missing and, if
+// syncNames, makes their entries durable. A directory found already there is
+// fsynced too: a concurrent Put may have just created it.
+func (s *Store) ensureDirs(hash string, syncNames bool) error {
 	for _, d := range []string{filepath.Join(s.dir, hash[0:2]), filepath.Join(s.dir, hash[0:2], hash[2:4])} {
 		if _, ok := s.synced.Load(d); ok {
 			continue
 		}
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
+		}
+		if !syncNames {
+			continue
 		}
 		if err := SyncDir(filepath.Dir(d)); err != nil {
 			return err

@@ -96,7 +96,7 @@ type crashWriter struct {
 
 // crashWriters is the writer set, run concurrently each round.
 func crashWriters() []crashWriter {
-	return []crashWriter{
+	writers := []crashWriter{
 		{name: "registrations", write: writeRegistrations, verify: verifyRegistrations},
 		{name: "directory", write: writeDirectories, verify: verifyDirectory},
 		{name: "uploads", write: writeUploads, verify: verifyBlobs},
@@ -104,7 +104,18 @@ func crashWriters() []crashWriter {
 		{name: "shares", write: writeShares, verify: verifyShares},
 		{name: "lifecycle ops", write: writeOps, verify: verifyOps},
 	}
+	// Concurrent ops share their blobs' flushes (blobs.PutSmall) and their
+	// store commits: the kill must find every acknowledged one of a group
+	// whole. verifyOps checks the ops of every writer.
+	for range crashOpWriters - 1 {
+		writers = append(writers, crashWriter{name: "lifecycle ops", write: writeOps})
+	}
+	return writers
 }
+
+// crashOpWriters is how many lifecycle op writers run at once, each in an
+// album of its own.
+const crashOpWriters = 8
 
 // crashAccount is an account whose registration was acknowledged.
 type crashAccount struct {

@@ -221,77 +221,53 @@ func (s *Store) CheckOp(accountID string, op *Op) (*OpResult, error) {
 // has already stored in the blob store. A manifest already applied is
 // answered from its first application, writing nothing.
 //
-// Concurrent ops share commits (commitOp).
+// Concurrent ops share commits (commitShared).
 func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
-	var (
-		res     *OpResult
-		refusal error
-	)
-	err := s.commitOp(func(tx Tx) error {
+	var res *OpResult
+	err := s.commitShared(func(tx Tx) (error, error) {
 		// Batch may run this function more than once (a batch whose
 		// transaction fails is retried), so every result is set afresh.
-		res, refusal = nil, nil
+		res = nil
 		now := s.now()
 		a, replay, err := checkOp(tx, accountID, op)
 		if err != nil {
 			var ke *fault.Error
 			if errors.As(err, &ke) {
-				// A refusal has written nothing: returning nil keeps it
-				// from rolling back, and re-running, the other ops of
-				// the shared transaction.
-				refusal = err
-				return nil
+				return err, nil // a refusal: checkOp has written nothing
 			}
-			return err
+			return nil, err
 		}
 		if replay != nil {
 			res = replay
-			return nil
+			return nil, nil
 		}
 		a.SyncSeq++
 		if err := putAlbum(tx, a); err != nil {
-			return err
+			return nil, err
 		}
 		if err := putFeedEntry(tx, op.AlbumID, &FeedEntry{
 			SyncSeq: a.SyncSeq, AssetID: op.AssetID, Action: op.Action, ManifestHash: op.Manifest.Hash,
 			CiphertextHash: op.CiphertextHash, MetadataBlobHash: op.MetadataBlobHash, OriginalBlobHash: op.OriginalBlobHash,
 			AppliedAt: now,
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Bucket(bucketAppliedManifests).Put(appliedKey(op.AlbumID, op.Manifest.Hash), u64(a.SyncSeq)); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Bucket(bucketAssets).Put(assetKey(op.AlbumID, op.AssetID), encode(&assetRecord{Head: op.Manifest.Hash})); err != nil {
-			return err
+			return nil, err
 		}
 		for _, b := range op.storedBlobs() {
 			if _, err := holdBlob(tx, accountID, b, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		res = &OpResult{AssetID: op.AssetID, SyncSeq: a.SyncSeq, Action: op.Action}
-		return nil
+		return nil, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if refusal != nil {
-		return nil, refusal
-	}
 	return res, nil
-}
-
-// commitOp runs fn in a write transaction shared with concurrent ops
-// (Engine.Batch), so many writers pay for one commit's fsyncs. A lone op
-// uses its own transaction at once: in a batch it would wait MaxBatchDelay
-// for writers that are not coming. fn must be idempotent and leave a refused
-// op's writes undone itself (see ApplyOp): Batch re-runs the functions of a
-// failed batch.
-func (s *Store) commitOp(fn func(Tx) error) error {
-	defer s.opWriters.Add(-1)
-	if s.opWriters.Add(1) == 1 || s.rerun {
-		return s.update(fn)
-	}
-	return s.engine.Batch(fn)
 }

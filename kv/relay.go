@@ -173,43 +173,56 @@ func mailboxPrefix(key []byte, dir Direction) []byte {
 
 // AppendRelay appends payload to one mailbox of a live channel. A mailbox
 // that already holds capacity payloads refuses with error.relay.mailbox_full.
+// Posts to concurrent channels share commits (commitShared).
 func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, capacity int) error {
-	return s.update(func(tx Tx) error {
+	return s.commitShared(func(tx Tx) (error, error) {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
-			return err
+			return relayRefusal(err)
 		}
 		if ch.Count[dir] >= capacity {
-			return fault.Errorf(fault.ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", capacity)
+			return fault.Errorf(fault.ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", capacity), nil
 		}
 		if err := tx.Bucket(bucketRelayMailboxes).Put(join(mailboxPrefix(key, dir), u64(ch.Next[dir])), payload); err != nil {
-			return err
+			return nil, err
 		}
 		ch.Count[dir]++
 		ch.Next[dir]++
-		return putChannel(tx, key, ch, false)
+		return nil, putChannel(tx, key, ch, false)
 	})
 }
 
 // DrainRelay removes and returns every payload of one mailbox of a live
-// channel, in arrival order; the other mailbox is untouched.
+// channel, in arrival order; the other mailbox is untouched. Drains of
+// concurrent channels share commits (commitShared).
 func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 	var out [][]byte
-	err := s.update(func(tx Tx) error {
+	err := s.commitShared(func(tx Tx) (error, error) {
+		out = nil
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
-			return err
+			return relayRefusal(err)
 		}
 		out, err = deleteMailbox(tx, mailboxPrefix(key, dir))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ch.Count[dir] = 0
-		return putChannel(tx, key, ch, false)
+		return nil, putChannel(tx, key, ch, false)
 	})
 	return out, err
+}
+
+// relayRefusal sorts an error of liveChannel, which writes nothing, into a
+// refusal (a *fault.Error: no such live channel) or a failure.
+func relayRefusal(err error) (refusal, failure error) {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err, nil
+	}
+	return nil, err
 }
 
 // deleteMailbox removes the payloads under prefix and returns copies of them

@@ -111,9 +111,9 @@ type Store struct {
 	rerun  bool
 	engine Engine
 	now    func() time.Time
-	// opWriters counts lifecycle ops inside ApplyOp, so a lone op commits
-	// at once instead of waiting MaxBatchDelay for company (commitOp).
-	opWriters atomic.Int64
+	// sharedWriters counts the callers inside commitShared, so a lone one
+	// commits at once instead of waiting MaxBatchDelay for company.
+	sharedWriters atomic.Int64
 	// where names the store in messages (the bbolt file's path).
 	where string
 }
@@ -248,6 +248,36 @@ func getRecord[T any](tx Tx, bucket, key []byte) (*T, error) {
 func has(tx Tx, bucket, key []byte) (bool, error) {
 	v, err := tx.Bucket(bucket).Get(key)
 	return v != nil, err
+}
+
+// commitShared runs fn in a write transaction shared with concurrent callers
+// (Engine.Batch), so many writers (lifecycle ops, relay posts) pay for one
+// commit's fsyncs. A lone writer uses its own transaction at once: in a batch
+// it would wait MaxBatchDelay for writers that are not coming.
+//
+// fn returns a refusal, which must have written nothing, or an error. A
+// refusal is returned to its caller alone: fn then returns nil to the batch,
+// so one refused writer neither rolls back nor re-runs the others. An error
+// fails the batch, and Batch re-runs its functions, so fn must be idempotent
+// and set its results afresh on every run; the refusal returned is the one of
+// its last run.
+func (s *Store) commitShared(fn func(tx Tx) (refusal, err error)) error {
+	var refusal error
+	run := func(tx Tx) (err error) {
+		refusal, err = fn(tx)
+		return err
+	}
+	defer s.sharedWriters.Add(-1)
+	var err error
+	if s.sharedWriters.Add(1) == 1 || s.rerun {
+		err = s.update(run)
+	} else {
+		err = s.engine.Batch(run)
+	}
+	if err != nil {
+		return err
+	}
+	return refusal
 }
 
 // commitThenRefuse runs fn in an update whose writes stand even when fn

@@ -261,23 +261,13 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 	return writeJSON(w, http.StatusOK, opResponse{AssetID: res.AssetID, SyncSeq: res.SyncSeq, Action: res.Action, Replayed: res.Replayed})
 }
 
-// storeOpBlobs writes the op's manifest and metadata blobs to the blob store
-// side by side: each is a durable file creation (file and directory fsyncs)
-// that costs more than the whole store transaction, and the two overlap on
-// the disk.
+// storeOpBlobs makes the op's manifest and metadata blobs durable. Each
+// alone would be a durable file creation (file and directory fsyncs) costing
+// more than the whole store transaction; PutSmall shares that work with the
+// ops of other requests writing at the same moment.
 func (s *Server) storeOpBlobs(wr *opWrite) error {
 	if wr.metadata == nil {
-		_, _, err := s.blobs.PutBytes(wr.manifest)
-		return err
+		return s.blobs.PutSmall(wr.manifest)
 	}
-	metaErr := make(chan error, 1)
-	go func() {
-		_, _, err := s.blobs.PutBytes(wr.metadata)
-		metaErr <- err
-	}()
-	_, _, err := s.blobs.PutBytes(wr.manifest)
-	if merr := <-metaErr; err == nil {
-		err = merr
-	}
-	return err
+	return s.blobs.PutSmall(wr.manifest, wr.metadata)
 }
