@@ -34,6 +34,7 @@ type Store struct {
 	synced sync.Map
 
 	group groupCommit // PutSmall's
+	files openFiles   // Open's idle read handles
 }
 
 // Open opens the store rooted at dir, creating dir and dir/tmp (mode 0700) if
@@ -252,13 +253,22 @@ func (s *Store) PutBytes(b []byte) (Info, bool, error) {
 	return s.Put(bytes.NewReader(b), "", 0)
 }
 
-// Open opens the blob for reading; the caller closes it. Locally it is an
-// *os.File, so net/http sends it with sendfile. It returns ErrInvalidHash or
-// ErrNotFound.
+// Open opens the blob for reading, at its first byte; the caller closes it,
+// which keeps the handle for the blob's next reader (see openFiles). It
+// wraps an *os.File and exposes its SyscallConn, so net/http sends it with
+// sendfile. Info is the blob's as of when the handle was first opened: the
+// size never changes, the modification time may have moved since (a claim).
+// It returns ErrInvalidHash or ErrNotFound.
 func (s *Store) Open(hash string) (io.ReadSeekCloser, Info, error) {
 	if !ValidHash(hash) {
 		return nil, Info{}, ErrInvalidHash
 	}
+	if f := s.files.get(hash); f != nil {
+		return f, f.info, nil
+	}
+	// Stamped before the open: a removal racing with it keeps the handle out
+	// of the pool.
+	stamp := s.files.stamp()
 	f, err := os.Open(s.path(hash))
 	if err != nil {
 		return nil, Info{}, notFound(err)
@@ -268,7 +278,8 @@ func (s *Store) Open(hash string) (io.ReadSeekCloser, Info, error) {
 		f.Close()
 		return nil, Info{}, err
 	}
-	return f, newInfo(hash, fi), nil
+	info := newInfo(hash, fi)
+	return &blobFile{File: f, info: info, store: s, removal: stamp}, info, nil
 }
 
 // Stat returns the blob's Info. It returns ErrInvalidHash or ErrNotFound.
@@ -306,6 +317,7 @@ func (s *Store) Collect(hash string, cutoff time.Time) (bool, error) {
 		return false, nil
 	}
 	aside := filepath.Join(s.tmp, "collect-"+hash)
+	s.files.removed(hash)
 	if err := os.Rename(p, aside); err != nil {
 		return false, notFound(err)
 	}
@@ -332,6 +344,7 @@ func (s *Store) Remove(hash string) error {
 		return ErrInvalidHash
 	}
 	p := s.path(hash)
+	s.files.removed(hash)
 	if err := os.Remove(p); err != nil {
 		return notFound(err)
 	}

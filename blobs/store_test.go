@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -716,10 +717,14 @@ func TestAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Locally a blob is still an *os.File, so net/http can sendfile it.
-	file, ok := f.(*os.File)
+	// Locally a blob is read through a file's descriptor, which net/http
+	// sends with sendfile: net.TCPConn.ReadFrom takes any syscall.Conn.
+	file, ok := f.(interface {
+		syscall.Conn
+		Stat() (os.FileInfo, error)
+	})
 	if !ok {
-		t.Fatalf("Open returned %T, not an *os.File", f)
+		t.Fatalf("Open returned %T, which is not a file net/http can sendfile", f)
 	}
 	blobFi, _ := file.Stat()
 	got, _ := io.ReadAll(f)

@@ -627,3 +627,40 @@ func FuzzConditionalHeaders(f *testing.F) {
 		}
 	})
 }
+
+// TestServeDirectMatchesServeContent: the requests serveDirect answers itself
+// get exactly the answer of the ServeContent path. A conditional that cannot
+// match (If-None-Match of another tag) sends the same request down that path.
+func TestServeDirectMatchesServeContent(t *testing.T) {
+	ranges := []string{
+		"", "bytes=0-9", "bytes=10-", "bytes=-5", "bytes=90-1000", "bytes=0-99", "BYTES=3-4",
+		"bytes=0-99999999999999999999", " bytes=1-2", "bytes=200-300", "bytes=5-2", "pages=1-2",
+		"bytes=-0", "bytes=" + strings.Repeat("0-0,", maxRanges+1) + "0-0",
+	}
+	for _, blob := range [][]byte{testBlob, {}} {
+		for _, rng := range ranges {
+			for _, method := range []string{http.MethodGet, http.MethodHead} {
+				t.Run(fmt.Sprintf("%s/%d/%q", method, len(blob), rng), func(t *testing.T) {
+					header := http.Header{}
+					if rng != "" {
+						header.Set("Range", rng)
+					}
+					direct := serve(t, method, header, blob)
+					header.Set("If-None-Match", `"another-blob"`)
+					viaServeContent := serve(t, method, header, blob)
+					if direct.StatusCode != viaServeContent.StatusCode {
+						t.Errorf("status %d, ServeContent's %d", direct.StatusCode, viaServeContent.StatusCode)
+					}
+					if !maps.EqualFunc(direct.Header, viaServeContent.Header, slices.Equal) {
+						t.Errorf("header %v,\nServeContent's %v", direct.Header, viaServeContent.Header)
+					}
+					got, _ := io.ReadAll(direct.Body)
+					want, _ := io.ReadAll(viaServeContent.Body)
+					if !bytes.Equal(got, want) {
+						t.Errorf("body %q, ServeContent's %q", got, want)
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package blobs
+
+import (
+	"container/list"
+	"io"
+	"os"
+	"sync"
+)
+
+// maxIdleFiles bounds the read handles openFiles keeps between reads.
+const maxIdleFiles = 256
+
+// openFiles keeps the read handles of recently read blobs open between
+// reads, so a blob read often (a shared photo) costs no open, fstat and close
+// each time. A blob is immutable once stored, so a handle never shows stale
+// bytes; the pool only has to let go of a blob that is removed, so its disk
+// space is freed, and to give each handle to one reader at a time, since a
+// handle's offset is its reader's.
+type openFiles struct {
+	mu   sync.Mutex
+	lru  *list.List                 // of *blobFile, most recently returned first
+	idle map[string][]*list.Element // by hash
+	// removals counts Remove and Collect: a handle opened before a removal
+	// is closed when its reader is done instead of being kept, whichever
+	// blob was removed.
+	removals uint64
+}
+
+// blobFile is a blob open for reading. It embeds the *os.File, so net/http
+// still sends it with sendfile (through its SyscallConn); Close hands it
+// back to the store's pool.
+type blobFile struct {
+	*os.File
+	info    Info
+	store   *Store
+	removal uint64 // openFiles.removals when it was opened
+}
+
+func (f *blobFile) Close() error { return f.store.files.put(f) }
+
+// get returns an idle handle of hash, at offset 0, or nil.
+func (p *openFiles) get(hash string) *blobFile {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	els := p.idle[hash]
+	if len(els) == 0 {
+		return nil
+	}
+	el := els[len(els)-1]
+	p.removeLocked(hash, el)
+	f := el.Value.(*blobFile)
+	// Its blob has not been removed since it went idle (removed closes a
+	// removed blob's idle handles), so it counts as opened now.
+	f.removal = p.removals
+	return f
+}
+
+// put keeps f for the next reader of its blob, or closes it.
+func (p *openFiles) put(f *blobFile) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return f.File.Close()
+	}
+	p.mu.Lock()
+	if p.lru == nil {
+		p.lru, p.idle = list.New(), map[string][]*list.Element{}
+	}
+	if f.removal != p.removals {
+		p.mu.Unlock()
+		return f.File.Close()
+	}
+	p.idle[f.info.Hash] = append(p.idle[f.info.Hash], p.lru.PushFront(f))
+	var evicted *blobFile
+	if p.lru.Len() > maxIdleFiles {
+		el := p.lru.Back()
+		evicted = el.Value.(*blobFile)
+		p.removeLocked(evicted.info.Hash, el)
+	}
+	p.mu.Unlock()
+	if evicted != nil {
+		evicted.File.Close()
+	}
+	return nil
+}
+
+// removeLocked takes el, an idle handle of hash, out of the pool.
+func (p *openFiles) removeLocked(hash string, el *list.Element) {
+	p.lru.Remove(el)
+	els := p.idle[hash]
+	for i, e := range els {
+		if e == el {
+			els = append(els[:i], els[i+1:]...)
+			break
+		}
+	}
+	if len(els) == 0 {
+		delete(p.idle, hash)
+	} else {
+		p.idle[hash] = els
+	}
+}
+
+// removed closes the idle handles of hash, which is being removed, and
+// keeps the handles now in use from returning to the pool.
+func (p *openFiles) removed(hash string) {
+	p.mu.Lock()
+	p.removals++
+	var closing []*blobFile
+	for _, el := range p.idle[hash] {
+		closing = append(closing, el.Value.(*blobFile))
+		p.lru.Remove(el)
+	}
+	delete(p.idle, hash)
+	p.mu.Unlock()
+	for _, f := range closing {
+		f.File.Close()
+	}
+}
+
+// stamp is the removal count a handle opened now carries.
+func (p *openFiles) stamp() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.removals
+}
