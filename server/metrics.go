@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ type metrics struct {
 	latency      *prometheus.HistogramVec
 	authFailures *prometheus.CounterVec
 	rateLimited  *prometheus.CounterVec
+	series       sync.Map // seriesKey -> *requestSeries
 }
 
 func newMetrics(s *Server) *metrics {
@@ -75,9 +77,33 @@ func (s *Server) MetricsHandler() http.Handler {
 }
 
 func (m *metrics) observe(route, method string, status int, d time.Duration) {
-	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(route, method, code).Inc()
-	m.latency.WithLabelValues(route, method, code).Observe(d.Seconds())
+	key := seriesKey{route, method, status}
+	s, ok := m.series.Load(key)
+	if !ok {
+		code := strconv.Itoa(status)
+		s, _ = m.series.LoadOrStore(key, &requestSeries{
+			count:   m.requests.WithLabelValues(route, method, code),
+			latency: m.latency.WithLabelValues(route, method, code),
+		})
+	}
+	rs := s.(*requestSeries)
+	rs.count.Inc()
+	rs.latency.Observe(d.Seconds())
+}
+
+// seriesKey names the request series of one route pattern, method name and
+// status. All three come from short fixed lists (methodName folds unknown
+// methods), so the series map stays small.
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+// requestSeries are one seriesKey's counter and histogram, looked up once:
+// resolving label values hashes them on every call.
+type requestSeries struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 // authFailureReasons are the refusals that an intrusion-prevention tool

@@ -101,6 +101,15 @@ func (rec *recorder) Flush() {
 
 func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
+// The security headers' values, shared by every response. net/http only
+// reads a header's value slice, and nothing in sealbox appends to these.
+var (
+	nosniff    = []string{"nosniff"}
+	frameDeny  = []string{"DENY"}
+	cspNone    = []string{"default-src 'none'; frame-ancestors 'none'"}
+	noReferrer = []string{"no-referrer"}
+)
+
 // withMiddleware wraps the router: request id, security headers, panic
 // recovery and one access-log line per request.
 func (s *Server) withMiddleware(next http.Handler) http.Handler {
@@ -109,15 +118,16 @@ func (s *Server) withMiddleware(next http.Handler) http.Handler {
 		ri := &requestInfo{id: newRequestID(), route: "unmatched"}
 		r = r.WithContext(context.WithValue(r.Context(), ctxInfo, ri))
 		rec := &recorder{ResponseWriter: w}
+		// Canonical keys assigned directly: Set would canonicalize each.
 		h := rec.Header()
-		h.Set("X-Request-Id", ri.id)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		h["X-Request-Id"] = []string{ri.id}
+		h["X-Content-Type-Options"] = nosniff
+		h["X-Frame-Options"] = frameDeny
+		h["Content-Security-Policy"] = cspNone
 		if strings.HasPrefix(r.URL.Path, "/s/") {
 			// A share URL is a capability: never hand it on as a referrer,
 			// whatever the answer, even for a path no route matches.
-			h.Set("Referrer-Policy", "no-referrer")
+			h["Referrer-Policy"] = noReferrer
 		}
 		defer func() {
 			if p := recover(); p != nil {
