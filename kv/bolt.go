@@ -81,6 +81,10 @@ func (e *boltEngine) CreateBuckets(names [][]byte) error {
 
 func (e *boltEngine) Close() error { return e.db.Close() }
 
+// exclusive: bbolt's file lock keeps every other process out while this
+// one has the file open for writing.
+func (e *boltEngine) exclusive() {}
+
 // WriteSnapshot is bbolt's own hot backup: the one place that does I/O
 // inside a transaction, which holds the pages it copies.
 func (e *boltEngine) WriteSnapshot(w io.Writer) (int64, error) { return writeBoltSnapshot(e.db, w) }

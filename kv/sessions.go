@@ -196,23 +196,28 @@ func signedIn(tx Tx, email string, sess *Session, access, refresh string) error 
 // Authenticate returns the live session an access token belongs to, or
 // error.auth.unauthenticated for an unknown, revoked or expired token.
 func (s *Store) Authenticate(access string) (*Session, error) {
-	var sess *Session
-	err := s.view(func(tx Tx) (err error) {
-		sess = nil
-		id, err := tokenSession(tx, bucketAccessTokens, HashToken(access))
-		if id == nil || err != nil {
+	hash := HashToken(access)
+	sess, err := cached(s, &s.sessionCache, string(hash), func() (sess *Session, err error) {
+		err = s.view(func(tx Tx) (err error) {
+			sess = nil
+			id, err := tokenSession(tx, bucketAccessTokens, hash)
+			if id == nil || err != nil {
+				return err
+			}
+			sess, err = getSession(tx, id)
 			return err
-		}
-		sess, err = getSession(tx, id)
-		return err
+		})
+		return sess, err
 	})
 	if err != nil {
 		return nil, err
 	}
+	// The expiry is checked on every call, cached or not.
 	if sess == nil || !s.now().Before(sess.AccessExpiresAt) {
 		return nil, fault.Errorf(fault.ECodeUnauthenticated, "the access token is unknown, revoked or expired")
 	}
-	return sess, nil
+	own := *sess // the cached Session stays as it was read
+	return &own, nil
 }
 
 type spentRefreshRecord struct {

@@ -202,27 +202,44 @@ func (s *Store) Share(opaqueID string) (*Share, error) {
 // opaqueID serves it, else ErrShareNotFound. The caller streams the file
 // after this returns, so no read transaction stays open meanwhile.
 func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
-	var b Blob
-	err := s.view(func(tx Tx) error {
-		key := HashToken(opaqueID)
-		if _, err := liveShare(tx, key, s.now()); err != nil {
-			return err
-		}
-		if served, err := has(tx, bucketShareBlobs, join(key, []byte(hash))); err != nil {
-			return err
-		} else if !served {
-			return ErrShareNotFound
-		}
-		rec, err := getBlob(tx, hash)
-		if err != nil {
-			return err
-		}
-		if rec == nil {
-			// A link only serves blobs its owner held when it was made.
-			return fmt.Errorf("kv: a share serves blob %s, which has no record", hash)
-		}
-		b = *rec
-		return nil
+	key := HashToken(opaqueID)
+	read, err := cached(s, &s.shareCache, string(key)+hash, func() (read sharedBlobRead, err error) {
+		err = s.view(func(tx Tx) error {
+			share, err := getShare(tx, key)
+			if err != nil || share == nil {
+				return err
+			}
+			if served, err := has(tx, bucketShareBlobs, join(key, []byte(hash))); err != nil || !served {
+				return err
+			}
+			rec, err := getBlob(tx, hash)
+			if err != nil {
+				return err
+			}
+			read = sharedBlobRead{share: share, blob: rec}
+			return nil
+		})
+		return read, err
 	})
-	return b, err
+	if err != nil {
+		return Blob{}, err
+	}
+	// Whether the link is live is decided on every call, cached or not: it
+	// expires with the clock, not with a write.
+	if read.share == nil || read.share.Revoked || read.share.expired(s.now()) {
+		return Blob{}, ErrShareNotFound
+	}
+	if read.blob == nil {
+		// A link only serves blobs its owner held when it was made.
+		return Blob{}, fmt.Errorf("kv: a share serves blob %s, which has no record", hash)
+	}
+	return *read.blob, nil
+}
+
+// sharedBlobRead is what SharedBlob reads of a link and one blob it names:
+// share is nil when the link is unknown or does not serve the blob, blob
+// nil when the blob has no record.
+type sharedBlobRead struct {
+	share *shareRecord
+	blob  *Blob
 }

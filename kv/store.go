@@ -116,6 +116,13 @@ type Store struct {
 	sharedWriters atomic.Int64
 	// where names the store in messages (the bbolt file's path).
 	where string
+
+	// cacheReads is set on an engine this process alone writes; the caches
+	// and writes are readCache's.
+	cacheReads   bool
+	writes       writeGen
+	sessionCache readCache[*Session]
+	shareCache   readCache[sharedBlobRead]
 }
 
 // ErrLocked reports that another process holds the database file.
@@ -139,6 +146,7 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
+	_, s.cacheReads = e.(exclusiveEngine)
 	if err := s.prepare(opts); err != nil {
 		e.Close()
 		return nil, err
@@ -213,6 +221,7 @@ var errRolledBack = errors.New("kv: rolled back (retry test mode)")
 // update runs fn in a read-write transaction; fn may run more than once
 // (see RerunUpdatesForTests) and must set its results on every run.
 func (s *Store) update(fn func(Tx) error) error {
+	defer s.wrote()
 	if s.rerun {
 		err := s.engine.Update(func(tx Tx) error {
 			if err := fn(tx); err != nil {
@@ -268,6 +277,7 @@ func (s *Store) commitShared(fn func(tx Tx) (refusal, err error)) error {
 		return err
 	}
 	defer s.sharedWriters.Add(-1)
+	defer s.wrote()
 	var err error
 	if s.sharedWriters.Add(1) == 1 || s.rerun {
 		err = s.update(run)
