@@ -88,7 +88,12 @@ func serveDirect(w http.ResponseWriter, r *http.Request, content io.ReadSeeker, 
 	}
 	w.Header()["Content-Length"] = []string{strconv.FormatInt(n, 10)}
 	w.WriteHeader(code)
-	if r.Method != http.MethodHead {
+	if r.Method != http.MethodHead && n > 0 {
+		// net/http's ReadFrom copies the first 512 bytes through user space
+		// (for sniffing) before it sends the rest with sendfile, unless the
+		// header is already out: flushing it first saves that read and copy.
+		// The type is set, so nothing is sniffed either way.
+		http.NewResponseController(w).Flush()
 		// CopyN reaches w's ReadFrom: sendfile for a file, ranges included.
 		io.CopyN(w, content, n)
 	}
