@@ -50,19 +50,8 @@ func TestPutSmallConcurrent(t *testing.T) {
 func TestPutSmallExistingNeverRewritten(t *testing.T) {
 	s := MustOpenStore(t)
 	data := []byte("stored once")
-	first, _, err := s.PutBytes(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(s.Dir(), first.Hash[0:2], first.Hash[2:4], first.Hash)
 	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := os.Chtimes(p, old, old); err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, before := backdatedBlob(t, s, data, old)
 	if err := s.PutSmall(data); err != nil {
 		t.Fatal(err)
 	}

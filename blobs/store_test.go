@@ -258,16 +258,16 @@ func TestPutReaderErrorLeavesNothing(t *testing.T) {
 	}
 }
 
-func TestPutExistingNeverRewritten(t *testing.T) {
-	s := MustOpenStore(t)
-	data := randomBytes(64<<10, 6)
+// backdatedBlob stores data and sets its file's times to old, so a rewrite
+// or a claim within the same clock tick would show. It returns the file's
+// path and what Stat said of it then.
+func backdatedBlob(t *testing.T, s *blobs.Store, data []byte, old time.Time) (string, os.FileInfo) {
+	t.Helper()
 	first, _, err := s.PutBytes(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(s.Dir(), first.Hash[0:2], first.Hash[2:4], first.Hash)
-	// Backdate the file so a rewrite within the same clock tick would show.
-	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := os.Chtimes(p, old, old); err != nil {
 		t.Fatal(err)
 	}
@@ -275,8 +275,16 @@ func TestPutExistingNeverRewritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, before
+}
 
-	info, created, err := s.Put(bytes.NewReader(data), first.Hash, 0)
+func TestPutExistingNeverRewritten(t *testing.T) {
+	s := MustOpenStore(t)
+	data := randomBytes(64<<10, 6)
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	p, before := backdatedBlob(t, s, data, old)
+
+	info, created, err := s.Put(bytes.NewReader(data), hashOf(data), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
