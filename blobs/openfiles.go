@@ -34,9 +34,18 @@ type blobFile struct {
 	info    Info
 	store   *Store
 	removal uint64 // openFiles.removals when it was opened
+	// closed is set by the reader's Close: a second Close must not put the
+	// handle in the pool twice, where two readers would share its offset.
+	closed bool
 }
 
-func (f *blobFile) Close() error { return f.store.files.put(f) }
+func (f *blobFile) Close() error {
+	if f.closed {
+		return os.ErrClosed
+	}
+	f.closed = true
+	return f.store.files.put(f)
+}
 
 // get returns an idle handle of hash, at offset 0, or nil.
 func (p *openFiles) get(hash string) *blobFile {
@@ -52,6 +61,7 @@ func (p *openFiles) get(hash string) *blobFile {
 	// Its blob has not been removed since it went idle (removed closes a
 	// removed blob's idle handles), so it counts as opened now.
 	f.removal = p.removals
+	f.closed = false
 	return f
 }
 

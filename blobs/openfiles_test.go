@@ -156,3 +156,36 @@ func TestRemoveClosesHandles(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseTwiceKeepsOneReaderPerHandle: a second Close of a handle must not
+// put it in the pool twice, where two readers would share its offset.
+func TestCloseTwiceKeepsOneReaderPerHandle(t *testing.T) {
+	s := MustOpenStore(t)
+	info, _, err := s.PutBytes(randomBytes(1000, 13))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := s.Open(info.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err == nil {
+		t.Error("a second Close = nil, want an error")
+	}
+	a, _, err := s.Open(info.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _, err := s.Open(info.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if fdOf(t, a) == fdOf(t, b) {
+		t.Error("two readers got the same handle")
+	}
+}

@@ -1,8 +1,6 @@
 package kv
 
 import (
-	"errors"
-
 	"sealbox/kv/fault"
 )
 
@@ -231,11 +229,7 @@ func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 		now := s.now()
 		a, replay, err := checkOp(tx, accountID, op)
 		if err != nil {
-			var ke *fault.Error
-			if errors.As(err, &ke) {
-				return err, nil // a refusal: checkOp has written nothing
-			}
-			return nil, err
+			return asRefusal(err) // checkOp has written nothing
 		}
 		if replay != nil {
 			res = replay

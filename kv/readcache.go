@@ -34,11 +34,14 @@ type cachedRead[V any] struct {
 type writeGen struct{ n atomic.Uint64 }
 
 // cached returns the value under key if it was read since the last write,
-// else the result of read, which it keeps. read must be a pure read of the
-// store. A read that fails is not kept.
-func cached[V any](s *Store, c *readCache[V], key string, read func() (V, error)) (V, error) {
+// else the result of read, which it keeps when read reports it found
+// something. read must be a pure read of the store. Nothing is kept for a
+// miss or a failed read: anyone can send unknown tokens and link ids, and
+// they must not be able to push the live entries out.
+func cached[V any](s *Store, c *readCache[V], key string, read func() (V, bool, error)) (V, error) {
 	if !s.cacheReads {
-		return read()
+		v, _, err := read()
+		return v, err
 	}
 	gen := s.writes.n.Load()
 	c.mu.RLock()
@@ -47,8 +50,8 @@ func cached[V any](s *Store, c *readCache[V], key string, read func() (V, error)
 	if ok && e.gen == gen {
 		return e.value, nil
 	}
-	v, err := read()
-	if err != nil {
+	v, found, err := read()
+	if err != nil || !found {
 		return v, err
 	}
 	c.mu.Lock()

@@ -179,7 +179,7 @@ func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, cap
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
-			return relayRefusal(err)
+			return asRefusal(err)
 		}
 		if ch.Count[dir] >= capacity {
 			return fault.Errorf(fault.ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", capacity), nil
@@ -203,7 +203,7 @@ func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())
 		if err != nil {
-			return relayRefusal(err)
+			return asRefusal(err)
 		}
 		out, err = deleteMailbox(tx, mailboxPrefix(key, dir))
 		if err != nil {
@@ -213,16 +213,6 @@ func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 		return nil, putChannel(tx, key, ch, false)
 	})
 	return out, err
-}
-
-// relayRefusal sorts an error of liveChannel, which writes nothing, into a
-// refusal (a *fault.Error: no such live channel) or a failure.
-func relayRefusal(err error) (refusal, failure error) {
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return err, nil
-	}
-	return nil, err
 }
 
 // deleteMailbox removes the payloads under prefix and returns copies of them

@@ -197,7 +197,7 @@ func signedIn(tx Tx, email string, sess *Session, access, refresh string) error 
 // error.auth.unauthenticated for an unknown, revoked or expired token.
 func (s *Store) Authenticate(access string) (*Session, error) {
 	hash := HashToken(access)
-	sess, err := cached(s, &s.sessionCache, string(hash), func() (sess *Session, err error) {
+	sess, err := cached(s, &s.sessionCache, string(hash), func() (sess *Session, found bool, err error) {
 		err = s.view(func(tx Tx) (err error) {
 			sess = nil
 			id, err := tokenSession(tx, bucketAccessTokens, hash)
@@ -207,7 +207,7 @@ func (s *Store) Authenticate(access string) (*Session, error) {
 			sess, err = getSession(tx, id)
 			return err
 		})
-		return sess, err
+		return sess, sess != nil, err
 	})
 	if err != nil {
 		return nil, err

@@ -203,7 +203,7 @@ func (s *Store) Share(opaqueID string) (*Share, error) {
 // after this returns, so no read transaction stays open meanwhile.
 func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 	key := HashToken(opaqueID)
-	read, err := cached(s, &s.shareCache, string(key)+hash, func() (read sharedBlobRead, err error) {
+	read, err := cached(s, &s.shareCache, string(key)+hash, func() (read sharedBlobRead, found bool, err error) {
 		err = s.view(func(tx Tx) error {
 			share, err := getShare(tx, key)
 			if err != nil || share == nil {
@@ -219,7 +219,7 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 			read = sharedBlobRead{share: share, blob: rec}
 			return nil
 		})
-		return read, err
+		return read, read.share != nil, err
 	})
 	if err != nil {
 		return Blob{}, err

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sealbox/kv/fault"
+
 	"github.com/fxamacker/cbor/v2"
 )
 
@@ -277,17 +279,28 @@ func (s *Store) commitShared(fn func(tx Tx) (refusal, err error)) error {
 		return err
 	}
 	defer s.sharedWriters.Add(-1)
-	defer s.wrote()
 	var err error
 	if s.sharedWriters.Add(1) == 1 || s.rerun {
 		err = s.update(run)
 	} else {
 		err = s.engine.Batch(run)
+		s.wrote()
 	}
 	if err != nil {
 		return err
 	}
 	return refusal
+}
+
+// asRefusal sorts an error of a check that writes nothing, for
+// commitShared: a *fault.Error refuses the caller alone; any other error
+// fails the transaction.
+func asRefusal(err error) (refusal, failure error) {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err, nil
+	}
+	return nil, err
 }
 
 // commitThenRefuse runs fn in an update whose writes stand even when fn
