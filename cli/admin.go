@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -43,62 +44,76 @@ const (
 	readOnly
 )
 
-// connectAdmin reaches the data directory's operations: through the running
+// connectAdmin reaches the instance's operations: through the running
 // server's admin socket when one answers, else by opening the store
-// directly as mode allows. It tells on w which way it went. The returned
-// function releases what it opened.
-func connectAdmin(dataDir string, mode access, w io.Writer) (admin.Admin, func(), error) {
-	sock := filepath.Join(dataDir, adminSocket)
-	c, err := admin.Dial(sock, adminAnswerTimeout)
-	if err == nil {
-		fmt.Fprintf(w, "sealbox: using the running server (admin socket %s)\n", sock)
-		return c, func() {}, nil
+// directly as mode allows. A store in PostgreSQL is always opened directly:
+// nodes share it without a file lock, so the command needs no server. It
+// tells on w which way it went. The returned function releases what it
+// opened.
+func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (admin.Admin, func(), error) {
+	if !loc.shared() {
+		sock := filepath.Join(loc.Data, adminSocket)
+		c, err := admin.Dial(sock, adminAnswerTimeout)
+		if err == nil {
+			fmt.Fprintf(w, "sealbox: using the running server (admin socket %s)\n", sock)
+			return c, func() {}, nil
+		}
+		// A process that listens but does not answer is most likely a stopped
+		// server, which still holds the store: opening it directly would wait
+		// for the lock and then blame it, hiding what is wrong.
+		if !errors.Is(err, admin.ErrNoServer) {
+			return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
+		}
 	}
-	// A process that listens but does not answer is most likely a stopped
-	// server, which still holds the store: opening it directly would wait
-	// for the lock and then blame it, hiding what is wrong.
-	if !errors.Is(err, admin.ErrNoServer) {
-		return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
-	}
-	store, err := kv.Open(filepath.Join(dataDir, dbFile), kv.Options{
+	store, err := loc.openStore(ctx, kv.Options{
 		OpenTimeout: adminOpenTimeout, ReadOnly: mode == readOnly, Version: server.Version,
 		// Only serve migrates, after saying which migrations it runs.
 		NoMigrate: true,
 	})
 	if errors.Is(err, kv.ErrLocked) {
-		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", dataDir, sock)
+		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", loc.Data, filepath.Join(loc.Data, adminSocket))
 	}
 	if mode == readOnly && errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", dataDir, dbFile)
+		return nil, nil, fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", loc.Data, dbFile)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	var blobStore *blobs.Store
 	if mode == readOnly {
-		blobStore = blobs.OpenReadOnly(filepath.Join(dataDir, blobsDir))
-	} else if blobStore, err = blobs.Open(filepath.Join(dataDir, blobsDir)); err != nil {
+		blobStore = blobs.OpenReadOnly(filepath.Join(loc.Data, blobsDir))
+	} else if blobStore, err = blobs.Open(filepath.Join(loc.Data, blobsDir)); err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	fmt.Fprintf(w, "sealbox: no server is running; working on %s directly\n", dataDir)
-	return newOps(dataDir, store, blobStore, password.Default), func() { store.Close() }, nil
+	if loc.shared() {
+		fmt.Fprintf(w, "sealbox: working on %s directly\n", loc.describeStore())
+	} else {
+		fmt.Fprintf(w, "sealbox: no server is running; working on %s directly\n", loc.Data)
+	}
+	return newOps(loc, store, blobStore, password.Default), func() { store.Close() }, nil
 }
 
-// newOps builds the operations over an open data directory; new passwords
-// are hashed with params.
-func newOps(dataDir string, store *kv.Store, blobStore *blobs.Store, params password.Params) *admin.Ops {
-	return &admin.Ops{DataDir: dataDir, Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader), Rand: rand.Reader}
+// newOps builds the operations over an open instance; new passwords are
+// hashed with params.
+func newOps(loc Location, store *kv.Store, blobStore *blobs.Store, params password.Params) *admin.Ops {
+	return &admin.Ops{DataDir: loc.Data, Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader), Rand: rand.Reader}
 }
 
-// withAdmin runs fn with a connection to the data directory of cmd's
-// --data flag, which reads SEALBOX_DATA like serve's (cmd's other flags are
-// its own and read nothing from the environment).
-func withAdmin(cmd *cobra.Command, dataDir *string, mode access, fn func(admin.Admin) error) error {
-	if err := bindFlagEnv(cmd.Flag("data")); err != nil {
+// withAdmin runs fn with a connection to the instance cmd's --data,
+// --store and --blobs name, each also read from its SEALBOX_* variable like
+// serve's (cmd's other flags are its own and read nothing from the
+// environment).
+func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Admin) error) error {
+	for _, name := range []string{"data", "store", "blobs"} {
+		if err := bindFlagEnv(cmd.Flag(name)); err != nil {
+			return err
+		}
+	}
+	if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 		return err
 	}
-	a, release, err := connectAdmin(*dataDir, mode, cmd.ErrOrStderr())
+	a, release, err := connectAdmin(cmd.Context(), *loc, mode, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -106,12 +121,12 @@ func withAdmin(cmd *cobra.Command, dataDir *string, mode access, fn func(admin.A
 	return fn(a)
 }
 
-// addDataFlag gives an admin command the --data flag every subcommand
-// shares.
-func addDataFlag(cmd *cobra.Command) *string {
-	dir := new(string)
-	cmd.PersistentFlags().StringVar(dir, "data", DefaultDataDir, "data directory (or set SEALBOX_DATA)")
-	return dir
+// addDataFlag gives an admin command the --data, --store and --blobs flags
+// every subcommand shares.
+func addDataFlag(cmd *cobra.Command) *Location {
+	loc := new(Location)
+	addLocationFlags(cmd.PersistentFlags(), loc)
+	return loc
 }
 
 func newVersionCmd() *cobra.Command {

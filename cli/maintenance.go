@@ -202,7 +202,10 @@ restored. A backup that is not whole is refused and nothing is left behind.
 A backup written by an older sealbox is migrated in the copy.`,
 		Args: cobra.ExactArgs(1),
 	}
-	data := addDataFlag(cmd)
+	// restore writes a data directory: a store in PostgreSQL or blobs in a
+	// bucket are restored with those engines' own tools (see the README).
+	data := new(string)
+	cmd.Flags().StringVar(data, "data", DefaultDataDir, "the new data directory (or set SEALBOX_DATA)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := bindFlagEnv(cmd.Flag("data")); err != nil {
 			return err

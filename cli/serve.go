@@ -32,8 +32,8 @@ import (
 
 // Serve runs the server on a data directory until its context ends.
 type Serve struct {
-	DataDir string
-	Listen  string
+	Location
+	Listen string
 	// NoMigrate refuses a store of an older format instead of migrating it.
 	NoMigrate bool
 	// MetricsListen, when set, serves Prometheus metrics on that address.
@@ -74,6 +74,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			name := flagNamer(cmd.Flags())
+			if err := s.Location.validate(name); err != nil {
+				return err
+			}
 			if err := validateConfig(cfg, name); err != nil {
 				return err
 			}
@@ -94,7 +97,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&logLevel, "log-level", "info", "least severe log lines written: "+strings.Join(logLevels, ", "))
 	f.BoolVar(&s.NoMigrate, "no-migrate", false, "refuse to start on a store of an older format instead of migrating it")
-	f.StringVar(&s.DataDir, "data", DefaultDataDir, "data directory (database, blobs, server key); created on first start")
+	addLocationFlags(f, &s.Location)
 	f.StringVar(&s.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	f.StringVar(&s.TLS.CertFile, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded on SIGHUP")
 	f.StringVar(&s.TLS.KeyFile, "tls-key", "", "the PEM private key of --tls-cert; reloaded on SIGHUP")
@@ -174,19 +177,19 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	defer ln.Close() // Start owns it once called; closing it twice is harmless
-	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(s.Data, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	key, err := loadSealKey(filepath.Join(s.DataDir, keyFile))
+	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
 	if err != nil {
 		return err
 	}
 	s.Config.SealKey = key
-	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.DataDir, admin.LogKeyFile), s.LogOrigin); err != nil {
+	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin); err != nil {
 		return err
 	}
 	log := s.Config.Log
-	store, err := kv.Open(filepath.Join(s.DataDir, dbFile), kv.Options{
+	store, err := s.openStore(ctx, kv.Options{
 		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
 		BeforeMigrate: func(from int, pending []kv.Migration) {
 			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
@@ -209,7 +212,12 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err := store.VerifyLog(); err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
-	blobStore, err := blobs.Open(filepath.Join(s.DataDir, blobsDir))
+	// A node with other keys would seal secrets the other nodes cannot
+	// open and sign checkpoints under another key.
+	if err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey); err != nil {
+		return fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
+	}
+	blobStore, err := blobs.Open(filepath.Join(s.Data, blobsDir))
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
@@ -217,7 +225,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	var reload func() error
 	if s.TLS.Enabled() {
 		var tlsConfig *tls.Config
-		if tlsConfig, reload, err = s.TLS.config(s.DataDir); err != nil {
+		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
 			return err
 		}
 		srv.StartTLS(ln, tlsConfig)
@@ -230,13 +238,13 @@ func (s *Serve) Run(ctx context.Context) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go onHangup(ctx, hup, reload, log)
-	stopAdmin, err := serveAdmin(filepath.Join(s.DataDir, adminSocket), newOps(s.DataDir, store, blobStore, s.Config.Argon2))
+	stopAdmin, err := serveAdmin(filepath.Join(s.Data, adminSocket), newOps(s.Location, store, blobStore, s.Config.Argon2))
 	if err != nil {
 		srv.Close(context.Background())
 		return err
 	}
 	defer stopAdmin()
-	log.Info().Str("url", srv.URL()).Str("data", s.DataDir).Int("store_format", format).
+	log.Info().Str("url", srv.URL()).Str("data", s.Data).Str("store", s.describeStore()).Int("store_format", format).
 		Str("registration", s.Config.Registration).Str("version", server.Version).Msg("sealbox listening")
 	if s.Config.Registration == "open" && !isLoopback(ln.Addr()) {
 		log.Warn().Str("listen", ln.Addr().String()).

@@ -184,7 +184,7 @@ func TestServeBusyPortCreatesNothing(t *testing.T) {
 func TestServeRunCreatesDataAndShutsDown(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nested", "data")
 	ready := make(chan string, 1)
-	s := &Serve{DataDir: dir, Listen: "127.0.0.1:0", Config: server.DefaultConfig(), Ready: func(u string) { ready <- u }}
+	s := &Serve{Location: Location{Data: dir}, Listen: "127.0.0.1:0", Config: server.DefaultConfig(), Ready: func(u string) { ready <- u }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -296,7 +296,7 @@ func TestLoadSealKeyRefusesWrongSize(t *testing.T) {
 // it.
 func TestServeCreatesKey(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	s := &Serve{DataDir: dir, Listen: "127.0.0.1:0", Config: server.DefaultConfig()}
+	s := &Serve{Location: Location{Data: dir}, Listen: "127.0.0.1:0", Config: server.DefaultConfig()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan struct{})

@@ -67,6 +67,13 @@ func startServe(t *testing.T, dir string, edit ...func(*server.Config)) string {
 // on its data directory directly; stop may be called more than once.
 func runServe(t *testing.T, dir string, edit ...func(*server.Config)) (url string, stop func()) {
 	t.Helper()
+	return runServeAt(t, Location{Data: dir}, edit...)
+}
+
+// runServeAt is runServe on any location (a store in PostgreSQL, blobs in
+// a bucket).
+func runServeAt(t *testing.T, loc Location, edit ...func(*server.Config)) (url string, stop func()) {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Argon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
 	cfg.Registration = "closed"
@@ -74,7 +81,7 @@ func runServe(t *testing.T, dir string, edit ...func(*server.Config)) (url strin
 		e(&cfg)
 	}
 	ready := make(chan string, 1)
-	s := &Serve{DataDir: dir, Listen: "127.0.0.1:0", Config: cfg, Ready: func(u string) { ready <- u }}
+	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg, Ready: func(u string) { ready <- u }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

@@ -115,10 +115,21 @@ func describeMigrations(ms []Migration) string {
 }
 
 // migrate runs the pending migrations, one transaction each, recording the
-// new format in the same transaction as the change.
+// new format in the same transaction as the change. Each transaction reads
+// the format again and skips a step already recorded: nodes that start on
+// one PostgreSQL store at once all find it old, and a migration must run
+// once, not once per node (their transactions are serializable, so the
+// later ones see the first's record).
 func (s *Store) migrate(pending []Migration) error {
 	for _, m := range pending {
 		err := s.update(func(tx Tx) error {
+			format, err := tx.Bucket(bucketMeta).Get(metaFormat)
+			if err != nil {
+				return err
+			}
+			if v, err := strconv.Atoi(string(format)); err == nil && v >= m.To {
+				return nil
+			}
 			if err := m.apply(tx); err != nil {
 				return err
 			}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"sealbox/kv"
+)
+
+// Location says where an instance keeps its data. The data directory
+// always holds the node's keys (server.key and the transparency log key,
+// the same copy on every node) and, by default, the records (bbolt) and
+// the blobs (files). Store and Blobs move those to engines that several
+// nodes share.
+type Location struct {
+	Data string
+	// Store is "" for the bbolt file in Data, or a postgres:// URL.
+	Store string
+	// Blobs is "" for the blobs directory in Data, or an s3:// URL.
+	Blobs string
+}
+
+// addLocationFlags gives a command --data, --store and --blobs, each also
+// read from its SEALBOX_* variable.
+func addLocationFlags(fs *pflag.FlagSet, l *Location) {
+	fs.StringVar(&l.Data, "data", DefaultDataDir, "data directory (server key, transparency log key; by default also the database and the blobs); created on first start")
+	fs.StringVar(&l.Store, "store", "", "keep records in PostgreSQL instead of the data directory's bbolt file: postgres://USER@HOST:PORT/DB?sslmode=...")
+	fs.StringVar(&l.Blobs, "blobs", "", "keep blobs in an S3-compatible bucket instead of the data directory: s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+}
+
+// validate refuses a store or blobs URL of an engine sealbox does not
+// have, naming the flag (or variable) as name does.
+func (l Location) validate(name func(flag string) string) error {
+	if l.Store != "" && !isPostgresURL(l.Store) {
+		return fmt.Errorf("%s must be empty (bbolt in the data directory) or a postgres:// URL, not %q", name("store"), redactURL(l.Store))
+	}
+	if l.Blobs != "" && !strings.HasPrefix(l.Blobs, "s3://") {
+		return fmt.Errorf("%s must be empty (files in the data directory) or an s3:// URL, not %q", name("blobs"), redactURL(l.Blobs))
+	}
+	return nil
+}
+
+// shared reports whether the records live in an engine other processes
+// may use at the same time (no file lock, no admin socket needed).
+func (l Location) shared() bool { return l.Store != "" }
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// openStore opens the record store l names: PostgreSQL, or the bbolt file
+// in the data directory.
+func (l Location) openStore(ctx context.Context, opts kv.Options) (*kv.Store, error) {
+	if l.Store == "" {
+		return kv.Open(filepath.Join(l.Data, dbFile), opts)
+	}
+	e, err := kv.OpenPostgresEngine(ctx, l.Store)
+	if err != nil {
+		return nil, err
+	}
+	return kv.OpenEngine(e, l.describeStore(), opts)
+}
+
+// describeStore names the record store for logs and messages, never with
+// a password.
+func (l Location) describeStore() string {
+	if l.Store == "" {
+		return filepath.Join(l.Data, dbFile)
+	}
+	return redactURL(l.Store)
+}
+
+// redactURL is raw with any password in it replaced (and any query
+// parameter named password), for messages and logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}

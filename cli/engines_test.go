@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sealbox/kv"
+	"sealbox/kv/pgtest"
+	"sealbox/server"
+)
+
+// TestLocationRefusesOtherEngines: a store or blobs URL of an engine
+// sealbox does not have is refused before anything starts, naming the flag
+// or the variable it came from, and never echoing a password.
+func TestLocationRefusesOtherEngines(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		mention string
+	}{
+		{"mysql store", []string{"--store", "mysql://u:hunter2@db/sealbox"}, nil, "--store must be empty"},
+		{"store from the environment", nil, map[string]string{"SEALBOX_STORE": "sqlite:///x.db"}, "SEALBOX_STORE must be empty"},
+		{"file blobs", []string{"--blobs", "file:///srv/blobs"}, nil, "--blobs must be empty"},
+		{"blobs from the environment", nil, map[string]string{"SEALBOX_BLOBS": "gs://bucket"}, "SEALBOX_BLOBS must be empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			dir := t.TempDir()
+			for _, cmd := range [][]string{{"serve", "--listen", "127.0.0.1:0"}, {"users", "list"}} {
+				args := append(append(cmd, "--data", dir), tc.args...)
+				_, _, err := runCLI(t, "", args...)
+				if err == nil || !strings.Contains(err.Error(), tc.mention) {
+					t.Fatalf("sealbox %s: %v, want an error saying %q", strings.Join(args, " "), err, tc.mention)
+				}
+				if strings.Contains(err.Error(), "hunter2") {
+					t.Fatalf("the message shows the password: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://sealbox:hunter2@db:5432/sealbox?sslmode=require": "postgres://sealbox:xxxxx@db:5432/sealbox?sslmode=require",
+		"postgres://db/sealbox?password=hunter2&sslmode=disable":     "postgres://db/sealbox?password=xxxxx&sslmode=disable",
+		"postgres://sealbox@db/sealbox":                              "postgres://sealbox@db/sealbox",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestServeOnPostgres: serve runs on a PostgreSQL store; the admin
+// commands reach the same store with --store and no server socket; a node
+// started with a data directory of its own (other keys) on that store is
+// refused before it serves, and its refusal changes nothing.
+func TestServeOnPostgres(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip("SEALBOX_TEST_PG is not set")
+	}
+	url := pgtest.URL(t)
+	first := Location{Data: t.TempDir(), Store: url}
+	base, stop := runServeAt(t, first, openRegistration)
+	api := apiClient{t, base}
+	token, upload := api.account("pg@example.org")
+	if status := api.put(token, upload, blob(3)); status != 201 {
+		t.Fatalf("put: %d", status)
+	}
+	stop()
+	if _, err := os.Stat(filepath.Join(first.Data, dbFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a node on PostgreSQL made a bbolt file: %v", err)
+	}
+	out, how := mustCLI(t, "", "users", "list", "--data", t.TempDir(), "--store", url)
+	if !strings.Contains(out, "pg@example.org") || !strings.Contains(how, "working on postgres://") {
+		t.Fatalf("users list on the PostgreSQL store:\n%s\n%s", out, how)
+	}
+
+	other := &Serve{Location: Location{Data: t.TempDir(), Store: url}, Listen: "127.0.0.1:0", Config: server.DefaultConfig()}
+	err := other.Run(context.Background())
+	if !errors.Is(err, kv.ErrKeysDiffer) || !strings.Contains(err.Error(), "copy server.key") {
+		t.Fatalf("a node with keys of its own: %v, want ErrKeysDiffer telling what to copy", err)
+	}
+	base, stop = runServeAt(t, first)
+	defer stop()
+	apiClient{t, base}.signIn("pg@example.org", "password-pg@example.org")
+}
