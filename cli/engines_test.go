@@ -61,7 +61,8 @@ func TestRedactURL(t *testing.T) {
 }
 
 // TestServeOnPostgres: serve runs on a PostgreSQL store; the admin
-// commands reach the same store with --store and no server socket; a node
+// commands reach the same store with --store and no server socket; its
+// backup restores into a data directory of its own; a node
 // started with a data directory of its own (other keys) on that store is
 // refused before it serves, and its refusal changes nothing.
 func TestServeOnPostgres(t *testing.T) {
@@ -83,6 +84,15 @@ func TestServeOnPostgres(t *testing.T) {
 	out, how := mustCLI(t, "", "users", "list", "--data", t.TempDir(), "--store", url)
 	if !strings.Contains(out, "pg@example.org") || !strings.Contains(how, "working on postgres://") {
 		t.Fatalf("users list on the PostgreSQL store:\n%s\n%s", out, how)
+	}
+
+	// A backup of a PostgreSQL store is a data directory like any other:
+	// restore checks it and the restored bbolt store holds the account.
+	backup, restored := filepath.Join(t.TempDir(), "backup"), filepath.Join(t.TempDir(), "restored")
+	mustCLI(t, "", "backup", backup, "--data", first.Data, "--store", url)
+	mustCLI(t, "", "restore", backup, "--data", restored)
+	if users := usersJSON(t, restored); len(users) != 1 || users[0].Email != "pg@example.org" || users[0].BlobsHeld != 1 {
+		t.Fatalf("users of the restored backup: %+v", users)
 	}
 
 	other := &Serve{Location: Location{Data: t.TempDir(), Store: url}, Listen: "127.0.0.1:0", Config: server.DefaultConfig()}

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +72,60 @@ func TestSnapshotOpensAsAStore(t *testing.T) {
 	}
 	if _, err := snap.AccountByEmail("a@example.org"); err != nil {
 		t.Fatalf("the snapshot lacks the account: %v", err)
+	}
+}
+
+// TestCopiedSnapshotOpensAsAStore: the record-by-record snapshot, which a
+// store in PostgreSQL takes, holds every bucket's records across pages and
+// opens as a bbolt store of the same format.
+func TestCopiedSnapshotOpensAsAStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(filepath.Join(dir, "sealbox.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// More accounts than one copy page holds.
+	const n = 2100
+	err = s.update(func(tx Tx) error {
+		for i := range n {
+			a := &Account{ID: fmt.Sprintf("acct-%d", i), Email: fmt.Sprintf("u%d@example.org", i)}
+			if err := tx.Bucket(bucketAccounts).Put([]byte(a.ID), encode(a)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddAccount(&Account{ID: "a", Email: "a@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := s.copySnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snapPath := filepath.Join(dir, "snap.db")
+	if err := os.WriteFile(snapPath, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Open(snapPath, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if v, _, err := snap.Format(); err != nil || v != FormatVersion {
+		t.Fatalf("snapshot format %d, %v", v, err)
+	}
+	if _, err := snap.AccountByEmail("a@example.org"); err != nil {
+		t.Fatalf("the snapshot lacks the account: %v", err)
+	}
+	var copied int
+	err = snap.view(func(tx Tx) error {
+		return scanPages(tx.Bucket(bucketAccounts), func(_, _ []byte) error { copied++; return nil })
+	})
+	if err != nil || copied != n+1 {
+		t.Fatalf("the snapshot holds %d accounts (%v), want %d", copied, err, n+1)
 	}
 }
