@@ -1,7 +1,11 @@
 package kv
 
 import (
+	"bytes"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"sealbox/kv/fault"
@@ -251,4 +255,49 @@ func (s *Store) BlobTotals() (count, size int64, err error) {
 		})
 	})
 	return count, size, err
+}
+
+// UsageProblems compares every account's recorded usage with the sizes of
+// the blobs it holds, as of one read transaction, and describes each
+// account whose two differ (at most limit of them). The quota check trusts
+// usage alone, so a difference is damage: check reports it.
+func (s *Store) UsageProblems(limit int) ([]string, error) {
+	var problems []string
+	err := s.view(func(tx Tx) error {
+		problems = nil
+		held := map[string]int64{}
+		err := scanPages(tx.Bucket(bucketHoldings), func(k, v []byte) error {
+			account, _, ok := bytes.Cut(k, []byte{0})
+			if !ok {
+				return fmt.Errorf("kv: holding key %q has no account part", k)
+			}
+			var rec holdingRecord
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			held[string(account)] += rec.Size
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		recorded := map[string]int64{}
+		err = scanPages(tx.Bucket(bucketUsage), func(k, v []byte) error {
+			recorded[string(k)] = int64(readU64(v))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		accounts := slices.Concat(slices.Collect(maps.Keys(held)), slices.Collect(maps.Keys(recorded)))
+		slices.Sort(accounts)
+		for _, account := range slices.Compact(accounts) {
+			if held[account] != recorded[account] && len(problems) < limit {
+				problems = append(problems, fmt.Sprintf("account %s: usage records %d bytes, its holdings add up to %d",
+					account, recorded[account], held[account]))
+			}
+		}
+		return nil
+	})
+	return problems, err
 }

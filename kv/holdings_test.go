@@ -120,3 +120,21 @@ func TestQuotaRefusesAndWritesNothing(t *testing.T) {
 		t.Fatalf("room at the quota: got %d, %v; want 0", room, err)
 	}
 }
+
+// TestUsageProblems: usage kept by the store matches the holdings; a usage
+// record that drifted from them is reported, naming the account and both
+// figures.
+func TestUsageProblems(t *testing.T) {
+	s, _ := MustOpenStore(t)
+	holdVia(t, s, "acct-a", "album-a", kv.Blob{Hash: strings.Repeat("a", 64), Size: 100})
+	holdVia(t, s, "acct-a", "album-a", kv.Blob{Hash: strings.Repeat("b", 64), Size: 20})
+	holdVia(t, s, "acct-b", "album-b", kv.Blob{Hash: strings.Repeat("a", 64), Size: 100})
+	if got, err := s.UsageProblems(10); err != nil || len(got) != 0 {
+		t.Fatalf("a consistent store: %v, %v", got, err)
+	}
+	kv.SetUsageForTests(t, s, "acct-b", 7)
+	got, err := s.UsageProblems(10)
+	if err != nil || len(got) != 1 || got[0] != "account acct-b: usage records 7 bytes, its holdings add up to 100" {
+		t.Fatalf("a drifted usage: %q, %v", got, err)
+	}
+}

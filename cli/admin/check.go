@@ -21,8 +21,8 @@ const maxReported = 1000
 
 // Check verifies the store's own page structure (bbolt's check), that the
 // transparency log's stored hashes are those of its records and rebuild its
-// last signed checkpoint, that every
-// blob a share link, upload session or provenance chain names is recorded, that every
+// last signed checkpoint, that every account's usage is the sum of what it
+// holds, that every blob a share link, upload session or provenance chain names is recorded, that every
 // recorded blob exists with its recorded size, and with deep
 // that every such blob's bytes still hash to its name.
 func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
@@ -44,6 +44,11 @@ func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 		return rep, err
 	}
 	rep.Problems = append(rep.Problems, logProblems...)
+	usageProblems, err := o.Store.UsageProblems(maxReported)
+	if err != nil {
+		return rep, err
+	}
+	rep.Problems = append(rep.Problems, usageProblems...)
 	err = eachBlob(o.Store, func(b kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
