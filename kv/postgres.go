@@ -22,11 +22,22 @@ import (
 // the domain code makes holds across nodes as it does under bbolt's single
 // writer; a transaction that loses a conflict (40001, 40P01) is rolled back
 // and its function run again after a jittered pause. A view runs
-// REPEATABLE READ READ ONLY: one snapshot, no predicate locks. Writes are
-// kept in the transaction until commit and sent then in one pipelined
-// batch, with the COMMIT: an update costs its reads plus one round trip.
+// REPEATABLE READ READ ONLY: one snapshot, no predicate locks. The BEGIN
+// goes with the first read, and writes are kept in the transaction until
+// commit and sent then in one pipelined batch with the COMMIT: an update
+// costs its reads plus one round trip, a view its reads plus its COMMIT.
 // This file is the only one of kv that imports pgx.
-type pgEngine struct{ pool *pgxpool.Pool }
+type pgEngine struct {
+	pool  *pgxpool.Pool
+	batch batcher
+}
+
+// The batching of concurrent writers (Batch): the tuned values bbolt runs
+// with (Options.MaxBatchSize and MaxBatchDelay's defaults).
+const (
+	pgMaxBatchSize  = 64
+	pgMaxBatchDelay = 2 * time.Millisecond
+)
 
 // OpenPostgresEngine connects to the PostgreSQL database url names
 // (postgres://USER@HOST:PORT/DB?sslmode=...; a search_path parameter picks
@@ -44,7 +55,9 @@ func OpenPostgresEngine(ctx context.Context, url string) (Engine, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	return &pgEngine{pool: pool}, nil
+	e := &pgEngine{pool: pool}
+	e.batch = batcher{update: e.Update, maxSize: pgMaxBatchSize, maxDelay: pgMaxBatchDelay}
+	return e, nil
 }
 
 // tableName is the table that holds a bucket. Bucket names are sealbox's
@@ -86,19 +99,27 @@ func (e *pgEngine) CreateBuckets(names [][]byte) error {
 
 func (e *pgEngine) Close() error { e.pool.Close(); return nil }
 
-func (e *pgEngine) Update(fn func(Tx) error) error { return e.run(pgx.Serializable, pgx.ReadWrite, fn) }
+func (e *pgEngine) Update(fn func(Tx) error) error { return e.run(beginUpdate, fn) }
 
-// Batch is Update: a database server commits concurrent transactions side
-// by side, so there is no commit to share.
-func (e *pgEngine) Batch(fn func(Tx) error) error { return e.Update(fn) }
+// Batch runs fn in one update with the concurrent callers' functions
+// (batcher): writers of one album, who would conflict, apply in turn in one
+// transaction instead of losing and retrying, and share its commit.
+func (e *pgEngine) Batch(fn func(Tx) error) error { return e.batch.Batch(fn) }
 
-func (e *pgEngine) View(fn func(Tx) error) error { return e.run(pgx.RepeatableRead, pgx.ReadOnly, fn) }
+func (e *pgEngine) View(fn func(Tx) error) error { return e.run(beginView, fn) }
+
+// The statements that open a transaction. Neither is sent alone: it goes
+// in one pipelined batch with the transaction's first statement (pgTx).
+const (
+	beginUpdate = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE"
+	beginView   = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+)
 
 // maxAttempts bounds the reruns of one transaction that keeps losing
 // conflicts; the last error is returned.
 const maxAttempts = 50
 
-func (e *pgEngine) run(iso pgx.TxIsoLevel, mode pgx.TxAccessMode, fn func(Tx) error) error {
+func (e *pgEngine) run(begin string, fn func(Tx) error) error {
 	ctx := context.Background()
 	var err error
 	for attempt := range maxAttempts {
@@ -107,7 +128,7 @@ func (e *pgEngine) run(iso pgx.TxIsoLevel, mode pgx.TxAccessMode, fn func(Tx) er
 			// do not meet again at once.
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
 		}
-		err = e.attempt(ctx, iso, mode, fn)
+		err = e.attempt(ctx, begin, fn)
 		if code := pgErrCode(err); code != "40001" && code != "40P01" {
 			return err
 		}
@@ -115,26 +136,27 @@ func (e *pgEngine) run(iso pgx.TxIsoLevel, mode pgx.TxAccessMode, fn func(Tx) er
 	return err
 }
 
-func (e *pgEngine) attempt(ctx context.Context, iso pgx.TxIsoLevel, mode pgx.TxAccessMode, fn func(Tx) error) error {
+// attempt runs fn once in a transaction opened by begin. Round trips: one
+// per read (the first carries the BEGIN), and one for the writes with the
+// COMMIT; a view ends with a COMMIT of its own. A transaction that neither
+// read nor wrote costs none.
+func (e *pgEngine) attempt(ctx context.Context, begin string, fn func(Tx) error) error {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso, AccessMode: mode})
-	if err != nil {
-		return err
+	t := &pgTx{ctx: ctx, conn: conn, begin: begin, writes: map[string]*pgWrites{}}
+	err = fn(t)
+	if err == nil {
+		err = t.commit()
 	}
-	t := &pgTx{ctx: ctx, tx: tx, writes: map[string]*pgWrites{}}
-	if err := fn(t); err != nil {
-		tx.Rollback(ctx)
-		return err
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		// A failed or abandoned transaction; a connection that cannot even
+		// roll back is not idle, and the pool closes it on Release.
+		conn.Exec(ctx, "ROLLBACK")
 	}
-	if err := t.flush(); err != nil {
-		tx.Rollback(ctx)
-		return err
-	}
-	return tx.Commit(ctx)
+	return err
 }
 
 func pgErrCode(err error) string {
@@ -145,11 +167,15 @@ func pgErrCode(err error) string {
 	return ""
 }
 
-// pgTx keeps a transaction's writes, per bucket, until commit; reads see
-// them (a Get or Scan after a Put in the same transaction answers the Put).
+// pgTx is one transaction on one connection. It is opened lazily: the
+// BEGIN is queued before the first statement, in the same pipelined batch.
+// Writes are kept, per bucket, until commit; reads see them (a Get or Scan
+// after a Put in the same transaction answers the Put).
 type pgTx struct {
 	ctx    context.Context
-	tx     pgx.Tx
+	conn   *pgxpool.Conn
+	begin  string
+	begun  bool
 	writes map[string]*pgWrites
 }
 
@@ -168,9 +194,48 @@ func (t *pgTx) Bucket(name []byte) Bucket {
 	return pgBucket{t: t, w: w}
 }
 
-// flush sends every pending write in one pipelined batch.
-func (t *pgTx) flush() error {
+// query runs one read in the transaction, opening it with the same round
+// trip when it is the first statement, and collects its rows.
+func (t *pgTx) query(sql string, args ...any) ([]pgPair, error) {
 	var b pgx.Batch
+	opening := !t.begun
+	if opening {
+		b.Queue(t.begin)
+		t.begun = true
+	}
+	b.Queue(sql, args...)
+	br := t.conn.SendBatch(t.ctx, &b)
+	if opening {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	pairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pgPair, error) {
+		var p pgPair
+		err := row.Scan(&p.k, &p.v)
+		if p.v == nil {
+			p.v = []byte{}
+		}
+		return p, err
+	})
+	return pairs, errors.Join(err, br.Close())
+}
+
+// commit sends every pending write and the COMMIT in one pipelined batch
+// (with the BEGIN in front when nothing was read). A transaction that
+// neither read nor wrote sends nothing.
+func (t *pgTx) commit() error {
+	var b pgx.Batch
+	if !t.begun {
+		b.Queue(t.begin)
+	}
+	opened := b.Len()
 	for _, w := range t.writes {
 		for k, v := range w.set {
 			if v == nil {
@@ -180,10 +245,12 @@ func (t *pgTx) flush() error {
 			}
 		}
 	}
-	if b.Len() == 0 {
-		return nil
+	if !t.begun && b.Len() == opened {
+		return nil // no read, no write: nothing to commit
 	}
-	return t.tx.SendBatch(t.ctx, &b).Close()
+	t.begun = true
+	b.Queue("COMMIT")
+	return t.conn.SendBatch(t.ctx, &b).Close()
 }
 
 type pgBucket struct {
@@ -195,15 +262,11 @@ func (b pgBucket) Get(key []byte) ([]byte, error) {
 	if v, ok := b.w.set[string(key)]; ok {
 		return v, nil
 	}
-	var v []byte
-	err := b.t.tx.QueryRow(b.t.ctx, `SELECT v FROM `+b.w.table+` WHERE k = $1`, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+	rows, err := b.t.query(`SELECT k, v FROM `+b.w.table+` WHERE k = $1`, key)
+	if err != nil || len(rows) == 0 {
+		return nil, err
 	}
-	if v == nil && err == nil {
-		v = []byte{}
-	}
-	return v, err
+	return rows[0].v, nil
 }
 
 func (b pgBucket) Put(key, value []byte) error {
@@ -305,16 +368,5 @@ func (b pgBucket) query(r Range, extra int) ([]pgPair, error) {
 	if r.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, r.Limit+extra)
 	}
-	rows, err := b.t.tx.Query(b.t.ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (pgPair, error) {
-		var p pgPair
-		err := row.Scan(&p.k, &p.v)
-		if p.v == nil {
-			p.v = []byte{}
-		}
-		return p, err
-	})
+	return b.t.query(q, args...)
 }

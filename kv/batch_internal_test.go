@@ -1,0 +1,117 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// batchRig is a batcher over a real bbolt engine whose updates it counts.
+func batchRig(t *testing.T) (*batcher, *boltEngine, *atomic.Int64) {
+	t.Helper()
+	e, err := openBolt(filepath.Join(t.TempDir(), "batch.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.CreateBuckets([][]byte{[]byte("b")}); err != nil {
+		t.Fatal(err)
+	}
+	var updates atomic.Int64
+	b := &batcher{
+		update: func(fn func(Tx) error) error {
+			updates.Add(1)
+			return e.Update(fn)
+		},
+		maxSize: 64, maxDelay: 5 * time.Millisecond,
+	}
+	return b, e, &updates
+}
+
+// TestBatcherSharesTransactions: concurrent callers commit in fewer
+// transactions than there are callers, and each one's write is there.
+func TestBatcherSharesTransactions(t *testing.T) {
+	b, e, updates := batchRig(t)
+	const n = 100
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			err := b.Batch(func(tx Tx) error { return tx.Bucket([]byte("b")).Put(fmt.Appendf(nil, "k%03d", i), []byte("v")) })
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := updates.Load(); got >= n {
+		t.Fatalf("%d callers used %d transactions: nothing was shared", n, got)
+	}
+	var keys int
+	e.View(func(tx Tx) error {
+		return tx.Bucket([]byte("b")).Scan(Range{Limit: 1000}, func(_, _ []byte) error { keys++; return nil })
+	})
+	if keys != n {
+		t.Fatalf("%d keys written, want %d", keys, n)
+	}
+}
+
+// TestBatcherFailureStaysWithItsCaller: a function that fails gets its own
+// error (after running alone), writes nothing, and the others commit; a
+// panic is raised in the panicking caller's goroutine, not the batch's.
+func TestBatcherFailureStaysWithItsCaller(t *testing.T) {
+	b, e, _ := batchRig(t)
+	refused := errors.New("refused")
+	var wg sync.WaitGroup
+	results := make([]any, 10)
+	for i := range 10 {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					results[i] = p
+				}
+			}()
+			err := b.Batch(func(tx Tx) error {
+				if err := tx.Bucket([]byte("b")).Put(fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
+					return err
+				}
+				switch i {
+				case 3:
+					return refused
+				case 7:
+					panic("boom")
+				}
+				return nil
+			})
+			results[i] = err
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		switch {
+		case i == 3 && !errors.Is(asError(r), refused):
+			t.Errorf("caller 3 got %v, want its own refusal", r)
+		case i == 7 && r != "boom":
+			t.Errorf("caller 7 got %v, want its own panic", r)
+		case i != 3 && i != 7 && r != nil:
+			t.Errorf("caller %d got %v", i, r)
+		}
+	}
+	e.View(func(tx Tx) error {
+		for i := range 10 {
+			v, _ := tx.Bucket([]byte("b")).Get(fmt.Appendf(nil, "k%d", i))
+			if (v != nil) != (i != 3 && i != 7) {
+				t.Errorf("key %d written: %v", i, v != nil)
+			}
+		}
+		return nil
+	})
+}
+
+func asError(v any) error {
+	err, _ := v.(error)
+	return err
+}
