@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,38 @@ func BenchmarkBareHandler(b *testing.B) {
 	defer srv.Close()
 	b.ResetTimer()
 	benchGET(b, "http://"+ln.Addr().String()+"/", "")
+}
+
+// BenchmarkLogin: one sign-in after another (POST /v1/auth/login with the
+// right password, test argon2id cost) through the full stack: the lockout
+// check, the attempt gate, the verification and the new session's write.
+func BenchmarkLogin(b *testing.B) {
+	ts := MustOpenServer(b)
+	ts.Register(b, "bench@example.org")
+	body := map[string]any{"email": "bench@example.org", "password": testPassword}
+	b.ResetTimer()
+	for b.Loop() {
+		if r := ts.Do(b, Req{Method: "POST", Path: "/v1/auth/login", Body: body}); r.Status != http.StatusOK {
+			b.Fatalf("status %d", r.Status)
+		}
+	}
+}
+
+// BenchmarkLoginParallel: sign-ins from b.RunParallel's goroutines, each
+// to an account of its own, so they contend for the store, not the gate.
+func BenchmarkLoginParallel(b *testing.B) {
+	ts := MustOpenServer(b)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		email := fmt.Sprintf("bench%d@example.org", next.Add(1))
+		ts.Register(b, email)
+		body := map[string]any{"email": email, "password": testPassword}
+		for pb.Next() {
+			if r := ts.Do(b, Req{Method: "POST", Path: "/v1/auth/login", Body: body}); r.Status != http.StatusOK {
+				b.Fatalf("status %d", r.Status)
+			}
+		}
+	})
 }
 
 // BenchmarkConcurrentLoginsRSS runs 200 concurrent logins with the
