@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"time"
 
 	"sealbox/kv/fault"
@@ -24,10 +25,15 @@ type lockoutRecord struct {
 
 // The lockout counts completed failed password verifications per
 // normalized address, for unknown addresses too, so a lockout never reveals
-// whether an account exists. Bounding the verifications in flight, so that
-// parallel guesses cannot pass the limit while they run, is the server's
-// job: it admits a verification only while the failures counted here plus
-// those in flight stay under the limit.
+// whether an account exists. The verifications in flight are kept here too,
+// so that parallel guesses cannot pass the limit while they run, whichever
+// nodes run them: EnterPasswordAttempt admits one only while the failures
+// counted plus those in flight stay under the limit, and records it in the
+// same transaction.
+//
+//   - password_attempts: idPart(email)|entry -> attemptRecord, one per
+//     verification in flight. Each carries an expiry, so the entries of a
+//     node that died mid-verification stop counting (and are swept).
 
 // current returns the address's counter as it stands at now under p: a
 // counter whose lock has ended or whose last failure left the window starts
@@ -97,4 +103,110 @@ func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
 
 func clearLockout(tx Tx, email string) error {
 	return tx.Bucket(bucketLockouts).Delete([]byte(email))
+}
+
+type attemptRecord struct {
+	ExpiresAt time.Time `cbor:"1,keyasint"`
+}
+
+func attemptKey(email, entry string) []byte { return join(idPart(email), []byte(entry)) }
+
+// errAttemptsFull rolls back an EnterPasswordAttempt that admitted nothing.
+var errAttemptsFull = errors.New("kv: the address has as many verifications in flight as it may")
+
+// EnterPasswordAttempt admits one password verification for the address
+// (login, reauthenticate, password change), in one transaction: it refuses
+// a locked address with error.auth.account_locked, then counts the failures
+// recorded and the verifications in flight for it and, while those stay
+// under p.Failures, records the verification entry (a caller-chosen id,
+// unique among its verifications in flight) as in flight until ttl from
+// now. It returns the account registered under email (nil when there is
+// none) and whether the verification was admitted; not admitted, nothing
+// was written and the caller waits for a verification to end. ttl bounds
+// how long an entry whose node died keeps counting: it must exceed the
+// longest verification, waits for the hasher included.
+func (s *Store) EnterPasswordAttempt(email, entry string, p LockoutPolicy, ttl time.Duration) (*Account, bool, error) {
+	var a *Account
+	admitted := false
+	err := s.update(func(tx Tx) error {
+		a, admitted = nil, false
+		now := s.now()
+		rec, err := currentLockout(tx, email, p, now)
+		if err != nil {
+			return err
+		}
+		if a, err = getAccountByEmail(tx, email); err != nil {
+			return err
+		}
+		attempts := tx.Bucket(bucketPasswordAttempts)
+		inFlight := 0
+		var lapsed []attemptLapse
+		err = scanPrefix(attempts, idPart(email), func(k, v []byte) error {
+			var at attemptRecord
+			if err := decode(v, &at); err != nil {
+				return err
+			}
+			if reached(at.ExpiresAt, now) {
+				lapsed = append(lapsed, attemptLapse{copyBytes(k), at.ExpiresAt})
+			} else {
+				inFlight++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if rec.Failures+inFlight >= p.Failures {
+			return errAttemptsFull
+		}
+		for _, l := range lapsed {
+			if err := removeAttempt(tx, l.key, l.expiresAt); err != nil {
+				return err
+			}
+		}
+		key := attemptKey(email, entry)
+		at := attemptRecord{ExpiresAt: now.Add(ttl)}
+		if err := attempts.Put(key, encode(&at)); err != nil {
+			return err
+		}
+		if err := putExpiry(tx, at.ExpiresAt, kindAttempt, key); err != nil {
+			return err
+		}
+		admitted = true
+		return nil
+	})
+	if errors.Is(err, errAttemptsFull) {
+		return a, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return a, admitted, nil
+}
+
+type attemptLapse struct {
+	key       []byte
+	expiresAt time.Time
+}
+
+// LeavePasswordAttempt ends the verification entry that EnterPasswordAttempt
+// admitted for the address. A wrong password is counted
+// (CountPasswordFailure) before it leaves, so the next verification admitted
+// sees the failure.
+func (s *Store) LeavePasswordAttempt(email, entry string) error {
+	return s.update(func(tx Tx) error {
+		key := attemptKey(email, entry)
+		at, err := getRecord[attemptRecord](tx, bucketPasswordAttempts, key)
+		if err != nil || at == nil {
+			return err
+		}
+		return removeAttempt(tx, key, at.ExpiresAt)
+	})
+}
+
+func removeAttempt(tx Tx, key []byte, expiresAt time.Time) error {
+	if err := deleteExpiry(tx, expiresAt, kindAttempt, key); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketPasswordAttempts).Delete(key)
 }

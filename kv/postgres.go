@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,11 @@ import (
 // kept in the transaction until commit and sent then in one pipelined
 // batch, with the COMMIT: an update costs its reads plus one round trip.
 // This file is the only one of kv that imports pgx.
-type pgEngine struct{ pool *pgxpool.Pool }
+type pgEngine struct {
+	pool *pgxpool.Pool
+	// retries counts the transactions rerun after losing a conflict.
+	retries atomic.Uint64
+}
 
 // OpenPostgresEngine connects to the PostgreSQL database url names
 // (postgres://USER@HOST:PORT/DB?sslmode=...; a search_path parameter picks
@@ -111,8 +116,19 @@ func (e *pgEngine) run(iso pgx.TxIsoLevel, mode pgx.TxAccessMode, fn func(Tx) er
 		if code := pgErrCode(err); code != "40001" && code != "40P01" {
 			return err
 		}
+		e.retries.Add(1)
 	}
 	return err
+}
+
+// Stats reports the pool's connections and the conflicts retried.
+func (e *pgEngine) Stats() EngineStats {
+	st := e.pool.Stat()
+	return EngineStats{
+		AcquiredConns: st.AcquiredConns(), IdleConns: st.IdleConns(),
+		TotalConns: st.TotalConns(), MaxConns: st.MaxConns(),
+		TxRetries: e.retries.Load(),
+	}
 }
 
 func (e *pgEngine) attempt(ctx context.Context, iso pgx.TxIsoLevel, mode pgx.TxAccessMode, fn func(Tx) error) error {

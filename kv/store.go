@@ -58,6 +58,9 @@ var (
 	bucketTransfersByUpload  = []byte("transfers_by_upload")
 	bucketTransfersByAccount = []byte("transfers_by_account")
 	bucketTransferRemovals   = []byte("transfer_removals")
+
+	bucketLeases           = []byte("leases")
+	bucketPasswordAttempts = []byte("password_attempts")
 )
 
 var allBuckets = [][]byte{
@@ -72,6 +75,7 @@ var allBuckets = [][]byte{
 	bucketAssets, bucketAppliedManifests, bucketFeed, bucketUpgrades, bucketTombstones,
 	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 	bucketLog, bucketLogMeta,
+	bucketLeases, bucketPasswordAttempts,
 }
 
 // Options tune a Store. Zero values take the defaults.
