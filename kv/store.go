@@ -205,6 +205,18 @@ func (s *Store) prepare(opts Options) error {
 		}
 	}
 	return s.update(func(tx Tx) error {
+		if s.cacheReads {
+			// One process holds this engine at a time (bbolt's file lock),
+			// so every lease and verification in flight found now was a
+			// process's that is gone: a transfer its crash left claimed
+			// resumes at once instead of after the lease's ttl. On a
+			// shared engine they may be live nodes', and lapse instead.
+			for _, b := range [][]byte{bucketLeases, bucketPasswordAttempts} {
+				if err := clearBucket(tx.Bucket(b)); err != nil {
+					return err
+				}
+			}
+		}
 		return tx.Bucket(bucketMeta).Put(metaOpenedBy, []byte(opts.Version))
 	})
 }

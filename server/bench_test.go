@@ -158,7 +158,7 @@ func largeStore(b *testing.B, accounts, sessions int) (path string, sampleAccoun
 	b.Helper()
 	// The name carries the record format's version, so a fixture cached by
 	// an older build is never read as if it were current.
-	path = filepath.Join(os.TempDir(), fmt.Sprintf("sealbox-bench-v3-%d-%d.db", accounts, sessions))
+	path = filepath.Join(os.TempDir(), fmt.Sprintf("sealbox-bench-v4-%d-%d.db", accounts, sessions))
 	sampleAccount = benchAccountID(accounts / 2)
 	if _, err := os.Stat(path); err == nil {
 		return path, sampleAccount

@@ -1,0 +1,89 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"testing"
+	"time"
+)
+
+// streamPatch starts a PATCH of the transfer at loc on ts from offset 0
+// whose body the test writes through the returned pipe, and waits until the
+// server has written some of it: the request holds the transfer. done is
+// closed when the request has ended.
+func streamPatch(t *testing.T, ts *TestServer, access, loc string, first []byte) (*io.PipeWriter, chan struct{}) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequestWithContext(context.Background(), "PATCH", ts.URL()+loc, pr)
+	req.Header.Set("Authorization", "Bearer "+access)
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", "0")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	if _, err := pw.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := os.Stat(ts.partialPath(loc)); err == nil && fi.Size() > 0 {
+			return pw, done
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the streaming PATCH never wrote")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestTusOneWriterAcrossNodes: while a PATCH streams through one node, a
+// PATCH or DELETE of the same transfer through another node is told to
+// retry (423); once it ends, the client resumes through the other node.
+func TestTusOneWriterAcrossNodes(t *testing.T) {
+	ts, tok, loc, data := openTransfer(t, randomData(4<<20))
+	other := ts.SecondNode(t)
+	pw, done := streamPatch(t, ts, tok.Access, loc, data[:1<<20])
+	other.TusPatch(t, tok.Access, loc, 0, nil).WantProblem(t, http.StatusLocked, "error.transfer.locked")
+	other.Do(t, Req{Method: "DELETE", Path: loc, Token: tok.Access, Header: tusHeaders()}).
+		WantProblem(t, http.StatusLocked, "error.transfer.locked")
+	if _, err := pw.Write(data[1<<20 : 2<<20]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	<-done
+	offset := other.TusHead(t, tok.Access, loc)
+	if offset != 2<<20 {
+		t.Fatalf("acknowledged %d bytes, want %d", offset, 2<<20)
+	}
+	other.TusPatch(t, tok.Access, loc, offset, data[offset:]).WantStatus(t, http.StatusNoContent)
+	ts.wantStored(t, data)
+}
+
+// TestTusLeaseOfAKilledNode: a node killed mid-PATCH leaves its lease on the
+// transfer in the store. Every other node refuses the transfer (423) until
+// the lease's ttl has passed (the clock moves; nothing sleeps), and the
+// client's retry then succeeds.
+func TestTusLeaseOfAKilledNode(t *testing.T) {
+	ts, tok, loc, data := openTransfer(t, randomData(1<<20))
+	ttl := ts.Config.TusLeaseTTL
+	if held, err := ts.Store.TryLease("tus/"+path.Base(loc), "killed-node/1", ttl); err != nil || !held {
+		t.Fatalf("the killed node's lease: %v %v", held, err)
+	}
+	ts.TusPatch(t, tok.Access, loc, 0, data).WantProblem(t, http.StatusLocked, "error.transfer.locked")
+	ts.Clock.Advance(ttl - time.Second)
+	ts.TusPatch(t, tok.Access, loc, 0, data).WantProblem(t, http.StatusLocked, "error.transfer.locked")
+	ts.Clock.Advance(time.Second)
+	ts.TusPatch(t, tok.Access, loc, 0, data).WantStatus(t, http.StatusNoContent)
+	ts.wantStored(t, data)
+	if holder, _, err := ts.Store.LeaseHolder("tus/" + path.Base(loc)); err != nil || holder != "" {
+		t.Fatalf("after the PATCH the transfer's lease is held by %q (%v)", holder, err)
+	}
+}
