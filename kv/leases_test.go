@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -136,5 +137,35 @@ func TestNodesShareLeases(t *testing.T) {
 	}
 	if won := raceForLease(t, []*kv.Store{a, b, a, b, a, b}); won != 1 {
 		t.Fatalf("%d holders on two nodes took one lease", won)
+	}
+}
+
+// TestReopenedFileDropsLeases: one process holds a bbolt file at a time, so
+// the leases and verifications in flight a reopened file holds were a dead
+// process's: Open drops them, and the work they claimed resumes at once.
+func TestReopenedFileDropsLeases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sealbox.db")
+	now := func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
+	s, err := kv.Open(path, kv.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kv.LockoutPolicy{Failures: 1, Window: time.Minute}
+	if held, err := s.TryLease("tus/x", "dead", time.Hour); err != nil || !held {
+		t.Fatal(held, err)
+	}
+	if _, ok, err := s.EnterPasswordAttempt("a@example.org", "dead/1", p, time.Hour); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	s.Close() // the process dies holding both
+	if s, err = kv.Open(path, kv.Options{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if held, err := s.TryLease("tus/x", "next", time.Hour); err != nil || !held {
+		t.Fatalf("the dead process's lease after reopening: %v %v", held, err)
+	}
+	if _, ok, err := s.EnterPasswordAttempt("a@example.org", "next/1", p, time.Hour); err != nil || !ok {
+		t.Fatalf("the dead process's verification after reopening: %v %v", ok, err)
 	}
 }

@@ -81,24 +81,38 @@ func (s *Store) PasswordAttempt(email string, p LockoutPolicy) (*Account, int, e
 // password clears the count through the success methods (LoginSucceeded,
 // Reauthenticated, ChangePassword).
 func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
+	return s.update(func(tx Tx) error { return countFailure(tx, email, p, s.now()) })
+}
+
+// PasswordFailed counts the failure of the verification entry that
+// EnterPasswordAttempt admitted, as CountPasswordFailure does, and ends it
+// (LeavePasswordAttempt) in the same transaction: the next verification
+// admitted sees the failure, and a wrong guess costs one commit.
+func (s *Store) PasswordFailed(email, entry string, p LockoutPolicy) error {
 	return s.update(func(tx Tx) error {
-		now := s.now()
-		rec, err := currentLockout(tx, email, p, now)
-		if err != nil {
+		if err := countFailure(tx, email, p, s.now()); err != nil {
 			return err
 		}
-		rec.Failures++
-		rec.LastFailure = now
-		if rec.Failures >= p.Failures {
-			rec.LockedUntil = now.Add(p.Window)
-		}
-		rec.ExpiresAt = now.Add(p.Window)
-		key := []byte(email)
-		if err := tx.Bucket(bucketLockouts).Put(key, encode(&rec)); err != nil {
-			return err
-		}
-		return putExpiry(tx, rec.ExpiresAt, kindLockout, key)
+		return leaveAttempt(tx, email, entry)
 	})
+}
+
+func countFailure(tx Tx, email string, p LockoutPolicy, now time.Time) error {
+	rec, err := currentLockout(tx, email, p, now)
+	if err != nil {
+		return err
+	}
+	rec.Failures++
+	rec.LastFailure = now
+	if rec.Failures >= p.Failures {
+		rec.LockedUntil = now.Add(p.Window)
+	}
+	rec.ExpiresAt = now.Add(p.Window)
+	key := []byte(email)
+	if err := tx.Bucket(bucketLockouts).Put(key, encode(&rec)); err != nil {
+		return err
+	}
+	return putExpiry(tx, rec.ExpiresAt, kindLockout, key)
 }
 
 func clearLockout(tx Tx, email string) error {
@@ -190,18 +204,20 @@ type attemptLapse struct {
 }
 
 // LeavePasswordAttempt ends the verification entry that EnterPasswordAttempt
-// admitted for the address. A wrong password is counted
-// (CountPasswordFailure) before it leaves, so the next verification admitted
-// sees the failure.
+// admitted for the address: a verification that did not fail (a wrong
+// password ends with PasswordFailed instead, so the next verification
+// admitted sees the failure). An entry already gone is not an error.
 func (s *Store) LeavePasswordAttempt(email, entry string) error {
-	return s.update(func(tx Tx) error {
-		key := attemptKey(email, entry)
-		at, err := getRecord[attemptRecord](tx, bucketPasswordAttempts, key)
-		if err != nil || at == nil {
-			return err
-		}
-		return removeAttempt(tx, key, at.ExpiresAt)
-	})
+	return s.update(func(tx Tx) error { return leaveAttempt(tx, email, entry) })
+}
+
+func leaveAttempt(tx Tx, email, entry string) error {
+	key := attemptKey(email, entry)
+	at, err := getRecord[attemptRecord](tx, bucketPasswordAttempts, key)
+	if err != nil || at == nil {
+		return err
+	}
+	return removeAttempt(tx, key, at.ExpiresAt)
 }
 
 func removeAttempt(tx Tx, key []byte, expiresAt time.Time) error {

@@ -91,6 +91,20 @@ func BenchmarkLogin(b *testing.B) {
 	}
 }
 
+// BenchmarkLoginProductionCost is BenchmarkLogin at the production
+// argon2id cost, where the hash, not the store, sets the pace.
+func BenchmarkLoginProductionCost(b *testing.B) {
+	ts := MustOpenServer(b, func(c *server.Config) { c.Argon2 = password.Default })
+	ts.Register(b, "bench@example.org")
+	body := map[string]any{"email": "bench@example.org", "password": testPassword}
+	b.ResetTimer()
+	for b.Loop() {
+		if r := ts.Do(b, Req{Method: "POST", Path: "/v1/auth/login", Body: body}); r.Status != http.StatusOK {
+			b.Fatalf("status %d", r.Status)
+		}
+	}
+}
+
 // BenchmarkLoginParallel: sign-ins from b.RunParallel's goroutines, each
 // to an account of its own, so they contend for the store, not the gate.
 func BenchmarkLoginParallel(b *testing.B) {

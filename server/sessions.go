@@ -157,7 +157,12 @@ func (s *Server) verifyPassword(ctx context.Context, email, password string) (*k
 	if err != nil {
 		return nil, err
 	}
-	defer s.leaveAttempt(email, entry)
+	ended := false
+	defer func() {
+		if !ended {
+			s.leaveAttempt(email, entry)
+		}
+	}()
 	stored := ""
 	if acct != nil {
 		stored = acct.PasswordHash
@@ -167,9 +172,13 @@ func (s *Server) verifyPassword(ctx context.Context, email, password string) (*k
 		return nil, err
 	}
 	if !ok {
-		if err := s.store.CountPasswordFailure(email, s.lockoutPolicy()); err != nil {
+		// Counted and ended in one transaction; a failure to record it
+		// leaves the entry to the deferred leave.
+		if err := s.store.PasswordFailed(email, entry, s.lockoutPolicy()); err != nil {
 			return nil, err
 		}
+		ended = true
+		s.attempts.Left()
 		return nil, fault.Errorf(fault.ECodeInvalidCredentials, "the email or password is wrong")
 	}
 	if acct.Disabled {
