@@ -357,6 +357,31 @@ func (c *transferClaim) check() error {
 	return nil
 }
 
+// confirm renews the lease at once, before bytes are acknowledged, so a
+// request that lost it (renewals come only every third of the ttl)
+// acknowledges nothing: the window in which two writers could both think
+// they hold a transfer shrinks to the moments between this renewal and the
+// store's record of the new offset, which is itself a compare-and-set on
+// the old one.
+func (c *transferClaim) confirm() error {
+	if c.lost.Load() {
+		return errLostClaim()
+	}
+	held, err := c.s.store.TryLease(c.name, c.holder, c.s.cfg.TusLeaseTTL)
+	if err != nil {
+		return err
+	}
+	if !held {
+		c.lost.Store(true)
+		return errLostClaim()
+	}
+	return nil
+}
+
+func errLostClaim() error {
+	return fault.Errorf(fault.ECodeTransferLocked, "this request lost its claim on the transfer; retry from the offset HEAD gives")
+}
+
 // release stops the renewals and gives the lease up.
 func (c *transferClaim) release() {
 	close(c.stop)
@@ -417,13 +442,15 @@ func (s *Server) appendBody(body io.Reader, claim *transferClaim, accountID, upl
 		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(p, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
 		var readErr *fault.Error
 		if errors.Is(err, errClaimLost) {
-			return 0, fault.Errorf(fault.ECodeTransferLocked, "this request lost its claim on the transfer; retry from the offset HEAD gives")
+			return 0, errLostClaim()
 		}
 		if err != nil && !errors.As(err, &readErr) {
 			return 0, err // a write failed: nothing more is acknowledged
 		}
-		if err := claim.check(); err != nil {
-			return 0, fault.Errorf(fault.ECodeTransferLocked, "this request lost its claim on the transfer; retry from the offset HEAD gives")
+		if n > 0 {
+			if err := claim.confirm(); err != nil {
+				return 0, err
+			}
 		}
 		to := from + n
 		if to == t.Length {

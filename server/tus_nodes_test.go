@@ -8,6 +8,8 @@ import (
 	"path"
 	"testing"
 	"time"
+
+	"sealbox/server"
 )
 
 // streamPatch starts a PATCH of the transfer at loc on ts from offset 0
@@ -85,5 +87,65 @@ func TestTusLeaseOfAKilledNode(t *testing.T) {
 	ts.wantStored(t, data)
 	if holder, _, err := ts.Store.LeaseHolder("tus/" + path.Base(loc)); err != nil || holder != "" {
 		t.Fatalf("after the PATCH the transfer's lease is held by %q (%v)", holder, err)
+	}
+}
+
+// TestTusLostLeaseAcknowledgesNothingMore: a PATCH whose node could not
+// renew its lease in time (here another holder took it once it had lapsed)
+// stops reading, answers 423 and acknowledges none of its bytes: another
+// writer may own the transfer now.
+func TestTusLostLeaseAcknowledgesNothingMore(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.TusLeaseTTL = 300 * time.Millisecond })
+	tok := ts.Register(t, "a@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	data := randomData(4 << 20)
+	loc := ts.TusCreate(t, tok.Access, up, data)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("PATCH", ts.URL()+loc, pr)
+	req.Header.Set("Authorization", "Bearer "+tok.Access)
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", "0")
+	status := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	if _, err := pw.Write(data[:1<<20]); err != nil {
+		t.Fatal(err)
+	}
+	// The clock jumps past the lease; another holder takes it before the
+	// writer's next renewal (every 100 ms) does.
+	name := "tus/" + path.Base(loc)
+	for {
+		ts.Clock.Advance(time.Second)
+		if held, err := ts.Store.TryLease(name, "thief/1", time.Minute); err != nil {
+			t.Fatal(err)
+		} else if held {
+			break
+		}
+	}
+	go func() {
+		for i := 1; i < 4; i++ {
+			if _, err := pw.Write(data[i<<20 : (i+1)<<20]); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	if got := <-status; got != http.StatusLocked {
+		t.Fatalf("the PATCH that lost its lease: %d, want 423", got)
+	}
+	pr.Close()
+	if err := ts.Store.ReleaseLease(name, "thief/1"); err != nil {
+		t.Fatal(err)
+	}
+	if offset := ts.TusHead(t, tok.Access, loc); offset != 0 {
+		t.Fatalf("acknowledged %d bytes after the lease was lost", offset)
 	}
 }
