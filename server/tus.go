@@ -332,7 +332,7 @@ func (s *Server) claimTransfer(id string) (*transferClaim, error) {
 
 func (c *transferClaim) renew() {
 	defer close(c.done)
-	t := time.NewTicker(c.s.cfg.TusLeaseTTL / 3)
+	t := time.NewTicker(max(c.s.cfg.TusLeaseTTL/3, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
