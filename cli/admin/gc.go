@@ -60,6 +60,9 @@ func (o *Ops) claimGC() (*gcClaim, error) {
 		if err != nil {
 			return nil, err
 		}
+		if holder == "" { // it ended meanwhile
+			return nil, fmt.Errorf("%w: wait for it to finish, then run gc again", ErrGCRunning)
+		}
 		return nil, fmt.Errorf("%w (its lease, %s, lasts until %s unless renewed): wait for it to finish; a gc that died frees it by then",
 			ErrGCRunning, holder, until.UTC().Format(time.RFC3339))
 	}
