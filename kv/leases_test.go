@@ -150,6 +150,7 @@ func TestReopenedFileDropsLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kv.KeepAttemptsInStoreForTests(s)
 	p := kv.LockoutPolicy{Failures: 1, Window: time.Minute}
 	if held, err := s.TryLease("tus/x", "dead", time.Hour); err != nil || !held {
 		t.Fatal(held, err)
@@ -162,6 +163,7 @@ func TestReopenedFileDropsLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	kv.KeepAttemptsInStoreForTests(s)
 	if held, err := s.TryLease("tus/x", "next", time.Hour); err != nil || !held {
 		t.Fatalf("the dead process's lease after reopening: %v %v", held, err)
 	}

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"sealbox/kv/fault"
@@ -33,7 +34,9 @@ type lockoutRecord struct {
 //
 //   - password_attempts: idPart(email)|entry -> attemptRecord, one per
 //     verification in flight. Each carries an expiry, so the entries of a
-//     node that died mid-verification stop counting (and are swept).
+//     node that died mid-verification stop counting (and are swept). On an
+//     engine one process holds (bbolt) the entries stay in that process's
+//     memory instead (localAttempts) and this bucket stays empty.
 
 // current returns the address's counter as it stands at now under p: a
 // counter whose lock has ended or whose last failure left the window starts
@@ -89,6 +92,15 @@ func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
 // (LeavePasswordAttempt) in the same transaction: the next verification
 // admitted sees the failure, and a wrong guess costs one commit.
 func (s *Store) PasswordFailed(email, entry string, p LockoutPolicy) error {
+	if s.localAttempts != nil {
+		// Counted first, so no verification is admitted between the
+		// entry's end and the failure's count.
+		err := s.update(func(tx Tx) error { return countFailure(tx, email, p, s.now()) })
+		if err == nil {
+			s.localAttempts.leave(email, entry)
+		}
+		return err
+	}
 	return s.update(func(tx Tx) error {
 		if err := countFailure(tx, email, p, s.now()); err != nil {
 			return err
@@ -139,7 +151,17 @@ var errAttemptsFull = errors.New("kv: the address has as many verifications in f
 // was written and the caller waits for a verification to end. ttl bounds
 // how long an entry whose node died keeps counting: it must exceed the
 // longest verification, waits for the hasher included.
+//
+// On an engine one process holds alone (bbolt), that process's
+// verifications are every verification there is, and an entry means nothing
+// after it ends: the entries are then kept in the Store's memory
+// (localAttempts), the lockout is read in a view, and a sign-in costs no
+// more commits than before the store kept them. Elsewhere (PostgreSQL,
+// shared by nodes) entering is the one update transaction above.
 func (s *Store) EnterPasswordAttempt(email, entry string, p LockoutPolicy, ttl time.Duration) (*Account, bool, error) {
+	if s.localAttempts != nil {
+		return s.localAttempts.enter(s, email, entry, p, ttl)
+	}
 	var a *Account
 	admitted := false
 	err := s.update(func(tx Tx) error {
@@ -208,6 +230,10 @@ type attemptLapse struct {
 // password ends with PasswordFailed instead, so the next verification
 // admitted sees the failure). An entry already gone is not an error.
 func (s *Store) LeavePasswordAttempt(email, entry string) error {
+	if s.localAttempts != nil {
+		s.localAttempts.leave(email, entry)
+		return nil
+	}
 	return s.update(func(tx Tx) error { return leaveAttempt(tx, email, entry) })
 }
 
@@ -225,4 +251,64 @@ func removeAttempt(tx Tx, key []byte, expiresAt time.Time) error {
 		return err
 	}
 	return tx.Bucket(bucketPasswordAttempts).Delete(key)
+}
+
+// localAttempts are the verifications in flight of a Store whose engine no
+// other process uses (see EnterPasswordAttempt): email -> entry -> expiry.
+type localAttempts struct {
+	mu      sync.Mutex
+	entries map[string]map[string]time.Time
+}
+
+func newLocalAttempts() *localAttempts {
+	return &localAttempts{entries: map[string]map[string]time.Time{}}
+}
+
+// enter is EnterPasswordAttempt in memory. The lock is held across the read
+// of the failures counted, so two callers never both take the last place.
+func (l *localAttempts) enter(s *Store, email, entry string, p LockoutPolicy, ttl time.Duration) (*Account, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var a *Account
+	var failures int
+	var now time.Time
+	err := s.view(func(tx Tx) error {
+		now = s.now()
+		rec, err := currentLockout(tx, email, p, now)
+		if err != nil {
+			return err
+		}
+		failures = rec.Failures
+		a, err = getAccountByEmail(tx, email)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	live := l.entries[email]
+	for e, expiresAt := range live {
+		if reached(expiresAt, now) {
+			delete(live, e)
+		}
+	}
+	if failures+len(live) >= p.Failures {
+		return a, false, nil
+	}
+	if live == nil {
+		live = map[string]time.Time{}
+		l.entries[email] = live
+	}
+	live[entry] = now.Add(ttl)
+	return a, true, nil
+}
+
+func (l *localAttempts) leave(email, entry string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if live := l.entries[email]; live != nil {
+		delete(live, entry)
+		if len(live) == 0 {
+			delete(l.entries, email)
+		}
+	}
 }

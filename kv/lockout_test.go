@@ -50,8 +50,23 @@ func TestLockout(t *testing.T) {
 // admitted once another leaves; a locked address is refused before any
 // count; an entry whose node died stops counting after its ttl and is
 // swept.
+//
+// It runs twice: with the entries where the store keeps them for its engine
+// (in memory for bbolt, which one process holds; in the store for
+// PostgreSQL), and with them kept in the store whatever the engine.
 func TestPasswordAttemptsInFlight(t *testing.T) {
-	s, c := MustOpenStore(t)
+	t.Run("as the engine has them", func(t *testing.T) {
+		s, c := MustOpenStore(t)
+		testPasswordAttemptsInFlight(t, s, c)
+	})
+	t.Run("in the store", func(t *testing.T) {
+		s, c := MustOpenStore(t)
+		kv.KeepAttemptsInStoreForTests(s)
+		testPasswordAttemptsInFlight(t, s, c)
+	})
+}
+
+func testPasswordAttemptsInFlight(t *testing.T, s *kv.Store, c *clock) {
 	a := mustAccount(t, s, c, 1)
 	p := kv.LockoutPolicy{Failures: 3, Window: 15 * time.Minute}
 	const ttl = time.Minute

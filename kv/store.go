@@ -129,6 +129,10 @@ type Store struct {
 	writes       writeGen
 	sessionCache readCache[*Session]
 	shareCache   readCache[sharedBlobRead]
+	// localAttempts holds the password verifications in flight when the
+	// engine is this process's alone; nil elsewhere, where they are kept
+	// in the store (see EnterPasswordAttempt).
+	localAttempts *localAttempts
 }
 
 // ErrLocked reports that another process holds the database file.
@@ -153,6 +157,9 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 	}
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
 	_, s.cacheReads = e.(exclusiveEngine)
+	if s.cacheReads {
+		s.localAttempts = newLocalAttempts()
+	}
 	if err := s.prepare(opts); err != nil {
 		e.Close()
 		return nil, err
