@@ -297,8 +297,8 @@ type transferClaim struct {
 	s      *Server
 	name   string
 	holder string
-	// lost is set when a renewal failed: the lease may have passed to
-	// another writer, so this one acknowledges nothing more.
+	// lost is set when a renewal found the lease another's: this request
+	// reads and acknowledges nothing more.
 	lost atomic.Bool
 	stop chan struct{}
 	done chan struct{}
@@ -340,9 +340,15 @@ func (c *transferClaim) renew() {
 			return
 		case <-t.C:
 			held, err := c.s.store.TryLease(c.name, c.holder, c.s.cfg.TusLeaseTTL)
-			if err != nil || !held {
+			if err != nil {
+				// Tried again next tick; confirm checks the lease before
+				// anything is acknowledged, so a lapse meanwhile is caught.
+				c.s.log.Error().Err(err).Str("lease", c.name).Msg("renew a transfer's lease")
+				continue
+			}
+			if !held {
 				c.lost.Store(true)
-				c.s.log.Warn().Err(err).Str("lease", c.name).Msg("lost a transfer's lease mid-request; it stops")
+				c.s.log.Warn().Str("lease", c.name).Msg("lost a transfer's lease mid-request; it stops")
 				return
 			}
 		}
