@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"sealbox/kv"
 	"sealbox/server"
 )
 
@@ -66,7 +68,7 @@ func TestServeMigratesAnOlderStore(t *testing.T) {
 	if !strings.Contains(out, `"from":0`) || !strings.Contains(out, "migration: account keys") {
 		t.Fatalf("serve did not say which migrations it runs: %s", out)
 	}
-	if !strings.Contains(out, `"store_format":3`) {
+	if !strings.Contains(out, fmt.Sprintf(`"store_format":%d`, kv.FormatVersion)) {
 		t.Fatalf("the start line does not give the store format: %s", out)
 	}
 	const blob = "8b33191ba1fcfaa4dcdf1bf63b373237e5843128c022d55cefc873ab00be9ac6"

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"sealbox/kv"
 	"sealbox/server"
 )
 
@@ -144,7 +146,7 @@ func TestRestoreMigratesAnOlderBackup(t *testing.T) {
 	before := treeOf(t, backup)
 	restored := filepath.Join(t.TempDir(), "restored")
 	_, log := mustCLI(t, "", "restore", backup, "--data", restored)
-	if !strings.Contains(log, "store format 0; migrating the copy to 3") || !strings.Contains(log, "account keys") {
+	if !strings.Contains(log, fmt.Sprintf("store format 0; migrating the copy to %d", kv.FormatVersion)) || !strings.Contains(log, "account keys") {
 		t.Fatalf("restore did not say it migrates: %q", log)
 	}
 	if after := treeOf(t, backup); !maps.Equal(before, after) {

@@ -232,3 +232,33 @@ type Snapshotter interface {
 
 // ErrNoSnapshot reports an engine that has no Snapshotter.
 var ErrNoSnapshot = errors.New("kv: this store engine has no file to snapshot or check")
+
+// StatsEngine is the optional part of an Engine that runs over a connection
+// pool to a database server (PostgreSQL): what the server's metrics show of
+// it. bbolt has none.
+type StatsEngine interface {
+	// Stats is a snapshot of the engine's figures; it never blocks on a
+	// transaction.
+	Stats() EngineStats
+}
+
+// EngineStats are an engine's connection pool and its conflict retries.
+type EngineStats struct {
+	// AcquiredConns are in use by a transaction, IdleConns open and free,
+	// TotalConns both (and those being opened), MaxConns the pool's bound.
+	AcquiredConns, IdleConns, TotalConns, MaxConns int32
+	// TxRetries counts the runs of transactions that lost a serialization
+	// conflict or a deadlock (40001, 40P01) since the engine opened: each
+	// is rolled back and run again.
+	TxRetries uint64
+}
+
+// EngineStats reads the engine's figures, when it has them (PostgreSQL):
+// false for bbolt.
+func (s *Store) EngineStats() (EngineStats, bool) {
+	se, ok := s.engine.(StatsEngine)
+	if !ok {
+		return EngineStats{}, false
+	}
+	return se.Stats(), true
+}

@@ -21,6 +21,8 @@ const (
 	kindChannel      byte = 'h'
 	kindShare        byte = 'k'
 	kindUpgrade      byte = 'g'
+	kindLease        byte = 'L'
+	kindAttempt      byte = 'a'
 )
 
 // Deadline is the expiry of a record that lives for ttl from now, cut to a
@@ -79,6 +81,10 @@ var sweepers = map[byte]sweeper{
 	kindUpgrade: sweepRecord(bucketUpgrades,
 		func(r *upgradeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) },
 		func(tx Tx, albumID []byte, _ *upgradeRecord) error { return deleteUpgrade(tx, string(albumID)) }),
+	kindLease: sweepRecord(bucketLeases,
+		func(r *leaseRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
+	kindAttempt: sweepRecord(bucketPasswordAttempts,
+		func(r *attemptRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
 }
 
 func putExpiry(tx Tx, at time.Time, kind byte, id []byte) error {

@@ -11,3 +11,8 @@ func SetUsageForTests(tb testing.TB, s *Store, accountID string, bytes int64) {
 		tb.Fatal(err)
 	}
 }
+
+// KeepAttemptsInStoreForTests makes s keep its password verifications in
+// flight in the store, as on a shared engine, though its engine is this
+// process's alone: the bbolt suites then run the transactional path too.
+func KeepAttemptsInStoreForTests(s *Store) { s.localAttempts = nil }

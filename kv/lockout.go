@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"errors"
+	"sync"
 	"time"
 
 	"sealbox/kv/fault"
@@ -24,10 +26,17 @@ type lockoutRecord struct {
 
 // The lockout counts completed failed password verifications per
 // normalized address, for unknown addresses too, so a lockout never reveals
-// whether an account exists. Bounding the verifications in flight, so that
-// parallel guesses cannot pass the limit while they run, is the server's
-// job: it admits a verification only while the failures counted here plus
-// those in flight stay under the limit.
+// whether an account exists. The verifications in flight are kept here too,
+// so that parallel guesses cannot pass the limit while they run, whichever
+// nodes run them: EnterPasswordAttempt admits one only while the failures
+// counted plus those in flight stay under the limit, and records it in the
+// same transaction.
+//
+//   - password_attempts: idPart(email)|entry -> attemptRecord, one per
+//     verification in flight. Each carries an expiry, so the entries of a
+//     node that died mid-verification stop counting (and are swept). On an
+//     engine one process holds (bbolt) the entries stay in that process's
+//     memory instead (localAttempts) and this bucket stays empty.
 
 // current returns the address's counter as it stands at now under p: a
 // counter whose lock has ended or whose last failure left the window starts
@@ -75,26 +84,231 @@ func (s *Store) PasswordAttempt(email string, p LockoutPolicy) (*Account, int, e
 // password clears the count through the success methods (LoginSucceeded,
 // Reauthenticated, ChangePassword).
 func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
+	return s.update(func(tx Tx) error { return countFailure(tx, email, p, s.now()) })
+}
+
+// PasswordFailed counts the failure of the verification entry that
+// EnterPasswordAttempt admitted, as CountPasswordFailure does, and ends it
+// (LeavePasswordAttempt) in the same transaction: the next verification
+// admitted sees the failure, and a wrong guess costs one commit.
+func (s *Store) PasswordFailed(email, entry string, p LockoutPolicy) error {
+	if s.localAttempts != nil {
+		// Counted first, so no verification is admitted between the
+		// entry's end and the failure's count.
+		err := s.update(func(tx Tx) error { return countFailure(tx, email, p, s.now()) })
+		if err == nil {
+			s.localAttempts.leave(email, entry)
+		}
+		return err
+	}
 	return s.update(func(tx Tx) error {
+		if err := countFailure(tx, email, p, s.now()); err != nil {
+			return err
+		}
+		return leaveAttempt(tx, email, entry)
+	})
+}
+
+func countFailure(tx Tx, email string, p LockoutPolicy, now time.Time) error {
+	rec, err := currentLockout(tx, email, p, now)
+	if err != nil {
+		return err
+	}
+	rec.Failures++
+	rec.LastFailure = now
+	if rec.Failures >= p.Failures {
+		rec.LockedUntil = now.Add(p.Window)
+	}
+	rec.ExpiresAt = now.Add(p.Window)
+	key := []byte(email)
+	if err := tx.Bucket(bucketLockouts).Put(key, encode(&rec)); err != nil {
+		return err
+	}
+	return putExpiry(tx, rec.ExpiresAt, kindLockout, key)
+}
+
+func clearLockout(tx Tx, email string) error {
+	return tx.Bucket(bucketLockouts).Delete([]byte(email))
+}
+
+type attemptRecord struct {
+	ExpiresAt time.Time `cbor:"1,keyasint"`
+}
+
+func attemptKey(email, entry string) []byte { return join(idPart(email), []byte(entry)) }
+
+// errAttemptsFull rolls back an EnterPasswordAttempt that admitted nothing.
+var errAttemptsFull = errors.New("kv: the address has as many verifications in flight as it may")
+
+// EnterPasswordAttempt admits one password verification for the address
+// (login, reauthenticate, password change), in one transaction: it refuses
+// a locked address with error.auth.account_locked, then counts the failures
+// recorded and the verifications in flight for it and, while those stay
+// under p.Failures, records the verification entry (a caller-chosen id,
+// unique among its verifications in flight) as in flight until ttl from
+// now. It returns the account registered under email (nil when there is
+// none) and whether the verification was admitted; not admitted, nothing
+// was written and the caller waits for a verification to end. ttl bounds
+// how long an entry whose node died keeps counting: it must exceed the
+// longest verification, waits for the hasher included.
+//
+// On an engine one process holds alone (bbolt), that process's
+// verifications are every verification there is, and an entry means nothing
+// after it ends: the entries are then kept in the Store's memory
+// (localAttempts), the lockout is read in a view, and a sign-in costs no
+// more commits than before the store kept them. Elsewhere (PostgreSQL,
+// shared by nodes) entering is the one update transaction above.
+func (s *Store) EnterPasswordAttempt(email, entry string, p LockoutPolicy, ttl time.Duration) (*Account, bool, error) {
+	if s.localAttempts != nil {
+		return s.localAttempts.enter(s, email, entry, p, ttl)
+	}
+	var a *Account
+	admitted := false
+	err := s.update(func(tx Tx) error {
+		a, admitted = nil, false
 		now := s.now()
 		rec, err := currentLockout(tx, email, p, now)
 		if err != nil {
 			return err
 		}
-		rec.Failures++
-		rec.LastFailure = now
-		if rec.Failures >= p.Failures {
-			rec.LockedUntil = now.Add(p.Window)
-		}
-		rec.ExpiresAt = now.Add(p.Window)
-		key := []byte(email)
-		if err := tx.Bucket(bucketLockouts).Put(key, encode(&rec)); err != nil {
+		if a, err = getAccountByEmail(tx, email); err != nil {
 			return err
 		}
-		return putExpiry(tx, rec.ExpiresAt, kindLockout, key)
+		attempts := tx.Bucket(bucketPasswordAttempts)
+		inFlight := 0
+		var lapsed []attemptLapse
+		err = scanPrefix(attempts, idPart(email), func(k, v []byte) error {
+			var at attemptRecord
+			if err := decode(v, &at); err != nil {
+				return err
+			}
+			if reached(at.ExpiresAt, now) {
+				lapsed = append(lapsed, attemptLapse{copyBytes(k), at.ExpiresAt})
+			} else {
+				inFlight++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if rec.Failures+inFlight >= p.Failures {
+			return errAttemptsFull
+		}
+		for _, l := range lapsed {
+			if err := removeAttempt(tx, l.key, l.expiresAt); err != nil {
+				return err
+			}
+		}
+		key := attemptKey(email, entry)
+		at := attemptRecord{ExpiresAt: now.Add(ttl)}
+		if err := attempts.Put(key, encode(&at)); err != nil {
+			return err
+		}
+		if err := putExpiry(tx, at.ExpiresAt, kindAttempt, key); err != nil {
+			return err
+		}
+		admitted = true
+		return nil
 	})
+	if errors.Is(err, errAttemptsFull) {
+		return a, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return a, admitted, nil
 }
 
-func clearLockout(tx Tx, email string) error {
-	return tx.Bucket(bucketLockouts).Delete([]byte(email))
+type attemptLapse struct {
+	key       []byte
+	expiresAt time.Time
+}
+
+// LeavePasswordAttempt ends the verification entry that EnterPasswordAttempt
+// admitted for the address: a verification that did not fail (a wrong
+// password ends with PasswordFailed instead, so the next verification
+// admitted sees the failure). An entry already gone is not an error.
+func (s *Store) LeavePasswordAttempt(email, entry string) error {
+	if s.localAttempts != nil {
+		s.localAttempts.leave(email, entry)
+		return nil
+	}
+	return s.update(func(tx Tx) error { return leaveAttempt(tx, email, entry) })
+}
+
+func leaveAttempt(tx Tx, email, entry string) error {
+	key := attemptKey(email, entry)
+	at, err := getRecord[attemptRecord](tx, bucketPasswordAttempts, key)
+	if err != nil || at == nil {
+		return err
+	}
+	return removeAttempt(tx, key, at.ExpiresAt)
+}
+
+func removeAttempt(tx Tx, key []byte, expiresAt time.Time) error {
+	if err := deleteExpiry(tx, expiresAt, kindAttempt, key); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketPasswordAttempts).Delete(key)
+}
+
+// localAttempts are the verifications in flight of a Store whose engine no
+// other process uses (see EnterPasswordAttempt): email -> entry -> expiry.
+type localAttempts struct {
+	mu      sync.Mutex
+	entries map[string]map[string]time.Time
+}
+
+func newLocalAttempts() *localAttempts {
+	return &localAttempts{entries: map[string]map[string]time.Time{}}
+}
+
+// enter is EnterPasswordAttempt in memory. The lock is held across the read
+// of the failures counted, so two callers never both take the last place.
+func (l *localAttempts) enter(s *Store, email, entry string, p LockoutPolicy, ttl time.Duration) (*Account, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var a *Account
+	var failures int
+	var now time.Time
+	err := s.view(func(tx Tx) error {
+		now = s.now()
+		rec, err := currentLockout(tx, email, p, now)
+		if err != nil {
+			return err
+		}
+		failures = rec.Failures
+		a, err = getAccountByEmail(tx, email)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	live := l.entries[email]
+	for e, expiresAt := range live {
+		if reached(expiresAt, now) {
+			delete(live, e)
+		}
+	}
+	if failures+len(live) >= p.Failures {
+		return a, false, nil
+	}
+	if live == nil {
+		live = map[string]time.Time{}
+		l.entries[email] = live
+	}
+	live[entry] = now.Add(ttl)
+	return a, true, nil
+}
+
+func (l *localAttempts) leave(email, entry string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if live := l.entries[email]; live != nil {
+		delete(live, entry)
+		if len(live) == 0 {
+			delete(l.entries, email)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,8 @@ import (
 type pgEngine struct {
 	pool  *pgxpool.Pool
 	batch batcher
+	// retries counts the transactions rerun after losing a conflict.
+	retries atomic.Uint64
 }
 
 // The batching of concurrent writers (Batch): the tuned values bbolt runs
@@ -132,8 +135,19 @@ func (e *pgEngine) run(begin string, fn func(Tx) error) error {
 		if code := pgErrCode(err); code != "40001" && code != "40P01" {
 			return err
 		}
+		e.retries.Add(1)
 	}
 	return err
+}
+
+// Stats reports the pool's connections and the conflicts retried.
+func (e *pgEngine) Stats() EngineStats {
+	st := e.pool.Stat()
+	return EngineStats{
+		AcquiredConns: st.AcquiredConns(), IdleConns: st.IdleConns(),
+		TotalConns: st.TotalConns(), MaxConns: st.MaxConns(),
+		TxRetries: e.retries.Load(),
+	}
 }
 
 // attempt runs fn once in a transaction opened by begin. Round trips: one

@@ -58,6 +58,9 @@ var (
 	bucketTransfersByUpload  = []byte("transfers_by_upload")
 	bucketTransfersByAccount = []byte("transfers_by_account")
 	bucketTransferRemovals   = []byte("transfer_removals")
+
+	bucketLeases           = []byte("leases")
+	bucketPasswordAttempts = []byte("password_attempts")
 )
 
 var allBuckets = [][]byte{
@@ -72,6 +75,7 @@ var allBuckets = [][]byte{
 	bucketAssets, bucketAppliedManifests, bucketFeed, bucketUpgrades, bucketTombstones,
 	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 	bucketLog, bucketLogMeta,
+	bucketLeases, bucketPasswordAttempts,
 }
 
 // Options tune a Store. Zero values take the defaults.
@@ -125,6 +129,10 @@ type Store struct {
 	writes       writeGen
 	sessionCache readCache[*Session]
 	shareCache   readCache[sharedBlobRead]
+	// localAttempts holds the password verifications in flight when the
+	// engine is this process's alone; nil elsewhere, where they are kept
+	// in the store (see EnterPasswordAttempt).
+	localAttempts *localAttempts
 }
 
 // ErrLocked reports that another process holds the database file.
@@ -149,6 +157,9 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 	}
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
 	_, s.cacheReads = e.(exclusiveEngine)
+	if s.cacheReads {
+		s.localAttempts = newLocalAttempts()
+	}
 	if err := s.prepare(opts); err != nil {
 		e.Close()
 		return nil, err
@@ -201,6 +212,18 @@ func (s *Store) prepare(opts Options) error {
 		}
 	}
 	return s.update(func(tx Tx) error {
+		if s.cacheReads {
+			// One process holds this engine at a time (bbolt's file lock),
+			// so every lease and verification in flight found now was a
+			// process's that is gone: a transfer its crash left claimed
+			// resumes at once instead of after the lease's ttl. On a
+			// shared engine they may be live nodes', and lapse instead.
+			for _, b := range [][]byte{bucketLeases, bucketPasswordAttempts} {
+				if err := clearBucket(tx.Bucket(b)); err != nil {
+					return err
+				}
+			}
+		}
 		return tx.Bucket(bucketMeta).Put(metaOpenedBy, []byte(opts.Version))
 	})
 }

@@ -9,9 +9,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -277,5 +279,58 @@ func TestArbitraryMethodsShareOneMetricSeries(t *testing.T) {
 	}
 	if want := `sealbox_http_requests_total{method="other",route="unmatched",status="405"} 20`; !strings.Contains(string(body), want) {
 		t.Fatalf("metrics lack %q", want)
+	}
+}
+
+// TestStoreEngineMetrics: on PostgreSQL the metrics show the store's pool
+// and count transactions retried after a conflict, here forced by writers
+// racing for one lease; on bbolt, which has neither, there are no such
+// series.
+func TestStoreEngineMetrics(t *testing.T) {
+	ts := MustOpenServer(t)
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body, _ := io.ReadAll(rec.Body)
+		return string(body)
+	}
+	if _, ok := ts.Store.EngineStats(); !ok {
+		if body := scrape(); strings.Contains(body, "sealbox_store_pool_connections") || strings.Contains(body, "sealbox_store_tx_retries_total") {
+			t.Fatal("engine series on an engine without figures")
+		}
+		return
+	}
+	for round := 0; ; round++ {
+		if st, _ := ts.Store.EngineStats(); st.TxRetries > 0 {
+			break
+		}
+		if round == 200 {
+			t.Fatal("200 rounds of 8 racing writers never conflicted")
+		}
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				if _, err := ts.Store.TryLease("contended", fmt.Sprint(round, "/", i), time.Minute); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		ts.Clock.Advance(time.Minute) // free again for the next round
+	}
+	body := scrape()
+	for _, want := range []string{
+		`sealbox_store_pool_connections{state="acquired"}`,
+		`sealbox_store_pool_connections{state="idle"}`,
+		`sealbox_store_pool_connections{state="total"}`,
+		`sealbox_store_pool_connections{state="max"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^sealbox_store_tx_retries_total (\d+)$`).FindStringSubmatch(body)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("retries after a forced conflict: %v", m)
 	}
 }

@@ -208,6 +208,31 @@ func (ts *TestServer) Restart(tb testing.TB) {
 	ts.Server, ts.Store = srv, store
 }
 
+// SecondNode starts another server over ts's store and blob store, with
+// the same configuration and clock: a second node of one instance. On
+// PostgreSQL it opens a Store of its own on the same schema, as another
+// process would; bbolt is held by one process, so the nodes share its Store.
+func (ts *TestServer) SecondNode(tb testing.TB) *TestServer {
+	tb.Helper()
+	store := ts.Store
+	if strings.HasPrefix(ts.Store.Path(), "postgres://") {
+		store = mustOpenStore(tb, ts.Store.Path(), kv.Options{Now: ts.Config.Now})
+	}
+	srv := server.New(ts.Config, store, ts.Blobs)
+	if err := srv.Open("127.0.0.1:0"); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+		if store != ts.Store {
+			store.Close()
+		}
+	})
+	return &TestServer{Server: srv, Store: store, Blobs: ts.Blobs, Clock: ts.Clock, Config: ts.Config, Dir: ts.Dir}
+}
+
 // Response is a fully read HTTP response.
 type Response struct {
 	Status int

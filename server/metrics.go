@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"sealbox/kv"
 	"sealbox/kv/fault"
 )
 
@@ -67,7 +68,40 @@ func newMetrics(s *Server) *metrics {
 	}, blobTotal(func(count, _ int64) int64 { return count }))
 	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, storeSize, blobBytes, blobCount,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if _, ok := s.store.EngineStats(); ok {
+		m.registry.MustRegister(engineCollectors(s)...)
+	}
 	return m
+}
+
+// engineCollectors are the series of a store engine that has figures of its
+// own (PostgreSQL: kv.EngineStats): its connection pool and the
+// transactions it ran again after a conflict. Each reads the figures when
+// scraped.
+func engineCollectors(s *Server) []prometheus.Collector {
+	stat := func(pick func(kv.EngineStats) float64) func() float64 {
+		return func() float64 {
+			st, _ := s.store.EngineStats()
+			return pick(st)
+		}
+	}
+	pool := func(state string, pick func(kv.EngineStats) int32) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "sealbox_store_pool_connections",
+			Help:        "Connections of the store's pool by state: acquired by a transaction, idle, total, and the pool's maximum.",
+			ConstLabels: prometheus.Labels{"state": state},
+		}, stat(func(st kv.EngineStats) float64 { return float64(pick(st)) }))
+	}
+	return []prometheus.Collector{
+		pool("acquired", func(st kv.EngineStats) int32 { return st.AcquiredConns }),
+		pool("idle", func(st kv.EngineStats) int32 { return st.IdleConns }),
+		pool("total", func(st kv.EngineStats) int32 { return st.TotalConns }),
+		pool("max", func(st kv.EngineStats) int32 { return st.MaxConns }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sealbox_store_tx_retries_total",
+			Help: "Store transactions run again after losing a serialization conflict or a deadlock.",
+		}, stat(func(st kv.EngineStats) float64 { return float64(st.TxRetries) })),
+	}
 }
 
 // MetricsHandler serves the Prometheus metrics. It is meant for a separate

@@ -21,6 +21,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/server/ids"
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
 	"sealbox/server/secrets"
@@ -75,8 +76,21 @@ type Config struct {
 	ShareRate  float64
 	ShareBurst int
 
-	// SweepInterval is how often expired records are deleted.
+	// SweepInterval is how often expired records are deleted. Of the nodes
+	// sharing a store, the one holding the "sweep" lease (taken for three
+	// intervals, renewed on every tick) sweeps.
 	SweepInterval time.Duration
+
+	// TusLeaseTTL is how long a tus PATCH or DELETE holds its transfer's
+	// lease in the store without renewing it; a writing request renews it
+	// every third of that. A node killed mid-PATCH leaves the transfer
+	// refused (423) to every other writer for at most this long.
+	TusLeaseTTL time.Duration
+	// PasswordAttemptTTL is how long a password verification in flight
+	// counts against its address when its node never ends it (the node
+	// died): longer than any verification, the wait for the hasher
+	// included.
+	PasswordAttemptTTL time.Duration
 
 	// ReadHeaderTimeout is how long a client may take to send a request's
 	// headers before the connection is closed (slow-header clients).
@@ -101,26 +115,28 @@ type Config struct {
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{
-		Registration:      "open",
-		MaxBody:           1 << 20,
-		MaxBlob:           16 << 30,
-		AccessTTL:         15 * time.Minute,
-		RefreshTTL:        30 * 24 * time.Hour,
-		FreshWindow:       10 * time.Minute,
-		LockoutFailures:   10,
-		LockoutWindow:     15 * time.Minute,
-		Argon2:            password.Default,
-		ProtocolMin:       "2025-01-15",
-		ProtocolMax:       "2026-09-01",
-		ShareRate:         20,
-		ShareBurst:        200,
-		UpgradeWindow:     15 * time.Minute,
-		SweepInterval:     time.Minute,
-		ReadHeaderTimeout: 10 * time.Second,
-		BodyTimeout:       time.Minute,
-		Now:               time.Now,
-		Rand:              rand.Reader,
-		Log:               zerolog.Nop(),
+		Registration:       "open",
+		MaxBody:            1 << 20,
+		MaxBlob:            16 << 30,
+		AccessTTL:          15 * time.Minute,
+		RefreshTTL:         30 * 24 * time.Hour,
+		FreshWindow:        10 * time.Minute,
+		LockoutFailures:    10,
+		LockoutWindow:      15 * time.Minute,
+		Argon2:             password.Default,
+		ProtocolMin:        "2025-01-15",
+		ProtocolMax:        "2026-09-01",
+		ShareRate:          20,
+		ShareBurst:         200,
+		UpgradeWindow:      15 * time.Minute,
+		SweepInterval:      time.Minute,
+		TusLeaseTTL:        30 * time.Second,
+		PasswordAttemptTTL: time.Minute,
+		ReadHeaderTimeout:  10 * time.Second,
+		BodyTimeout:        time.Minute,
+		Now:                time.Now,
+		Rand:               rand.Reader,
+		Log:                zerolog.Nop(),
 	}
 }
 
@@ -145,11 +161,16 @@ type Server struct {
 	passwords *password.Hasher
 	metrics   *metrics
 	redeem    *ratelimit.Redeem
-	attempts  *ratelimit.Gate
+	// attempts is where password verifications wait for the store to
+	// admit them.
+	attempts *ratelimit.Gate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
-	// tusLocks holds the ids of the transfers a request is writing.
-	tusLocks sync.Map
+	// node names this Server among the nodes sharing the store: leases and
+	// verifications in flight are held by node, or by node and a claim
+	// number (nextClaim) for one request's.
+	node      string
+	nextClaim atomic.Uint64
 
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -177,6 +198,12 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultConfig().BodyTimeout
 	}
+	if cfg.TusLeaseTTL <= 0 {
+		cfg.TusLeaseTTL = DefaultConfig().TusLeaseTTL
+	}
+	if cfg.PasswordAttemptTTL <= 0 {
+		cfg.PasswordAttemptTTL = DefaultConfig().PasswordAttemptTTL
+	}
 	if cfg.LogKey.Signer == nil {
 		cfg.LogKey = ephemeralLogKey(cfg.Rand)
 	}
@@ -195,7 +222,8 @@ func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
 		now:          cfg.Now,
 		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
-		attempts:     ratelimit.NewGate(),
+		attempts:     ratelimit.NewGate(0, 0),
+		node:         ids.UUID(cfg.Rand),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 	}
@@ -282,9 +310,20 @@ func (s *Server) Close(ctx context.Context) error {
 			s.closeErr = s.httpSrv.Shutdown(ctx)
 		}
 		s.bg.Wait()
+		if s.ln != nil {
+			// Another node may sweep at once instead of after the lease
+			// lapses.
+			if err := s.store.ReleaseLease(sweepLease, s.node); err != nil {
+				s.log.Error().Err(err).Msg("release the sweep lease")
+			}
+		}
 	})
 	return s.closeErr
 }
+
+// sweepLease names the lease of the expiry sweeper: of the nodes sharing a
+// store, only its holder sweeps.
+const sweepLease = "sweep"
 
 func (s *Server) sweepLoop() {
 	t := time.NewTicker(s.cfg.SweepInterval)
@@ -294,13 +333,31 @@ func (s *Server) sweepLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if n, err := s.store.Sweep(); err != nil {
-				s.log.Error().Err(err).Msg("sweep expired records")
-			} else if n > 0 {
-				s.log.Debug().Int("records", n).Msg("swept expired records")
-			}
-			// Expired sessions take their transfers with them.
-			s.removePartials()
+			s.sweepOnce()
 		}
 	}
+}
+
+// sweepOnce takes or renews the sweep lease and, holding it, deletes the
+// expired records and the partial files of the transfers they took with
+// them. It reports whether it swept. The lease lasts three intervals, so a
+// holder that misses a tick keeps it, and a holder that died hands it on
+// after at most that long.
+func (s *Server) sweepOnce() bool {
+	held, err := s.store.TryLease(sweepLease, s.node, 3*s.cfg.SweepInterval)
+	if err != nil {
+		s.log.Error().Err(err).Msg("take the sweep lease")
+		return false
+	}
+	if !held {
+		return false
+	}
+	if n, err := s.store.Sweep(); err != nil {
+		s.log.Error().Err(err).Msg("sweep expired records")
+	} else if n > 0 {
+		s.log.Debug().Int("records", n).Msg("swept expired records")
+	}
+	// Expired sessions take their transfers with them.
+	s.removePartials()
+	return true
 }

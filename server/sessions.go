@@ -138,8 +138,9 @@ func (req *loginRequest) validate(passwordRule func(field, pw string) error) (em
 
 // verifyPassword runs one counted password verification for the account
 // registered under email (which may not exist): the lockout check comes
-// first, and the attempt gate admits it only while failures counted plus
-// verifications in flight stay under the limit; then argon2id runs against
+// first, and the store admits it only while failures counted plus
+// verifications in flight on every node stay under the limit (the attempt
+// gate is where it waits for that); then argon2id runs against
 // the stored or the dummy hash, and a wrong password is counted. It returns
 // the account when the password is right, error.auth.account_locked (423)
 // while locked or when the operator disabled the account (told only to a
@@ -147,15 +148,21 @@ func (req *loginRequest) validate(passwordRule func(field, pw string) error) (em
 // otherwise.
 func (s *Server) verifyPassword(ctx context.Context, email, password string) (*kv.Account, error) {
 	var acct *kv.Account
-	release, err := s.attempts.Enter(ctx, email, s.cfg.LockoutFailures, func() (int, error) {
-		a, failures, err := s.store.PasswordAttempt(email, s.lockoutPolicy())
+	entry := s.claimID()
+	err := s.attempts.Enter(ctx, func() (bool, error) {
+		a, admitted, err := s.store.EnterPasswordAttempt(email, entry, s.lockoutPolicy(), s.cfg.PasswordAttemptTTL)
 		acct = a
-		return failures, err
+		return admitted, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	ended := false
+	defer func() {
+		if !ended {
+			s.leaveAttempt(email, entry)
+		}
+	}()
 	stored := ""
 	if acct != nil {
 		stored = acct.PasswordHash
@@ -165,15 +172,28 @@ func (s *Server) verifyPassword(ctx context.Context, email, password string) (*k
 		return nil, err
 	}
 	if !ok {
-		if err := s.store.CountPasswordFailure(email, s.lockoutPolicy()); err != nil {
+		// Counted and ended in one transaction; a failure to record it
+		// leaves the entry to the deferred leave.
+		if err := s.store.PasswordFailed(email, entry, s.lockoutPolicy()); err != nil {
 			return nil, err
 		}
+		ended = true
+		s.attempts.Left()
 		return nil, fault.Errorf(fault.ECodeInvalidCredentials, "the email or password is wrong")
 	}
 	if acct.Disabled {
 		return nil, fault.Errorf(fault.ECodeAccountLocked, "the operator has disabled this account")
 	}
 	return acct, nil
+}
+
+// leaveAttempt ends a verification the store admitted and wakes this
+// node's waiters. An entry the store could not delete lapses with its ttl.
+func (s *Server) leaveAttempt(email, entry string) {
+	if err := s.store.LeavePasswordAttempt(email, entry); err != nil {
+		s.log.Error().Err(err).Msg("end a password verification in flight")
+	}
+	s.attempts.Left()
 }
 
 func (s *Server) lockoutPolicy() kv.LockoutPolicy {

@@ -424,6 +424,30 @@ func TestParallelGuessesStopAtTheLimit(t *testing.T) {
 	}
 }
 
+// The bound holds across nodes: 40 concurrent wrong passwords sent to two
+// nodes sharing the store get exactly LockoutFailures verifications
+// between them, as to one node.
+func TestParallelGuessesAcrossNodesStopAtTheLimit(t *testing.T) {
+	ts := MustOpenServer(t)
+	ts.Register(t, "a@example.org")
+	nodes := []*TestServer{ts, ts.SecondNode(t)}
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			r := nodes[i%2].Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": "wrong password"}})
+			mu.Lock()
+			statuses[r.Status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if statuses[401] != 10 || statuses[423] != 30 {
+		t.Fatalf("statuses: %v, want 10 x 401 and 30 x 423", statuses)
+	}
+}
+
 // Parallel correct sign-ins of one account all succeed: verifications in
 // flight are not counted as failures.
 func TestParallelCorrectLoginsAllSucceed(t *testing.T) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"strings"
 
 	"sealbox/server/ids"
@@ -25,6 +26,13 @@ func (s *Server) newToken(prefix string) string { return ids.Token(s.cfg.Rand, p
 
 // newUUID returns a fresh server-minted id (user_id, session_id).
 func (s *Server) newUUID() string { return ids.UUID(s.cfg.Rand) }
+
+// claimID names one request's claim among every node's (a lease holder, a
+// password verification in flight): this node's name and a number it has
+// not used before.
+func (s *Server) claimID() string {
+	return s.node + "/" + strconv.FormatUint(s.nextClaim.Add(1), 10)
+}
 
 // mustRead fills b with random bytes (secrets, nonces).
 func (s *Server) mustRead(b []byte) { ids.Fill(s.cfg.Rand, b) }

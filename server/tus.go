@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -174,10 +176,11 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	if err != nil {
 		return err
 	}
-	if !s.lockTransfer(transferID) {
-		return fault.Errorf(fault.ECodeTransferLocked, "another request is writing this transfer; retry")
+	claim, err := s.claimTransfer(transferID)
+	if err != nil {
+		return err
 	}
-	defer s.unlockTransfer(transferID)
+	defer claim.release()
 	t, err := s.transfer(sess.AccountID, uploadID, transferID)
 	if err != nil {
 		return err
@@ -188,7 +191,7 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	if r.ContentLength > t.Length-t.Offset {
 		return fault.Errorf(fault.ECodeTooLarge, "the body passes the upload's length")
 	}
-	newOffset, err := s.appendBody(s.bodyReader(w, r), sess.AccountID, uploadID, t)
+	newOffset, err := s.appendBody(claim.guard(s.bodyReader(w, r)), claim, sess.AccountID, uploadID, t)
 	if err != nil {
 		return err
 	}
@@ -204,10 +207,11 @@ func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	if !s.lockTransfer(transferID) {
-		return fault.Errorf(fault.ECodeTransferLocked, "another request is writing this transfer; retry")
+	claim, err := s.claimTransfer(transferID)
+	if err != nil {
+		return err
 	}
-	defer s.unlockTransfer(transferID)
+	defer claim.release()
 	if err := s.store.DiscardTransfer(sess.AccountID, uploadID, transferID); err != nil {
 		return err
 	}
@@ -221,7 +225,7 @@ func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps http
 // it acknowledged is then discarded and answered as not found, so the tus
 // client starts a new upload instead of failing at every resume.
 //
-// Without the transfer lock (HEAD) this cannot discard a healthy transfer:
+// Without the transfer's lease (HEAD) this cannot discard a healthy transfer:
 // a partial file never shrinks below an offset once recorded, and
 // completion, discard and expiry delete the record before the file, so a
 // file found missing under a stale record finds the record gone too.
@@ -288,16 +292,125 @@ func declaredHash(r *http.Request) (string, error) {
 	return "", invalid("hash", "Upload-Metadata must carry the blob's hash")
 }
 
-// lockTransfer claims the transfer for one writing request. tus allows one
-// writer per upload; a second, typically a client retrying while the server
-// still reads its first request, is told to retry (423, which tus clients
-// retry).
-func (s *Server) lockTransfer(id string) bool {
-	_, busy := s.tusLocks.LoadOrStore(id, struct{}{})
-	return !busy
+// transferClaim is one request's lease on a transfer (see claimTransfer).
+type transferClaim struct {
+	s      *Server
+	name   string
+	holder string
+	// lost is set when a renewal found the lease another's: this request
+	// reads and acknowledges nothing more.
+	lost atomic.Bool
+	stop chan struct{}
+	done chan struct{}
 }
 
-func (s *Server) unlockTransfer(id string) { s.tusLocks.Delete(id) }
+// errClaimLost ends a PATCH whose transfer lease could not be renewed. It is
+// not a *fault.Error, so appendBody acknowledges nothing after it; the
+// handler answers it as error.transfer.locked.
+var errClaimLost = errors.New("the transfer's lease was lost")
+
+// claimTransfer claims the transfer for one writing request with a lease
+// in the store, so that one request writes it at a time on every node
+// sharing the store. tus allows one writer per upload; a second, typically
+// a client retrying while a server still reads its first request, is told
+// to retry (423, which tus clients retry). A node killed mid-PATCH leaves
+// the lease to lapse after TusLeaseTTL, and the client's retry then
+// succeeds. While the request runs the lease is renewed every third of its
+// ttl; release stops that and gives the lease up.
+func (s *Server) claimTransfer(id string) (*transferClaim, error) {
+	c := &transferClaim{s: s, name: "tus/" + id, holder: s.claimID(), stop: make(chan struct{}), done: make(chan struct{})}
+	held, err := s.store.TryLease(c.name, c.holder, s.cfg.TusLeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		return nil, fault.Errorf(fault.ECodeTransferLocked, "another request is writing this transfer; retry")
+	}
+	go c.renew()
+	return c, nil
+}
+
+func (c *transferClaim) renew() {
+	defer close(c.done)
+	t := time.NewTicker(max(c.s.cfg.TusLeaseTTL/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			held, err := c.s.store.TryLease(c.name, c.holder, c.s.cfg.TusLeaseTTL)
+			if err != nil {
+				// Tried again next tick; confirm checks the lease before
+				// anything is acknowledged, so a lapse meanwhile is caught.
+				c.s.log.Error().Err(err).Str("lease", c.name).Msg("renew a transfer's lease")
+				continue
+			}
+			if !held {
+				c.lost.Store(true)
+				c.s.log.Warn().Str("lease", c.name).Msg("lost a transfer's lease mid-request; it stops")
+				return
+			}
+		}
+	}
+}
+
+// check refuses to go on once the lease was lost.
+func (c *transferClaim) check() error {
+	if c.lost.Load() {
+		return errClaimLost
+	}
+	return nil
+}
+
+// confirm renews the lease at once, before bytes are acknowledged, so a
+// request that lost it (renewals come only every third of the ttl)
+// acknowledges nothing: the window in which two writers could both think
+// they hold a transfer shrinks to the moments between this renewal and the
+// store's record of the new offset, which is itself a compare-and-set on
+// the old one.
+func (c *transferClaim) confirm() error {
+	if c.lost.Load() {
+		return errLostClaim()
+	}
+	held, err := c.s.store.TryLease(c.name, c.holder, c.s.cfg.TusLeaseTTL)
+	if err != nil {
+		return err
+	}
+	if !held {
+		c.lost.Store(true)
+		return errLostClaim()
+	}
+	return nil
+}
+
+func errLostClaim() error {
+	return fault.Errorf(fault.ECodeTransferLocked, "this request lost its claim on the transfer; retry from the offset HEAD gives")
+}
+
+// release stops the renewals and gives the lease up.
+func (c *transferClaim) release() {
+	close(c.stop)
+	<-c.done
+	if err := c.s.store.ReleaseLease(c.name, c.holder); err != nil {
+		c.s.log.Error().Err(err).Str("lease", c.name).Msg("release a transfer's lease; it lapses on its own")
+	}
+}
+
+// guard makes body fail once the lease is lost.
+func (c *transferClaim) guard(body io.Reader) io.Reader { return claimedReader{body, c} }
+
+type claimedReader struct {
+	r io.Reader
+	c *transferClaim
+}
+
+func (g claimedReader) Read(p []byte) (int, error) {
+	if err := g.c.check(); err != nil {
+		return 0, err
+	}
+	return g.r.Read(p)
+}
 
 // tusBufPool holds the copy buffers of PATCH bodies, so a transfer of any
 // size takes constant memory.
@@ -307,12 +420,13 @@ var tusBufPool = sync.Pool{New: func() any {
 }}
 
 // appendBody writes body into the transfer's partial file from its offset
-// and returns the new offset. Bytes are acknowledged in steps of at most
+// and returns the new offset; claim is the request's lease on the transfer,
+// and once it is lost nothing more is acknowledged. Bytes are acknowledged in steps of at most
 // tusCheckpoint: written, fsynced, then recorded with the hash state after
 // them. When the body breaks off (the client went away) the bytes that did
 // arrive are acknowledged before the error returns, so the client resumes
 // after them. The last byte completes the transfer.
-func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Transfer) (int64, error) {
+func (s *Server) appendBody(body io.Reader, claim *transferClaim, accountID, uploadID string, t *kv.Transfer) (int64, error) {
 	h := blobs.NewHash()
 	if t.HashState != nil {
 		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(t.HashState); err != nil {
@@ -333,8 +447,16 @@ func (s *Server) appendBody(body io.Reader, accountID, uploadID string, t *kv.Tr
 		// CopyBuffer ignore the buffer.
 		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(p, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
 		var readErr *fault.Error
+		if errors.Is(err, errClaimLost) {
+			return 0, errLostClaim()
+		}
 		if err != nil && !errors.As(err, &readErr) {
 			return 0, err // a write failed: nothing more is acknowledged
+		}
+		if n > 0 {
+			if err := claim.confirm(); err != nil {
+				return 0, err
+			}
 		}
 		to := from + n
 		if to == t.Length {

@@ -2,9 +2,14 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
 	"time"
 
 	"sealbox/blobs"
+	"sealbox/kv"
+	"sealbox/server/ids"
 )
 
 // GCReport says what garbage collection removed (or, dry, would remove).
@@ -20,6 +25,69 @@ type GCReport struct {
 	RecordsSwept    int   `json:"records_swept"`
 }
 
+// gcLease names the lease a gc run holds in the store, so that of the
+// nodes sharing a store one collects at a time; gcLeaseTTL is how long it
+// holds without renewal (a run renews it every third of that while it
+// walks, and a run that died frees it after at most that long).
+const (
+	gcLease    = "gc"
+	gcLeaseTTL = 2 * time.Minute
+)
+
+// ErrGCRunning refuses a gc while another one, on any node sharing the
+// store, holds the gc lease.
+var ErrGCRunning = errors.New("another gc is running on this store")
+
+// gcClaim is one run's hold of the gc lease.
+type gcClaim struct {
+	store   *kv.Store
+	holder  string
+	renewed time.Time
+}
+
+func (o *Ops) claimGC() (*gcClaim, error) {
+	src := o.Rand
+	if src == nil {
+		src = rand.Reader
+	}
+	c := &gcClaim{store: o.Store, holder: "gc/" + ids.UUID(src), renewed: time.Now()}
+	held, err := o.Store.TryLease(gcLease, c.holder, gcLeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		holder, until, err := o.Store.LeaseHolder(gcLease)
+		if err != nil {
+			return nil, err
+		}
+		if holder == "" { // it ended meanwhile
+			return nil, fmt.Errorf("%w: wait for it to finish, then run gc again", ErrGCRunning)
+		}
+		return nil, fmt.Errorf("%w (its lease, %s, lasts until %s unless renewed): wait for it to finish; a gc that died frees it by then",
+			ErrGCRunning, holder, until.UTC().Format(time.RFC3339))
+	}
+	return c, nil
+}
+
+// renew renews the lease when a third of its ttl has passed since the last
+// renewal; a run whose lease passed to another stops.
+func (c *gcClaim) renew() error {
+	if time.Since(c.renewed) < gcLeaseTTL/3 {
+		return nil
+	}
+	held, err := c.store.TryLease(gcLease, c.holder, gcLeaseTTL)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("%w: this run's lease lapsed and another took it, so this one stops", ErrGCRunning)
+	}
+	c.renewed = time.Now()
+	return nil
+}
+
+func (c *gcClaim) release() error { return c.store.ReleaseLease(gcLease, c.holder) }
+
 // GC deletes expired records, partial files of transfers that no longer
 // exist, and blob files that no account holds and
 // that are older than grace: an upload writes its file before it records
@@ -27,11 +95,27 @@ type GCReport struct {
 // progress. blobs.Collect keeps a file that an upload of the same bytes
 // claimed meanwhile. With dryRun nothing is removed and the report says what
 // would be.
-func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (GCReport, error) {
-	rep := GCReport{DryRun: dryRun}
+//
+// A run that removes holds the gc lease in the store, so it refuses to start
+// (ErrGCRunning) while a gc on any node sharing the store runs; a dry run
+// removes nothing and takes no lease.
+func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCReport, err error) {
+	rep = GCReport{DryRun: dryRun}
+	renew := func() error { return nil }
+	if !dryRun {
+		claim, err := o.claimGC()
+		if err != nil {
+			return rep, err
+		}
+		defer func() {
+			if rerr := claim.release(); err == nil {
+				err = rerr
+			}
+		}()
+		renew = claim.renew
+	}
 	// File times are wall-clock facts, so the cutoff is too.
 	cutoff := time.Now().Add(-grace)
-	var err error
 	if dryRun {
 		rep.RecordsSwept, err = o.Store.DueExpiries()
 	} else {
@@ -42,6 +126,9 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (GCRepor
 	}
 	err = o.Blobs.Walk(func(info blobs.Info) error {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := renew(); err != nil {
 			return err
 		}
 		if !info.ModTime.Before(cutoff) {
@@ -64,6 +151,9 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (GCRepor
 		return err
 	})
 	if err != nil {
+		return rep, err
+	}
+	if err := renew(); err != nil {
 		return rep, err
 	}
 	if err := o.collectPartials(dryRun, cutoff, &rep); err != nil {

@@ -3,63 +3,108 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
 
-// TestGate: verifications in flight plus counted failures stay under the
-// limit; a waiter is admitted when one leaves, gives up with its context,
-// and a refusal of counted is returned as is.
-func TestGate(t *testing.T) {
-	g := NewGate()
-	failures := 1
-	counted := func() (int, error) { return failures, nil }
-	ctx := context.Background()
-	first, err := g.Enter(ctx, "a@example.org", 3, counted)
-	if err != nil {
-		t.Fatal(err)
+// counter stands in for the store's admission: failures plus those in
+// flight stay under limit.
+type counter struct {
+	mu       sync.Mutex
+	failures int
+	inflight map[string]int
+	limit    int
+}
+
+func (c *counter) try(key string) func() (bool, error) {
+	return func() (bool, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.failures+c.inflight[key] >= c.limit {
+			return false, nil
+		}
+		c.inflight[key]++
+		return true, nil
 	}
-	second, err := g.Enter(ctx, "a@example.org", 3, counted)
-	if err != nil {
-		t.Fatal(err)
+}
+
+func (c *counter) leave(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight[key]--
+}
+
+// TestGate: verifications in flight plus counted failures stay under the
+// limit; a waiter is admitted as soon as one leaves on this node (long
+// before its poll would try again), gives up with its context, and a
+// refusal of try is returned as is.
+func TestGate(t *testing.T) {
+	g := NewGate(time.Hour, time.Hour) // only a local leave wakes a waiter
+	c := &counter{failures: 1, inflight: map[string]int{}, limit: 3}
+	ctx := context.Background()
+	for range 2 {
+		if err := g.Enter(ctx, c.try("a@example.org")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Another address is not held up.
-	other, err := g.Enter(ctx, "b@example.org", 3, counted)
-	if err != nil {
+	if err := g.Enter(ctx, c.try("b@example.org")); err != nil {
 		t.Fatal(err)
 	}
-	other()
+	c.leave("b@example.org")
+	g.Left()
 
 	admitted := make(chan error, 1)
-	go func() {
-		leave, err := g.Enter(ctx, "a@example.org", 3, counted)
-		if err == nil {
-			leave()
-		}
-		admitted <- err
-	}()
+	go func() { admitted <- g.Enter(ctx, c.try("a@example.org")) }()
 	select {
 	case err := <-admitted:
 		t.Fatalf("a third verification ran with 1 failure and 2 in flight (limit 3): %v", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	first()
-	if err := <-admitted; err != nil {
-		t.Fatal(err)
+	c.leave("a@example.org")
+	g.Left()
+	select {
+	case err := <-admitted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a local leave did not wake the waiter")
 	}
 
 	waiting, cancel := context.WithCancel(ctx)
-	failures = 2
+	c.mu.Lock()
+	c.failures = 2
+	c.mu.Unlock()
 	done := make(chan error, 1)
-	go func() { _, err := g.Enter(waiting, "a@example.org", 3, counted); done <- err }()
+	go func() { done <- g.Enter(waiting, c.try("a@example.org")) }()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled waiter: %v", err)
 	}
-	second()
 
 	locked := errors.New("locked")
-	if _, err := g.Enter(ctx, "a@example.org", 3, func() (int, error) { return 0, locked }); err != locked {
-		t.Fatalf("counted's refusal: %v", err)
+	if err := g.Enter(ctx, func() (bool, error) { return false, locked }); err != locked {
+		t.Fatalf("try's refusal: %v", err)
+	}
+}
+
+// TestGatePollsForRemoteLeaves: a verification that ends on another node
+// wakes nobody here; the waiter's poll admits it.
+func TestGatePollsForRemoteLeaves(t *testing.T) {
+	g := NewGate(time.Millisecond, 5*time.Millisecond)
+	c := &counter{inflight: map[string]int{"a": 1}, limit: 1}
+	admitted := make(chan error, 1)
+	go func() { admitted <- g.Enter(context.Background(), c.try("a")) }()
+	time.Sleep(20 * time.Millisecond)
+	c.leave("a") // on another node: no Left here
+	select {
+	case err := <-admitted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter never saw a leave on another node")
 	}
 }

@@ -1,0 +1,86 @@
+package kv
+
+import (
+	"time"
+)
+
+// A lease is a named claim that one holder keeps for a while: the work that
+// must run on one node at a time (the expiry sweeper, gc, the writer of a
+// tus transfer) runs only while its node holds the lease. A lease lives in
+// the store, so it holds across every node that shares it, on any engine:
+// each take is one serializable update (a compare-and-set). The store's
+// clock decides expiry, so a holder that died (or stopped renewing) frees
+// its lease when the ttl it last asked for has passed; nodes' clocks must
+// agree to well within the ttls they use.
+//
+//   - leases: name -> leaseRecord
+//
+// An expired lease is swept through the expiry index, so claims of
+// transfers whose node died do not pile up.
+
+type leaseRecord struct {
+	Holder    string    `cbor:"1,keyasint"`
+	ExpiresAt time.Time `cbor:"2,keyasint"`
+}
+
+// TryLease takes the lease name for holder until ttl from now when it is
+// free, expired, or already holder's (a renewal moves its expiry), and
+// reports whether holder holds it now. A lease another holder keeps live is
+// left as it is: false, nil.
+func (s *Store) TryLease(name, holder string, ttl time.Duration) (bool, error) {
+	var held bool
+	err := s.update(func(tx Tx) error {
+		held = false
+		now := s.now()
+		key := []byte(name)
+		rec, err := getRecord[leaseRecord](tx, bucketLeases, key)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			if rec.Holder != holder && !reached(rec.ExpiresAt, now) {
+				return nil
+			}
+			if err := deleteExpiry(tx, rec.ExpiresAt, kindLease, key); err != nil {
+				return err
+			}
+		}
+		next := leaseRecord{Holder: holder, ExpiresAt: now.Add(ttl)}
+		if err := tx.Bucket(bucketLeases).Put(key, encode(&next)); err != nil {
+			return err
+		}
+		held = true
+		return putExpiry(tx, next.ExpiresAt, kindLease, key)
+	})
+	return held && err == nil, err
+}
+
+// ReleaseLease gives up holder's lease name, so another holder may take it at
+// once. A lease held by another holder (or by none) is left as it is.
+func (s *Store) ReleaseLease(name, holder string) error {
+	return s.update(func(tx Tx) error {
+		key := []byte(name)
+		rec, err := getRecord[leaseRecord](tx, bucketLeases, key)
+		if err != nil || rec == nil || rec.Holder != holder {
+			return err
+		}
+		if err := deleteExpiry(tx, rec.ExpiresAt, kindLease, key); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketLeases).Delete(key)
+	})
+}
+
+// LeaseHolder names the live holder of the lease name and when its lease
+// ends, or "" when the lease is free: what a refusal tells an operator.
+func (s *Store) LeaseHolder(name string) (holder string, expiresAt time.Time, err error) {
+	err = s.view(func(tx Tx) error {
+		rec, err := getRecord[leaseRecord](tx, bucketLeases, []byte(name))
+		if err != nil || rec == nil || reached(rec.ExpiresAt, s.now()) {
+			return err
+		}
+		holder, expiresAt = rec.Holder, rec.ExpiresAt
+		return nil
+	})
+	return holder, expiresAt, err
+}
