@@ -119,6 +119,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.ProtocolMin, "protocol-min", cfg.ProtocolMin, "oldest protocol date (YYYY-MM-DD) the server speaks")
 	f.StringVar(&cfg.ProtocolMax, "protocol-max", cfg.ProtocolMax, "newest protocol date (YYYY-MM-DD) the server speaks")
 	f.DurationVar(&cfg.UpgradeWindow, "upgrade-window", cfg.UpgradeWindow, "how long a protocol-upgrade ceremony may wait for quiescence")
+	f.DurationVar(&cfg.TusLeaseTTL, "tus-lease", cfg.TusLeaseTTL, "how long a node's claim on a tus transfer outlives the node: after a node dies mid-PATCH, the upload resumes on another node at most this much later")
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
@@ -145,6 +146,10 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.UpgradeWindow <= 0 {
 		return fmt.Errorf("%s must be positive", name("upgrade-window"))
+	}
+	// The lease is renewed every third of it while a PATCH streams.
+	if cfg.TusLeaseTTL < time.Second {
+		return fmt.Errorf("%s must be at least 1s", name("tus-lease"))
 	}
 	if cfg.AlbumProtocol == "" {
 		cfg.AlbumProtocol = cfg.ProtocolMax
