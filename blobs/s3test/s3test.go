@@ -176,7 +176,6 @@ func build() (string, error) {
 	return bin, os.Rename(tmp, bin)
 }
 
-
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
