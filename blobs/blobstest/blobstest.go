@@ -276,7 +276,7 @@ func testPartial(t *testing.T, open Open) {
 	const id = "transfer-1"
 
 	p := openPartial(t, first, id, hash, 0)
-	writeSync(t, p, data[:3*MiB]) // recorded
+	writeSync(t, p, data[:3*MiB])      // recorded
 	writeSync(t, p, data[3*MiB:6*MiB]) // recorded
 	writeSync(t, p, data[6*MiB:9*MiB]) // synced, never recorded
 	p.Close()
@@ -287,8 +287,8 @@ func testPartial(t *testing.T, open Open) {
 	}
 	// Resume behind what was written, on another instance.
 	p = openPartial(t, second, id, hash, 6*MiB)
-	writeSync(t, p, data[6*MiB:11*MiB]) // recorded
-	writeSync(t, p, data[11*MiB:12*MiB]) // recorded
+	writeSync(t, p, data[6*MiB:11*MiB])                       // recorded
+	writeSync(t, p, data[11*MiB:12*MiB])                      // recorded
 	if _, err := p.Write(data[12*MiB : 14*MiB]); err != nil { // never synced
 		t.Fatal(err)
 	}
