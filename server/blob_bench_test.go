@@ -43,7 +43,7 @@ func sharedBlob(b *testing.B, size int) (blobURL, file string) {
 	id := strings.Repeat("5", 32)
 	ts.Do(b, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access,
 		Body: map[string]any{"opaque_id": id, "metadata_hash": hash, "serves": []string{hash}}}).WantStatus(b, http.StatusCreated)
-	return ts.URL() + "/s/" + id + "/blob/" + hash, filepath.Join(ts.Blobs.Dir(), hash[0:2], hash[2:4], hash)
+	return ts.URL() + "/s/" + id + "/blob/" + hash, filepath.Join(ts.localBlobs(b).Dir(), hash[0:2], hash[2:4], hash)
 }
 
 // rawFileServer serves file with nothing but http.ServeContent over a real

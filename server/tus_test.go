@@ -73,9 +73,11 @@ func (ts *TestServer) TusHead(tb testing.TB, access, location string) int {
 }
 
 // partialPath is where the server keeps the bytes of the transfer at
-// location.
-func (ts *TestServer) partialPath(location string) string {
-	return filepath.Join(ts.Blobs.Dir(), "tus", path.Base(location))
+// location, in the local blob store (a test that calls it is skipped on
+// S3).
+func (ts *TestServer) partialPath(tb testing.TB, location string) string {
+	tb.Helper()
+	return filepath.Join(ts.localBlobs(tb).Dir(), "tus", path.Base(location))
 }
 
 // wantStored fails unless the blob store holds exactly data under its hash.
@@ -423,7 +425,7 @@ func TestTusHashMismatchStoresNothing(t *testing.T) {
 func TestTusTermination(t *testing.T) {
 	ts, tok, loc, data := openTransfer(t, randomData(500))
 	ts.TusPatch(t, tok.Access, loc, 0, data[:200]).WantStatus(t, http.StatusNoContent)
-	if _, err := os.Stat(ts.partialPath(loc)); err != nil {
+	if _, err := os.Stat(ts.partialPath(t, loc)); err != nil {
 		t.Fatalf("no partial file: %v", err)
 	}
 	r := ts.Do(t, Req{Method: "DELETE", Path: loc, Token: tok.Access, Header: tusHeaders()}).WantStatus(t, http.StatusNoContent)
@@ -476,7 +478,7 @@ func TestTusExpiry(t *testing.T) {
 	// The sweeper, ticking in real time, removes the expired partial file.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := os.Stat(ts.partialPath(loc)); os.IsNotExist(err) {
+		if _, err := os.Stat(ts.partialPath(t, loc)); os.IsNotExist(err) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -511,7 +513,7 @@ func TestTusBrokenPatchAcknowledgesWhatArrived(t *testing.T) {
 	// Once the first PATCH is writing, a second one is refused.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if fi, err := os.Stat(ts.partialPath(loc)); err == nil && fi.Size() > 0 {
+		if fi, err := os.Stat(ts.partialPath(t, loc)); err == nil && fi.Size() > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -562,7 +564,7 @@ func TestTusResumeAfterRestart(t *testing.T) {
 	if err := ts.Store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(ts.partialPath(loc), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(ts.partialPath(t, loc), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +606,7 @@ func TestTusLostPartialFile(t *testing.T) {
 			for _, method := range []string{"HEAD", "PATCH"} {
 				loc := ts.TusCreate(t, tok.Access, up, data)
 				ts.TusPatch(t, tok.Access, loc, 0, data[:400]).WantStatus(t, http.StatusNoContent)
-				if err := tc.lose(ts.partialPath(loc)); err != nil {
+				if err := tc.lose(ts.partialPath(t, loc)); err != nil {
 					t.Fatal(err)
 				}
 				if method == "HEAD" {
@@ -614,7 +616,7 @@ func TestTusLostPartialFile(t *testing.T) {
 					ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
 				}
 				ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
-				if _, err := os.Stat(ts.partialPath(loc)); !os.IsNotExist(err) {
+				if _, err := os.Stat(ts.partialPath(t, loc)); !os.IsNotExist(err) {
 					t.Fatalf("%s: the lost transfer's partial file remains: %v", method, err)
 				}
 				if ids, _ := ts.Store.Transfers("", 10); len(ids) != 0 {
