@@ -40,8 +40,10 @@ type Engine interface {
 // lives.
 //
 // The caller writes bytes in order, calls Sync, and only then records the
-// new offset (its acknowledgement); OpenPartial at any acknowledged offset,
-// in this process or another, continues from there.
+// new offset (its acknowledgement), and it calls Sync again only after that
+// record succeeded (the S3 engine then drops what only older offsets
+// needed). OpenPartial at any recorded offset, in this process or another,
+// continues from there; what was written past it is discarded.
 type Partial interface {
 	io.Writer
 	// Sync makes every byte written so far durable.

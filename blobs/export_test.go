@@ -26,7 +26,7 @@ func (s *S3) CopyBlob(src, dst string, size int64, ifAbsent bool) error {
 // PutRaw puts b at blob/hash with the checksum sum, wrong or right.
 func (s *S3) PutRaw(hash string, b []byte, sum string) error {
 	key := blobKey(hash)
-	_, err := s.client.PutObject(ctx(), &s3.PutObjectInput{
+	_, err := s.client.PutObject(background(), &s3.PutObjectInput{
 		Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(b),
 		ContentLength: aws.Int64(int64(len(b))), ChecksumSHA256: &sum,
 	})
@@ -37,12 +37,12 @@ func (s *S3) PutRaw(hash string, b []byte, sum string) error {
 // first part with the checksum sum; the upload is left open.
 func (s *S3) UploadPartRaw(hash string, b []byte, sum string) error {
 	key := blobKey(hash)
-	up, err := s.client.CreateMultipartUpload(ctx(), &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key})
+	up, err := s.client.CreateMultipartUpload(background(), &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
 		return err
 	}
 	one := int32(1)
-	_, err = s.client.UploadPart(ctx(), &s3.UploadPartInput{
+	_, err = s.client.UploadPart(background(), &s3.UploadPartInput{
 		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &one,
 		Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))), ChecksumSHA256: &sum,
 	})

@@ -350,7 +350,10 @@ func hashChecksum(hash string) string {
 	return base64.StdEncoding.EncodeToString(raw)
 }
 
-func ctx() context.Context { return context.Background() }
+// background is the context of the engine's requests: Engine's methods
+// take none (the local store's need none), so a request is bounded by the
+// HTTP client's timeouts, not by its caller.
+func background() context.Context { return context.Background() }
 
 // putObject writes b at key with its SHA-256 checksum, and with
 // If-None-Match: * when ifAbsent.
@@ -362,12 +365,12 @@ func (s *S3) putObject(key string, b []byte, ifAbsent bool) error {
 	if ifAbsent {
 		in.IfNoneMatch = aws.String("*")
 	}
-	_, err := s.client.PutObject(ctx(), in)
+	_, err := s.client.PutObject(background(), in)
 	return err
 }
 
 func (s *S3) deleteObject(key string) error {
-	_, err := s.client.DeleteObject(ctx(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
+	_, err := s.client.DeleteObject(background(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil && !isNotFound(err) {
 		return s3Err("DeleteObject", key, err)
 	}
@@ -379,7 +382,7 @@ func (s *S3) getObject(key string, rng string) (io.ReadCloser, error) {
 	if rng != "" {
 		in.Range = &rng
 	}
-	out, err := s.client.GetObject(ctx(), in)
+	out, err := s.client.GetObject(background(), in)
 	if err != nil {
 		return nil, s3Err("GetObject", key, err)
 	}
@@ -454,7 +457,7 @@ func (s *S3) putOnce(hash string, b []byte) (Info, bool, error) {
 // multipart upload, completed only if the bytes hash to hash.
 func (s *S3) putMultipart(hash string, first []byte, r io.Reader, maxSize int64) (Info, bool, error) {
 	key := blobKey(hash)
-	up, err := s.client.CreateMultipartUpload(ctx(), &s3.CreateMultipartUploadInput{
+	up, err := s.client.CreateMultipartUpload(background(), &s3.CreateMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	})
 	if err != nil {
@@ -507,7 +510,7 @@ func (s *S3) putMultipart(hash string, first []byte, r io.Reader, maxSize int64)
 // uploadPart uploads b as part number n with its SHA-256 checksum.
 func (s *S3) uploadPart(key, uploadID string, n int32, b []byte) (types.CompletedPart, error) {
 	sum := checksum(b)
-	out, err := s.client.UploadPart(ctx(), &s3.UploadPartInput{
+	out, err := s.client.UploadPart(background(), &s3.UploadPartInput{
 		Bucket: &s.bucket, Key: &key, UploadId: &uploadID, PartNumber: &n,
 		Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))), ChecksumSHA256: &sum,
 	})
@@ -520,7 +523,7 @@ func (s *S3) uploadPart(key, uploadID string, n int32, b []byte) (types.Complete
 // completeUpload completes a multipart upload unless its key exists, and
 // reports whether it did.
 func (s *S3) completeUpload(key, uploadID string, parts []types.CompletedPart) (bool, error) {
-	_, err := s.client.CompleteMultipartUpload(ctx(), &s3.CompleteMultipartUploadInput{
+	_, err := s.client.CompleteMultipartUpload(background(), &s3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, UploadId: &uploadID, IfNoneMatch: aws.String("*"),
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
@@ -531,7 +534,7 @@ func (s *S3) completeUpload(key, uploadID string, parts []types.CompletedPart) (
 }
 
 func (s *S3) abortUpload(key, uploadID string) error {
-	_, err := s.client.AbortMultipartUpload(ctx(), &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &uploadID})
+	_, err := s.client.AbortMultipartUpload(background(), &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &uploadID})
 	if err != nil && !isNotFound(err) && !isNoSuchUpload(err) {
 		return s3Err("AbortMultipartUpload", key, err)
 	}
@@ -619,7 +622,7 @@ func (s *S3) Stat(hash string) (Info, error) {
 		return Info{}, ErrInvalidHash
 	}
 	key := blobKey(hash)
-	out, err := s.client.HeadObject(ctx(), &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	out, err := s.client.HeadObject(background(), &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
 		return Info{}, s3Err("HeadObject", key, err)
 	}
@@ -672,13 +675,13 @@ func (s *S3) copyObject(src, dst string, size int64, ifAbsent bool) error {
 		ifNoneMatch = aws.String("*")
 	}
 	if size <= s.copySize {
-		_, err := s.client.CopyObject(ctx(), &s3.CopyObjectInput{Bucket: &s.bucket, Key: &dst, CopySource: &source, IfNoneMatch: ifNoneMatch})
+		_, err := s.client.CopyObject(background(), &s3.CopyObjectInput{Bucket: &s.bucket, Key: &dst, CopySource: &source, IfNoneMatch: ifNoneMatch})
 		if isPreconditionFailed(err) {
 			return err
 		}
 		return s3Err("CopyObject", src, err)
 	}
-	up, err := s.client.CreateMultipartUpload(ctx(), &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &dst})
+	up, err := s.client.CreateMultipartUpload(background(), &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &dst})
 	if err != nil {
 		return s3Err("CreateMultipartUpload", dst, err)
 	}
@@ -687,7 +690,7 @@ func (s *S3) copyObject(src, dst string, size int64, ifAbsent bool) error {
 	for off := int64(0); off < size; off += s.copySize {
 		n := int32(len(parts) + 1)
 		rng := fmt.Sprintf("bytes=%d-%d", off, min(off+s.copySize, size)-1)
-		out, err := s.client.UploadPartCopy(ctx(), &s3.UploadPartCopyInput{
+		out, err := s.client.UploadPartCopy(background(), &s3.UploadPartCopyInput{
 			Bucket: &s.bucket, Key: &dst, UploadId: up.UploadId, PartNumber: &n, CopySource: &source, CopySourceRange: &rng,
 		})
 		if err != nil {
@@ -695,7 +698,7 @@ func (s *S3) copyObject(src, dst string, size int64, ifAbsent bool) error {
 		}
 		parts = append(parts, types.CompletedPart{PartNumber: &n, ETag: out.CopyPartResult.ETag})
 	}
-	_, err = s.client.CompleteMultipartUpload(ctx(), &s3.CompleteMultipartUploadInput{
+	_, err = s.client.CompleteMultipartUpload(background(), &s3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: &dst, UploadId: up.UploadId, IfNoneMatch: ifNoneMatch,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
@@ -739,7 +742,7 @@ func (s *S3) Verify(hash string) error {
 func (s *S3) list(prefix string, fn func(types.Object) error) error {
 	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &prefix})
 	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx())
+		page, err := pages.NextPage(background())
 		if err != nil {
 			return s3Err("ListObjectsV2", prefix, err)
 		}
@@ -803,7 +806,7 @@ func (s *S3) staleTemp(olderThan time.Time) ([]func() error, error) {
 	var stale []func() error
 	pages := s3.NewListMultipartUploadsPaginator(s.client, &s3.ListMultipartUploadsInput{Bucket: &s.bucket})
 	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx())
+		page, err := pages.NextPage(background())
 		if err != nil {
 			return nil, s3Err("ListMultipartUploads", "", err)
 		}
@@ -836,7 +839,7 @@ func (s *S3) CheckWritable() error {
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	key := "probe/" + hex.EncodeToString(rnd[:])
-	c, cancel := context.WithTimeout(ctx(), 10*time.Second)
+	c, cancel := context.WithTimeout(background(), 10*time.Second)
 	defer cancel()
 	_, err := s.client.PutObject(c, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader([]byte{0}), ContentLength: aws.Int64(1)})
 	if err != nil {
@@ -1076,7 +1079,7 @@ func (s *S3) startPartial(id, hash string, rec *partialRecord) (Partial, error) 
 		}
 	}
 	key := blobKey(hash)
-	up, err := s.client.CreateMultipartUpload(ctx(), &s3.CreateMultipartUploadInput{
+	up, err := s.client.CreateMultipartUpload(background(), &s3.CreateMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	})
 	if err != nil {
@@ -1106,7 +1109,7 @@ func (s *S3) listParts(rec partialRecord) ([]types.Part, error) {
 	var parts []types.Part
 	pages := s3.NewListPartsPaginator(s.client, &s3.ListPartsInput{Bucket: &s.bucket, Key: &key, UploadId: &rec.UploadID})
 	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx())
+		page, err := pages.NextPage(background())
 		if err != nil {
 			if isNoSuchUpload(err) {
 				return nil, err
