@@ -401,7 +401,9 @@ func (s *S3) readSmall(key string) ([]byte, error) {
 
 // Put streams r into the bucket as *Store.Put does, with the same results
 // and errors. A body larger than one part needs want (its key is chosen
-// before its last byte is read).
+// before its last byte is read); sealbox's callers without a hash put
+// small blobs (manifests, metadata). Parts are S3Options.PartSize bytes, so
+// a blob may be up to 10,000 parts long (78 GiB at the default).
 func (s *S3) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 	if want != "" && !ValidHash(want) {
 		return Info{}, false, ErrInvalidHash
@@ -429,6 +431,12 @@ func (s *S3) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 		return Info{}, false, err
 	}
 	if want == "" {
+		// Exactly one part fits one request; anything more needs the key
+		// before its last byte is read.
+		var one [1]byte
+		if k, err := io.ReadFull(lr, one[:]); k == 0 && err == io.EOF {
+			return s.putOnce(AddressOf(*buf), *buf)
+		}
 		return Info{}, false, errors.New("blobs: an s3 Put larger than one part needs the blob's hash")
 	}
 	return s.putMultipart(want, *buf, lr, maxSize)
