@@ -43,6 +43,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("partial resumes on another instance", func(t *testing.T) { testPartial(t, open) })
 	t.Run("partial short", func(t *testing.T) { testPartialShort(t, one(t)) })
 	t.Run("partial complete of a stored blob", func(t *testing.T) { testPartialExisting(t, one(t)) })
+	t.Run("partial completed again after a crash", func(t *testing.T) { testPartialCompletedAgain(t, open) })
 	t.Run("remove", func(t *testing.T) { testRemove(t, one(t)) })
 	t.Run("stale partials", func(t *testing.T) { testStalePartials(t, one(t)) })
 	t.Run("walk", func(t *testing.T) { testWalk(t, one(t)) })
@@ -356,6 +357,36 @@ func testPartialExisting(t *testing.T, e blobs.Engine) {
 	}
 }
 
+// testPartialCompletedAgain: a caller that completed a partial and crashed
+// before recording it resumes from its last recorded offset, on another
+// instance, and completes again: the blob is found in place.
+func testPartialCompletedAgain(t *testing.T, open Open) {
+	first, again := open(t)
+	data := Bytes(7*MiB, 12)
+	hash := blobs.AddressOf(data)
+	p := openPartial(t, first, "twice", hash, 0)
+	writeSync(t, p, data[:4*MiB]) // recorded
+	writeSync(t, p, data[4*MiB:])
+	if _, err := p.Complete(hash); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	second := again()
+	if size, err := second.PartialSize("twice"); err != nil || size < 4*MiB {
+		t.Fatalf("PartialSize after Complete = %d, %v; want at least the recorded %d", size, err, 4*MiB)
+	}
+	p = openPartial(t, second, "twice", hash, 4*MiB)
+	writeSync(t, p, data[4*MiB:])
+	info, err := p.Complete(hash)
+	p.Close()
+	if err != nil || info.Size != int64(len(data)) {
+		t.Fatalf("second Complete = %+v, %v", info, err)
+	}
+	if err := second.Verify(hash); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testRemove(t *testing.T, e blobs.Engine) {
 	info := mustPut(t, e, []byte("to remove"))
 	if err := e.Remove(info.Hash); err != nil {
@@ -447,8 +478,14 @@ func testCollect(t *testing.T, e blobs.Engine) {
 // a Put of the same bytes; whatever the order, a Put that reports success
 // leaves the blob in place.
 func testCollectRacesPut(t *testing.T, e blobs.Engine) {
-	for i := range 12 {
-		data := Bytes(100+i, uint64(1000+i))
+	for i := range 15 {
+		// Every fifth blob spans two S3 parts: its Put is a multipart upload
+		// that keeps its upload open until its claim is settled.
+		size := 100 + i
+		if i%5 == 4 {
+			size = 6*MiB + i
+		}
+		data := Bytes(size, uint64(1000+i))
 		info := mustPut(t, e, data)
 		// Taken after the write: the blob is older than the cutoff, a claim
 		// made from now on is not.
