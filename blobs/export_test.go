@@ -15,6 +15,11 @@ var ParseS3URL = func(raw string) (bucket, endpoint, region string, err error) {
 	return loc.bucket, loc.endpoint, loc.region, err
 }
 
+// SetPause sets the hook called at the named steps of claim ("claim",
+// before the claim is written) and Collect ("aside", after the copy aside;
+// "deleted", after the delete, before the claim is read).
+func (s *S3) SetPause(f func(step string)) { s.pause = f }
+
 // SetCopySize makes Collect copy blobs larger than n in parts.
 func (s *S3) SetCopySize(n int64) { s.copySize = n }
 

@@ -114,6 +114,16 @@ type S3 struct {
 	now      func() time.Time
 	parts    sync.Pool // *[]byte of partSize, Put's and partials' buffers
 	copySize int64     // maxCopySize; smaller in tests
+	// pause, set only by tests, is called at the named steps of claim and
+	// Collect, so a test can run one inside the other's window.
+	pause func(step string)
+}
+
+// step calls the test hook, if any.
+func (s *S3) step(name string) {
+	if s.pause != nil {
+		s.pause(name)
+	}
 }
 
 var _ Engine = (*S3)(nil)
@@ -555,6 +565,7 @@ func (s *S3) abortUpload(key, uploadID string) error {
 // reports whether it stored them). See Collect for the other half.
 func (s *S3) claim(hash string, size int64, place func() (bool, error)) (Info, bool, error) {
 	for {
+		s.step("claim")
 		stamp := []byte(strconv.FormatInt(s.now().UnixNano(), 10))
 		if err := s.putObject(claimKey(hash), stamp, false); err != nil {
 			return Info{}, false, s3Err("PutObject", claimKey(hash), err)
@@ -656,9 +667,11 @@ func (s *S3) Collect(hash string, cutoff time.Time) (bool, error) {
 	if err := s.copyObject(key, aside, info.Size, false); err != nil {
 		return false, err
 	}
+	s.step("aside")
 	if err := s.deleteObject(key); err != nil {
 		return false, err
 	}
+	s.step("deleted")
 	claimed, err := s.claimedSince(hash, cutoff)
 	if claimed || err != nil {
 		// Unsure or claimed: put it back, unless a Put already did.

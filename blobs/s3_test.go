@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -280,5 +281,57 @@ func TestS3CleanTempAbortsOrphanUploads(t *testing.T) {
 	p.Close()
 	if err := s.Verify(hash); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestS3CollectPutInterleavings runs a Put of a stored blob inside each
+// window of Collect, and a Collect inside the Put's, for one-part and
+// multipart blobs: whatever the order, the Put succeeds and the blob stays.
+func TestS3CollectPutInterleavings(t *testing.T) {
+	for _, size := range []int{100, 6 << 20} {
+		for _, tc := range []struct {
+			name  string
+			pause string // the step at which the other operation runs
+			inPut bool   // Collect runs inside Put (else Put inside Collect)
+		}{
+			{"put while collect holds the copy aside", "aside", false},
+			{"put after collect deleted, before it reads the claim", "deleted", false},
+			{"collect after put found the blob, before its claim", "claim", true},
+		} {
+			t.Run(fmt.Sprintf("%d/%s", size, tc.name), func(t *testing.T) {
+				s := openS3(t, blobs.S3Options{})
+				data := blobstest.Bytes(size, uint64(size))
+				hash := blobs.AddressOf(data)
+				if _, _, err := s.Put(bytes.NewReader(data), hash, 0); err != nil {
+					t.Fatal(err)
+				}
+				cutoff := time.Now()
+				var inner error
+				ran := false
+				s.SetPause(func(step string) {
+					if step != tc.pause || ran {
+						return
+					}
+					ran = true
+					if tc.inPut {
+						_, inner = s.Collect(hash, cutoff)
+					} else {
+						_, _, inner = s.Put(bytes.NewReader(data), hash, 0)
+					}
+				})
+				var err error
+				if tc.inPut {
+					_, _, err = s.Put(bytes.NewReader(data), hash, 0)
+				} else {
+					_, err = s.Collect(hash, cutoff)
+				}
+				if err != nil || inner != nil || !ran {
+					t.Fatalf("outer %v, inner %v, ran %v", err, inner, ran)
+				}
+				if err := s.Verify(hash); err != nil {
+					t.Fatalf("after a successful Put, Verify = %v", err)
+				}
+			})
+		}
 	}
 }
