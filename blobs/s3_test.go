@@ -335,3 +335,51 @@ func TestS3CollectPutInterleavings(t *testing.T) {
 		}
 	}
 }
+
+// TestS3PartialKeepsItsPartSize: a node configured with another part size
+// resumes a transfer in the part size the transfer was started with.
+func TestS3PartialKeepsItsPartSize(t *testing.T) {
+	if !s3test.Enabled() {
+		t.Skip("SEALBOX_TEST_S3 is unset")
+	}
+	url := s3test.URL(t)
+	open := func(partSize int64) *blobs.S3 {
+		s, err := blobs.OpenS3(context.Background(), url, blobs.S3Options{PartSize: partSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	data := blobstest.Bytes(13<<20, 4)
+	hash := blobs.AddressOf(data)
+	p, err := open(5<<20).OpenPartial("sized", hash, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range [][]byte{data[:4<<20], data[4<<20 : 7<<20]} {
+		if _, err := p.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	p, err = open(6<<20).OpenPartial("sized", hash, 7<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write(data[7<<20:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(hash); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if err := open(0).Verify(hash); err != nil {
+		t.Fatal(err)
+	}
+}
