@@ -689,17 +689,29 @@ func (s *S3) Collect(hash string, cutoff time.Time) (bool, error) {
 // copyObject copies src (size bytes) to dst, with If-None-Match: * when
 // ifAbsent (a 412 is returned as is), in parts when S3 cannot copy it in
 // one request.
+//
+// A conditional copy is always a multipart copy completed with
+// If-None-Match: *, never a CopyObject with it: versitygw v1.8.0 ignores
+// If-None-Match on CopyObject (it reads only the x-amz-copy-source-if-*
+// headers) and would replace the object, while every server tested honours
+// it on CompleteMultipartUpload. It costs two more requests, on the rare
+// path of a Collect that puts a claimed blob back.
 func (s *S3) copyObject(src, dst string, size int64, ifAbsent bool) error {
 	source := s.bucket + "/" + src
 	var ifNoneMatch *string
 	if ifAbsent {
 		ifNoneMatch = aws.String("*")
 	}
-	if size <= s.copySize {
-		_, err := s.client.CopyObject(background(), &s3.CopyObjectInput{Bucket: &s.bucket, Key: &dst, CopySource: &source, IfNoneMatch: ifNoneMatch})
+	switch {
+	case size == 0:
+		// No range to copy: the bytes are known.
+		err := s.putObject(dst, nil, ifAbsent)
 		if isPreconditionFailed(err) {
 			return err
 		}
+		return s3Err("PutObject", dst, err)
+	case size <= s.copySize && !ifAbsent:
+		_, err := s.client.CopyObject(background(), &s3.CopyObjectInput{Bucket: &s.bucket, Key: &dst, CopySource: &source})
 		return s3Err("CopyObject", src, err)
 	}
 	up, err := s.client.CreateMultipartUpload(background(), &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &dst})
