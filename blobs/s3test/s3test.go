@@ -32,7 +32,8 @@ import (
 )
 
 // Version is the versitygw release the tests run, as pinned in
-// testdata/tools/go.mod.
+// testdata/tools/go.mod (TestVersionIsPinned keeps the two equal: the
+// cached binary is named by it).
 const Version = "v1.8.0"
 
 // The credentials of the gateway this process starts.
@@ -154,6 +155,10 @@ func start() (string, error) {
 func build() (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
+		// No HOME or XDG_CACHE_HOME (some CI runners): a shared temp dir.
+		cache = os.TempDir()
+	}
+	if err := os.MkdirAll(filepath.Join(cache, "sealbox"), 0o700); err != nil {
 		return "", err
 	}
 	bin := filepath.Join(cache, "sealbox", "versitygw-"+Version)

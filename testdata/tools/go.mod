@@ -1,6 +1,8 @@
 // Tools the tests start that are not sealbox dependencies, pinned here and
 // built from the Go module proxy by the tests themselves: Pebble, Let's
-// Encrypt's ACME test server, and its DNS test server.
+// Encrypt's ACME test server, and its DNS test server; versitygw, the S3
+// server of the SEALBOX_TEST_S3 suites (blobs/s3test). Adding versitygw
+// moved some shared golang.org/x modules forward; Pebble builds with them.
 module sealbox-testdata-tools
 
 go 1.26
