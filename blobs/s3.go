@@ -599,15 +599,24 @@ func (s *S3) claimedSince(hash string, cutoff time.Time) (bool, error) {
 	return !time.Unix(0, ns).Before(cutoff), nil
 }
 
-// PutSmall stores each of bs under its SHA-256, as PutBytes does, one
-// request each; on an error some may be stored and others not.
+// PutSmall stores each of bs under its SHA-256, as PutBytes does, all at
+// once (one request each, concurrently: an op's manifest and metadata cost
+// one round trip, not two); on an error some may be stored and others not.
 func (s *S3) PutSmall(bs ...[]byte) error {
-	for _, b := range bs {
-		if _, _, err := s.Put(bytes.NewReader(b), "", 0); err != nil {
-			return err
-		}
+	errs := make([]error, len(bs))
+	var wg sync.WaitGroup
+	for i, b := range bs {
+		wg.Go(func() {
+			if int64(len(b)) > s.partSize {
+				_, _, errs[i] = s.Put(bytes.NewReader(b), "", 0)
+				return
+			}
+			// The bytes are in hand: no part buffer to fill.
+			_, _, errs[i] = s.putOnce(AddressOf(b), b)
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Open opens the blob for reading after one HEAD for its Info; reads are
