@@ -96,7 +96,7 @@ type S3Options struct {
 	// latency up to the response headers and its error.
 	Observe func(op string, d time.Duration, err error)
 	// PartSize is the size of multipart upload parts: DefaultPartSize when
-	// 0; S3 requires at least 5 MiB. A partial keeps the part size it was
+	// 0, else 5 MiB to 5 GiB (S3's limits). A partial keeps the part size it was
 	// created with, so nodes configured differently still resume each
 	// other's transfers.
 	PartSize int64
@@ -179,8 +179,8 @@ func newS3Client(rawURL string, opts S3Options) (*s3.Client, s3Location, S3Optio
 	if opts.PartSize == 0 {
 		opts.PartSize = DefaultPartSize
 	}
-	if opts.PartSize < 1<<20 {
-		return nil, loc, opts, fmt.Errorf("blobs: s3 part size %d is below 1 MiB", opts.PartSize)
+	if opts.PartSize < minPartSize || opts.PartSize > maxCopySize {
+		return nil, loc, opts, fmt.Errorf("blobs: s3 part size %d is outside S3's 5 MiB to 5 GiB", opts.PartSize)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
