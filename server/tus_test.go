@@ -639,3 +639,40 @@ func randomData(n int) []byte {
 	rand.Read(b)
 	return b
 }
+
+// secondNode starts another server on the test server's store and blob
+// storage, with a blob engine of its own (on S3, another client of the same
+// bucket): a second node, as far as the blobs are concerned.
+func (ts *TestServer) secondNode(tb testing.TB) *TestServer {
+	tb.Helper()
+	blobStore := mustOpenBlobs(tb, ts.Dir)
+	srv := server.New(ts.Config, ts.Store, blobStore)
+	if err := srv.Open("127.0.0.1:0"); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { srv.Close(context.Background()) })
+	return &TestServer{Server: srv, Store: ts.Store, Blobs: blobStore, Clock: ts.Clock, Config: ts.Config, Dir: ts.Dir}
+}
+
+// TestTusAlternatesNodes: a transfer whose PATCHes alternate between two
+// servers sharing the store and the blob storage completes, each PATCH
+// resuming from what the other acknowledged (on S3: across a part boundary,
+// from staged bytes and from parts), so nothing about a transfer lives only
+// in one process.
+func TestTusAlternatesNodes(t *testing.T) {
+	ts, tok, loc, data := openTransfer(t, randomData(13<<20+7))
+	nodes := []*TestServer{ts, ts.secondNode(t)}
+	off := 0
+	for i, end := range []int{3 << 20, 6 << 20, 6<<20 + 1, 9<<20 + 5, len(data)} {
+		node := nodes[i%2]
+		if got := node.TusHead(t, tok.Access, loc); got != off {
+			t.Fatalf("node %d: HEAD answers offset %d, want %d", i%2, got, off)
+		}
+		node.TusPatch(t, tok.Access, loc, off, data[off:end]).WantStatus(t, http.StatusNoContent)
+		off = end
+	}
+	nodes[1].wantStored(t, data)
+	if files := blobFiles(t, ts); len(files) != 1 {
+		t.Fatalf("files after completion: %q", files)
+	}
+}
