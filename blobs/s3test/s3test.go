@@ -130,6 +130,7 @@ func start() (string, error) {
 		return "", err
 	}
 	gateway.Stdout, gateway.Stderr = log, log
+	dieWithParent(gateway)
 	if err := gateway.Start(); err != nil {
 		return "", err
 	}
