@@ -368,9 +368,15 @@ func background() context.Context { return context.Background() }
 // putObject writes b at key with its SHA-256 checksum, and with
 // If-None-Match: * when ifAbsent.
 func (s *S3) putObject(key string, b []byte, ifAbsent bool) error {
+	return s.putChecked(key, b, checksum(b), ifAbsent)
+}
+
+// putChecked is putObject with the checksum given: a blob's is its name,
+// so the store verifies the bytes against the declared hash itself.
+func (s *S3) putChecked(key string, b []byte, sum string, ifAbsent bool) error {
 	in := &s3.PutObjectInput{
 		Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(b),
-		ContentLength: aws.Int64(int64(len(b))), ChecksumSHA256: aws.String(checksum(b)),
+		ContentLength: aws.Int64(int64(len(b))), ChecksumSHA256: &sum,
 	}
 	if ifAbsent {
 		in.IfNoneMatch = aws.String("*")
@@ -471,7 +477,7 @@ func (s *S3) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 // putOnce places b, which hashes to hash, in one request.
 func (s *S3) putOnce(hash string, b []byte) (Info, bool, error) {
 	place := func() (bool, error) {
-		err := s.putObject(blobKey(hash), b, true)
+		err := s.putChecked(blobKey(hash), b, hashChecksum(hash), true)
 		if isPreconditionFailed(err) {
 			return false, nil
 		}
