@@ -1110,7 +1110,11 @@ func (s *S3) OpenPartial(id, hash string, offset int64) (Partial, error) {
 	}
 	base := p.base()
 	p.ackedBase = base
-	if need := offset - base; need > 0 {
+	if need := offset - base; need >= rec.PartSize {
+		// A part every recorded offset past it implies is missing.
+		p.Close()
+		return nil, fmt.Errorf("%w: partial %s holds %d bytes in parts, %d acknowledged", ErrPartialShort, id, base, offset)
+	} else if need > 0 {
 		body, err := s.getObject(stagingKey(id, base), fmt.Sprintf("bytes=0-%d", need-1))
 		if errors.Is(err, ErrNotFound) {
 			p.Close()
