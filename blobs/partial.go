@@ -20,10 +20,8 @@ const partialsDir = "tus"
 // caller acknowledged: the disk lost some.
 var ErrPartialShort = errors.New("blobs: the partial upload holds fewer bytes than were acknowledged")
 
-// Partial is an upload in progress that the store owns, named by its
-// caller's id (a transfer id): bytes written from an offset, made durable by
-// Sync, then completed into a blob or removed. Callers never see its path.
-type Partial struct {
+// localPartial is a Partial in a file of the store's partials directory.
+type localPartial struct {
 	s       *Store
 	f       *os.File
 	off     int64 // where the next byte goes
@@ -35,11 +33,13 @@ type Partial struct {
 const writebackStep = 1 << 20
 
 // OpenPartial opens partial id for writing at offset, creating it (durably:
-// its directory entries are fsynced) at offset 0. Bytes past offset were
+// its directory entries are fsynced) at offset 0. hash is the hash the
+// transfer declared; the local store keeps no use for it (the S3 engine
+// names its multipart upload by it). Bytes past offset were
 // written but never acknowledged (a crash, or a request that failed before
 // recording them) and are cut off, so what follows offset is exactly what
 // the caller writes next. A partial shorter than offset is ErrPartialShort.
-func (s *Store) OpenPartial(id string, offset int64) (*Partial, error) {
+func (s *Store) OpenPartial(id, hash string, offset int64) (Partial, error) {
 	if !validPartialID(id) {
 		return nil, fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
@@ -74,14 +74,14 @@ func (s *Store) OpenPartial(id string, offset int64) (*Partial, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Partial{s: s, f: f, off: offset}, nil
+	return &localPartial{s: s, f: f, off: offset}, nil
 }
 
 // Write appends to the partial and starts the disk writing each megabyte as
 // soon as it is written, without waiting for it, so receiving a body and
 // writing it to disk overlap and the Sync that acknowledges it only waits
 // for the tail.
-func (p *Partial) Write(b []byte) (int, error) {
+func (p *localPartial) Write(b []byte) (int, error) {
 	n, err := p.f.Write(b)
 	p.off += int64(n)
 	p.pending += int64(n)
@@ -93,19 +93,19 @@ func (p *Partial) Write(b []byte) (int, error) {
 }
 
 // Sync makes every byte written so far durable.
-func (p *Partial) Sync() error {
+func (p *localPartial) Sync() error {
 	p.pending = 0
 	return p.f.Sync()
 }
 
 // Close releases the partial; its bytes stay for the next OpenPartial.
-func (p *Partial) Close() error { return p.f.Close() }
+func (p *localPartial) Close() error { return p.f.Close() }
 
 // Complete makes the partial's bytes, all written and synced, the blob
 // hash, which its caller computed while writing them; the partial stays
 // until RemovePartial. As with Put, an existing blob is never rewritten, and
 // when Complete returns nil the blob is durable.
-func (p *Partial) Complete(hash string) (Info, error) {
+func (p *localPartial) Complete(hash string) (Info, error) {
 	info, _, err := p.s.Adopt(p.f.Name(), hash)
 	return info, err
 }

@@ -12,7 +12,7 @@ import (
 	"sealbox/blobs"
 )
 
-func mustWrite(tb testing.TB, p *blobs.Partial, b []byte) {
+func mustWrite(tb testing.TB, p blobs.Partial, b []byte) {
 	tb.Helper()
 	if _, err := p.Write(b); err != nil {
 		tb.Fatal(err)
@@ -31,7 +31,7 @@ func TestPartialLifecycle(t *testing.T) {
 	if n, err := s.PartialSize("t1"); err != nil || n != 0 {
 		t.Fatalf("size before any byte: %d %v", n, err)
 	}
-	p, err := s.OpenPartial("t1", 0)
+	p, err := s.OpenPartial("t1", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestPartialLifecycle(t *testing.T) {
 	p.Close()
 
 	// Bytes past the acknowledged offset are cut off on the next open.
-	p, err = s.OpenPartial("t1", 1_500_000)
+	p, err = s.OpenPartial("t1", "", 1_500_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +73,10 @@ func TestPartialLifecycle(t *testing.T) {
 	}
 
 	// A partial holding less than acknowledged: the disk lost bytes.
-	p, _ = s.OpenPartial("t2", 0)
+	p, _ = s.OpenPartial("t2", "", 0)
 	mustWrite(t, p, data[:10])
 	p.Close()
-	if _, err := s.OpenPartial("t2", 11); !errors.Is(err, blobs.ErrPartialShort) {
+	if _, err := s.OpenPartial("t2", "", 11); !errors.Is(err, blobs.ErrPartialShort) {
 		t.Fatalf("opening past the bytes held: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestPartialLifecycle(t *testing.T) {
 func TestPartialIDs(t *testing.T) {
 	s := MustOpenStore(t)
 	for _, id := range []string{"", ".", "..", "../escape", "a/b", "/abs"} {
-		if _, err := s.OpenPartial(id, 0); err == nil {
+		if _, err := s.OpenPartial(id, "", 0); err == nil {
 			t.Errorf("OpenPartial(%q) succeeded", id)
 		}
 		if _, err := s.PartialSize(id); err == nil {
@@ -102,7 +102,7 @@ func TestPartialIDs(t *testing.T) {
 func TestStalePartials(t *testing.T) {
 	s := MustOpenStore(t)
 	for _, id := range []string{"old", "new"} {
-		p, err := s.OpenPartial(id, 0)
+		p, err := s.OpenPartial(id, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -205,15 +205,24 @@ func (s *Store) Blobs(after string, limit int) ([]Blob, error) {
 	return out, err
 }
 
-// BlobRecorded reports whether some account holds the blob: a blob file
-// with no record is garbage once it is older than an upload could be.
-func (s *Store) BlobRecorded(hash string) (bool, error) {
-	var ok bool
-	err := s.view(func(tx Tx) (err error) {
-		ok, err = has(tx, bucketBlobs, []byte(hash))
-		return err
+// BlobsRecorded reports which of hashes some account holds, in one read
+// transaction: garbage collection checks a page of blob files at a time
+// (a blob file with no record is garbage once it is older than an upload
+// could be). The map has an entry for every hash given.
+func (s *Store) BlobsRecorded(hashes []string) (map[string]bool, error) {
+	var recorded map[string]bool
+	err := s.view(func(tx Tx) error {
+		recorded = make(map[string]bool, len(hashes))
+		for _, h := range hashes {
+			ok, err := has(tx, bucketBlobs, []byte(h))
+			if err != nil {
+				return err
+			}
+			recorded[h] = ok
+		}
+		return nil
 	})
-	return ok, err
+	return recorded, err
 }
 
 // The store-wide blob totals are kept in blobTotalShards rows, the one a

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -40,6 +41,31 @@ func ensureAccount(tb testing.TB, s *kv.Store, id string) {
 }
 
 func hexHash(c byte) string { return strings.Repeat(string(c), 64) }
+
+// TestBlobsRecorded: a page of hashes is checked in one call, held or not,
+// an empty page included.
+func TestBlobsRecorded(t *testing.T) {
+	s, _ := MustOpenStore(t)
+	holdVia(t, s, "acct-1", "album-1", kv.Blob{Hash: hexHash('a'), Size: 1})
+	holdVia(t, s, "acct-2", "album-2", kv.Blob{Hash: hexHash('c'), Size: 3})
+	for _, tc := range []struct {
+		hashes []string
+		want   map[string]bool
+	}{
+		{nil, map[string]bool{}},
+		{[]string{hexHash('a')}, map[string]bool{hexHash('a'): true}},
+		{[]string{hexHash('b')}, map[string]bool{hexHash('b'): false}},
+		{
+			[]string{hexHash('a'), hexHash('b'), hexHash('c'), hexHash('d')},
+			map[string]bool{hexHash('a'): true, hexHash('b'): false, hexHash('c'): true, hexHash('d'): false},
+		},
+	} {
+		got, err := s.BlobsRecorded(tc.hashes)
+		if err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("BlobsRecorded(%d hashes) = %v, %v; want %v", len(tc.hashes), got, err, tc.want)
+		}
+	}
+}
 
 func TestHoldingsPerAccount(t *testing.T) {
 	s, c := MustOpenStore(t)

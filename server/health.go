@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -38,7 +39,10 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprout
 	if err := s.blobs.CheckWritable(); err != nil {
 		checks["blobs"], ready = "unwritable", false
 	}
-	if free, err := s.blobs.FreeBytes(); err != nil {
+	if free, err := s.blobs.FreeBytes(); errors.Is(err, errors.ErrUnsupported) {
+		// A bucket has no free-space figure (S3): there is no disk to check.
+		delete(checks, "disk")
+	} else if err != nil {
 		checks["disk"], ready = "unknown", false
 	} else if free < minFreeDisk {
 		checks["disk"], ready = "full", false

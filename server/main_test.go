@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3test"
 	"sealbox/kv"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
@@ -33,6 +34,7 @@ func TestMain(m *testing.M) {
 	kv.RerunUpdatesForTests(os.Getenv("SEALBOX_TEST_RERUN") == "1")
 	code := m.Run()
 	pgtest.Stop()
+	s3test.Stop()
 	os.Exit(code)
 }
 
@@ -59,11 +61,12 @@ func (c *Clock) Advance(d time.Duration) {
 }
 
 // TestServer is a real server on a random loopback port over a real bbolt
-// file and a real blob store in a temp dir.
+// file (or a PostgreSQL schema, SEALBOX_TEST_PG) and a real blob store in a
+// temp dir (or a bucket of its own on a real S3 server, SEALBOX_TEST_S3).
 type TestServer struct {
 	*server.Server
 	Store  *kv.Store
-	Blobs  *blobs.Store
+	Blobs  blobs.Engine
 	Clock  *Clock
 	Config server.Config
 	Dir    string
@@ -110,10 +113,7 @@ func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func
 	}
 	opts.Now = cfg.Now
 	store := mustOpenStore(tb, storeIn(tb, dir), opts)
-	blobStore, err := blobs.Open(filepath.Join(dir, "blobs"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	blobStore := mustOpenBlobs(tb, dir)
 	srv := server.New(cfg, store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
@@ -125,6 +125,47 @@ func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func
 		store.Close()
 	})
 	return &TestServer{Server: srv, Store: store, Blobs: blobStore, Clock: clock, Config: cfg, Dir: dir}
+}
+
+// mustOpenBlobs opens the blob store of a test data directory: dir/blobs,
+// or, when the suite runs on S3, a bucket of its own, whose URL dir keeps
+// (in blobs-url) so that a server opened on dir again finds the same
+// bucket.
+func mustOpenBlobs(tb testing.TB, dir string) blobs.Engine {
+	tb.Helper()
+	if !s3test.Enabled() {
+		s, err := blobs.Open(filepath.Join(dir, "blobs"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return s
+	}
+	file := filepath.Join(dir, "blobs-url")
+	raw, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		raw = []byte(s3test.URL(tb))
+		err = os.WriteFile(file, raw, 0o600)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := blobs.OpenS3(context.Background(), string(raw), blobs.S3Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// localBlobs returns the test server's local blob store, and skips a test
+// that is about local files (their paths, modes, or bytes on disk) when
+// the suite runs on S3.
+func (ts *TestServer) localBlobs(tb testing.TB) *blobs.Store {
+	tb.Helper()
+	s, ok := ts.Blobs.(*blobs.Store)
+	if !ok {
+		tb.Skip("about the local blob store's files; the suite runs on S3")
+	}
+	return s
 }
 
 // storeIn is where the store of a test data directory lives: dir/sealbox.db,

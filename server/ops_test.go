@@ -164,7 +164,7 @@ func TestOpCreateAndReplace(t *testing.T) {
 		raw, _ := base64.StdEncoding.DecodeString(body["manifest_cbor"].(string))
 		meta, _ := base64.StdEncoding.DecodeString(body["metadata_blob"].(string))
 		for _, b := range [][]byte{raw, meta} {
-			if !f.ts.Blobs.Exists(hashOf(b)) {
+			if _, err := f.ts.Blobs.Stat(hashOf(b)); err != nil {
 				t.Fatalf("blob %s not stored", hashOf(b))
 			}
 			if held, _ := f.ts.Store.Holds(f.userID, hashOf(b)); !held {

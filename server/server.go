@@ -151,7 +151,7 @@ type Server struct {
 	// scheme is "https" after StartTLS, and empty for plain HTTP.
 	scheme    string
 	store     *kv.Store
-	blobs     *blobs.Store
+	blobs     blobs.Engine
 	log       zerolog.Logger
 	now       func() time.Time
 	router    *httprouter.Router
@@ -182,7 +182,7 @@ type Server struct {
 
 // New builds a server over store and the blob store blobStore. The store's
 // clock should be cfg.Now.
-func New(cfg Config, store *kv.Store, blobStore *blobs.Store) *Server {
+func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

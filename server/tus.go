@@ -433,7 +433,7 @@ func (s *Server) appendBody(body io.Reader, claim *transferClaim, accountID, upl
 			return 0, fmt.Errorf("restore the hash state of transfer %s: %w", t.ID, err)
 		}
 	}
-	p, err := s.blobs.OpenPartial(t.ID, t.Offset)
+	p, err := s.blobs.OpenPartial(t.ID, t.Hash, t.Offset)
 	if err != nil {
 		return 0, err
 	}
@@ -500,7 +500,7 @@ func moreBody(body io.Reader) bool {
 // become the blob and the session records it as a PUT would. A crash
 // between the two steps leaves the transfer at from with its bytes intact,
 // so the client resumes and the blob is found in place.
-func (s *Server) completeTransfer(p *blobs.Partial, h hash.Hash, accountID, uploadID string, t *kv.Transfer, from int64) error {
+func (s *Server) completeTransfer(p blobs.Partial, h hash.Hash, accountID, uploadID string, t *kv.Transfer, from int64) error {
 	if blobs.Address(h) != t.Hash {
 		if err := s.store.DiscardTransfer(accountID, uploadID, t.ID); err != nil {
 			return err

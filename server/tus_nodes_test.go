@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"path"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ import (
 
 // streamPatch starts a PATCH of the transfer at loc on ts from offset 0
 // whose body the test writes through the returned pipe, and waits until the
-// server has written some of it: the request holds the transfer. done is
+// request holds the transfer's lease. done is
 // closed when the request has ended.
 func streamPatch(t *testing.T, ts *TestServer, access, loc string, first []byte) (*io.PipeWriter, chan struct{}) {
 	t.Helper()
@@ -36,7 +35,12 @@ func streamPatch(t *testing.T, ts *TestServer, access, loc string, first []byte)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if fi, err := os.Stat(ts.partialPath(loc)); err == nil && fi.Size() > 0 {
+		// The request holds the transfer's lease from before it reads
+		// the body until it ends: on any blob engine that is what shows
+		// it streaming.
+		if holder, _, err := ts.Store.LeaseHolder("tus/" + path.Base(loc)); err != nil {
+			t.Fatal(err)
+		} else if holder != "" {
 			return pw, done
 		}
 		if time.Now().After(deadline) {

@@ -73,9 +73,11 @@ func (ts *TestServer) TusHead(tb testing.TB, access, location string) int {
 }
 
 // partialPath is where the server keeps the bytes of the transfer at
-// location.
-func (ts *TestServer) partialPath(location string) string {
-	return filepath.Join(ts.Blobs.Dir(), "tus", path.Base(location))
+// location, in the local blob store (a test that calls it is skipped on
+// S3).
+func (ts *TestServer) partialPath(tb testing.TB, location string) string {
+	tb.Helper()
+	return filepath.Join(ts.localBlobs(tb).Dir(), "tus", path.Base(location))
 }
 
 // wantStored fails unless the blob store holds exactly data under its hash.
@@ -423,7 +425,7 @@ func TestTusHashMismatchStoresNothing(t *testing.T) {
 func TestTusTermination(t *testing.T) {
 	ts, tok, loc, data := openTransfer(t, randomData(500))
 	ts.TusPatch(t, tok.Access, loc, 0, data[:200]).WantStatus(t, http.StatusNoContent)
-	if _, err := os.Stat(ts.partialPath(loc)); err != nil {
+	if _, err := os.Stat(ts.partialPath(t, loc)); err != nil {
 		t.Fatalf("no partial file: %v", err)
 	}
 	r := ts.Do(t, Req{Method: "DELETE", Path: loc, Token: tok.Access, Header: tusHeaders()}).WantStatus(t, http.StatusNoContent)
@@ -476,7 +478,7 @@ func TestTusExpiry(t *testing.T) {
 	// The sweeper, ticking in real time, removes the expired partial file.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := os.Stat(ts.partialPath(loc)); os.IsNotExist(err) {
+		if _, err := os.Stat(ts.partialPath(t, loc)); os.IsNotExist(err) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -511,7 +513,7 @@ func TestTusBrokenPatchAcknowledgesWhatArrived(t *testing.T) {
 	// Once the first PATCH is writing, a second one is refused.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if fi, err := os.Stat(ts.partialPath(loc)); err == nil && fi.Size() > 0 {
+		if fi, err := os.Stat(ts.partialPath(t, loc)); err == nil && fi.Size() > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -562,7 +564,7 @@ func TestTusResumeAfterRestart(t *testing.T) {
 	if err := ts.Store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(ts.partialPath(loc), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(ts.partialPath(t, loc), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +606,7 @@ func TestTusLostPartialFile(t *testing.T) {
 			for _, method := range []string{"HEAD", "PATCH"} {
 				loc := ts.TusCreate(t, tok.Access, up, data)
 				ts.TusPatch(t, tok.Access, loc, 0, data[:400]).WantStatus(t, http.StatusNoContent)
-				if err := tc.lose(ts.partialPath(loc)); err != nil {
+				if err := tc.lose(ts.partialPath(t, loc)); err != nil {
 					t.Fatal(err)
 				}
 				if method == "HEAD" {
@@ -614,7 +616,7 @@ func TestTusLostPartialFile(t *testing.T) {
 					ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
 				}
 				ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
-				if _, err := os.Stat(ts.partialPath(loc)); !os.IsNotExist(err) {
+				if _, err := os.Stat(ts.partialPath(t, loc)); !os.IsNotExist(err) {
 					t.Fatalf("%s: the lost transfer's partial file remains: %v", method, err)
 				}
 				if ids, _ := ts.Store.Transfers("", 10); len(ids) != 0 {
@@ -636,4 +638,41 @@ func randomData(n int) []byte {
 	b := make([]byte, n)
 	rand.Read(b)
 	return b
+}
+
+// secondNode starts another server on the test server's store and blob
+// storage, with a blob engine of its own (on S3, another client of the same
+// bucket): a second node, as far as the blobs are concerned.
+func (ts *TestServer) secondNode(tb testing.TB) *TestServer {
+	tb.Helper()
+	blobStore := mustOpenBlobs(tb, ts.Dir)
+	srv := server.New(ts.Config, ts.Store, blobStore)
+	if err := srv.Open("127.0.0.1:0"); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { srv.Close(context.Background()) })
+	return &TestServer{Server: srv, Store: ts.Store, Blobs: blobStore, Clock: ts.Clock, Config: ts.Config, Dir: ts.Dir}
+}
+
+// TestTusAlternatesNodes: a transfer whose PATCHes alternate between two
+// servers sharing the store and the blob storage completes, each PATCH
+// resuming from what the other acknowledged (on S3: across a part boundary,
+// from staged bytes and from parts), so nothing about a transfer lives only
+// in one process.
+func TestTusAlternatesNodes(t *testing.T) {
+	ts, tok, loc, data := openTransfer(t, randomData(13<<20+7))
+	nodes := []*TestServer{ts, ts.secondNode(t)}
+	off := 0
+	for i, end := range []int{3 << 20, 6 << 20, 6<<20 + 1, 9<<20 + 5, len(data)} {
+		node := nodes[i%2]
+		if got := node.TusHead(t, tok.Access, loc); got != off {
+			t.Fatalf("node %d: HEAD answers offset %d, want %d", i%2, got, off)
+		}
+		node.TusPatch(t, tok.Access, loc, off, data[off:end]).WantStatus(t, http.StatusNoContent)
+		off = end
+	}
+	nodes[1].wantStored(t, data)
+	if files := blobFiles(t, ts); len(files) != 1 {
+		t.Fatalf("files after completion: %q", files)
+	}
 }

@@ -10,15 +10,34 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/blobs"
 	"sealbox/server"
 )
 
 // blobFiles lists every regular file under the test server's blob
-// directory, temp files included.
+// directory, temp files included; on S3, every blob and every partial.
 func blobFiles(tb testing.TB, ts *TestServer) []string {
 	tb.Helper()
 	var files []string
-	err := filepath.WalkDir(ts.Blobs.Dir(), func(path string, d fs.DirEntry, err error) error {
+	local, ok := ts.Blobs.(*blobs.Store)
+	if !ok {
+		err := ts.Blobs.Walk(func(i blobs.Info) error {
+			files = append(files, "blob/"+i.Hash)
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		partials, err := ts.Blobs.StalePartials(time.Now().Add(24 * time.Hour))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, p := range partials {
+			files = append(files, "tus/"+p.ID)
+		}
+		return files
+	}
+	err := filepath.WalkDir(local.Dir(), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			files = append(files, path)
 		}

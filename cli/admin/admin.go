@@ -63,7 +63,7 @@ func userOf(row kv.UserSummary) User {
 type Ops struct {
 	DataDir string
 	Store   *kv.Store
-	Blobs   *blobs.Store
+	Blobs   blobs.Engine
 	Hasher  *password.Hasher
 	Rand    io.Reader
 }

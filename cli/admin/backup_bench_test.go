@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -57,7 +58,7 @@ func addBlobs(b *testing.B, ops *admin.Ops, first, n int) {
 	for i := first; i < first+n; i++ {
 		rand.Read(data[8:64])
 		binary.BigEndian.PutUint64(data, uint64(i))
-		info, _, err := ops.Blobs.PutBytes(data)
+		info, _, err := ops.Blobs.Put(bytes.NewReader(data), "", 0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -124,6 +124,42 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCR
 	if err != nil {
 		return rep, err
 	}
+	// Candidates are checked against the store a page at a time, one read
+	// transaction per page, as the walk lists them.
+	page := make([]blobs.Info, 0, blobPage)
+	collect := func() error {
+		hashes := make([]string, len(page))
+		for i, info := range page {
+			hashes[i] = info.Hash
+		}
+		recorded, err := o.Store.BlobsRecorded(hashes)
+		if err != nil {
+			return err
+		}
+		for _, info := range page {
+			if recorded[info.Hash] {
+				continue
+			}
+			if dryRun {
+				rep.BlobsRemoved++
+				rep.BytesFreed += info.Size
+				continue
+			}
+			removed, err := o.Blobs.Collect(info.Hash, cutoff)
+			if errors.Is(err, blobs.ErrNotFound) {
+				continue // removed since the walk listed it
+			}
+			if err != nil {
+				return err
+			}
+			if removed {
+				rep.BlobsRemoved++
+				rep.BytesFreed += info.Size
+			}
+		}
+		page = page[:0]
+		return nil
+	}
 	err = o.Blobs.Walk(func(info blobs.Info) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -134,22 +170,15 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCR
 		if !info.ModTime.Before(cutoff) {
 			return nil
 		}
-		recorded, err := o.Store.BlobRecorded(info.Hash)
-		if err != nil || recorded {
-			return err
-		}
-		if dryRun {
-			rep.BlobsRemoved++
-			rep.BytesFreed += info.Size
+		page = append(page, info)
+		if len(page) < blobPage {
 			return nil
 		}
-		removed, err := o.Blobs.Collect(info.Hash, cutoff)
-		if removed {
-			rep.BlobsRemoved++
-			rep.BytesFreed += info.Size
-		}
-		return err
+		return collect()
 	})
+	if err == nil && len(page) > 0 {
+		err = collect()
+	}
 	if err != nil {
 		return rep, err
 	}

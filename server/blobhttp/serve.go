@@ -17,6 +17,15 @@ import (
 // up to more than the blob.
 const maxRanges = 64
 
+// RangeReader is implemented by content that fetches its bytes on demand
+// (the S3 engine's blobs): ReadRange announces that the next n bytes from
+// the current position are all that will be read before the next Seek or
+// Close, so one request with exact bounds fetches them. Serve calls it
+// before it copies a range; a local file does not implement it.
+type RangeReader interface {
+	ReadRange(n int64)
+}
+
 // Serve writes the blob read from content, which holds exactly size bytes, whose
 // content address is hash (64 lowercase hex characters, so it needs no quoting
 // in an entity tag) and which was stored at modTime.
@@ -94,6 +103,9 @@ func serveDirect(w http.ResponseWriter, r *http.Request, content io.ReadSeeker, 
 		// header is already out: flushing it first saves that read and copy.
 		// The type is set, so nothing is sniffed either way.
 		http.NewResponseController(w).Flush()
+		if rr, ok := content.(RangeReader); ok {
+			rr.ReadRange(n)
+		}
 		// CopyN reaches w's ReadFrom: sendfile for a file, ranges included.
 		io.CopyN(w, content, n)
 	}

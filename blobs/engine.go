@@ -1,0 +1,65 @@
+package blobs
+
+import (
+	"io"
+	"time"
+)
+
+// Engine is what sealbox needs of a blob store: the local directory (*Store,
+// the default and the reference) and an S3-compatible bucket (*S3) both
+// implement it, and the contract tests in blobs/blobstest hold both to the
+// same guarantees. Each method's contract is the one documented on *Store;
+// where the S3 engine differs (FreeBytes), its own doc says so.
+//
+// Backup, restore and LinkFrom work on local directories only and are not
+// part of it.
+type Engine interface {
+	Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
+	PutSmall(bs ...[]byte) error
+	Open(hash string) (io.ReadSeekCloser, Info, error)
+	OpenSized(hash string, size int64) (io.ReadSeekCloser, error)
+	Stat(hash string) (Info, error)
+	Collect(hash string, cutoff time.Time) (bool, error)
+	Remove(hash string) error
+	Verify(hash string) error
+	Walk(fn func(Info) error) error
+	CleanTemp(olderThan time.Time) (int, error)
+	StaleTemp(olderThan time.Time) (int, error)
+	CheckWritable() error
+	FreeBytes() (int64, error)
+
+	OpenPartial(id, hash string, offset int64) (Partial, error)
+	PartialSize(id string) (int64, error)
+	RemovePartial(id string) error
+	StalePartials(cutoff time.Time) ([]PartialInfo, error)
+}
+
+// Partial is an upload in progress that the engine owns, named by its
+// caller's id (a transfer id): bytes written from an offset, made durable by
+// Sync, then completed into a blob or removed. Callers never see where it
+// lives.
+//
+// The caller writes bytes in order, calls Sync, and only then records the
+// new offset (its acknowledgement), and it calls Sync again only after that
+// record succeeded (the S3 engine then drops what only older offsets
+// needed). OpenPartial at any recorded offset, in this process or another,
+// continues from there; what was written past it is discarded.
+type Partial interface {
+	io.Writer
+	// Sync makes every byte written so far durable.
+	Sync() error
+	// Complete makes the partial's bytes, all written and synced, the blob
+	// hash, which its caller computed while writing them and which must be
+	// the hash given to OpenPartial. An existing blob is never rewritten,
+	// and when Complete returns nil the blob is durable. The partial's own
+	// storage stays until RemovePartial.
+	Complete(hash string) (Info, error)
+	// Close releases the partial; its synced bytes stay for the next
+	// OpenPartial.
+	Close() error
+}
+
+var (
+	_ Engine  = (*Store)(nil)
+	_ Partial = (*localPartial)(nil)
+)
