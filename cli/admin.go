@@ -79,10 +79,8 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 	if err != nil {
 		return nil, nil, err
 	}
-	var blobStore *blobs.Store
-	if mode == readOnly {
-		blobStore = blobs.OpenReadOnly(filepath.Join(loc.Data, blobsDir))
-	} else if blobStore, err = blobs.Open(filepath.Join(loc.Data, blobsDir)); err != nil {
+	blobStore, err := loc.openBlobs(ctx, mode == readOnly, nil)
+	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
@@ -96,7 +94,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 
 // newOps builds the operations over an open instance; new passwords are
 // hashed with params.
-func newOps(loc Location, store *kv.Store, blobStore *blobs.Store, params password.Params) *admin.Ops {
+func newOps(loc Location, store *kv.Store, blobStore blobs.Engine, params password.Params) *admin.Ops {
 	return &admin.Ops{DataDir: loc.Data, Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader), Rand: rand.Reader}
 }
 

@@ -167,6 +167,9 @@ type crashRig struct {
 	client *http.Client
 	ledger crashLedger
 
+	// extraArgs are given to serve after the rig's own flags.
+	extraArgs []string
+
 	cmd     *exec.Cmd
 	running bool // cmd has started and not yet been waited for
 	exited  chan error
@@ -230,6 +233,7 @@ func (rig *crashRig) start() {
 			// Verification reads every blob through share links from one
 			// address; the share-read limit is not under test here.
 			"--share-rate", "1000000", "--share-burst", "1000000")
+		rig.cmd.Args = append(rig.cmd.Args, rig.extraArgs...)
 		rig.cmd.Env = serveEnv()
 		rig.cmd.Stdout = io.Discard
 		rig.cmd.Stderr = rig.log

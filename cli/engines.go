@@ -6,9 +6,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"sealbox/blobs"
 	"sealbox/kv"
 )
 
@@ -64,6 +66,29 @@ func (l Location) openStore(ctx context.Context, opts kv.Options) (*kv.Store, er
 		return nil, err
 	}
 	return kv.OpenEngine(e, l.describeStore(), opts)
+}
+
+// openBlobs opens the blob store l names: the S3-compatible bucket, whose
+// every request is reported to observe (nil: to nothing), or the blobs
+// directory in the data directory, which readOnly opens without creating
+// anything.
+func (l Location) openBlobs(ctx context.Context, readOnly bool, observe func(op string, d time.Duration, err error)) (blobs.Engine, error) {
+	if l.Blobs == "" {
+		dir := filepath.Join(l.Data, blobsDir)
+		if readOnly {
+			return blobs.OpenReadOnly(dir), nil
+		}
+		return blobs.Open(dir)
+	}
+	return blobs.OpenS3(ctx, l.Blobs, blobs.S3Options{Observe: observe})
+}
+
+// describeBlobs names the blob store for logs and messages.
+func (l Location) describeBlobs() string {
+	if l.Blobs == "" {
+		return filepath.Join(l.Data, blobsDir)
+	}
+	return redactURL(l.Blobs)
 }
 
 // describeStore names the record store for logs and messages, never with

@@ -23,7 +23,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/acme/autocert"
 
-	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/server"
@@ -222,7 +221,12 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey); err != nil {
 		return fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
 	}
-	blobStore, err := blobs.Open(filepath.Join(s.Data, blobsDir))
+	var observe func(string, time.Duration, error)
+	if s.Blobs != "" {
+		s.Config.BlobRequests = server.NewBlobRequests()
+		observe = s.Config.BlobRequests.Observe
+	}
+	blobStore, err := s.openBlobs(ctx, false, observe)
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
@@ -249,7 +253,7 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopAdmin()
-	log.Info().Str("url", srv.URL()).Str("data", s.Data).Str("store", s.describeStore()).Int("store_format", format).
+	log.Info().Str("url", srv.URL()).Str("data", s.Data).Str("store", s.describeStore()).Str("blobs", s.describeBlobs()).Int("store_format", format).
 		Str("registration", s.Config.Registration).Str("version", server.Version).Msg("sealbox listening")
 	if s.Config.Registration == "open" && !isLoopback(ln.Addr()) {
 		log.Warn().Str("listen", ln.Addr().String()).

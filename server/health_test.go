@@ -334,3 +334,28 @@ func TestStoreEngineMetrics(t *testing.T) {
 		t.Fatalf("retries after a forced conflict: %v", m)
 	}
 }
+
+// TestBlobRequestMetrics: on S3 the metrics show the latency of the blob
+// engine's requests by operation and outcome, labelled with no key or
+// bucket; on local files there is no such series.
+func TestBlobRequestMetrics(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "s3metrics@example.org")
+	data := []byte("a blob whose put the metrics see")
+	ts.Upload(t, tok.Access, data)
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if ts.Config.BlobRequests == nil {
+		if strings.Contains(body, "sealbox_s3_request_duration_seconds") {
+			t.Fatal("S3 series on local files")
+		}
+		return
+	}
+	if want := `sealbox_s3_request_duration_seconds_count{op="PutObject",outcome="ok"}`; !strings.Contains(body, want) {
+		t.Fatalf("metrics lack %q", want)
+	}
+	if strings.Contains(body, hashOf(data)) {
+		t.Fatal("a blob's hash is in a metric label")
+	}
+}

@@ -113,7 +113,10 @@ func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func
 	}
 	opts.Now = cfg.Now
 	store := mustOpenStore(tb, storeIn(tb, dir), opts)
-	blobStore := mustOpenBlobs(tb, dir)
+	if s3test.Enabled() {
+		cfg.BlobRequests = server.NewBlobRequests()
+	}
+	blobStore := mustOpenBlobs(tb, dir, cfg.BlobRequests)
 	srv := server.New(cfg, store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
@@ -130,8 +133,8 @@ func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func
 // mustOpenBlobs opens the blob store of a test data directory: dir/blobs,
 // or, when the suite runs on S3, a bucket of its own, whose URL dir keeps
 // (in blobs-url) so that a server opened on dir again finds the same
-// bucket.
-func mustOpenBlobs(tb testing.TB, dir string) blobs.Engine {
+// bucket, and whose requests are reported to requests.
+func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blobs.Engine {
 	tb.Helper()
 	if !s3test.Enabled() {
 		s, err := blobs.Open(filepath.Join(dir, "blobs"))
@@ -149,7 +152,11 @@ func mustOpenBlobs(tb testing.TB, dir string) blobs.Engine {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := blobs.OpenS3(context.Background(), string(raw), blobs.S3Options{})
+	var opts blobs.S3Options
+	if requests != nil {
+		opts.Observe = requests.Observe
+	}
+	s, err := blobs.OpenS3(context.Background(), string(raw), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

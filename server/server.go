@@ -33,6 +33,9 @@ const Version = "0.1.0"
 // Config holds every tunable of the server. DefaultConfig gives the
 // production values of ADDENDUM.md; tests shrink the costly ones.
 type Config struct {
+	// BlobRequests, when set, is the blob engine's S3 request latency, which
+	// the metrics then serve (see NewBlobRequests).
+	BlobRequests *BlobRequests
 	// Registration is "open" or "closed".
 	Registration string
 	// TrustProxy takes the client address from the last hop of

@@ -645,7 +645,7 @@ func randomData(n int) []byte {
 // bucket): a second node, as far as the blobs are concerned.
 func (ts *TestServer) secondNode(tb testing.TB) *TestServer {
 	tb.Helper()
-	blobStore := mustOpenBlobs(tb, ts.Dir)
+	blobStore := mustOpenBlobs(tb, ts.Dir, nil)
 	srv := server.New(ts.Config, ts.Store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
