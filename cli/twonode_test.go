@@ -179,6 +179,15 @@ func TestTwoNodes(t *testing.T) {
 	if out := runBin(t, bin, "check", "--deep", "--data", b.dir, "--store", store, "--blobs", bucket); !bytes.HasPrefix(out, []byte("ok:")) {
 		t.Fatalf("check --deep: %s", out)
 	}
+	// A backup of the instance is a data directory of one box: restore
+	// checks every blob copied from the bucket.
+	backup, restored := filepath.Join(t.TempDir(), "backup"), filepath.Join(t.TempDir(), "restored")
+	runBin(t, bin, "backup", backup, "--data", b.dir, "--store", store, "--blobs", bucket)
+	runBin(t, bin, "restore", backup, "--data", restored)
+	out = runBin(t, bin, "users", "list", "--json", "--data", restored)
+	if err := json.Unmarshal(out, &users); err != nil || len(users) != 1 || users[0].BytesHeld != w.heldBytes() {
+		t.Fatalf("users of the restored backup: %v %s", err, out)
+	}
 }
 
 // stopIfRunning ends a node the test left running.

@@ -436,7 +436,12 @@ func copyBytes(b []byte) []byte {
 	return append([]byte(nil), b...)
 }
 
-// Ping reports whether the store answers a read transaction.
+// Ping reports whether the store answers a read: a transaction that reads
+// nothing may never reach a database server (PostgreSQL's opens with its
+// first statement), so it reads the format record.
 func (s *Store) Ping() error {
-	return s.view(func(Tx) error { return nil })
+	return s.view(func(tx Tx) error {
+		_, err := tx.Bucket(bucketMeta).Get(metaFormat)
+		return err
+	})
 }
