@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,19 +55,7 @@ func TestSnapshotOpensAsAStore(t *testing.T) {
 	if err := s.AddAccount(&Account{ID: "a", Email: "a@example.org"}); err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if _, err := s.WriteSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snapPath := filepath.Join(dir, "snap.db")
-	if err := os.WriteFile(snapPath, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := Open(snapPath, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
+	snap := openSnapshot(t, dir, s.WriteSnapshot)
 	if problems, err := snap.CheckIntegrity(); err != nil || len(problems) != 0 {
 		t.Fatalf("snapshot integrity: %v %v", problems, err)
 	}
@@ -102,19 +91,7 @@ func TestCopiedSnapshotOpensAsAStore(t *testing.T) {
 	if err := s.AddAccount(&Account{ID: "a", Email: "a@example.org"}); err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if _, err := s.copySnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snapPath := filepath.Join(dir, "snap.db")
-	if err := os.WriteFile(snapPath, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := Open(snapPath, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
+	snap := openSnapshot(t, dir, s.copySnapshot)
 	if v, _, err := snap.Format(); err != nil || v != FormatVersion {
 		t.Fatalf("snapshot format %d, %v", v, err)
 	}
@@ -128,4 +105,24 @@ func TestCopiedSnapshotOpensAsAStore(t *testing.T) {
 	if err != nil || copied != n+1 {
 		t.Fatalf("the snapshot holds %d accounts (%v), want %d", copied, err, n+1)
 	}
+}
+
+// openSnapshot writes a snapshot with write into dir and opens it, read-only,
+// as a store; it is closed when the test ends.
+func openSnapshot(t *testing.T, dir string, write func(io.Writer) (int64, error)) *Store {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snapPath := filepath.Join(dir, "snap.db")
+	if err := os.WriteFile(snapPath, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Open(snapPath, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snap.Close() })
+	return snap
 }

@@ -251,6 +251,11 @@ type EngineStats struct {
 	// conflict or a deadlock (40001, 40P01) since the engine opened: each
 	// is rolled back and run again.
 	TxRetries uint64
+	// RoundTrips counts the exchanges with the database server the
+	// engine's transactions made, Reads those that were reads (a Get or a
+	// Scan; the first of a transaction carries its BEGIN): the difference
+	// is what writing and committing cost beyond the reads.
+	RoundTrips, Reads uint64
 }
 
 // EngineStats reads the engine's figures, when it has them (PostgreSQL):

@@ -33,6 +33,9 @@ type pgEngine struct {
 	batch batcher
 	// retries counts the transactions rerun after losing a conflict.
 	retries atomic.Uint64
+	// roundTrips and reads count the exchanges with the server (see
+	// EngineStats).
+	roundTrips, reads atomic.Uint64
 }
 
 // The batching of concurrent writers (Batch): the tuned values bbolt runs
@@ -146,7 +149,7 @@ func (e *pgEngine) Stats() EngineStats {
 	return EngineStats{
 		AcquiredConns: st.AcquiredConns(), IdleConns: st.IdleConns(),
 		TotalConns: st.TotalConns(), MaxConns: st.MaxConns(),
-		TxRetries: e.retries.Load(),
+		TxRetries: e.retries.Load(), RoundTrips: e.roundTrips.Load(), Reads: e.reads.Load(),
 	}
 }
 
@@ -160,7 +163,7 @@ func (e *pgEngine) attempt(ctx context.Context, begin string, fn func(Tx) error)
 		return err
 	}
 	defer conn.Release()
-	t := &pgTx{ctx: ctx, conn: conn, begin: begin, writes: map[string]*pgWrites{}}
+	t := &pgTx{e: e, ctx: ctx, conn: conn, begin: begin, writes: map[string]*pgWrites{}}
 	err = fn(t)
 	if err == nil {
 		err = t.commit()
@@ -186,6 +189,7 @@ func pgErrCode(err error) string {
 // Writes are kept, per bucket, until commit; reads see them (a Get or Scan
 // after a Put in the same transaction answers the Put).
 type pgTx struct {
+	e      *pgEngine
 	ctx    context.Context
 	conn   *pgxpool.Conn
 	begin  string
@@ -218,6 +222,8 @@ func (t *pgTx) query(sql string, args ...any) ([]pgPair, error) {
 		t.begun = true
 	}
 	b.Queue(sql, args...)
+	t.e.reads.Add(1)
+	t.e.roundTrips.Add(1)
 	br := t.conn.SendBatch(t.ctx, &b)
 	if opening {
 		if _, err := br.Exec(); err != nil {
@@ -264,6 +270,7 @@ func (t *pgTx) commit() error {
 	}
 	t.begun = true
 	b.Queue("COMMIT")
+	t.e.roundTrips.Add(1)
 	return t.conn.SendBatch(t.ctx, &b).Close()
 }
 

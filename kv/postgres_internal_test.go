@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -78,4 +79,62 @@ func TestPostgresCountsRetries(t *testing.T) {
 	if runs.Load() < 2 || after.TxRetries <= before.TxRetries {
 		t.Fatalf("a forced conflict: %d runs, retries %d -> %d", runs.Load(), before.TxRetries, after.TxRetries)
 	}
+}
+
+// TestPostgresRoundTrips: a transaction costs one round trip per read (the
+// first carries its BEGIN) plus one for its writes and COMMIT together; a
+// view's COMMIT is its one more; a transaction that neither reads nor
+// writes costs none.
+func TestPostgresRoundTrips(t *testing.T) {
+	url := pgtest.URL(t)
+	if url == "" {
+		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
+	}
+	e, err := OpenPostgresEngine(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenEngine(e, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bucket := tx2bucket(bucketMeta)
+	for _, tc := range []struct {
+		name              string
+		run               func(fn func(Tx) error) error
+		fn                func(Tx) error
+		roundTrips, reads uint64
+	}{
+		{"nothing", s.engine.Update, func(Tx) error { return nil }, 0, 0},
+		{"writes only", s.engine.Update, func(tx Tx) error {
+			return errors.Join(bucket(tx).Put([]byte("a"), []byte("1")), bucket(tx).Put([]byte("b"), []byte("2")))
+		}, 1, 0},
+		{"two reads and a write", s.engine.Update, func(tx Tx) error {
+			_, err1 := bucket(tx).Get([]byte("a"))
+			_, err2 := bucket(tx).Get([]byte("b"))
+			return errors.Join(err1, err2, bucket(tx).Put([]byte("c"), []byte("3")))
+		}, 3, 2},
+		{"a view of one read", s.engine.View, func(tx Tx) error {
+			_, err := bucket(tx).Get([]byte("a"))
+			return err
+		}, 2, 1},
+		{"a scan", s.engine.View, func(tx Tx) error {
+			return bucket(tx).Scan(Range{Limit: 10}, func(_, _ []byte) error { return nil })
+		}, 2, 1},
+	} {
+		before, _ := s.EngineStats()
+		if err := tc.run(tc.fn); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		after, _ := s.EngineStats()
+		if rt, r := after.RoundTrips-before.RoundTrips, after.Reads-before.Reads; rt != tc.roundTrips || r != tc.reads {
+			t.Errorf("%s: %d round trips, %d reads; want %d, %d", tc.name, rt, r, tc.roundTrips, tc.reads)
+		}
+	}
+}
+
+// tx2bucket returns a function giving the transaction's bucket name.
+func tx2bucket(name []byte) func(Tx) Bucket {
+	return func(tx Tx) Bucket { return tx.Bucket(name) }
 }

@@ -35,10 +35,15 @@ func randomBytes(n int) []byte {
 // link serving it. It returns the blob's URL under /s/ and its file path
 // ("" when the suite runs on S3).
 func sharedBlob(b *testing.B, size int) (blobURL, file string) {
-	ts := MustOpenServer(b, func(c *server.Config) {
-		// The limiter stays on the path but never refuses.
-		c.ShareRate, c.ShareBurst = 1e9, 1<<30
-	})
+	return sharedBlobOn(b, MustOpenServer(b, unlimitedShareReads), size)
+}
+
+// unlimitedShareReads keeps the share-read limiter on the path but never
+// refusing.
+func unlimitedShareReads(c *server.Config) { c.ShareRate, c.ShareBurst = 1e9, 1<<30 }
+
+// sharedBlobOn is sharedBlob on the server ts.
+func sharedBlobOn(b *testing.B, ts *TestServer, size int) (blobURL, file string) {
 	tok := ts.Register(b, "bench@example.org")
 	data := randomBytes(size)
 	hash := ts.Upload(b, tok.Access, data)

@@ -324,6 +324,8 @@ func TestStoreEngineMetrics(t *testing.T) {
 		`sealbox_store_pool_connections{state="idle"}`,
 		`sealbox_store_pool_connections{state="total"}`,
 		`sealbox_store_pool_connections{state="max"}`,
+		"sealbox_store_round_trips_total ",
+		"sealbox_store_reads_total ",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)

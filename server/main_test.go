@@ -131,12 +131,13 @@ func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func
 }
 
 // mustOpenBlobs opens the blob store of a test data directory: dir/blobs,
-// or, when the suite runs on S3, a bucket of its own, whose URL dir keeps
+// or, when the suite runs on S3 and dir holds no prepared blobs directory,
+// a bucket of its own, whose URL dir keeps
 // (in blobs-url) so that a server opened on dir again finds the same
 // bucket, and whose requests are reported to requests.
 func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blobs.Engine {
 	tb.Helper()
-	if !s3test.Enabled() {
+	if _, err := os.Stat(filepath.Join(dir, "blobs")); err == nil || !s3test.Enabled() {
 		s, err := blobs.Open(filepath.Join(dir, "blobs"))
 		if err != nil {
 			tb.Fatal(err)

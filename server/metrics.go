@@ -130,6 +130,14 @@ func engineCollectors(s *Server) []prometheus.Collector {
 			Name: "sealbox_store_tx_retries_total",
 			Help: "Store transactions run again after losing a serialization conflict or a deadlock.",
 		}, stat(func(st kv.EngineStats) float64 { return float64(st.TxRetries) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sealbox_store_round_trips_total",
+			Help: "Exchanges of the store's transactions with the database server (reads, and writes with their commit).",
+		}, stat(func(st kv.EngineStats) float64 { return float64(st.RoundTrips) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sealbox_store_reads_total",
+			Help: "The store's exchanges with the database server that were reads.",
+		}, stat(func(st kv.EngineStats) float64 { return float64(st.Reads) })),
 	}
 }
 

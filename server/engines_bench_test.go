@@ -1,0 +1,77 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sealbox/blobs/s3test"
+	"sealbox/kv"
+	"sealbox/kv/pgtest"
+	"sealbox/server"
+)
+
+// benchEngine is a pair of engines the benchmarks run on.
+type benchEngine struct {
+	name string
+	open func(tb testing.TB, edit ...func(*server.Config)) *TestServer
+}
+
+// benchEngines are bbolt with local files, always, and PostgreSQL with S3
+// when the run has both (SEALBOX_TEST_PG and SEALBOX_TEST_S3), so that one
+// run measures the two side by side on the same machine.
+func benchEngines() []benchEngine {
+	engines := []benchEngine{{"bbolt+files", openLocalServer}}
+	if pgtest.Enabled() && s3test.Enabled() {
+		engines = append(engines, benchEngine{"postgres+s3", MustOpenServer})
+	}
+	return engines
+}
+
+// openLocalServer opens a test server on bbolt and local files whatever
+// engines the suite runs on: its directory is prepared with both, which a
+// test server keeps.
+func openLocalServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
+	tb.Helper()
+	dir := tb.TempDir()
+	s, err := kv.Open(filepath.Join(dir, "sealbox.db"), kv.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.Close()
+	if err := os.Mkdir(filepath.Join(dir, "blobs"), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	return MustOpenServerIn(tb, dir, edit...)
+}
+
+// BenchmarkEngines runs the hot paths on each pair of engines in one run:
+// an authenticated GET, a share read of a whole 1 MiB blob and of a 64 KiB
+// range of a 64 MiB one, and lifecycle op creates by 1 and by 64 writers.
+// On PostgreSQL the op benchmarks also report reads/op, extra-trips/op
+// (the round trips an op costs beyond its reads) and retries/op.
+func BenchmarkEngines(b *testing.B) {
+	for _, e := range benchEngines() {
+		b.Run(e.name+"/AuthenticatedGET", func(b *testing.B) {
+			ts := e.open(b)
+			tok := ts.Register(b, "bench@example.org")
+			b.ResetTimer()
+			benchGET(b, ts.URL()+"/v1/auth/profile", tok.Access)
+		})
+		b.Run(e.name+"/ShareBlob1MiB", func(b *testing.B) {
+			url, _ := sharedBlobOn(b, e.open(b, unlimitedShareReads), 1<<20)
+			benchFetch(b, url, "", http.StatusOK, 1<<20)
+		})
+		b.Run(e.name+"/ShareBlobRange64KiB", func(b *testing.B) {
+			url, _ := sharedBlobOn(b, e.open(b, unlimitedShareReads), 64<<20)
+			benchFetch(b, url, range64KiB, http.StatusPartialContent, 64<<10)
+		})
+		for _, writers := range []int{1, 64} {
+			b.Run(fmt.Sprintf("%s/OpCreate/writers=%d", e.name, writers), func(b *testing.B) {
+				benchOpCreate(b, e.open(b, func(c *server.Config) { c.AlbumProtocol = opPin }), writers)
+			})
+		}
+	}
+}
