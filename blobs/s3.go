@@ -478,10 +478,23 @@ func (s *S3) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 func (s *S3) putOnce(hash string, b []byte) (Info, bool, error) {
 	place := func() (bool, error) {
 		err := s.putChecked(blobKey(hash), b, hashChecksum(hash), true)
-		if isPreconditionFailed(err) {
+		switch {
+		case err == nil:
+			return true, nil
+		case isPreconditionFailed(err):
 			return false, nil
+		case httpStatus(err) == 0:
+			// No answer arrived. A server may refuse a conditional put
+			// (412) before it reads the body and close the connection
+			// while the body is still being sent (versitygw does), which
+			// the client sees only as a broken send: a blob in place is
+			// that refusal. Every put is checked against its name, so its
+			// bytes are these.
+			if _, serr := s.Stat(hash); serr == nil {
+				return false, nil
+			}
 		}
-		return err == nil, s3Err("PutObject", blobKey(hash), err)
+		return false, s3Err("PutObject", blobKey(hash), err)
 	}
 	created, err := place()
 	if err != nil {
