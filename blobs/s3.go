@@ -64,6 +64,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -197,6 +199,14 @@ func newS3Client(rawURL string, opts S3Options) (*s3.Client, s3Location, S3Optio
 		HTTPClient:                 httpClient,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		// The standard retryer, without its client-side retry quota: that
+		// quota, spent by one burst of failed attempts (a flood of puts of
+		// blobs already stored, which some servers refuse by resetting the
+		// connection), would stop every request of the node from retrying
+		// a passing fault, readiness probes included.
+		Retryer: func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })
+		},
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = true

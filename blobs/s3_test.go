@@ -393,3 +393,25 @@ func TestS3PartialKeepsItsPartSize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestS3ConcurrentReadinessProbes: readiness probes running at once (a
+// load balancer and a monitor polling several nodes) all pass; each puts
+// and deletes an object of its own.
+func TestS3ConcurrentReadinessProbes(t *testing.T) {
+	if !s3test.Enabled() {
+		t.Skip("SEALBOX_TEST_S3 is not set")
+	}
+	s := s3test.Open(t, blobs.S3Options{})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 20 {
+				if err := s.CheckWritable(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

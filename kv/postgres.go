@@ -201,12 +201,16 @@ type pgTx struct {
 type pgWrites struct {
 	table string
 	set   map[string][]byte
+	// read keeps what each Get of this transaction found (nil: no row).
+	// The transaction reads one snapshot, so a second Get of a key would
+	// find the same, and costs no round trip.
+	read map[string][]byte
 }
 
 func (t *pgTx) Bucket(name []byte) Bucket {
 	w := t.writes[string(name)]
 	if w == nil {
-		w = &pgWrites{table: tableName(name), set: map[string][]byte{}}
+		w = &pgWrites{table: tableName(name), set: map[string][]byte{}, read: map[string][]byte{}}
 		t.writes[string(name)] = w
 	}
 	return pgBucket{t: t, w: w}
@@ -283,11 +287,19 @@ func (b pgBucket) Get(key []byte) ([]byte, error) {
 	if v, ok := b.w.set[string(key)]; ok {
 		return v, nil
 	}
+	if v, ok := b.w.read[string(key)]; ok {
+		return v, nil
+	}
 	rows, err := b.t.query(`SELECT k, v FROM `+b.w.table+` WHERE k = $1`, key)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	return rows[0].v, nil
+	var v []byte
+	if len(rows) > 0 {
+		v = rows[0].v
+	}
+	b.w.read[string(key)] = v
+	return v, nil
 }
 
 func (b pgBucket) Put(key, value []byte) error {

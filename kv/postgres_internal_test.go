@@ -82,9 +82,9 @@ func TestPostgresCountsRetries(t *testing.T) {
 }
 
 // TestPostgresRoundTrips: a transaction costs one round trip per read (the
-// first carries its BEGIN) plus one for its writes and COMMIT together; a
-// view's COMMIT is its one more; a transaction that neither reads nor
-// writes costs none.
+// first carries its BEGIN; a key read again costs none) plus one for its
+// writes and COMMIT together; a view's COMMIT is its one more; a
+// transaction that neither reads nor writes costs none.
 func TestPostgresRoundTrips(t *testing.T) {
 	url := pgtest.URL(t)
 	if url == "" {
@@ -114,6 +114,13 @@ func TestPostgresRoundTrips(t *testing.T) {
 			_, err1 := bucket(tx).Get([]byte("a"))
 			_, err2 := bucket(tx).Get([]byte("b"))
 			return errors.Join(err1, err2, bucket(tx).Put([]byte("c"), []byte("3")))
+		}, 3, 2},
+		{"a key read twice", s.engine.View, func(tx Tx) error {
+			_, err1 := bucket(tx).Get([]byte("a"))
+			_, err2 := bucket(tx).Get([]byte("a"))
+			_, err3 := bucket(tx).Get([]byte("missing"))
+			_, err4 := bucket(tx).Get([]byte("missing"))
+			return errors.Join(err1, err2, err3, err4)
 		}, 3, 2},
 		{"a view of one read", s.engine.View, func(tx Tx) error {
 			_, err := bucket(tx).Get([]byte("a"))

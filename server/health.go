@@ -33,11 +33,15 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request, _ httprou
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	checks := map[string]string{"store": "ok", "blobs": "ok", "disk": "ok"}
 	ready := true
+	// The answer names the failing check only; the log says why, for the
+	// operator.
 	if err := s.store.Ping(); err != nil {
 		checks["store"], ready = "unavailable", false
+		s.log.Warn().Err(err).Str("check", "store").Msg("not ready")
 	}
 	if err := s.blobs.CheckWritable(); err != nil {
 		checks["blobs"], ready = "unwritable", false
+		s.log.Warn().Err(err).Str("check", "blobs").Msg("not ready")
 	}
 	if free, err := s.blobs.FreeBytes(); errors.Is(err, errors.ErrUnsupported) {
 		// A bucket has no free-space figure (S3): there is no disk to check.
