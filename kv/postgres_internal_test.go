@@ -26,15 +26,8 @@ func TestPostgresCountsRetries(t *testing.T) {
 		}
 		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
 	}
-	e, err := OpenPostgresEngine(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := OpenEngine(e, url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPostgresStore(t, url)
+	e := s.engine
 	before, ok := s.EngineStats()
 	if !ok {
 		t.Fatal("no engine stats on PostgreSQL")
@@ -62,7 +55,7 @@ func TestPostgresCountsRetries(t *testing.T) {
 		})
 	}()
 	<-readIt
-	err = e.Update(func(tx Tx) error {
+	err := e.Update(func(tx Tx) error {
 		if _, err := tx.Bucket(bucketLeases).Get(key); err != nil {
 			return err
 		}
@@ -90,15 +83,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 	if url == "" {
 		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
 	}
-	e, err := OpenPostgresEngine(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := OpenEngine(e, url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPostgresStore(t, url)
 	bucket := tx2bucket(bucketMeta)
 	for _, tc := range []struct {
 		name              string
@@ -144,4 +129,20 @@ func TestPostgresRoundTrips(t *testing.T) {
 // tx2bucket returns a function giving the transaction's bucket name.
 func tx2bucket(name []byte) func(Tx) Bucket {
 	return func(tx Tx) Bucket { return tx.Bucket(name) }
+}
+
+// openPostgresStore opens the store on the PostgreSQL schema url; it is
+// closed when the test ends.
+func openPostgresStore(t *testing.T, url string) *Store {
+	t.Helper()
+	e, err := OpenPostgresEngine(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenEngine(e, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

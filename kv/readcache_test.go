@@ -1,7 +1,6 @@
 package kv_test
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
-	"sealbox/kv/pgtest"
 )
 
 // hammer calls read from a few goroutines until the returned stop is called,
@@ -113,23 +111,7 @@ func TestSharedBlobExpiresWithoutAWrite(t *testing.T) {
 // two nodes. A session closed and a link revoked through one are refused
 // by the other at once, though the other has just read both.
 func TestNodesSeeEachOthersRevocations(t *testing.T) {
-	url := pgtest.URL(t)
-	if url == "" {
-		t.Skip("two nodes need a shared engine: set SEALBOX_TEST_PG")
-	}
-	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	var nodes [2]*kv.Store
-	for i := range nodes {
-		e, err := kv.OpenPostgresEngine(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if nodes[i], err = kv.OpenEngine(e, url, kv.Options{Now: c.Now}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nodes[i].Close() })
-	}
-	a, b := nodes[0], nodes[1]
+	a, b, c := twoNodes(t)
 	mustAccount(t, a, c, 1)
 	holdVia(t, a, "acct-1", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	const id = "0123456789abcdef0123456789abcdef"
