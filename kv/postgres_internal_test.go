@@ -146,3 +146,21 @@ func openPostgresStore(t *testing.T, url string) *Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// TestPostgresPingReachesTheServer: Ping reads, so the readiness probe
+// reaches the database server (a transaction that reads nothing sends
+// nothing).
+func TestPostgresPingReachesTheServer(t *testing.T) {
+	url := pgtest.URL(t)
+	if url == "" {
+		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
+	}
+	s := openPostgresStore(t, url)
+	before, _ := s.EngineStats()
+	if err := s.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.EngineStats(); after.Reads != before.Reads+1 {
+		t.Fatalf("Ping made %d reads, want 1", after.Reads-before.Reads)
+	}
+}
