@@ -35,7 +35,7 @@ func (s *Store) copySnapshot(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	defer dst.Close()
-	names := append([][]byte{bucketMeta}, allBuckets...)
+	names := storeBuckets()
 	if err := dst.CreateBuckets(names); err != nil {
 		return 0, err
 	}

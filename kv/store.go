@@ -63,6 +63,10 @@ var (
 	bucketPasswordAttempts = []byte("password_attempts")
 )
 
+// storeBuckets is every bucket a store has: the meta bucket (its format),
+// then the domain's.
+func storeBuckets() [][]byte { return append([][]byte{bucketMeta}, allBuckets...) }
+
 var allBuckets = [][]byte{
 	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
 	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
@@ -195,7 +199,7 @@ func (s *Store) prepare(opts Options) error {
 		}
 		return nil
 	}
-	if err := s.engine.CreateBuckets(append([][]byte{bucketMeta}, allBuckets...)); err != nil {
+	if err := s.engine.CreateBuckets(storeBuckets()); err != nil {
 		return fmt.Errorf("create buckets: %w", err)
 	}
 	if f.fresh {
