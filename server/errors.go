@@ -104,6 +104,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ke = fault.Errorf(fault.ECodeInternal, "internal error")
 	}
 	s.noteRefusal(r, ke.Code)
+	if ke.Limit != "" {
+		s.countLimitRefusal(ke.Limit)
+	}
 	status, ok := statusByCode[ke.Code]
 	if !ok {
 		requestLogger(r, s.log).Error().Str("code", ke.Code).Msg("error code missing from the status table")

@@ -163,6 +163,20 @@ func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
 	}
 }
 
+// WantMetric fails the test unless the server's metrics hold each line (a
+// whole series with its value, or a prefix of one).
+func (ts *TestServer) WantMetric(t testing.TB, lines ...string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range lines {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
 // TestRateLimitedAttemptsAreLogged: a guesser held at a rate limit keeps
 // guessing, and issue 8.6 wants every failed second-factor and redeem attempt
 // logged for fail2ban-style tools, so the 429s of a burned second-factor

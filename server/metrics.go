@@ -22,7 +22,10 @@ type metrics struct {
 	latency      *prometheus.HistogramVec
 	authFailures *prometheus.CounterVec
 	rateLimited  *prometheus.CounterVec
-	series       sync.Map // seriesKey -> *requestSeries
+	// limitRefusals counts refusals by the configured limit that made them
+	// (fault.Error.Limit, or a connection-level limit such as a stalled body).
+	limitRefusals *prometheus.CounterVec
+	series        sync.Map // seriesKey -> *requestSeries
 }
 
 func newMetrics(s *Server) *metrics {
@@ -41,6 +44,9 @@ func newMetrics(s *Server) *metrics {
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sealbox_rate_limited_total", Help: "Requests refused by a rate limit, by route pattern.",
 		}, []string{"route"}),
+		limitRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sealbox_limit_refusals_total", Help: "Requests or connections refused by a configured limit, by the limit's flag name.",
+		}, []string{"limit"}),
 	}
 	storeSize := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sealbox_store_bytes", Help: "Size of the database file.",
@@ -66,7 +72,7 @@ func newMetrics(s *Server) *metrics {
 	blobCount := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sealbox_blobs", Help: "Number of stored blobs.",
 	}, blobTotal(func(count, _ int64) int64 { return count }))
-	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, storeSize, blobBytes, blobCount,
+	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if _, ok := s.store.EngineStats(); ok {
 		m.registry.MustRegister(engineCollectors(s)...)
@@ -222,4 +228,12 @@ func (s *Server) noteRefusal(r *http.Request, code string) {
 		Str("route", route).
 		Str("request_id", infoFrom(r).id).
 		Msg("authentication refused")
+}
+
+// countLimitRefusal counts one refusal by the configured limit named limit
+// (a serve flag name without dashes). writeError calls it for every
+// fault.Error carrying a Limit; limits enforced below the handlers (a
+// connection cut off) call it themselves.
+func (s *Server) countLimitRefusal(limit string) {
+	s.metrics.limitRefusals.WithLabelValues(limit).Inc()
 }

@@ -496,6 +496,8 @@ func TestShareReadRateLimit(t *testing.T) {
 	ts.Clock.Advance(2 * time.Second)
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id, Header: from("192.0.2.1")}).WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
+	// Every refusal is counted under the limit's flag name.
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="share-rate"} 4`)
 	// Registration and revocation are not share reads.
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + l.id, Token: tok.Access, Header: from("192.0.2.1")}).WantStatus(t, http.StatusNoContent)
 }

@@ -24,6 +24,10 @@ type Error struct {
 	// Details are extra problem members (for example "submitted" and
 	// "stored" on a directory conflict), keyed by their wire name.
 	Details map[string]any
+	// Limit, when set, names the configured limit that refused the request
+	// (its serve flag without dashes, e.g. "share-rate"). The server counts
+	// every such refusal in sealbox_limit_refusals_total{limit=Limit}.
+	Limit string
 }
 
 func (e *Error) Error() string {
@@ -41,6 +45,13 @@ func Errorf(code, format string, args ...any) *Error {
 // FieldErrorf builds an *Error about one request field.
 func FieldErrorf(code, field, format string, args ...any) *Error {
 	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// LimitErrorf builds the refusal of a configured limit: code is the catalog
+// code the caller switches on, limit the flag that sets the limit (counted
+// in metrics), retryAfter when waiting helps (zero otherwise).
+func LimitErrorf(code, limit string, retryAfter time.Duration, format string, args ...any) *Error {
+	return &Error{Code: code, Limit: limit, RetryAfter: retryAfter, Message: fmt.Sprintf(format, args...)}
 }
 
 // ErrorCode returns the code of err when it is (or wraps) an *Error, else "".
