@@ -22,7 +22,7 @@ func (s *Server) registerRelayRoutes() {
 	s.handleShared(http.MethodDelete, "/v1/auth/devices/enroll/channel/:channel_id", s.bearer(s.handleRelayClose))
 }
 
-// Figures of ADDENDUM 6.
+// Figures of server/PROTOCOL.md §6.
 const (
 	enrollCodeTTL   = 10 * time.Minute
 	channelTTL      = 15 * time.Minute
@@ -92,7 +92,7 @@ type redeemRequest struct {
 
 func (req *redeemRequest) validate() error {
 	// A code of any shape is looked up and, when it is not a live code,
-	// refused with 404 like an unknown one (ADDENDUM 6): the contract gives
+	// refused with 404 like an unknown one (server/PROTOCOL.md §6): the contract gives
 	// codes no shape rule to answer 422 with.
 	return required("code", req.Code)
 }
