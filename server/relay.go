@@ -143,7 +143,7 @@ func parseDirection(s string) (kv.Direction, bool) {
 }
 
 // direction is the JSON form of a mailbox name; a value outside the enum is
-// 400, as the addendum decides for enums.
+// 400, as server/PROTOCOL.md §1 decides for enums.
 type direction kv.Direction
 
 func (d *direction) UnmarshalJSON(b []byte) error {
