@@ -11,8 +11,9 @@ import (
 )
 
 // protocolCitation matches a citation of the protocol notes and the section
-// numbers that follow it: "PROTOCOL.md §7", "PROTOCOL.md §1 and §5".
-var protocolCitation = regexp.MustCompile(`PROTOCOL\.md((?:(?:,? and |, | )§\d+)+)`)
+// numbers that follow it: "PROTOCOL.md §7", "PROTOCOL.md §1 and §5", and in
+// Markdown "`server/PROTOCOL.md` §17".
+var protocolCitation = regexp.MustCompile("PROTOCOL\\.md`?((?:(?:,? and |, | )§\\d+)+)")
 
 // protocolSection matches one section number inside a citation.
 var protocolSection = regexp.MustCompile(`§(\d+)`)
