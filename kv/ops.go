@@ -99,7 +99,7 @@ func staleChain(head, format string, args ...any) *fault.Error {
 	return e
 }
 
-// checkOp runs the store's part of the validation battery (ADDENDUM 9), in
+// checkOp runs the store's part of the validation battery (server/PROTOCOL.md §9), in
 // the battery's order: the album (step 4), its pinned protocol (step 4), the
 // author (5), the metadata blob and the replace's original (6), the blobs
 // the caller must hold (7), replay (8) and the chain (9); then the account's

@@ -18,7 +18,7 @@ func (s *Server) registerDirectoryRoutes() {
 	s.handle(http.MethodGet, "/v1/auth/devices/directory/:user_id", s.bearer(s.handleDirectoryGet))
 }
 
-// maxDirectory is the directory size limit (ADDENDUM 1).
+// maxDirectory is the directory size limit (server/PROTOCOL.md §1).
 const maxDirectory = 256 << 10
 
 // headerIdentityKey carries the account identity public key: the 1984-byte

@@ -226,7 +226,7 @@ func TestDirectoryPublishRefusals(t *testing.T) {
 }
 
 // TestDirectoryOtherKeyTypes: beside directory_version, a top-level key of
-// any CBOR type is skipped and the directory kept byte for byte (ADDENDUM 5:
+// any CBOR type is skipped and the directory kept byte for byte (server/PROTOCOL.md §5:
 // only a missing or bad version is malformed).
 func TestDirectoryOtherKeyTypes(t *testing.T) {
 	ts := MustOpenServer(t)

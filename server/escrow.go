@@ -13,7 +13,7 @@ func (s *Server) registerEscrowRoutes() {
 	s.handle(http.MethodPut, "/v1/auth/escrow", s.bearer(s.handleEscrowPut))
 }
 
-// maxEscrow is the escrow size limit (ADDENDUM 1 and 5).
+// maxEscrow is the escrow size limit (server/PROTOCOL.md §1 and §5).
 const maxEscrow = 64 << 10
 
 // handles "GET /v1/auth/escrow": the stored bytes, exactly.

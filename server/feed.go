@@ -13,7 +13,7 @@ func (s *Server) registerFeedRoutes() {
 	s.handle(http.MethodGet, "/v1/albums/:album_id/feed", s.bearer(s.handleFeed))
 }
 
-// Page sizes of the feed (ADDENDUM 9).
+// Page sizes of the feed (server/PROTOCOL.md §9).
 const (
 	feedDefaultLimit = 500
 	feedMaxLimit     = 5000

@@ -372,7 +372,7 @@ func (r *Response) WantStatus(tb testing.TB, want int) *Response {
 }
 
 // WantProblem fails unless the response is a problem+json body with the
-// status and code, carrying every member the addendum requires.
+// status and code, carrying every member server/PROTOCOL.md §1 requires.
 func (r *Response) WantProblem(tb testing.TB, status int, code string) map[string]any {
 	tb.Helper()
 	r.WantStatus(tb, status)

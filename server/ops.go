@@ -18,7 +18,7 @@ func (s *Server) registerOpRoutes() {
 	s.handle(http.MethodPost, "/v1/albums/:album_id/ops", s.bearer(s.handleOpApply))
 }
 
-// maxOpBody is the body limit of a lifecycle op (ADDENDUM 1): the manifest
+// maxOpBody is the body limit of a lifecycle op (server/PROTOCOL.md §1): the manifest
 // and the metadata blob travel inline, base64.
 const maxOpBody = 32 << 20
 
@@ -57,7 +57,7 @@ type manifestEnvelope struct {
 }
 
 // opAction is the envelope's action: a value outside the set is malformed
-// (400), not invalid (ADDENDUM 1).
+// (400), not invalid (server/PROTOCOL.md §1).
 type opAction string
 
 func (a *opAction) UnmarshalJSON(b []byte) error {
@@ -88,7 +88,7 @@ type opWrite struct {
 	metadata []byte // nil when the op carries no metadata blob
 }
 
-// validate runs steps 1 to 3 of the battery (ADDENDUM 9) after the strict
+// validate runs steps 1 to 3 of the battery (server/PROTOCOL.md §9) after the strict
 // decode: required fields, base64, and the envelope's value rules.
 func (req *opRequest) validate(pathAlbumID string) (*opWrite, error) {
 	if err := required("manifest_envelope", req.ManifestEnvelope); err != nil {

@@ -180,7 +180,7 @@ func TestOpCreateAndReplace(t *testing.T) {
 	f.op(t, again).WantStatus(t, http.StatusOK)
 }
 
-// TestOpBattery: one case per step of ADDENDUM 9's battery (and the album
+// TestOpBattery: one case per step of server/PROTOCOL.md §9's battery (and the album
 // check); each refusal has its status and code and writes nothing.
 func TestOpBattery(t *testing.T) {
 	f := newOpFixture(t)

@@ -22,7 +22,7 @@ func (s *Server) registerRelayRoutes() {
 	s.handleShared(http.MethodDelete, "/v1/auth/devices/enroll/channel/:channel_id", s.bearer(s.handleRelayClose))
 }
 
-// Figures of ADDENDUM 6.
+// Figures of server/PROTOCOL.md §6.
 const (
 	enrollCodeTTL   = 10 * time.Minute
 	channelTTL      = 15 * time.Minute
@@ -92,7 +92,7 @@ type redeemRequest struct {
 
 func (req *redeemRequest) validate() error {
 	// A code of any shape is looked up and, when it is not a live code,
-	// refused with 404 like an unknown one (ADDENDUM 6): the contract gives
+	// refused with 404 like an unknown one (server/PROTOCOL.md §6): the contract gives
 	// codes no shape rule to answer 422 with.
 	return required("code", req.Code)
 }
@@ -143,7 +143,7 @@ func parseDirection(s string) (kv.Direction, bool) {
 }
 
 // direction is the JSON form of a mailbox name; a value outside the enum is
-// 400, as the addendum decides for enums.
+// 400, as server/PROTOCOL.md §1 decides for enums.
 type direction kv.Direction
 
 func (d *direction) UnmarshalJSON(b []byte) error {

@@ -16,7 +16,7 @@ func (s *Server) registerRevokeAllRoutes() {
 	s.handle(http.MethodPost, "/v1/auth/logout/all", s.handleRevokeAll)
 }
 
-// revokeChallengeTTL is the revoke-all challenge lifetime (ADDENDUM 2).
+// revokeChallengeTTL is the revoke-all challenge lifetime (server/PROTOCOL.md §4).
 const revokeChallengeTTL = 5 * time.Minute
 
 type revokeChallengeResponse struct {

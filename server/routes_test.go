@@ -7,7 +7,7 @@ import (
 
 // TestRoutingBelowSharedPrefix: the DELETE routes below /v1/auth/devices
 // share one catch-all in the router, yet every path answers as if each route
-// were registered alone (ADDENDUM 1): a path no route of any method has the
+// were registered alone (server/PROTOCOL.md §1): a path no route of any method has the
 // shape of is 404 error.not_found for every method, OPTIONS included, and a
 // path with routes is 405 with exactly their methods in Allow.
 func TestRoutingBelowSharedPrefix(t *testing.T) {

@@ -31,7 +31,7 @@ import (
 const Version = "0.1.0"
 
 // Config holds every tunable of the server. DefaultConfig gives the
-// production values of ADDENDUM.md; tests shrink the costly ones.
+// production values of server/PROTOCOL.md §12; tests shrink the costly ones.
 type Config struct {
 	// BlobRequests, when set, is the blob engine's S3 request latency, which
 	// the metrics then serve (see NewBlobRequests).

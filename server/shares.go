@@ -24,7 +24,7 @@ func (s *Server) registerShareRoutes() {
 	s.handle(http.MethodGet, "/s/:opaque_id/wrapped-secret", s.shareRead(s.handleShareSecret))
 }
 
-// Limits of a link registration (ADDENDUM 7).
+// Limits of a link registration (server/PROTOCOL.md §7).
 const (
 	maxShareServes = 10_000
 	maxShareSecret = 16 << 10
@@ -38,7 +38,7 @@ type issueShareRequest struct {
 	ExpiresAt     *string   `json:"expires_at"`
 }
 
-// validate checks the registration against the rules of ADDENDUM 7 and
+// validate checks the registration against server/PROTOCOL.md §7 and
 // returns the link to store, serves without duplicates. Ownership of the
 // served blobs is the store's check.
 func (req *issueShareRequest) validate(now time.Time) (*kv.Share, error) {
@@ -165,7 +165,7 @@ func (s *Server) handleShareMetadata(w http.ResponseWriter, r *http.Request, ps 
 }
 
 // handles "GET /s/:opaque_id/blob/:hash": one blob the link names, with
-// ranges and conditionals per ADDENDUM 7. The store's read transaction has
+// ranges and conditionals per server/PROTOCOL.md §7. The store's read transaction has
 // ended before the file is opened and streamed.
 func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	id, err := pathParam(ps, "opaque_id", isOpaqueID)

@@ -111,7 +111,7 @@ func TestShareLinkRoundTrip(t *testing.T) {
 }
 
 // TestShareBlobRangesAndConditionals runs every Range and conditional case of
-// ADDENDUM 7 through /s/.../blob/... and checks the exact status, headers and
+// server/PROTOCOL.md §7 through /s/.../blob/... and checks the exact status, headers and
 // bytes.
 func TestShareBlobRangesAndConditionals(t *testing.T) {
 	ts := MustOpenServer(t)

@@ -41,7 +41,7 @@ func (s *Server) mustRead(b []byte) { ids.Fill(s.cfg.Rand, b) }
 // before the store is asked. One rule for every type: a value no token of the
 // type can ever have is a malformed parameter (400); a well-formed one the
 // store does not know is the resource's not-found answer (404), whatever its
-// length, since tokens carry at least 256 bits (ADDENDUM 0), not exactly 256.
+// length, since tokens carry at least 256 bits (server/PROTOCOL.md §0), not exactly 256.
 // Tokens taken from a JSON body (refresh token, mfa_token, revoke-all
 // challenge, enrollment code) are well-typed strings, so any value gets the
 // endpoint's own refusal (401 or 404), never 400.

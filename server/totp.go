@@ -21,7 +21,7 @@ func (s *Server) registerTOTPRoutes() {
 	s.handle(http.MethodPost, "/v1/auth/login/verify-totp", s.handleLoginVerifyTOTP)
 }
 
-// TOTP as ADDENDUM.md section 3 fixes it (the code check is
+// TOTP as server/PROTOCOL.md §3 fixes it (the code check is
 // secrets.MatchTOTP).
 const (
 	// totpSecretLen is 160 bits, RFC 4226's recommended length for SHA-1.

@@ -22,7 +22,7 @@ import (
 )
 
 // Resumable uploads speak tus 1.0.0 (core, creation, termination) inside an
-// upload session (ADDENDUM 8), implemented here rather than through tusd:
+// upload session (server/PROTOCOL.md §15), implemented here rather than through tusd:
 // bearer auth, the session's ownership and expiry, the problem+json errors,
 // the saved hash state and the durability order (fsync, then record, then
 // answer) are all ours, and they are most of the code.

@@ -19,12 +19,12 @@ func (s *Server) registerUpgradeRoutes() {
 }
 
 // maxUpgradeBody limits the intent and the tombstone, CBOR documents like a
-// device directory (ADDENDUM 1).
+// device directory (server/PROTOCOL.md §1).
 const maxUpgradeBody = 256 << 10
 
 // upgradeCBOR reads the intent and checks tombstones. Both are stored
 // verbatim and the server reads nothing of a tombstone and only two keys of an
-// intent, so any well-formed CBOR must pass (ADDENDUM 9): the limits are the
+// intent, so any well-formed CBOR must pass (server/PROTOCOL.md §9): the limits are the
 // library's largest, leaving refused only what it cannot represent (nesting
 // beyond 65,535 levels). The 256 KiB body limit is what bounds the work: at
 // most one level or one element per byte.

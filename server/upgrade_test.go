@@ -156,7 +156,7 @@ func TestUpgradeExpiry(t *testing.T) {
 
 // TestUpgradeIntentOtherKeys: intent_id and to_protocol_version are matched
 // exactly, and keys of any other type or spelling are allowed beside them
-// and kept verbatim (ADDENDUM 9).
+// and kept verbatim (server/PROTOCOL.md §9).
 func TestUpgradeIntentOtherKeys(t *testing.T) {
 	f := newOpFixture(t)
 	const known = "\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target
@@ -195,7 +195,7 @@ func nulls(n int) string {
 }
 
 // TestUpgradeTombstoneAnyCBOR: the tombstone is any well-formed CBOR, stored
-// verbatim (ADDENDUM 9), however deep or long, up to what the CBOR library
+// verbatim (server/PROTOCOL.md §9), however deep or long, up to what the CBOR library
 // can represent: 65,535 levels of nesting.
 func TestUpgradeTombstoneAnyCBOR(t *testing.T) {
 	f := newOpFixture(t)

@@ -19,7 +19,7 @@ func (s *Server) registerUploadRoutes() {
 }
 
 // uploadIdle is how long an upload session lives after its last write
-// (ADDENDUM 8).
+// (server/PROTOCOL.md §8).
 const uploadIdle = time.Hour
 
 type uploadResponse struct {

@@ -151,7 +151,7 @@ func TestUploadMaxBlob(t *testing.T) {
 	ts.PutBlob(t, tok.Access, up, big[:1024]).WantStatus(t, http.StatusCreated)
 }
 
-// TestUploadChunkedMediaType: ADDENDUM 1 requires the media type of a
+// TestUploadChunkedMediaType: server/PROTOCOL.md §1 requires the media type of a
 // non-empty body only. A chunked body announces no length, so whether it is
 // empty is known by reading: an empty one needs no Content-Type, a non-empty
 // one of the wrong type is 415 and stores nothing.

@@ -1,6 +1,6 @@
 // Package blobhttp answers reads of immutable, content-addressed blobs: range
 // requests, conditional requests and caching headers as the share-link contract
-// (ADDENDUM section 7) defines them, on top of net/http's ServeContent.
+// (server/PROTOCOL.md §7) defines them, on top of net/http's ServeContent.
 package blobhttp
 
 import (

@@ -4,7 +4,7 @@
 // both halves verify, so it stays unforgeable as long as either algorithm
 // holds.
 //
-// Wire layouts (ADDENDUM section 4), both "classical then post-quantum":
+// Wire layouts (server/PROTOCOL.md §4), both "classical then post-quantum":
 //
 //	public key: Ed25519 public key (32) || ML-DSA-65 public key (1952) = 1984 bytes
 //	signature:  Ed25519 signature (64)  || ML-DSA-65 signature (3309)  = 3373 bytes

@@ -19,7 +19,7 @@ func mustEncMode(opts cbor.EncOptions) cbor.EncMode {
 	return em
 }
 
-// RevokeAllSigningBytes returns revoke_all_signing_bytes (ADDENDUM section 4):
+// RevokeAllSigningBytes returns revoke_all_signing_bytes (server/PROTOCOL.md §4):
 // the core deterministic CBOR encoding of the map
 //
 //	{"purpose": "sealbox/revoke-all/v1", "user_id": userID, "challenge": challenge}

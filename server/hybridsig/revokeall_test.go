@@ -104,7 +104,7 @@ type revokeAllVector struct {
 	SignatureHex    string `json:"signature_hex"`
 }
 
-const vectorDescription = "revoke_all_signing_bytes and a hybrid proof over it (ADDENDUM section 4). " +
+const vectorDescription = "revoke_all_signing_bytes and a hybrid proof over it (server/PROTOCOL.md §4). " +
 	"Keys from seed: Ed25519 seed = SHA-256(\"ed25519\" || seed), ML-DSA-65 seed (xi) = SHA-256(\"mldsa65\" || seed). " +
 	"Public key = Ed25519 (32) || ML-DSA-65 (1952), standard base64. " +
 	"Signature = Ed25519 (64) || ML-DSA-65 (3309) over the signing bytes; ML-DSA-65 uses the deterministic variant " +

@@ -21,7 +21,7 @@ type Params struct {
 	Threads   uint8
 }
 
-// Default is ADDENDUM.md's t=2, m=64 MiB, p=2.
+// Default is server/PROTOCOL.md §2's t=2, m=64 MiB, p=2.
 var Default = Params{Time: 2, MemoryKiB: 64 << 10, Threads: 2}
 
 const (

@@ -23,7 +23,7 @@ import (
 // KeyLen is the length of server.key: an AES-256 key.
 const KeyLen = 32
 
-// TOTP as ADDENDUM section 3 fixes it: HMAC-SHA-1, six digits, 30-second
+// TOTP as server/PROTOCOL.md §3 fixes it: HMAC-SHA-1, six digits, 30-second
 // steps, one step of skew either way.
 const (
 	TOTPPeriod = 30
