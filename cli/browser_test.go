@@ -61,7 +61,9 @@ func TestShareLinksInABrowser(t *testing.T) {
 
 	// Live: every read as the link serves it, the API refused.
 	seen := awaitPhase(t, phases, "live")
-	var metadata struct{ MetadataHash string `json:"metadata_hash"` }
+	var metadata struct {
+		MetadataHash string `json:"metadata_hash"`
+	}
 	json.Unmarshal([]byte(seen["metadata"].Text), &metadata)
 	if seen["metadata"].Status != 200 || metadata.MetadataHash != hashHex(meta) {
 		t.Errorf("metadata: %+v", seen["metadata"])
