@@ -7,7 +7,7 @@ import (
 	"sealbox/kv/fault"
 )
 
-// Cross-origin access (server/PROTOCOL.md §7). The public share reads
+// Cross-origin access (server/PROTOCOL.md §18). The public share reads
 // (/s/...) are for a page on any origin: every answer to them, errors and
 // unmatched paths included, lets any origin read it, so a page sees a
 // revocation (404) or a rate limit (429) as such instead of as a network
