@@ -64,7 +64,6 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 		if strings.HasPrefix(r.URL.Path, "/s/") {
 			if r.Method == http.MethodOptions {
 				infoFrom(r).route = "preflight"
-				h["Allow"] = shareMethods
 				h["Access-Control-Allow-Methods"] = shareMethods
 				h["Access-Control-Allow-Headers"] = shareReqHeaders
 				h["Access-Control-Max-Age"] = preflightMaxAge
