@@ -264,21 +264,9 @@ func (s *Serve) Run(ctx context.Context) error {
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	srv := server.New(s.Config, store, blobStore)
-	var reload func() error
-	var tlsConfig *tls.Config
-	if s.TLS.Enabled() {
-		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
-			return err
-		}
-		srv.StartTLS(ln, tlsConfig)
-	} else {
-		srv.Start(ln)
-	}
-	if shareLn != nil {
-		// One certificate source for both: the files reloaded on SIGHUP,
-		// or ACME for every --tls-domain (the share host among them).
-		srv.StartShares(shareLn, tlsConfig)
-		log.Info().Str("url", srv.ShareURL()).Msg("share links listening")
+	reload, err := s.start(srv, ln, shareLn)
+	if err != nil {
+		return err
 	}
 	// SIGHUP is caught whatever the configuration: its default action ends
 	// the process, and `systemctl reload` (the README's unit) sends it.
@@ -315,6 +303,28 @@ func (s *Serve) Run(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	return srv.Close(shutdownCtx)
+}
+
+// start serves srv on ln, and on shareLn when there is one, over HTTPS when
+// TLS is enabled, and returns the certificate reload for SIGHUP (nil
+// without certificate files). Both listeners have one certificate source:
+// the files, reloaded for both, or ACME for every --tls-domain (the share
+// host among them).
+func (s *Serve) start(srv *server.Server, ln, shareLn net.Listener) (reload func() error, err error) {
+	var tlsConfig *tls.Config
+	if s.TLS.Enabled() {
+		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
+			return nil, err
+		}
+		srv.StartTLS(ln, tlsConfig)
+	} else {
+		srv.Start(ln)
+	}
+	if shareLn != nil {
+		srv.StartShares(shareLn, tlsConfig)
+		s.Config.Log.Info().Str("url", srv.ShareURL()).Msg("share links listening")
+	}
+	return reload, nil
 }
 
 // onHangup answers each SIGHUP until ctx ends: certificate files are
