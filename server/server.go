@@ -166,14 +166,10 @@ type Server struct {
 	router    *httprouter.Router
 	shared    map[string][]sharedRoute
 	routeList []route // every registration, in order (see route)
-	// handler serves the main listener; shareHandler the share listener,
-	// which answers only the share reads and the liveness probe.
-	handler      http.Handler
-	shareHandler http.Handler
-	corsOrigins  map[string]bool
-	passwords    *password.Hasher
-	metrics      *metrics
-	redeem       *ratelimit.Redeem
+	handler   http.Handler
+	passwords *password.Hasher
+	metrics   *metrics
+	redeem    *ratelimit.Redeem
 	// attempts is where password verifications wait for the store to
 	// admit them.
 	attempts *ratelimit.Gate
@@ -187,14 +183,21 @@ type Server struct {
 
 	ln       net.Listener
 	httpSrv  *http.Server
-	shareLn  net.Listener
-	shareSrv *http.Server
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	closeErr error
+	once     sync.Once
+
+	// shareHandler serves the share listener (StartShares), which answers
+	// only the share reads and the liveness probe; handler serves the
+	// main one.
+	shareHandler http.Handler
+	shareLn      net.Listener
+	shareSrv     *http.Server
 	// shareScheme is "https" when the share listener serves TLS.
 	shareScheme string
-	stop        chan struct{}
-	bg          sync.WaitGroup
-	closeErr    error
-	once        sync.Once
+	// corsOrigins are the origins allowed to call the API (CORSOrigins).
+	corsOrigins map[string]bool
 }
 
 // New builds a server over store and the blob store blobStore. The store's
