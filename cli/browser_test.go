@@ -130,10 +130,11 @@ func findChromium(t *testing.T) string {
 }
 
 // browse runs headless chromium on url until the test ends. Its profile
-// (and HTTP cache) is the test's own; as root it cannot sandbox itself.
+// (and HTTP cache) is the test's own; as root it cannot sandbox itself; it
+// keeps shared memory in /tmp, since a container's /dev/shm is often 64 MiB.
 func browse(t *testing.T, chromium, url string) {
 	t.Helper()
-	args := []string{"--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+	args := []string{"--headless", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
 		"--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + t.TempDir(), url}
 	if os.Geteuid() == 0 {
