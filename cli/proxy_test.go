@@ -33,81 +33,10 @@ func TestREADMENginxInFront(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs nginx and the binary")
 	}
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		nginx = "/usr/sbin/nginx"
-		if _, serr := os.Stat(nginx); serr != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("nginx is needed to test the README's proxy block (Debian: nginx-light; .ci/run installs it)")
-			}
-			t.Skip("nginx is not installed (Debian: nginx-light)")
-		}
-	}
-	blocks, err := readmeBlocks("../README.md", "nginx")
-	if err != nil || len(blocks) != 1 {
-		t.Fatalf("want one nginx block in the README: %d, %v", len(blocks), err)
-	}
-	server := strings.Join(blocks[0].lines, "\n")
-
-	bin, dir, work := buildBinary(t), t.TempDir(), t.TempDir()
-	sealboxAddr, proxyAddr := freeAddr(t), freeAddr(t)
-	ca := newTestCA(t)
-	certFile, keyFile := filepath.Join(work, "cert.pem"), filepath.Join(work, "key.pem")
-	ca.issue(t, 1, certFile, keyFile)
-	replaced := strings.NewReplacer(
-		"listen 443 ", "listen "+proxyAddr+" ",
-		"/etc/letsencrypt/live/photos.example.org/fullchain.pem", certFile,
-		"/etc/letsencrypt/live/photos.example.org/privkey.pem", keyFile,
-		"127.0.0.1:8080", sealboxAddr,
-	).Replace(server)
-	for _, want := range []string{proxyAddr, certFile, keyFile, sealboxAddr} {
-		if !strings.Contains(replaced, want) {
-			t.Fatalf("the README's nginx block no longer has the line that %s replaces:\n%s", want, server)
-		}
-	}
-	// The main configuration around the README's server block: in the
-	// foreground, every path in the temp dir, workers as the test's user.
-	conf := fmt.Sprintf(`daemon off;
-master_process on;
-worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-%[2]s
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-%[3]s
-}
-`, work, map[bool]string{true: "user root;", false: ""}[os.Geteuid() == 0], replaced)
-	confFile := filepath.Join(work, "nginx.conf")
-	writeFile(t, confFile, []byte(conf))
-	if out, err := exec.Command(nginx, "-t", "-c", confFile, "-p", work).CombinedOutput(); err != nil {
-		t.Fatalf("nginx -t: %v\n%s", err, out)
-	}
+	bin, dir := buildBinary(t), t.TempDir()
+	sealboxAddr := freeAddr(t)
 	startProcess(t, serveEnv(), "sealbox listening", bin, "serve", "--data", dir, "--listen", sealboxAddr, "--trust-proxy")
-	startProcess(t, os.Environ(), "", nginx, "-c", confFile, "-p", work)
-
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	// HTTP/1.1 to nginx, as a tus client on a phone speaks it.
-	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: roots},
-		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
-	}}
-	base := "https://" + proxyAddr
-	waitFor(t, "nginx answering", func() bool {
-		resp, err := client.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	client, base := runREADMENginx(t, 0, "photos.example.org", "127.0.0.1:8080", sealboxAddr)
 	api := proxyAPI{t: t, client: client, base: base}
 
 	token := api.json("POST", "/v1/auth/register", "", `{"email":"proxy@example.org","password":"correct horse battery"}`, 200)["access_token"].(string)
@@ -248,4 +177,126 @@ func (a proxyAPI) json(method, path, token, body string, want int) map[string]an
 	var m map[string]any
 	json.Unmarshal(a.do(method, path, token, []byte(body), headers, want).body, &m)
 	return m
+}
+
+// runREADMENginx runs the README's nginx block number i (in order) with a
+// real nginx until the test ends. Its only changes: the listen address and
+// the certificate paths of domain (a test certificate on a free port), and
+// upstream, the address the block proxies to, for the one given. It returns
+// a client trusting the certificate, speaking HTTP/1.1 as a tus client on a
+// phone does, and the proxy's base URL, once nginx answers /healthz.
+func runREADMENginx(t *testing.T, i int, domain, upstream, to string) (*http.Client, string) {
+	t.Helper()
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		nginx = "/usr/sbin/nginx"
+		if _, serr := os.Stat(nginx); serr != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("nginx is needed to test the README's proxy blocks (Debian: nginx-light; .ci/run installs it)")
+			}
+			t.Skip("nginx is not installed (Debian: nginx-light)")
+		}
+	}
+	blocks, err := readmeBlocks("../README.md", "nginx")
+	if err != nil || len(blocks) != 2 {
+		t.Fatalf("want two nginx blocks in the README (the proxy, the share listener): %d, %v", len(blocks), err)
+	}
+	server := strings.Join(blocks[i].lines, "\n")
+
+	work := t.TempDir()
+	proxyAddr := freeAddr(t)
+	ca := newTestCA(t)
+	certFile, keyFile := filepath.Join(work, "cert.pem"), filepath.Join(work, "key.pem")
+	ca.issue(t, 1, certFile, keyFile)
+	replaced := strings.NewReplacer(
+		"listen 443 ", "listen "+proxyAddr+" ",
+		"/etc/letsencrypt/live/"+domain+"/fullchain.pem", certFile,
+		"/etc/letsencrypt/live/"+domain+"/privkey.pem", keyFile,
+		upstream, to,
+	).Replace(server)
+	for _, want := range []string{proxyAddr, certFile, keyFile, to} {
+		if !strings.Contains(replaced, want) {
+			t.Fatalf("the README's nginx block no longer has the line that %s replaces:\n%s", want, server)
+		}
+	}
+	// The main configuration around the README's server block: in the
+	// foreground, every path in the temp dir, workers as the test's user.
+	conf := fmt.Sprintf(`daemon off;
+master_process on;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+%[2]s
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+%[3]s
+}
+`, work, map[bool]string{true: "user root;", false: ""}[os.Geteuid() == 0], replaced)
+	confFile := filepath.Join(work, "nginx.conf")
+	writeFile(t, confFile, []byte(conf))
+	if out, err := exec.Command(nginx, "-t", "-c", confFile, "-p", work).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
+	}
+	startProcess(t, os.Environ(), "", nginx, "-c", confFile, "-p", work)
+
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	// HTTP/1.1 to nginx, as a tus client on a phone speaks it.
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots},
+		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}}
+	base := "https://" + proxyAddr
+	waitFor(t, "nginx answering", func() bool {
+		resp, err := client.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return client, base
+}
+
+// TestREADMENginxShareListener: the README's second nginx block, in front
+// of --share-listen, passes share reads through with their cross-origin
+// headers (a range included) and leaves everything else to the share
+// listener's 404.
+func TestREADMENginxShareListener(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs nginx")
+	}
+	s := browserServe(t, t.TempDir(), nil)
+	s.Config.TrustProxy = true
+	apiURL, stop := runServeOf(t, s)
+	t.Cleanup(stop)
+	owner := newBrowserOwner(t, apiURL)
+	blob := bytes.Repeat([]byte("shared through nginx;"), 10000)
+	const link = "5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e"
+	owner.share(link, blob)
+	client, base := runREADMENginx(t, 1, "share.example.org", "127.0.0.1:8081", s.ShareListen)
+	api := proxyAPI{t: t, client: client, base: base}
+
+	meta := api.do("GET", "/s/"+link, "", nil, map[string]string{"Origin": "https://viewer.example"}, 200)
+	ranged := api.do("GET", "/s/"+link+"/blob/"+hashHex(blob), "", nil, map[string]string{"Range": "bytes=100-199"}, 206)
+	if !bytes.Equal(ranged.body, blob[100:200]) {
+		t.Fatalf("ranged read through nginx: %q", ranged.body)
+	}
+	for _, r := range []proxyResponse{meta, ranged} {
+		if r.Header.Get("Access-Control-Allow-Origin") != "*" || r.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
+			t.Errorf("share answer through nginx without its CORS headers: %v", r.Header)
+		}
+	}
+	api.do("GET", "/healthz", "", nil, nil, 200)
+	for _, path := range []string{"/readyz", "/v1/version", "/v1/albums"} {
+		if r := api.do("GET", path, owner.token, nil, nil, 404); !strings.Contains(string(r.body), `"error.not_found"`) {
+			t.Errorf("%s through nginx: %s", path, r.body)
+		}
+	}
 }

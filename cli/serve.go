@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -33,6 +34,9 @@ import (
 type Serve struct {
 	Location
 	Listen string
+	// ShareListen, when set, is a second address that answers only the
+	// public share reads (/s/...) and /healthz, with the TLS of Listen.
+	ShareListen string
 	// NoMigrate refuses a store of an older format instead of migrating it.
 	NoMigrate bool
 	// MetricsListen, when set, serves Prometheus metrics on that address.
@@ -98,6 +102,8 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&s.NoMigrate, "no-migrate", false, "refuse to start on a store of an older format instead of migrating it")
 	addLocationFlags(f, &s.Location)
 	f.StringVar(&s.Listen, "listen", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&s.ShareListen, "share-listen", "", "second address answering only share links (/s/...) and /healthz, with the TLS of --listen (off when empty)")
+	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", nil, "origins (scheme://host[:port], comma-separated) whose pages may call the API; share links are open to every origin regardless")
 	f.StringVar(&s.TLS.CertFile, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded on SIGHUP")
 	f.StringVar(&s.TLS.KeyFile, "tls-key", "", "the PEM private key of --tls-cert; reloaded on SIGHUP")
 	f.StringSliceVar(&s.TLS.Domains, "tls-domain", nil, "serve HTTPS with certificates from ACME (Let's Encrypt) for these domains (comma-separated); they must reach --listen on port 443")
@@ -143,6 +149,11 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 		float64(cfg.ShareBurst)/cfg.ShareRate > 100*365*24*3600 {
 		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("share-rate"), name("share-burst"))
 	}
+	for _, o := range cfg.CORSOrigins {
+		if err := checkOrigin(o); err != nil {
+			return fmt.Errorf("%s: %w", name("cors-origin"), err)
+		}
+	}
 	if cfg.UpgradeWindow <= 0 {
 		return fmt.Errorf("%s must be positive", name("upgrade-window"))
 	}
@@ -170,10 +181,25 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	return nil
 }
 
+// checkOrigin refuses an origin a browser would never send in Origin, which
+// the server compares exactly: anything but http(s)://host[:port], in
+// lower case, without a default port, path, query or user.
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		o != u.Scheme+"://"+u.Host || o != strings.ToLower(o) || strings.HasSuffix(o, ":") {
+		return fmt.Errorf("%q is not an origin: want scheme://host[:port] as a browser sends it, e.g. https://photos.example.org", o)
+	}
+	if (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443") {
+		return fmt.Errorf("%q names its scheme's default port, which a browser leaves out of Origin: write %s://%s", o, u.Scheme, u.Hostname())
+	}
+	return nil
+}
+
 // Run opens the data directory, serves until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the store closes cleanly.
 //
-// The listener opens first: a busy port fails before the data directory is
+// The listeners open first: a busy port fails before the data directory is
 // created or the store touched.
 func (s *Serve) Run(ctx context.Context) error {
 	ln, err := server.Listen(s.Listen)
@@ -181,6 +207,13 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	defer ln.Close() // Start owns it once called; closing it twice is harmless
+	var shareLn net.Listener
+	if s.ShareListen != "" {
+		if shareLn, err = server.Listen(s.ShareListen); err != nil {
+			return fmt.Errorf("share listener: %w", err)
+		}
+		defer shareLn.Close()
+	}
 	if err := os.MkdirAll(s.Data, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
@@ -231,15 +264,9 @@ func (s *Serve) Run(ctx context.Context) error {
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	srv := server.New(s.Config, store, blobStore)
-	var reload func() error
-	if s.TLS.Enabled() {
-		var tlsConfig *tls.Config
-		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
-			return err
-		}
-		srv.StartTLS(ln, tlsConfig)
-	} else {
-		srv.Start(ln)
+	reload, err := s.start(srv, ln, shareLn)
+	if err != nil {
+		return err
 	}
 	// SIGHUP is caught whatever the configuration: its default action ends
 	// the process, and `systemctl reload` (the README's unit) sends it.
@@ -276,6 +303,28 @@ func (s *Serve) Run(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	return srv.Close(shutdownCtx)
+}
+
+// start serves srv on ln, and on shareLn when there is one, over HTTPS when
+// TLS is enabled, and returns the certificate reload for SIGHUP (nil
+// without certificate files). Both listeners have one certificate source:
+// the files, reloaded for both, or ACME for every --tls-domain (the share
+// host among them).
+func (s *Serve) start(srv *server.Server, ln, shareLn net.Listener) (reload func() error, err error) {
+	var tlsConfig *tls.Config
+	if s.TLS.Enabled() {
+		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
+			return nil, err
+		}
+		srv.StartTLS(ln, tlsConfig)
+	} else {
+		srv.Start(ln)
+	}
+	if shareLn != nil {
+		srv.StartShares(shareLn, tlsConfig)
+		s.Config.Log.Info().Str("url", srv.ShareURL()).Msg("share links listening")
+	}
+	return reload, nil
 }
 
 // onHangup answers each SIGHUP until ctx ends: certificate files are

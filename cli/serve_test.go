@@ -334,3 +334,49 @@ func TestShareRateFlagTakesAFraction(t *testing.T) {
 		t.Fatalf("share-rate: got %v", got)
 	}
 }
+
+// --cors-origin takes origins exactly as a browser sends them in Origin,
+// which the server compares byte for byte; anything else is refused at
+// start, naming the value.
+func TestCORSOriginFlag(t *testing.T) {
+	for _, o := range []string{"https://photos.example.org", "http://127.0.0.1:5173", "https://[::1]:8443", "http://localhost"} {
+		if err := checkOrigin(o); err != nil {
+			t.Errorf("%s: %v", o, err)
+		}
+	}
+	for _, o := range []string{"", "*", "null", "photos.example.org", "https://photos.example.org/", "https://photos.example.org/app",
+		"https://Photos.example.org", "HTTPS://photos.example.org", "https://photos.example.org:443", "http://a.example:80",
+		"https://user@photos.example.org", "https://photos.example.org?x", "https://photos.example.org#x", "ftp://photos.example.org",
+		"https://", "https://photos.example.org:", " https://photos.example.org"} {
+		if err := checkOrigin(o); err == nil {
+			t.Errorf("%q accepted", o)
+		}
+	}
+	t.Setenv("SEALBOX_CORS_ORIGIN", "https://app.example,https://app.example/")
+	dir := filepath.Join(t.TempDir(), "data")
+	_, err := runServeCmd(context.Background(), "--data", dir, "--listen", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), `SEALBOX_CORS_ORIGIN: "https://app.example/" is not an origin`) {
+		t.Fatalf("got %v, want the variable and the value named", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("a refused origin created the data directory")
+	}
+}
+
+// A busy --share-listen port fails before anything is created, like a
+// busy --listen.
+func TestServeBusySharePortCreatesNothing(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := filepath.Join(t.TempDir(), "data")
+	_, err = runServeCmd(context.Background(), "--data", dir, "--listen", "127.0.0.1:0", "--share-listen", busy.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "share listener: listen on "+busy.Addr().String()) {
+		t.Fatalf("got %v, want a listen error", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("serve created the data directory though its share port was busy")
+	}
+}

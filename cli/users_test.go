@@ -80,8 +80,15 @@ func runServeAt(t *testing.T, loc Location, edit ...func(*server.Config)) (url s
 	for _, e := range edit {
 		e(&cfg)
 	}
+	return runServeOf(t, &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg})
+}
+
+// runServeOf is runServe of a Serve built by the test (other listeners,
+// other flags).
+func runServeOf(t *testing.T, s *Serve) (url string, stop func()) {
+	t.Helper()
 	ready := make(chan string, 1)
-	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg, Ready: func(u string) { ready <- u }}
+	s.Ready = func(u string) { ready <- u }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

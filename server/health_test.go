@@ -151,8 +151,8 @@ func TestAuthFailuresAreLoggedWithoutSecretsAndCounted(t *testing.T) {
 	body, _ := io.ReadAll(rec.Body)
 	for _, want := range []string{
 		`sealbox_auth_failures_total{reason="invalid_credentials"} 1`,
-		`sealbox_http_requests_total{method="POST",route="/v1/auth/login",status="401"} 1`,
-		`sealbox_http_request_duration_seconds_count{method="POST",route="/v1/auth/login",status="401"} 1`,
+		`sealbox_http_requests_total{listener="main",method="POST",route="/v1/auth/login",status="401"} 1`,
+		`sealbox_http_request_duration_seconds_count{listener="main",method="POST",route="/v1/auth/login",status="401"} 1`,
 		`sealbox_store_bytes`,
 		"sealbox_blob_bytes 1234\n",
 		"sealbox_blobs 1\n",
@@ -291,7 +291,7 @@ func TestArbitraryMethodsShareOneMetricSeries(t *testing.T) {
 	if strings.Contains(string(body), "QUERY") {
 		t.Fatal("a request method of the client's choosing became a metric label")
 	}
-	if want := `sealbox_http_requests_total{method="other",route="unmatched",status="405"} 20`; !strings.Contains(string(body), want) {
+	if want := `sealbox_http_requests_total{listener="main",method="other",route="unmatched",status="405"} 20`; !strings.Contains(string(body), want) {
 		t.Fatalf("metrics lack %q", want)
 	}
 }

@@ -32,12 +32,12 @@ func newMetrics(s *Server) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sealbox_http_requests_total", Help: "HTTP requests by route pattern, method and status.",
-		}, []string{"route", "method", "status"}),
+			Name: "sealbox_http_requests_total", Help: "HTTP requests by listener (main or share), route pattern, method and status.",
+		}, []string{"listener", "route", "method", "status"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "sealbox_http_request_duration_seconds", Help: "HTTP request latency by route pattern, method and status.",
+			Name: "sealbox_http_request_duration_seconds", Help: "HTTP request latency by listener (main or share), route pattern, method and status.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"route", "method", "status"}),
+		}, []string{"listener", "route", "method", "status"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sealbox_auth_failures_total", Help: "Refused sign-in, second-factor, proof and redeem attempts by reason.",
 		}, []string{"reason"}),
@@ -153,14 +153,14 @@ func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
 }
 
-func (m *metrics) observe(route, method string, status int, d time.Duration) {
-	key := seriesKey{route, method, status}
+func (m *metrics) observe(listener, route, method string, status int, d time.Duration) {
+	key := seriesKey{listener, route, method, status}
 	s, ok := m.series.Load(key)
 	if !ok {
 		code := strconv.Itoa(status)
 		s, _ = m.series.LoadOrStore(key, &requestSeries{
-			count:   m.requests.WithLabelValues(route, method, code),
-			latency: m.latency.WithLabelValues(route, method, code),
+			count:   m.requests.WithLabelValues(listener, route, method, code),
+			latency: m.latency.WithLabelValues(listener, route, method, code),
 		})
 	}
 	rs := s.(*requestSeries)
@@ -168,12 +168,12 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 	rs.latency.Observe(d.Seconds())
 }
 
-// seriesKey names the request series of one route pattern, method name and
-// status. All three come from short fixed lists (methodName folds unknown
-// methods), so the series map stays small.
+// seriesKey names the request series of one listener ("main" or "share"),
+// route pattern, method name and status. All four come from short fixed
+// lists (methodName folds unknown methods), so the series map stays small.
 type seriesKey struct {
-	route, method string
-	status        int
+	listener, route, method string
+	status                  int
 }
 
 // requestSeries are one seriesKey's counter and histogram, looked up once:

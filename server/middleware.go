@@ -110,9 +110,13 @@ var (
 	noReferrer = []string{"no-referrer"}
 )
 
-// withMiddleware wraps the router: request id, security headers, panic
-// recovery and one access-log line per request.
-func (s *Server) withMiddleware(next http.Handler) http.Handler {
+// withMiddleware wraps the handler of one listener ("main" or "share", the
+// metrics' listener label): request id, security headers (the share reads'
+// CORS headers among them), panic recovery and one access-log line per
+// request. Every header it sets is in place before next runs, so answers
+// written anywhere below (errors, a recovered panic, the blob fast path)
+// carry them.
+func (s *Server) withMiddleware(listener string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ri := &requestInfo{id: newRequestID(), route: "unmatched"}
@@ -128,6 +132,7 @@ func (s *Server) withMiddleware(next http.Handler) http.Handler {
 			// A share URL is a capability: never hand it on as a referrer,
 			// whatever the answer, even for a path no route matches.
 			h["Referrer-Policy"] = noReferrer
+			setShareHeaders(h)
 		}
 		defer func() {
 			if p := recover(); p != nil {
@@ -145,9 +150,10 @@ func (s *Server) withMiddleware(next http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			method := methodName(r.Method)
-			s.metrics.observe(ri.route, method, status, elapsed)
+			s.metrics.observe(listener, ri.route, method, status, elapsed)
 			s.log.Info().
 				Str("request_id", ri.id).
+				Str("listener", listener).
 				Str("method", method).
 				Str("route", ri.route).
 				Int("status", status).

@@ -73,6 +73,12 @@ type Config struct {
 	// album's upload sessions to drain before it is aborted.
 	UpgradeWindow time.Duration
 
+	// CORSOrigins are the origins (scheme://host[:port], exactly as a
+	// browser sends Origin) whose pages may call the authenticated API;
+	// without any the API is same-origin. Share reads are open to every
+	// origin regardless.
+	CORSOrigins []string
+
 	// ShareRate and ShareBurst are the token bucket each client address
 	// spends on public share reads: ShareBurst at once, then ShareRate per
 	// second.
@@ -181,6 +187,17 @@ type Server struct {
 	bg       sync.WaitGroup
 	closeErr error
 	once     sync.Once
+
+	// shareHandler serves the share listener (StartShares), which answers
+	// only the share reads and the liveness probe; handler serves the
+	// main one.
+	shareHandler http.Handler
+	shareLn      net.Listener
+	shareSrv     *http.Server
+	// shareScheme is "https" when the share listener serves TLS.
+	shareScheme string
+	// corsOrigins are the origins allowed to call the API (CORSOrigins).
+	corsOrigins map[string]bool
 }
 
 // New builds a server over store and the blob store blobStore. The store's
@@ -229,15 +246,21 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		node:         ids.UUID(cfg.Rand),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
+		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 	}
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
-	s.handler = s.withMiddleware(s.router)
+	s.handler = s.withMiddleware("main", s.withCORS(s.router))
+	s.shareHandler = s.withMiddleware("share", s.shareOnly(s.withCORS(s.router)))
 	return s
 }
 
 // Handler is the full HTTP stack: middleware, router and handlers.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// ShareHandler is the share listener's stack: the same router and share
+// rate limit, answering only /s/... and /healthz.
+func (s *Server) ShareHandler() http.Handler { return s.shareHandler }
 
 // Open listens on addr and serves in the background: a busy port fails
 // here, at once. It also starts the expiry sweeper.
@@ -265,16 +288,7 @@ func Listen(addr string) (net.Listener, error) {
 // expiry sweeper.
 func (s *Server) Start(ln net.Listener) {
 	s.ln = ln
-	s.httpSrv = &http.Server{
-		Handler: s.handler,
-		// Headers must arrive promptly (slow-header clients are cut off);
-		// bodies and responses have no deadline, because a blob upload or
-		// download over a home uplink may take hours.
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
-	}
+	s.httpSrv = s.newHTTPServer(s.handler)
 	s.bg.Add(2)
 	go func() {
 		defer s.bg.Done()
@@ -285,6 +299,40 @@ func (s *Server) Start(ln net.Listener) {
 	go func() {
 		defer s.bg.Done()
 		s.sweepLoop()
+	}()
+}
+
+// newHTTPServer is the http.Server of one listener.
+func (s *Server) newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler: h,
+		// Headers must arrive promptly (slow-header clients are cut off);
+		// bodies and responses have no deadline, because a blob upload or
+		// download over a home uplink may take hours.
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+}
+
+// StartShares serves the share-only stack (ShareHandler) on ln, which the
+// server owns from now on, beside the main listener; tlsConfig, when not
+// nil, serves HTTPS as StartTLS does. Call it after Start or StartTLS.
+func (s *Server) StartShares(ln net.Listener, tlsConfig *tls.Config) {
+	s.shareScheme = "http"
+	if tlsConfig != nil {
+		s.shareScheme = "https"
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	s.shareLn = ln
+	s.shareSrv = s.newHTTPServer(s.shareHandler)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if err := s.shareSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error().Err(err).Msg("serve shares")
+		}
 	}()
 }
 
@@ -303,14 +351,22 @@ func (s *Server) URL() string {
 	return s.scheme + "://" + s.ln.Addr().String()
 }
 
+// ShareURL is the base URL of the share listener (StartShares).
+func (s *Server) ShareURL() string {
+	return s.shareScheme + "://" + s.shareLn.Addr().String()
+}
+
 // Close stops accepting connections, lets in-flight requests finish (until
 // ctx ends) and stops background work. The store stays open: its owner
 // closes it.
 func (s *Server) Close(ctx context.Context) error {
 	s.once.Do(func() {
 		close(s.stop)
+		if s.shareSrv != nil {
+			s.closeErr = s.shareSrv.Shutdown(ctx)
+		}
 		if s.httpSrv != nil {
-			s.closeErr = s.httpSrv.Shutdown(ctx)
+			s.closeErr = errors.Join(s.closeErr, s.httpSrv.Shutdown(ctx))
 		}
 		s.bg.Wait()
 		if s.ln != nil {
