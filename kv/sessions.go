@@ -150,8 +150,13 @@ func accountSessionIDs(tx Tx, accountID string) ([][]byte, error) {
 }
 
 // deleteAccountSessions removes every session of the account except keep
-// (when non-empty) and reports how many records it removed.
+// (when non-empty), and every pending sign-in challenge of the account (a
+// sign-in the owner's action must end as surely as a session), and reports
+// how many session records it removed.
 func deleteAccountSessions(tx Tx, accountID, keep string) (int, error) {
+	if err := deleteAccountChallenges(tx, accountID); err != nil {
+		return 0, err
+	}
 	ids, err := accountSessionIDs(tx, accountID)
 	if err != nil {
 		return 0, err
@@ -325,7 +330,8 @@ func (s *Store) DeleteSession(accountID, sessionID string) error {
 	})
 }
 
-// DeleteAccountSessions closes every session of the account and reports how
+// DeleteAccountSessions closes every session of the account (and its pending
+// sign-in challenges: a global sign-out ends those too) and reports how
 // many records were removed.
 func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 	var n int
