@@ -35,7 +35,7 @@ func TestSessionMaxAge(t *testing.T) {
 		}
 	}
 	// Ten minutes before the end, the access token gets the ten minutes left.
-	ts.Clock.Advance(end.Add(-10*time.Minute).Sub(ts.Clock.Now()))
+	ts.Clock.Advance(end.Add(-10 * time.Minute).Sub(ts.Clock.Now()))
 	r := ts.refresh(t, tok.Refresh)
 	tok = tokensOf(t, r)
 	if got, want := r.JSON(t)["expires_by"], float64(end.Unix()); got != want {
