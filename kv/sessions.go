@@ -467,25 +467,6 @@ func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 	return n, err
 }
 
-// liveSessions lists the account's sessions not expired at now, oldest first.
-func liveSessions(tx Tx, accountID string, now time.Time) ([]*Session, error) {
-	var out []*Session
-	ids, err := accountSessionIDs(tx, accountID)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		sess, err := getSession(tx, id)
-		if err != nil {
-			return nil, err
-		}
-		if sess != nil && now.Before(sess.RefreshExpiresAt) {
-			out = append(out, sess)
-		}
-	}
-	return out, nil
-}
-
 // Reauthenticated records a verified password on a live session: the
 // address's failure count is cleared and the session's authenticated_at
 // becomes at. No token changes.
