@@ -19,8 +19,10 @@ type Session struct {
 	// refreshes; reuse of a spent refresh token revokes the live session of
 	// its lineage.
 	LineageID string
-	// ChainStartedAt is when the sign-in that began the chain happened
-	// (zero: CreatedAt); the chain's absolute lifetime counts from it.
+	// ChainStartedAt is when the sign-in that began the chain happened; the
+	// chain's absolute lifetime counts from it. A new session written
+	// without one takes CreatedAt; records from before it existed read as
+	// zero (see chainStart).
 	ChainStartedAt   time.Time
 	CreatedAt        time.Time
 	AuthenticatedAt  time.Time
