@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,4 +72,38 @@ func TestCodeLimitFlags(t *testing.T) {
 	}
 	ts.Clock.Advance(time.Minute)
 	ts.CodeReq(t, "/v1/auth/totp/disable", tok.Access, ts.Code(t, secret, 0)).WantStatus(t, http.StatusNoContent)
+}
+
+// TestParallelWrongCodesStopAtTheLimit: wrong codes sent at once, half to
+// each of two nodes, are checked and counted one transaction at a time:
+// exactly 5 are checked (403), the rest refused (429).
+func TestParallelWrongCodesStopAtTheLimit(t *testing.T) {
+	ts := MustOpenServer(t)
+	other := ts.SecondNode(t)
+	tok, secret := ts.RegisterWithTOTP(t, "alice@example.com")
+	ts.Clock.Advance(step)
+	wrong := ts.WrongCode(t, secret)
+	const n = 16
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		node := ts
+		if i%2 == 1 {
+			node = other
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- node.CodeReq(t, "/v1/auth/totp/disable", tok.Access, wrong).Status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusForbidden] != 5 || count[http.StatusTooManyRequests] != n-5 {
+		t.Fatalf("statuses: %v; want 5 of 403 and %d of 429", count, n-5)
+	}
 }
