@@ -121,6 +121,9 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.FreshWindow, "fresh-window", cfg.FreshWindow, "how recent a credential presentation must be for sensitive operations")
 	f.IntVar(&cfg.LockoutFailures, "lockout-failures", cfg.LockoutFailures, "consecutive failed password checks that lock an account")
 	f.DurationVar(&cfg.LockoutWindow, "lockout-window", cfg.LockoutWindow, "how long a lockout lasts")
+	f.IntVar(&cfg.TOTPAttempts, "totp-attempts", cfg.TOTPAttempts, "wrong second-factor codes an account's signed-in checks (verify-enrollment, disable) take per --totp-attempt-window")
+	f.DurationVar(&cfg.TOTPAttemptWindow, "totp-attempt-window", cfg.TOTPAttemptWindow, "the window --totp-attempts counts over")
+	f.DurationVar(&cfg.SessionMaxAge, "session-max-age", cfg.SessionMaxAge, "absolute lifetime of a session's refresh chain, from its sign-in; refreshing does not extend it")
 	f.StringVar(&cfg.ProtocolMin, "protocol-min", cfg.ProtocolMin, "oldest protocol date (YYYY-MM-DD) the server speaks")
 	f.StringVar(&cfg.ProtocolMax, "protocol-max", cfg.ProtocolMax, "newest protocol date (YYYY-MM-DD) the server speaks")
 	f.DurationVar(&cfg.UpgradeWindow, "upgrade-window", cfg.UpgradeWindow, "how long a protocol-upgrade ceremony may wait for quiescence")
@@ -156,6 +159,12 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.UpgradeWindow <= 0 {
 		return fmt.Errorf("%s must be positive", name("upgrade-window"))
+	}
+	if cfg.TOTPAttempts < 1 || cfg.TOTPAttemptWindow <= 0 {
+		return fmt.Errorf("%s must be at least 1 and %s positive", name("totp-attempts"), name("totp-attempt-window"))
+	}
+	if cfg.SessionMaxAge <= 0 {
+		return fmt.Errorf("%s must be positive", name("session-max-age"))
 	}
 	// The lease is renewed every third of it while a PATCH streams.
 	if cfg.TusLeaseTTL < time.Second {

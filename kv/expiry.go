@@ -23,6 +23,7 @@ const (
 	kindUpgrade      byte = 'g'
 	kindLease        byte = 'L'
 	kindAttempt      byte = 'a'
+	kindTOTPAttempts byte = 't'
 )
 
 // Deadline is the expiry of a record that lives for ttl from now, cut to a
@@ -67,7 +68,7 @@ var sweepers = map[byte]sweeper{
 	kindLockout: sweepRecord(bucketLockouts,
 		func(r *lockoutRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
 	kindMFAChallenge: sweepRecord(bucketMFAChallenges,
-		func(r *mfaChallengeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
+		func(r *mfaChallengeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteMFAChallenge),
 	kindUpload: sweepRecord(bucketUploads,
 		func(r *uploadRecord, now time.Time) bool { return reached(r.ExpiresAt, now) },
 		func(tx Tx, key []byte, r *uploadRecord) error { return deleteUpload(tx, key, (*Upload)(r)) }),
@@ -85,6 +86,8 @@ var sweepers = map[byte]sweeper{
 		func(r *leaseRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
 	kindAttempt: sweepRecord(bucketPasswordAttempts,
 		func(r *attemptRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
+	kindTOTPAttempts: sweepRecord(bucketTOTPAttempts,
+		func(r *codeFailuresRecord, now time.Time) bool { return reached(r.ExpiresAt.Time(), now) }, nil),
 }
 
 func putExpiry(tx Tx, at time.Time, kind byte, id []byte) error {

@@ -11,7 +11,7 @@ import (
 // store records its format in the meta bucket; one written before formats
 // were recorded (no meta bucket) is format 0. Every change of layout adds one
 // entry to migrations and raises FormatVersion by one.
-const FormatVersion = 4
+const FormatVersion = 5
 
 var (
 	bucketMeta = []byte("meta")
@@ -38,6 +38,7 @@ var migrations = []Migration{
 	{To: 2, Name: "the transparency log records every directory already published", apply: migrateLogDirectories},
 	{To: 3, Name: "the store-wide blob totals are kept in shards", apply: migrateShardTotals},
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
+	{To: 5, Name: "sign-in challenges are indexed by account; refresh chains and wrong second-factor codes are kept", apply: migrateChallengeIndex},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -264,3 +265,20 @@ func migrateShardTotals(tx Tx) error {
 // refuses the store instead of running beside nodes that take leases it
 // would not respect.
 func migrateLeases(Tx) error { return nil }
+
+// migrateChallengeIndex (format 4 to 5): the pending sign-in challenges are
+// indexed by account (so whatever ends an account's credentials ends them
+// too), and the refresh_chains and totp_attempts buckets join the store,
+// empty: sessions opened before carry no chain and keep refreshing through
+// the refresh token index as before. It is one transaction like every step,
+// so a crash leaves format 4, whose challenges it indexes again in full.
+func migrateChallengeIndex(tx Tx) error {
+	index := tx.Bucket(bucketMFAChallengesByAccount)
+	return scanPages(tx.Bucket(bucketMFAChallenges), func(key, v []byte) error {
+		var ch mfaChallengeRecord
+		if err := decode(v, &ch); err != nil {
+			return err
+		}
+		return index.Put(join(idPart(ch.AccountID), key), member)
+	})
+}

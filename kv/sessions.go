@@ -1,6 +1,10 @@
 package kv
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"strings"
 	"time"
 
 	"sealbox/kv/fault"
@@ -14,7 +18,12 @@ type Session struct {
 	// LineageID is the id of the session that started this chain of
 	// refreshes; reuse of a spent refresh token revokes the live session of
 	// its lineage.
-	LineageID        string
+	LineageID string
+	// ChainStartedAt is when the sign-in that began the chain happened; the
+	// chain's absolute lifetime counts from it. A new session written
+	// without one takes CreatedAt; records from before it existed read as
+	// zero (see chainStart).
+	ChainStartedAt   time.Time
 	CreatedAt        time.Time
 	AuthenticatedAt  time.Time
 	AccessExpiresAt  time.Time
@@ -27,6 +36,10 @@ type Session struct {
 
 	accessHash  []byte
 	refreshHash []byte
+	// chainKey names the session's refresh chain (refreshChainKey); nil for
+	// a session whose refresh token names no chain (minted before chains),
+	// found through the refresh token index instead.
+	chainKey []byte
 }
 
 type sessionRecord struct {
@@ -43,6 +56,8 @@ type sessionRecord struct {
 	DeviceID         string   `cbor:"11,keyasint,omitempty"`
 	AccessHash       []byte   `cbor:"12,keyasint"`
 	RefreshHash      []byte   `cbor:"13,keyasint"`
+	ChainStartedAt   nanoTime `cbor:"14,keyasint,omitempty"`
+	ChainKey         []byte   `cbor:"15,keyasint,omitempty"`
 }
 
 func (s *Session) record() *sessionRecord {
@@ -52,6 +67,7 @@ func (s *Session) record() *sessionRecord {
 		AccessExpiresAt: toNano(s.AccessExpiresAt), RefreshExpiresAt: toNano(s.RefreshExpiresAt),
 		UserAgent: s.UserAgent, IPAddress: s.IPAddress, CohortHash: s.CohortHash, DeviceID: s.DeviceID,
 		AccessHash: s.accessHash, RefreshHash: s.refreshHash,
+		ChainStartedAt: toNano(s.ChainStartedAt), ChainKey: s.chainKey,
 	}
 }
 
@@ -62,6 +78,7 @@ func (r *sessionRecord) session() *Session {
 		AccessExpiresAt: r.AccessExpiresAt.Time(), RefreshExpiresAt: r.RefreshExpiresAt.Time(),
 		UserAgent: r.UserAgent, IPAddress: r.IPAddress, CohortHash: r.CohortHash, DeviceID: r.DeviceID,
 		accessHash: r.AccessHash, refreshHash: r.RefreshHash,
+		ChainStartedAt: r.ChainStartedAt.Time(), chainKey: r.ChainKey,
 	}
 }
 
@@ -79,10 +96,17 @@ func putSession(tx Tx, s *Session, access, refresh string) error {
 	if s.LineageID == "" {
 		s.LineageID = s.ID
 	}
+	if s.ChainStartedAt.IsZero() {
+		s.ChainStartedAt = s.CreatedAt
+	}
 	s.accessHash, s.refreshHash = HashToken(access), HashToken(refresh)
+	s.chainKey = refreshChainKey(refresh)
 	return writeSession(tx, s)
 }
 
+// writeSession writes the session, its account index and expiry entries,
+// and what finds it by refresh token: its chain's record, or for a session
+// without a chain the refresh token index.
 func writeSession(tx Tx, s *Session) error {
 	id := []byte(s.ID)
 	if err := tx.Bucket(bucketSessions).Put(id, encode(s.record())); err != nil {
@@ -94,7 +118,11 @@ func writeSession(tx Tx, s *Session) error {
 	if err := tx.Bucket(bucketAccessTokens).Put(s.accessHash, id); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketRefreshTokens).Put(s.refreshHash, id); err != nil {
+	byRefresh, key := bucketRefreshTokens, s.refreshHash
+	if s.chainKey != nil {
+		byRefresh, key = bucketRefreshChains, s.chainKey
+	}
+	if err := tx.Bucket(byRefresh).Put(key, id); err != nil {
 		return err
 	}
 	return putExpiry(tx, s.RefreshExpiresAt, kindSession, id)
@@ -122,6 +150,10 @@ func deleteSession(tx Tx, id []byte) (bool, error) {
 	if err != nil || s == nil {
 		return false, err
 	}
+	byRefresh, key := bucketRefreshTokens, s.refreshHash
+	if s.chainKey != nil {
+		byRefresh, key = bucketRefreshChains, s.chainKey
+	}
 	for _, del := range []struct {
 		bucket []byte
 		key    []byte
@@ -129,7 +161,7 @@ func deleteSession(tx Tx, id []byte) (bool, error) {
 		{bucketSessions, id},
 		{bucketSessionsByAccount, sessionIndexKey(s.AccountID, s.CreatedAt, s.ID)},
 		{bucketAccessTokens, s.accessHash},
-		{bucketRefreshTokens, s.refreshHash},
+		{byRefresh, key},
 	} {
 		if err := tx.Bucket(del.bucket).Delete(del.key); err != nil {
 			return false, err
@@ -150,8 +182,13 @@ func accountSessionIDs(tx Tx, accountID string) ([][]byte, error) {
 }
 
 // deleteAccountSessions removes every session of the account except keep
-// (when non-empty) and reports how many records it removed.
+// (when non-empty), and every pending sign-in challenge of the account (a
+// sign-in the owner's action must end as surely as a session), and reports
+// how many session records it removed.
 func deleteAccountSessions(tx Tx, accountID, keep string) (int, error) {
+	if err := deleteAccountChallenges(tx, accountID); err != nil {
+		return 0, err
+	}
 	ids, err := accountSessionIDs(tx, accountID)
 	if err != nil {
 		return 0, err
@@ -220,59 +257,154 @@ func (s *Store) Authenticate(access string) (*Session, error) {
 	return &own, nil
 }
 
+// A refresh token names its chain, so that an earlier token of the chain is
+// recognised without keeping a record per rotation: a chain has one record
+// (refresh_chains: the SHA-256 of its id -> its live session's id), and the
+// live session holds the hash of the chain's current token. A presented
+// token whose chain is known but whose hash is not the current one is an
+// earlier token of the chain: reuse. Tokens minted before chains name none;
+// they are found through the refresh token index, and when spent leave a
+// spentRefreshRecord until they would have expired, as they always did.
+const (
+	refreshPrefix    = "sbx_rt_"
+	refreshChainLen  = 16
+	refreshSecretLen = 32
+)
+
+// RefreshToken spells the refresh token of chain with secret: the prefix,
+// then chain and secret together in base64url without padding (at least 256
+// bits of secret, like every token).
+func RefreshToken(chain [refreshChainLen]byte, secret [refreshSecretLen]byte) string {
+	return refreshPrefix + base64.RawURLEncoding.EncodeToString(append(chain[:], secret[:]...))
+}
+
+// RefreshChain returns the chain a refresh token names, and false for a
+// token of any other shape (one minted before chains, or garbage).
+func RefreshChain(token string) (chain [refreshChainLen]byte, ok bool) {
+	rest, found := strings.CutPrefix(token, refreshPrefix)
+	if !found || len(rest) != base64.RawURLEncoding.EncodedLen(refreshChainLen+refreshSecretLen) {
+		return chain, false
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(rest)
+	if err != nil || len(raw) != refreshChainLen+refreshSecretLen {
+		return chain, false
+	}
+	copy(chain[:], raw)
+	return chain, true
+}
+
+// refreshChainKey is the key of the chain a refresh token names (only its
+// SHA-256 is stored, as for every part of a token), or nil when it names
+// none.
+func refreshChainKey(token string) []byte {
+	chain, ok := RefreshChain(token)
+	if !ok {
+		return nil
+	}
+	sum := sha256.Sum256(chain[:])
+	return sum[:]
+}
+
 type spentRefreshRecord struct {
 	AccountID string    `cbor:"1,keyasint"`
 	LineageID string    `cbor:"2,keyasint"`
 	ExpiresAt time.Time `cbor:"3,keyasint"`
 }
 
+// chainStart is when the sign-in that began a session's refresh chain
+// happened. A session written before chains were dated counts from its
+// last password verification.
+func chainStart(s *Session) time.Time {
+	if s.ChainStartedAt.IsZero() {
+		return s.AuthenticatedAt
+	}
+	return s.ChainStartedAt
+}
+
 // Refresh rotates a session: the session the refresh token names is deleted
 // and next is written in its place, in one transaction. next must carry its
 // new ID, CreatedAt, expiries, UserAgent and IPAddress; the account, lineage,
-// cohort, device and authenticated_at carry over. A refresh token presented
-// a second time is refused with error.auth.session_expired and revokes the
-// session its lineage rotated into (reuse detection).
-func (s *Store) Refresh(refresh string, next *Session, access, newRefresh string) error {
+// chain start, cohort, device and authenticated_at carry over, and neither
+// expiry may pass the chain's end (maxAge after its sign-in), past which
+// the refresh is refused like an expired one. newRefresh must name the
+// presented token's chain (RefreshToken), or a new one when the presented
+// token names none. A refresh token presented a second time is refused with
+// error.auth.session_expired and revokes the session its lineage rotated
+// into (reuse detection).
+func (s *Store) Refresh(refresh string, next *Session, access, newRefresh string, maxAge time.Duration) error {
 	expired := fault.Errorf(fault.ECodeSessionExpired, "the refresh token is unknown, spent or expired")
 	return s.commitThenRefuse(func(tx Tx) (error, error) {
 		now := s.now()
-		hash := HashToken(refresh)
+		old, err := presentedSession(tx, refresh, now)
+		if old == nil || err != nil {
+			return expired, err
+		}
+		end := Deadline(chainStart(old), maxAge)
+		if _, err := deleteSession(tx, []byte(old.ID)); err != nil {
+			return nil, err
+		}
+		if reached(old.RefreshExpiresAt, now) || reached(end, now) {
+			return expired, nil
+		}
+		if old.chainKey == nil {
+			spent := spentRefreshRecord{AccountID: old.AccountID, LineageID: old.LineageID, ExpiresAt: old.RefreshExpiresAt}
+			if err := tx.Bucket(bucketSpentRefresh).Put(old.refreshHash, encode(&spent)); err != nil {
+				return nil, err
+			}
+			if err := putExpiry(tx, spent.ExpiresAt, kindSpentRefresh, old.refreshHash); err != nil {
+				return nil, err
+			}
+		}
+		next.AccountID, next.LineageID = old.AccountID, old.LineageID
+		next.CohortHash, next.DeviceID = old.CohortHash, old.DeviceID
+		next.AuthenticatedAt, next.ChainStartedAt = old.AuthenticatedAt, chainStart(old)
+		next.AccessExpiresAt, next.RefreshExpiresAt = earliest(next.AccessExpiresAt, end), earliest(next.RefreshExpiresAt, end)
+		return nil, putSession(tx, next, access, newRefresh)
+	})
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// presentedSession returns the session a presented refresh token belongs
+// to, expired or not, or nil when it belongs to none. A token that is not
+// its chain's current one (or, without a chain, a spent one) is reuse: the
+// chain's live session is deleted, and nil returned.
+func presentedSession(tx Tx, refresh string, now time.Time) (*Session, error) {
+	hash := HashToken(refresh)
+	key := refreshChainKey(refresh)
+	if key == nil {
 		id, err := tokenSession(tx, bucketRefreshTokens, hash)
 		if err != nil {
 			return nil, err
 		}
 		if id == nil {
-			return expired, revokeReusedLineage(tx, hash, now)
+			return nil, revokeReusedLineage(tx, hash, now)
 		}
-		old, err := getSession(tx, id)
-		if err != nil {
-			return nil, err
-		}
-		if old == nil || !now.Before(old.RefreshExpiresAt) {
-			if old != nil {
-				_, err = deleteSession(tx, []byte(old.ID))
-			}
-			return expired, err
-		}
-		if _, err := deleteSession(tx, []byte(old.ID)); err != nil {
-			return nil, err
-		}
-		spent := spentRefreshRecord{AccountID: old.AccountID, LineageID: old.LineageID, ExpiresAt: old.RefreshExpiresAt}
-		if err := tx.Bucket(bucketSpentRefresh).Put(hash, encode(&spent)); err != nil {
-			return nil, err
-		}
-		if err := putExpiry(tx, spent.ExpiresAt, kindSpentRefresh, hash); err != nil {
-			return nil, err
-		}
-		next.AccountID, next.LineageID = old.AccountID, old.LineageID
-		next.CohortHash, next.DeviceID = old.CohortHash, old.DeviceID
-		next.AuthenticatedAt = old.AuthenticatedAt
-		return nil, putSession(tx, next, access, newRefresh)
-	})
+		return getSession(tx, id)
+	}
+	id, err := tokenSession(tx, bucketRefreshChains, key)
+	if id == nil || err != nil {
+		return nil, err
+	}
+	sess, err := getSession(tx, id)
+	if sess == nil || err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare(sess.refreshHash, hash) != 1 {
+		_, err := deleteSession(tx, id)
+		return nil, err
+	}
+	return sess, nil
 }
 
-// revokeReusedLineage handles a refresh token that is not live: when it is a
-// spent one, the live session its lineage rotated into is deleted.
+// revokeReusedLineage handles a refresh token without a chain that is not
+// live: when it is a spent one, the live session its lineage rotated into is
+// deleted.
 func revokeReusedLineage(tx Tx, hash []byte, now time.Time) error {
 	spent, err := getRecord[spentRefreshRecord](tx, bucketSpentRefresh, hash)
 	if spent == nil || err != nil || reached(spent.ExpiresAt, now) {
@@ -325,7 +457,8 @@ func (s *Store) DeleteSession(accountID, sessionID string) error {
 	})
 }
 
-// DeleteAccountSessions closes every session of the account and reports how
+// DeleteAccountSessions closes every session of the account (and its pending
+// sign-in challenges: a global sign-out ends those too) and reports how
 // many records were removed.
 func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 	var n int
@@ -334,25 +467,6 @@ func (s *Store) DeleteAccountSessions(accountID string) (int, error) {
 		return err
 	})
 	return n, err
-}
-
-// liveSessions lists the account's sessions not expired at now, oldest first.
-func liveSessions(tx Tx, accountID string, now time.Time) ([]*Session, error) {
-	var out []*Session
-	ids, err := accountSessionIDs(tx, accountID)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		sess, err := getSession(tx, id)
-		if err != nil {
-			return nil, err
-		}
-		if sess != nil && now.Before(sess.RefreshExpiresAt) {
-			out = append(out, sess)
-		}
-	}
-	return out, nil
 }
 
 // Reauthenticated records a verified password on a live session: the

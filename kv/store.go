@@ -61,6 +61,12 @@ var (
 
 	bucketLeases           = []byte("leases")
 	bucketPasswordAttempts = []byte("password_attempts")
+
+	// mfa_challenges_by_account: idPart(account)|challenge hash, so every
+	// pending sign-in of an account can be ended at once.
+	bucketMFAChallengesByAccount = []byte("mfa_challenges_by_account")
+	bucketTOTPAttempts           = []byte("totp_attempts")
+	bucketRefreshChains          = []byte("refresh_chains")
 )
 
 // storeBuckets is every bucket a store has: the meta bucket (its format),
@@ -80,6 +86,7 @@ var allBuckets = [][]byte{
 	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 	bucketLog, bucketLogMeta,
 	bucketLeases, bucketPasswordAttempts,
+	bucketMFAChallengesByAccount, bucketTOTPAttempts, bucketRefreshChains,
 }
 
 // Options tune a Store. Zero values take the defaults.

@@ -54,6 +54,9 @@ func MustOpenStore(tb testing.TB) (*kv.Store, *clock) {
 	return s, c
 }
 
+// maxAge is the absolute session lifetime the tests refresh under.
+const maxAge = 365 * 24 * time.Hour
+
 func newSession(c *clock, accountID, id string) *kv.Session {
 	now := c.Now()
 	return &kv.Session{
@@ -113,7 +116,7 @@ func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
 	a := mustAccount(t, s, c, 1)
 	c.Advance(time.Minute)
 	next := newSession(c, "", "sess-2")
-	if err := s.Refresh("rt-1", next, "at-2", "rt-2"); err != nil {
+	if err := s.Refresh("rt-1", next, "at-2", "rt-2", maxAge); err != nil {
 		t.Fatal(err)
 	}
 	if next.AccountID != a.ID || next.LineageID != "sess-1-0" {
@@ -124,11 +127,11 @@ func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
 	}
 	c.Advance(time.Minute)
 	third := newSession(c, "", "sess-3")
-	if err := s.Refresh("rt-2", third, "at-3", "rt-3"); err != nil {
+	if err := s.Refresh("rt-2", third, "at-3", "rt-3", maxAge); err != nil {
 		t.Fatal(err)
 	}
 	// rt-1 is spent: presenting it again is refused and kills the lineage.
-	err := s.Refresh("rt-1", newSession(c, "", "sess-x"), "at-x", "rt-x")
+	err := s.Refresh("rt-1", newSession(c, "", "sess-x"), "at-x", "rt-x", maxAge)
 	if fault.ErrorCode(err) != fault.ECodeSessionExpired {
 		t.Fatalf("reuse: got %v, want %s", err, fault.ECodeSessionExpired)
 	}

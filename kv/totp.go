@@ -57,13 +57,78 @@ func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
 	return a, err
 }
 
+// CodeLimit bounds the wrong codes an account's signed-in code checks
+// (confirming an enrollment, disabling the second factor) may be given: at
+// most Attempts in any Window. Name is the setting that sets it, carried by
+// the refusal (fault.Error.Limit).
+type CodeLimit struct {
+	Attempts int
+	Window   time.Duration
+	Name     string
+}
+
+// codeFailuresRecord holds the instants of the account's latest wrong codes
+// at signed-in code checks, oldest first, at most CodeLimit.Attempts of
+// them: what the limit needs, and no more, whatever the number of guesses.
+type codeFailuresRecord struct {
+	Failures []nanoTime `cbor:"1,keyasint"`
+	// ExpiresAt is when the newest failure leaves the window.
+	ExpiresAt nanoTime `cbor:"2,keyasint"`
+}
+
+// recentCodeFailures returns the account's wrong codes still inside the
+// window at now, and refuses with error.rate_limited (and the wait until the
+// oldest of them leaves the window) when they are already at the limit: then
+// no code is checked, the right one included, so the answer never tells a
+// guess that was close from one that was not.
+func recentCodeFailures(tx Tx, accountID string, limit CodeLimit, now time.Time) (*codeFailuresRecord, error) {
+	rec, err := getRecord[codeFailuresRecord](tx, bucketTOTPAttempts, []byte(accountID))
+	if err != nil || rec == nil {
+		return &codeFailuresRecord{}, err
+	}
+	live := rec.Failures[:0:0]
+	for _, at := range rec.Failures {
+		if now.Before(at.Time().Add(limit.Window)) {
+			live = append(live, at)
+		}
+	}
+	if len(live) >= limit.Attempts {
+		wait := live[len(live)-limit.Attempts].Time().Add(limit.Window).Sub(now)
+		return rec, fault.LimitErrorf(fault.ECodeRateLimited, limit.Name, wait, "too many wrong codes for this account; try again later")
+	}
+	rec.Failures = live
+	return rec, nil
+}
+
+// countCodeFailure adds a wrong code at now to rec (as recentCodeFailures
+// returned it) and writes it back, keeping the latest limit.Attempts.
+func countCodeFailure(tx Tx, accountID string, rec *codeFailuresRecord, limit CodeLimit, now time.Time) error {
+	key := []byte(accountID)
+	if rec.ExpiresAt != 0 {
+		if err := deleteExpiry(tx, rec.ExpiresAt.Time(), kindTOTPAttempts, key); err != nil {
+			return err
+		}
+	}
+	rec.Failures = append(rec.Failures, toNano(now))
+	if extra := len(rec.Failures) - limit.Attempts; extra > 0 {
+		rec.Failures = rec.Failures[extra:]
+	}
+	rec.ExpiresAt = toNano(now.Add(limit.Window))
+	if err := tx.Bucket(bucketTOTPAttempts).Put(key, encode(rec)); err != nil {
+		return err
+	}
+	return putExpiry(tx, rec.ExpiresAt.Time(), kindTOTPAttempts, key)
+}
+
 // ConfirmTOTP makes the pending enrollment the account's second factor when
 // match accepts the presented code against it; the code's step goes into
-// the replay ledger, so the confirming code is spent at once. Nothing
-// pending: error.totp.nothing_pending. A refused code
-// (error.auth.invalid_code, error.auth.code_replayed) changes nothing.
-func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
-	return s.changeSecondFactor(accountID, match,
+// the replay ledger, so the confirming code is spent at once. Sign-in
+// challenges still pending are deleted: they were issued under the factor
+// this one replaces. Nothing pending: error.totp.nothing_pending. A refused
+// code (error.auth.invalid_code, error.auth.code_replayed) changes nothing
+// but counts against limit.
+func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher, limit CodeLimit) error {
+	return s.changeSecondFactor(accountID, match, limit,
 		func(a *Account) []byte { return a.TOTPPending },
 		func() error {
 			return fault.Errorf(fault.ECodeTOTPNothingPending, "no second-factor enrollment is pending")
@@ -72,11 +137,12 @@ func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher) error {
 }
 
 // DisableTOTP removes the account's confirmed second factor when match
-// accepts a live code against it (a session alone is not enough). Not
-// enrolled: error.totp.not_enrolled. A refused code changes nothing. The
-// replay ledger is kept.
-func (s *Store) DisableTOTP(accountID string, match CodeMatcher) error {
-	return s.changeSecondFactor(accountID, match,
+// accepts a live code against it (a session alone is not enough), and
+// deletes the account's pending sign-in challenges. Not enrolled:
+// error.totp.not_enrolled. A refused code changes nothing but counts against
+// limit. The replay ledger is kept.
+func (s *Store) DisableTOTP(accountID string, match CodeMatcher, limit CodeLimit) error {
+	return s.changeSecondFactor(accountID, match, limit,
 		func(a *Account) []byte { return a.TOTPSecret },
 		func() error { return fault.Errorf(fault.ECodeTOTPNotEnrolled, "no second factor is active") },
 		func(a *Account) { a.TOTPSecret = nil })
@@ -84,21 +150,37 @@ func (s *Store) DisableTOTP(accountID string, match CodeMatcher) error {
 
 // changeSecondFactor applies change to the account once match accepts a
 // code against the secret it acts on (refused with missing when there is
-// none), in one transaction: a refused code changes nothing.
-func (s *Store) changeSecondFactor(accountID string, match CodeMatcher, secret func(*Account) []byte, missing func() error, change func(*Account)) error {
-	return s.update(func(tx Tx) error {
+// none), in one transaction with the check of limit and the count of a
+// refused code, so parallel guesses, on any node, cannot pass the limit.
+// A refused code changes nothing else.
+func (s *Store) changeSecondFactor(accountID string, match CodeMatcher, limit CodeLimit, secret func(*Account) []byte, missing func() error, change func(*Account)) error {
+	return s.commitThenRefuse(func(tx Tx) (error, error) {
+		now := s.now()
 		a, err := getAccount(tx, accountID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if secret(a) == nil {
-			return missing()
+			return missing(), nil
 		}
-		if err := acceptCode(a, secret(a), match, s.now()); err != nil {
-			return err
+		failures, err := recentCodeFailures(tx, accountID, limit, now)
+		if fault.ErrorCode(err) != "" {
+			return err, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := acceptCode(a, secret(a), match, now); err != nil {
+			if fault.ErrorCode(err) == "" {
+				return nil, err // the matcher failed: not the caller's fault
+			}
+			return err, countCodeFailure(tx, accountID, failures, limit, now)
 		}
 		change(a)
-		return putAccount(tx, a)
+		if err := putAccount(tx, a); err != nil {
+			return nil, err
+		}
+		return nil, deleteAccountChallenges(tx, accountID)
 	})
 }
 
@@ -112,12 +194,18 @@ type mfaChallengeRecord struct {
 }
 
 // CreateMFAChallenge stores a sign-in challenge for the account until
-// expiresAt. Only the token's hash is written.
+// expiresAt. Only the token's hash is written. Whatever ends the account's
+// other credentials (a password change, a global sign-out, a change of its
+// second factor, an operator's reset) deletes its pending challenges too
+// (deleteAccountChallenges).
 func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time) error {
 	return s.update(func(tx Tx) error {
 		key := HashToken(token)
 		rec := mfaChallengeRecord{AccountID: accountID, ExpiresAt: expiresAt}
 		if err := tx.Bucket(bucketMFAChallenges).Put(key, encode(&rec)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketMFAChallengesByAccount).Put(join(idPart(accountID), key), member); err != nil {
 			return err
 		}
 		return putExpiry(tx, expiresAt, kindMFAChallenge, key)
@@ -161,7 +249,7 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 			// and the challenge no longer guards anything; or the operator
 			// disabled the account, which no sign-in may then complete
 			// (verify-totp has no 423: the next password sign-in says it).
-			return expired, deleteMFAChallenge(tx, key, ch.ExpiresAt)
+			return expired, deleteMFAChallenge(tx, key, ch)
 		}
 		if err := acceptCode(a, a.TOTPSecret, match, now); err != nil {
 			if fault.ErrorCode(err) == "" {
@@ -173,7 +261,7 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 		if err := putAccount(tx, a); err != nil {
 			return nil, err
 		}
-		if err := deleteMFAChallenge(tx, key, ch.ExpiresAt); err != nil {
+		if err := deleteMFAChallenge(tx, key, ch); err != nil {
 			return nil, err
 		}
 		sess.AccountID = a.ID
@@ -181,9 +269,40 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 	})
 }
 
-func deleteMFAChallenge(tx Tx, key []byte, expiresAt time.Time) error {
+func deleteMFAChallenge(tx Tx, key []byte, ch *mfaChallengeRecord) error {
 	if err := tx.Bucket(bucketMFAChallenges).Delete(key); err != nil {
 		return err
 	}
-	return deleteExpiry(tx, expiresAt, kindMFAChallenge, key)
+	if err := tx.Bucket(bucketMFAChallengesByAccount).Delete(join(idPart(ch.AccountID), key)); err != nil {
+		return err
+	}
+	return deleteExpiry(tx, ch.ExpiresAt, kindMFAChallenge, key)
+}
+
+// deleteAccountChallenges deletes every pending sign-in challenge of the
+// account: a sign-in that had verified the password but not yet the second
+// factor can no longer finish.
+func deleteAccountChallenges(tx Tx, accountID string) error {
+	prefix := idPart(accountID)
+	keys, err := prefixKeys(tx.Bucket(bucketMFAChallengesByAccount), prefix)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		key := k[len(prefix):]
+		ch, err := getRecord[mfaChallengeRecord](tx, bucketMFAChallenges, key)
+		if err != nil {
+			return err
+		}
+		if ch == nil {
+			if err := tx.Bucket(bucketMFAChallengesByAccount).Delete(k); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := deleteMFAChallenge(tx, key, ch); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/base64"
 	"net/http"
+	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -36,19 +38,61 @@ type cohortView struct {
 type devicesResponse struct {
 	Sessions []sessionView `json:"sessions"`
 	Cohorts  []cohortView  `json:"cohorts"`
+	// NextCursor is absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// handles "GET /v1/auth/devices": the caller's live sessions, oldest first,
-// and every cohort the account has been seen under.
+// Pages of the session ledger.
+const (
+	devicesDefaultLimit = 100
+	devicesMaxLimit     = 500
+	// cursorLen is a ledger position decoded: 8 bytes of creation time and
+	// a session id (a UUID).
+	cursorLen = 8 + 36
+)
+
+// devicesQuery parses limit (default 100, 1 to 500) and cursor (a page's
+// next_cursor, nil when absent): anything else is a malformed query
+// parameter (400), a limit out of range included.
+func devicesQuery(r *http.Request) (after []byte, limit int, err error) {
+	q := r.URL.Query()
+	limit = devicesDefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > devicesMaxLimit {
+			return nil, 0, fault.FieldErrorf(fault.ECodeMalformed, "limit", "limit must be an integer from 1 to %d", devicesMaxLimit)
+		}
+		limit = n
+	}
+	if v, ok := q["cursor"]; ok {
+		after, err = base64.RawURLEncoding.Strict().DecodeString(v[0])
+		if err != nil || len(after) != cursorLen || !isCanonicalUUID(string(after[8:])) {
+			return nil, 0, fault.FieldErrorf(fault.ECodeMalformed, "cursor", "cursor must be a next_cursor this endpoint gave")
+		}
+	}
+	return after, limit, nil
+}
+
+// handles "GET /v1/auth/devices": one page of the caller's live sessions,
+// oldest first (ties by session_id), and on the first page every cohort the
+// account has been seen under; next_cursor, when present, asks for the next
+// page.
 func (s *Server) handleDevicesList(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	sess := caller(r)
-	ledger, err := s.store.Ledger(sess.AccountID)
+	after, limit, err := devicesQuery(r)
+	if err != nil {
+		return err
+	}
+	ledger, next, err := s.store.LedgerPage(sess.AccountID, after, limit)
 	if err != nil {
 		return err
 	}
 	resp := devicesResponse{
 		Sessions: make([]sessionView, 0, len(ledger.Sessions)),
 		Cohorts:  make([]cohortView, 0, len(ledger.Cohorts)),
+	}
+	if next != nil {
+		resp.NextCursor = base64.RawURLEncoding.EncodeToString(next)
 	}
 	for _, x := range ledger.Sessions {
 		created := formatTime(x.CreatedAt)

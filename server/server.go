@@ -53,6 +53,16 @@ type Config struct {
 	LockoutFailures int
 	LockoutWindow   time.Duration
 
+	// TOTPAttempts wrong codes in any TOTPAttemptWindow are the most an
+	// account's signed-in code checks (verify-enrollment, disable) take;
+	// then 429 until the oldest leaves the window.
+	TOTPAttempts      int
+	TOTPAttemptWindow time.Duration
+	// SessionMaxAge is the absolute lifetime of a refresh chain, from the
+	// sign-in that began it: no refresh extends it, and no token of the
+	// chain outlives it.
+	SessionMaxAge time.Duration
+
 	// Argon2 are the parameters new password hashes are made with.
 	Argon2 password.Params
 
@@ -132,6 +142,9 @@ func DefaultConfig() Config {
 		FreshWindow:        10 * time.Minute,
 		LockoutFailures:    10,
 		LockoutWindow:      15 * time.Minute,
+		TOTPAttempts:       5,
+		TOTPAttemptWindow:  5 * time.Minute,
+		SessionMaxAge:      365 * 24 * time.Hour,
 		Argon2:             password.Default,
 		ProtocolMin:        "2025-01-15",
 		ProtocolMax:        "2026-09-01",

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -39,13 +40,15 @@ type sessionGrant struct {
 // not usable are dropped.
 func (s *Server) newSession(r *http.Request, accountID string, cohortHash, deviceID advisoryString) sessionGrant {
 	now := s.now()
+	end := kv.Deadline(now, s.cfg.SessionMaxAge) // no token outlives its chain
 	sess := &kv.Session{
 		ID:               s.newUUID(),
 		AccountID:        accountID,
+		ChainStartedAt:   now,
 		CreatedAt:        now,
 		AuthenticatedAt:  now,
-		AccessExpiresAt:  kv.Deadline(now, s.cfg.AccessTTL),
-		RefreshExpiresAt: kv.Deadline(now, s.cfg.RefreshTTL),
+		AccessExpiresAt:  earliest(kv.Deadline(now, s.cfg.AccessTTL), end),
+		RefreshExpiresAt: earliest(kv.Deadline(now, s.cfg.RefreshTTL), end),
 		UserAgent:        truncate(r.UserAgent(), 512),
 		IPAddress:        s.clientAddr(r),
 	}
@@ -55,7 +58,23 @@ func (s *Server) newSession(r *http.Request, accountID string, cohortHash, devic
 	if id, ok := parseUUID(string(deviceID)); ok {
 		sess.DeviceID = id
 	}
-	return sessionGrant{session: sess, access: s.newToken(prefixAccess), refresh: s.newToken(prefixRefresh)}
+	var chain [16]byte
+	s.mustRead(chain[:])
+	return sessionGrant{session: sess, access: s.newToken(prefixAccess), refresh: s.newRefreshToken(chain)}
+}
+
+// newRefreshToken returns a fresh refresh token of chain (kv.RefreshToken).
+func (s *Server) newRefreshToken(chain [16]byte) string {
+	var secret [32]byte
+	s.mustRead(secret[:])
+	return kv.RefreshToken(chain, secret)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (g sessionGrant) response() tokenResponse {
@@ -238,7 +257,12 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request, _ httprou
 		return err
 	}
 	grant := s.newSession(r, "", "", "")
-	if err := s.store.Refresh(*req.RefreshToken, grant.session, grant.access, grant.refresh); err != nil {
+	if chain, ok := kv.RefreshChain(*req.RefreshToken); ok {
+		// The next token of the same chain; a token minted before chains
+		// begins one with the fresh id newSession drew.
+		grant.refresh = s.newRefreshToken(chain)
+	}
+	if err := s.store.Refresh(*req.RefreshToken, grant.session, grant.access, grant.refresh, s.cfg.SessionMaxAge); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, grant.response())

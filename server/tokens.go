@@ -9,10 +9,11 @@ import (
 
 // Token prefixes, one per token type.
 const (
-	prefixAccess  = "sbx_at_"
-	prefixRefresh = "sbx_rt_"
-	prefixMFA     = "sbx_mfa_"
-	prefixUpload  = "sbx_up_"
+	prefixAccess = "sbx_at_"
+	prefixMFA    = "sbx_mfa_"
+	prefixUpload = "sbx_up_"
+	// Refresh tokens ("sbx_rt_") name their chain: kv.RefreshToken spells
+	// them.
 	// prefixChallenge marks a revoke-all (global sign-out) challenge.
 	prefixChallenge = "sbx_ch_"
 	// prefixEnrollCode marks the full spelling of an enrollment code.

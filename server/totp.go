@@ -98,6 +98,11 @@ func (s *Server) handleTOTPVerifyEnrollment(w http.ResponseWriter, r *http.Reque
 	return s.applyCode(w, r, s.store.ConfirmTOTP)
 }
 
+// codeLimit bounds the wrong codes of an account's signed-in code checks.
+func (s *Server) codeLimit() kv.CodeLimit {
+	return kv.CodeLimit{Attempts: s.cfg.TOTPAttempts, Window: s.cfg.TOTPAttemptWindow, Name: "totp-attempts"}
+}
+
 // handles "POST /v1/auth/totp/disable": a live code is required; a session
 // alone is not enough.
 func (s *Server) handleTOTPDisable(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -105,8 +110,9 @@ func (s *Server) handleTOTPDisable(w http.ResponseWriter, r *http.Request, _ htt
 }
 
 // applyCode is the body of the bearer endpoints that take a CodeRequest:
-// the store change apply runs only if the code is accepted, and answers 204.
-func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(accountID string, match kv.CodeMatcher) error) error {
+// the store change apply runs only if the code is accepted, and answers 204;
+// past the account's limit of wrong codes, 429 without checking the code.
+func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(accountID string, match kv.CodeMatcher, limit kv.CodeLimit) error) error {
 	sess := caller(r)
 	var req codeRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
@@ -115,7 +121,7 @@ func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(ac
 	if err := req.validate(); err != nil {
 		return err
 	}
-	if err := apply(sess.AccountID, s.codeMatcher(*req.TOTPCode)); err != nil {
+	if err := apply(sess.AccountID, s.codeMatcher(*req.TOTPCode), s.codeLimit()); err != nil {
 		return err
 	}
 	return noContent(w)

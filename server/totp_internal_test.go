@@ -24,7 +24,7 @@ func FuzzMFAToken(f *testing.F) {
 	srv := &Server{cfg: Config{Rand: rand.Reader}}
 	for _, seed := range []string{
 		srv.newToken(prefixMFA),
-		srv.newToken(prefixRefresh),
+		srv.newRefreshToken([16]byte{1}),
 		"sbx_mfa_",
 		"sbx_mfa_" + strings.Repeat("A", 43),
 		"sbx_mfa_" + strings.Repeat("A", 42) + "B", // spare bits set: not canonical
