@@ -62,6 +62,7 @@ func TestShareReadsAreCrossOrigin(t *testing.T) {
 		{"blob 200", "GET", blob, origin, http.StatusOK},
 		{"blob 206", "GET", blob, with("Range", "bytes=10-19"), http.StatusPartialContent},
 		{"blob 304", "GET", blob, with("If-None-Match", etag), http.StatusNotModified},
+		{"blob HEAD 200", "HEAD", blob, origin, http.StatusOK},
 		{"secret 200", "GET", "/s/" + l.id + "/wrapped-secret", origin, http.StatusOK},
 		{"malformed id 400", "GET", "/s/NOT-AN-ID", origin, http.StatusBadRequest},
 		{"unknown link 404", "GET", "/s/" + strings.Repeat("f", 32), origin, http.StatusNotFound},

@@ -21,6 +21,7 @@ func (s *Server) registerShareRoutes() {
 	s.handle(http.MethodDelete, "/v1/shares/:opaque_id", s.bearer(s.handleShareRevoke))
 	s.handle(http.MethodGet, "/s/:opaque_id", s.shareRead(s.handleShareMetadata))
 	s.handle(http.MethodGet, "/s/:opaque_id/blob/:hash", s.shareRead(s.handleShareBlob))
+	s.handle(http.MethodHead, "/s/:opaque_id/blob/:hash", s.shareRead(s.handleShareBlob))
 	s.handle(http.MethodGet, "/s/:opaque_id/wrapped-secret", s.shareRead(s.handleShareSecret))
 }
 
@@ -164,8 +165,10 @@ func (s *Server) handleShareMetadata(w http.ResponseWriter, r *http.Request, ps 
 	return writeJSON(w, http.StatusOK, sharedMetadataResponse{MetadataHash: sh.MetadataHash, PassphraseProtected: sh.WrappedSecret != nil})
 }
 
-// handles "GET /s/:opaque_id/blob/:hash": one blob the link names, with
-// ranges and conditionals per server/PROTOCOL.md §7. The store's read transaction has
+// handles "GET /s/:opaque_id/blob/:hash" and its HEAD (the headers alone,
+// so a page learns a blob's size before its ranged reads; a HEAD spends a
+// share-read token like a GET): one blob the link names, with ranges and
+// conditionals per server/PROTOCOL.md §7. The store's read transaction has
 // ended before the file is opened and streamed.
 func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	id, err := pathParam(ps, "opaque_id", isOpaqueID)

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -511,4 +512,23 @@ func TestShareReferrerPolicyOnEveryAnswer(t *testing.T) {
 			t.Errorf("GET %s (%d): Referrer-Policy %q", p, r.Status, got)
 		}
 	}
+}
+
+// TestShareBlobHead: a HEAD of a shared blob answers the headers its GET
+// would (the size in Content-Length, a range's Content-Range, the ETag)
+// with no body, and a HEAD of a blob the link does not name is the same 404.
+func TestShareBlobHead(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "head@example.org")
+	l := ts.newLink(t, tok.Access)
+	blob := "/s/" + l.id + "/blob/" + hashOf(l.content)
+	r := ts.Do(t, Req{Method: "HEAD", Path: blob}).WantStatus(t, http.StatusOK)
+	wantHeader(t, r, "Content-Length", strconv.Itoa(len(l.content)))
+	wantHeader(t, r, "ETag", `"`+hashOf(l.content)+`"`)
+	if len(r.Body) != 0 {
+		t.Errorf("HEAD answered %d body bytes", len(r.Body))
+	}
+	r = ts.Do(t, Req{Method: "HEAD", Path: blob, Header: map[string]string{"Range": "bytes=0-9"}}).WantStatus(t, http.StatusPartialContent)
+	wantHeader(t, r, "Content-Range", "bytes 0-9/"+strconv.Itoa(len(l.content)))
+	ts.Do(t, Req{Method: "HEAD", Path: "/s/" + l.id + "/blob/" + strings.Repeat("e", 64)}).WantStatus(t, http.StatusNotFound)
 }
