@@ -58,6 +58,15 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		src = newest
 	}
 	rep.From = src
+	// Everything that is not a blob is checked before anything is written:
+	// a refused backup leaves nothing behind.
+	if err := requireRegular(filepath.Join(src, DBFile)); err != nil {
+		return rep, err
+	}
+	keys, err := readKeys(src)
+	if err != nil {
+		return rep, err
+	}
 	existed, err := prepareEmptyDir(dst)
 	if err != nil {
 		return rep, err
@@ -71,7 +80,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	if err := copyStore(filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout); err != nil {
 		return rep, err
 	}
-	if err := copyKeys(src, dst); err != nil {
+	if err := writeKeys(dst, keys); err != nil {
 		return rep, err
 	}
 	store, err := kv.Open(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
@@ -194,7 +203,9 @@ func undoRestore(dst string, existed bool) error {
 // copyStore copies the store file src to dst durably, as of one read
 // transaction of src.
 func copyStore(src, dst string, timeout time.Duration) error {
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	// The restored store is a live one: only the server's user reads it,
+	// as when serve creates it.
+	f, err := createExclusive(dst, 0o600)
 	if err != nil {
 		return err
 	}
