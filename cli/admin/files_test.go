@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,9 @@ func wantKeysCopied(t *testing.T, ops *admin.Ops, dest string) {
 			t.Errorf("%s in the backup differs from the data directory's", name)
 		}
 	}
+	if fi, err := os.Lstat(filepath.Join(dest, admin.DBFile)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o027 != 0 {
+		t.Errorf("the store in the backup: %v, %v; want a regular file no one else may write, others may not read", fi, err)
+	}
 }
 
 // TestBackupNeverWritesThroughAPlantedFile: symlinks planted at the names a
@@ -116,22 +120,33 @@ func TestBackupNeverWritesThroughAPlantedFile(t *testing.T) {
 // the directory is sticky and owned by the server's user.
 func TestBackupRefusesADestinationOthersCanWrite(t *testing.T) {
 	ops := keyedOps(t)
+	me, nobody := os.Geteuid(), 65534
 	cases := []struct {
-		mode os.FileMode
-		ok   bool
+		mode  os.FileMode
+		owner int
+		ok    bool
 	}{
-		{0o700, true},
-		{0o750, true},
-		{0o770, false},
-		{0o777, false},
-		{0o757, false},
-		{0o777 | os.ModeSticky, true},
+		{0o700, me, true},
+		{0o750, me, true},
+		{0o770, me, false},
+		{0o777, me, false},
+		{0o757, me, false},
+		{0o777 | os.ModeSticky, me, true},
+		{0o777 | os.ModeSticky, nobody, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.mode.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s owned by %d", tc.mode, tc.owner), func(t *testing.T) {
 			dest := filepath.Join(t.TempDir(), "backup")
 			if err := os.Mkdir(dest, 0o700); err != nil {
 				t.Fatal(err)
+			}
+			if tc.owner != me {
+				if me != 0 {
+					t.Skip("giving a directory to another user takes root")
+				}
+				if err := os.Chown(dest, tc.owner, -1); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := os.Chmod(dest, tc.mode); err != nil {
 				t.Fatal(err)
