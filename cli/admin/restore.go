@@ -88,16 +88,41 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		return rep, err
 	}
 	defer store.Close()
-	dstBlobs, err := blobs.Open(filepath.Join(dst, BlobsDir))
+	problems, err := restoreBlobs(ctx, store, src, dst, &rep, progress)
 	if err != nil {
 		return rep, err
 	}
-	srcBlobs := blobs.OpenReadOnly(filepath.Join(src, BlobsDir))
+	// The blobs were just hashed as they were copied; what is left of check
+	// --deep is the store's own consistency and its references.
+	storeProblems, err := checkRestoredStore(store)
+	if err != nil {
+		return rep, err
+	}
+	problems = append(problems, storeProblems...)
+	if len(problems) > 0 {
+		shown := problems[:min(len(problems), maxRestoreProblems)]
+		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))
+	}
+	if err := blobs.SyncDir(dst); err != nil {
+		return rep, err
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
 
+// restoreBlobs copies every blob the restored store references from the
+// backup src into dst, re-hashing each, and returns the problems found (a
+// blob missing, or not whole); err is for what stops the copy.
+func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *RestoreReport, progress func(Progress)) ([]string, error) {
+	dstBlobs, err := blobs.Open(filepath.Join(dst, BlobsDir))
+	if err != nil {
+		return nil, err
+	}
+	srcBlobs := blobs.OpenReadOnly(filepath.Join(src, BlobsDir))
 	var problems []string
 	p, err := startProgress(store)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	report := func() {
 		if progress != nil {
@@ -135,37 +160,31 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		}
 		return nil
 	})
-	if err != nil {
-		return rep, err
-	}
-	// The blobs were just hashed as they were copied; what is left of check
-	// --deep is the store's own consistency and its references.
+	return problems, err
+}
+
+// checkRestoredStore runs the store's own checks on the restored copy
+// (bbolt's page check, references to unrecorded blobs, the transparency
+// log) and returns the problems found.
+func checkRestoredStore(store *kv.Store) ([]string, error) {
+	var problems []string
 	integrity, err := store.CheckIntegrity()
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	for _, e := range integrity {
 		problems = append(problems, "store: "+e.Error())
 	}
 	dangling, err := store.DanglingReferences(maxRestoreProblems)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	problems = append(problems, dangling...)
 	logProblems, err := store.CheckLog(maxRestoreProblems)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
-	problems = append(problems, logProblems...)
-	if len(problems) > 0 {
-		shown := problems[:min(len(problems), maxRestoreProblems)]
-		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))
-	}
-	if err := blobs.SyncDir(dst); err != nil {
-		return rep, err
-	}
-	rep.Elapsed = time.Since(start)
-	return rep, nil
+	return append(problems, logProblems...), nil
 }
 
 // prepareEmptyDir makes sure dir exists and is empty, and reports whether
