@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"sealbox/cli/admin"
 	"sealbox/server"
 )
 
@@ -35,22 +36,14 @@ func loadLogKey(path, origin string) (server.LogKey, error) {
 	} else if err != nil {
 		return server.LogKey{}, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(lines) != 2 {
-		return server.LogKey{}, fmt.Errorf("%s is not a transparency log key (two lines: signer key, verifier key)", path)
-	}
-	signer, err := note.NewSigner(lines[0])
+	signer, verifierKey, err := admin.ParseLogKey(raw)
 	if err != nil {
 		return server.LogKey{}, fmt.Errorf("%s: %w", path, err)
-	}
-	verifier, err := note.NewVerifier(lines[1])
-	if err != nil || verifier.Name() != signer.Name() || verifier.KeyHash() != signer.KeyHash() {
-		return server.LogKey{}, fmt.Errorf("%s: the verifier key is not the signer's", path)
 	}
 	if origin != "" && origin != signer.Name() {
 		return server.LogKey{}, fmt.Errorf("the transparency log's origin is %q, fixed when its key was made; --log-origin %q differs", signer.Name(), origin)
 	}
-	return server.LogKey{Signer: signer, VerifierKey: lines[1]}, nil
+	return server.LogKey{Signer: signer, VerifierKey: verifierKey}, nil
 }
 
 // defaultLogOrigin is sealbox/<host name>, or sealbox/localhost when the

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,6 +230,63 @@ A backup written by an older sealbox is migrated in the copy.`,
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %d blobs (%s) verified, in %s; start it with: sealbox serve --data %s\n",
 			rep.From, rep.Dest, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), rep.Dest)
+		return nil
+	}
+	return cmd
+}
+
+func newCompactCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "compact",
+		Short: "Give the store file's free pages back to the filesystem (server stopped)",
+		Long: `compact rewrites the data directory's store file (sealbox.db) without the pages
+bbolt keeps free after deletes: the file never shrinks by itself, so after a burst
+that was deleted again (a drained relay flood, a mass sweep) it stays at its peak.
+
+Stop the server first: compact refuses while a server holds the store. The
+compacted copy is written beside the store, fsynced, opened again and checked
+(bbolt's page check, and every record compared with the original) before it is
+renamed over sealbox.db. The file as it was is kept as sealbox.db.old: delete it
+once the server has started on the compacted store. It needs free space for the
+compacted copy (at most the live data's size).
+
+With --store postgres://, there is nothing to do: PostgreSQL's autovacuum reuses
+freed space by itself.`,
+		Args: cobra.NoArgs,
+	}
+	loc := addDataFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		for _, name := range []string{"data", "store", "blobs"} {
+			if err := bindFlagEnv(cmd.Flag(name)); err != nil {
+				return err
+			}
+		}
+		if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if loc.shared() {
+			fmt.Fprintf(out, "the store is in PostgreSQL (%s): its autovacuum reuses freed space by itself; nothing to do\n", loc.describeStore())
+			return nil
+		}
+		sock := filepath.Join(loc.Data, adminSocket)
+		if _, err := admin.Dial(sock, adminAnswerTimeout); err == nil {
+			return fmt.Errorf("a server is running on %s (it answers on %s): stop it, then compact", loc.Data, sock)
+		} else if !errors.Is(err, admin.ErrNoServer) {
+			return fmt.Errorf("%w; not compacting the store while that process may hold it", err)
+		}
+		path := filepath.Join(loc.Data, dbFile)
+		rep, err := kv.CompactFile(path, adminOpenTimeout)
+		switch {
+		case errors.Is(err, kv.ErrLocked):
+			return fmt.Errorf("%s is held by another process (a running server?): stop it, then compact", path)
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", loc.Data, dbFile)
+		case err != nil:
+			return err
+		}
+		fmt.Fprintf(out, "compacted %s: %s before, %s after (%d records, checked)\n", rep.Path, humanBytes(rep.BytesBefore), humanBytes(rep.BytesAfter), rep.Keys)
+		fmt.Fprintf(out, "the store as it was is kept as %s: once the server has started on the compacted store, delete it: rm %s\n", rep.Old, rep.Old)
 		return nil
 	}
 	return cmd

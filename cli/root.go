@@ -37,7 +37,7 @@ func NewRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(), newVersionCmd(), newHealthcheckCmd(), newDevCmd())
+	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(), newCompactCmd(), newVersionCmd(), newHealthcheckCmd(), newDevCmd())
 	return root
 }
 

@@ -283,7 +283,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go onHangup(ctx, hup, reload, log)
-	stopAdmin, err := serveAdmin(filepath.Join(s.Data, adminSocket), newOps(s.Location, store, blobStore, s.Config.Argon2))
+	stopAdmin, err := serveAdmin(filepath.Join(s.Data, adminSocket), newOps(s.Location, store, blobStore, s.Config.Argon2), log)
 	if err != nil {
 		srv.Close(context.Background())
 		return err
@@ -431,9 +431,20 @@ func serveMetrics(addr string, h http.Handler) (func(), error) {
 }
 
 // serveAdmin serves the operator's operations on the unix socket at path
-// (mode 0600) and returns the function that stops it and removes the file.
-func serveAdmin(path string, ops *admin.Ops) (func(), error) {
-	ln, err := admin.Listen(path)
+// (mode 0600, and only to this process's user and root: admin.Listen) and
+// returns the function that stops it and removes the file. Each connection
+// refused is logged with its peer's uid.
+func serveAdmin(path string, ops *admin.Ops, log zerolog.Logger) (func(), error) {
+	ln, err := admin.Listen(path, admin.ListenOptions{
+		Refused: func(uid uint32, err error) {
+			ev := log.Warn().Str("socket", path)
+			if err != nil {
+				ev.Err(err).Msg("admin socket: connection refused: its peer's uid could not be read")
+				return
+			}
+			ev.Uint32("peer_uid", uid).Msg("admin socket: connection refused: only the server's user and root may use it")
+		},
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,6 +78,9 @@ func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progr
 	if err := os.MkdirAll(dest, 0o700); err != nil {
 		return BackupReport{Dest: dest}, err
 	}
+	if err := checkPrivateDir(dest); err != nil {
+		return BackupReport{Dest: dest}, err
+	}
 	if same, err := sameDir(dest, o.DataDir); err != nil || same {
 		return BackupReport{Dest: dest}, errors.Join(err, fmt.Errorf("the backup destination must not be the data directory"))
 	}
@@ -101,6 +102,10 @@ func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progr
 // is hard-linked from prev when prev holds it, and copied otherwise.
 func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Store, progress func(Progress)) (BackupReport, error) {
 	rep := BackupReport{Dest: dir}
+	keys, err := readKeys(o.DataDir)
+	if err != nil {
+		return rep, err
+	}
 	destBlobs, err := blobs.Open(filepath.Join(dir, BlobsDir))
 	if err != nil {
 		return rep, err
@@ -118,7 +123,7 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Store, pro
 	if err != nil {
 		return rep, err
 	}
-	if err := copyKeys(o.DataDir, dir); err != nil {
+	if err := writeKeys(dir, keys); err != nil {
 		return rep, err
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, DBFile)); err != nil {
@@ -259,8 +264,10 @@ func NewestGeneration(root string) string {
 	return filepath.Join(root, gens[len(gens)-1])
 }
 
+// writeSnapshot writes the store's snapshot into a new file at path (a
+// temporary name, renamed once the backup is complete).
 func (o *Ops) writeSnapshot(path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := createTemp(path, storeMode)
 	if err != nil {
 		return 0, err
 	}
@@ -360,43 +367,6 @@ func eachBlob(s *kv.Store, fn func(kv.Blob) error) error {
 		}
 		after = page[len(page)-1].Hash
 	}
-}
-
-// copyKeys copies the key files a data directory holds from src to dst.
-func copyKeys(src, dst string) error {
-	for _, name := range []string{KeyFile, LogKeyFile} {
-		if err := copyFileDurably(filepath.Join(src, name), filepath.Join(dst, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyFileDurably copies src to dst through a temporary file that is
-// fsynced and renamed into place.
-func copyFileDurably(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := dst + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, dst)
 }
 
 func sameDir(a, b string) (bool, error) {

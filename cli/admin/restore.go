@@ -58,6 +58,15 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		src = newest
 	}
 	rep.From = src
+	// Everything that is not a blob is checked before anything is written:
+	// a refused backup leaves nothing behind.
+	if err := requireRegular(filepath.Join(src, DBFile)); err != nil {
+		return rep, err
+	}
+	keys, err := readKeys(src)
+	if err != nil {
+		return rep, err
+	}
 	existed, err := prepareEmptyDir(dst)
 	if err != nil {
 		return rep, err
@@ -71,7 +80,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	if err := copyStore(filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout); err != nil {
 		return rep, err
 	}
-	if err := copyKeys(src, dst); err != nil {
+	if err := writeKeys(dst, keys); err != nil {
 		return rep, err
 	}
 	store, err := kv.Open(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
@@ -79,16 +88,41 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		return rep, err
 	}
 	defer store.Close()
-	dstBlobs, err := blobs.Open(filepath.Join(dst, BlobsDir))
+	problems, err := restoreBlobs(ctx, store, src, dst, &rep, progress)
 	if err != nil {
 		return rep, err
 	}
-	srcBlobs := blobs.OpenReadOnly(filepath.Join(src, BlobsDir))
+	// The blobs were just hashed as they were copied; what is left of check
+	// --deep is the store's own consistency and its references.
+	storeProblems, err := checkRestoredStore(store)
+	if err != nil {
+		return rep, err
+	}
+	problems = append(problems, storeProblems...)
+	if len(problems) > 0 {
+		shown := problems[:min(len(problems), maxRestoreProblems)]
+		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))
+	}
+	if err := blobs.SyncDir(dst); err != nil {
+		return rep, err
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
 
+// restoreBlobs copies every blob the restored store references from the
+// backup src into dst, re-hashing each, and returns the problems found (a
+// blob missing, or not whole); err is for what stops the copy.
+func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *RestoreReport, progress func(Progress)) ([]string, error) {
+	dstBlobs, err := blobs.Open(filepath.Join(dst, BlobsDir))
+	if err != nil {
+		return nil, err
+	}
+	srcBlobs := blobs.OpenReadOnly(filepath.Join(src, BlobsDir))
 	var problems []string
 	p, err := startProgress(store)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	report := func() {
 		if progress != nil {
@@ -126,37 +160,31 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		}
 		return nil
 	})
-	if err != nil {
-		return rep, err
-	}
-	// The blobs were just hashed as they were copied; what is left of check
-	// --deep is the store's own consistency and its references.
+	return problems, err
+}
+
+// checkRestoredStore runs the store's own checks on the restored copy
+// (bbolt's page check, references to unrecorded blobs, the transparency
+// log) and returns the problems found.
+func checkRestoredStore(store *kv.Store) ([]string, error) {
+	var problems []string
 	integrity, err := store.CheckIntegrity()
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	for _, e := range integrity {
 		problems = append(problems, "store: "+e.Error())
 	}
 	dangling, err := store.DanglingReferences(maxRestoreProblems)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	problems = append(problems, dangling...)
 	logProblems, err := store.CheckLog(maxRestoreProblems)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
-	problems = append(problems, logProblems...)
-	if len(problems) > 0 {
-		shown := problems[:min(len(problems), maxRestoreProblems)]
-		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))
-	}
-	if err := blobs.SyncDir(dst); err != nil {
-		return rep, err
-	}
-	rep.Elapsed = time.Since(start)
-	return rep, nil
+	return append(problems, logProblems...), nil
 }
 
 // prepareEmptyDir makes sure dir exists and is empty, and reports whether
@@ -194,7 +222,9 @@ func undoRestore(dst string, existed bool) error {
 // copyStore copies the store file src to dst durably, as of one read
 // transaction of src.
 func copyStore(src, dst string, timeout time.Duration) error {
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	// The restored store is a live one: only the server's user reads it,
+	// as when serve creates it.
+	f, err := createExclusive(dst, 0o600)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -23,8 +24,8 @@ import (
 // operation starts, followed by {"result": ...} or {"error": ...} once it
 // ends. Sending the headers at once lets the client bound the wait for them
 // (a stopped server never sends them) without cutting a check or gc that
-// runs for hours. Only the owner of the data directory can connect (the
-// socket is mode 0600).
+// runs for hours. Only the server's user and root can connect: the socket
+// is mode 0600, and the server checks every peer's uid (Listen).
 
 // args carries every operation's arguments; each uses its own fields.
 type args struct {
@@ -141,21 +142,82 @@ func writeAnswer(w http.ResponseWriter, res any, err error) {
 	json.NewEncoder(w).Encode(a)
 }
 
-// Listen opens the admin socket at path, readable and writable by the
-// owner only. A stale socket file from a crashed server is replaced.
-func Listen(path string) (net.Listener, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+// ListenOptions say who may use the admin socket, and who is told of the
+// others.
+type ListenOptions struct {
+	// Allowed says whether a peer running as uid may use the socket; nil
+	// allows this process's user and root.
+	Allowed func(uid uint32) bool
+	// Refused, when set, is told of every connection refused: its peer's
+	// uid, or why that could not be read (err).
+	Refused func(uid uint32, err error)
+}
+
+// Listen opens the admin socket at path, and accepts on it only
+// connections whose peer runs as a user opts allow (the kernel's record of
+// the peer, SO_PEERCRED); the others are closed at once and reported.
+//
+// The socket is bound in a new private directory (mode 0700 whatever the
+// umask: it can only remove bits), made mode 0600 there, and only then
+// renamed to path, replacing any stale socket a crashed server left. So it
+// is never reachable with the permissions the umask gave it, and the
+// process-wide umask is never changed under other goroutines.
+func Listen(path string, opts ListenOptions) (net.Listener, error) {
+	if opts.Allowed == nil {
+		opts.Allowed = serverOrRoot
 	}
-	ln, err := net.Listen("unix", path)
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".admin-")
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+	defer os.Remove(dir)
+	private := filepath.Join(dir, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: private, Net: "unix"})
+	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	return ln, nil
+	// The name it was bound to is gone once renamed; the server's stop
+	// removes path.
+	ln.SetUnlinkOnClose(false)
+	err = os.Chmod(private, 0o600)
+	if err == nil {
+		err = os.Rename(private, path)
+	}
+	if err != nil {
+		ln.Close()
+		os.Remove(private)
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	return &peerCheckedListener{UnixListener: ln, opts: opts}, nil
+}
+
+// serverOrRoot allows this process's own user and root.
+func serverOrRoot(uid uint32) bool {
+	return uid == 0 || int64(uid) == int64(os.Geteuid())
+}
+
+// peerCheckedListener hands the server only the connections whose peer
+// opts allow.
+type peerCheckedListener struct {
+	*net.UnixListener
+	opts ListenOptions
+}
+
+func (l *peerCheckedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := peerUID(c)
+		if err == nil && l.opts.Allowed(uid) {
+			return c, nil
+		}
+		c.Close()
+		if l.opts.Refused != nil {
+			l.opts.Refused(uid, err)
+		}
+	}
 }
 
 // Client calls a running server's admin socket.

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,5 +157,146 @@ func TestSlowOperationsAreNotCut(t *testing.T) {
 	rep, err := c.Backup(ctx, "/backup", admin.BackupOptions{}, func(p admin.Progress) { progress = append(progress, p) })
 	if err != nil || rep.Dest != "/backup" || rep.BlobsCopied != 1 || len(progress) != 1 {
 		t.Fatalf("backup: %+v, %v, progress %v", rep, err, progress)
+	}
+}
+
+// usersOps answers Users with one user; its other operations are not
+// called.
+type usersOps struct {
+	admin.Admin
+}
+
+func (usersOps) Users(context.Context) ([]admin.User, error) {
+	return []admin.User{{Email: "a@example.org"}}, nil
+}
+
+// serveListener serves the admin handler on ln until the test ends.
+func serveListener(t *testing.T, ln net.Listener) {
+	t.Helper()
+	srv := &http.Server{Handler: admin.Handler(usersOps{})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// TestAdminSocketChecksItsPeer: the server hands a connection on only when
+// its peer's uid (as the kernel recorded it) is allowed: by default this
+// process's user and root; any other is closed at once and reported. Tests
+// run as one user, so the refused path is shown by allowing everyone but
+// it.
+func TestAdminSocketChecksItsPeer(t *testing.T) {
+	me := uint32(os.Geteuid())
+	cases := []struct {
+		name    string
+		allowed func(uint32) bool
+		refused bool
+	}{
+		{"the server's user, by default", nil, false},
+		{"a user other than the peer's", func(uid uint32) bool { return uid != me }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "admin.sock")
+			var mu sync.Mutex
+			var refusedUIDs []uint32
+			ln, err := admin.Listen(path, admin.ListenOptions{Allowed: tc.allowed, Refused: func(uid uint32, err error) {
+				if err != nil {
+					t.Errorf("the peer's uid was not read: %v", err)
+				}
+				mu.Lock()
+				refusedUIDs = append(refusedUIDs, uid)
+				mu.Unlock()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			serveListener(t, ln)
+			c, err := admin.Dial(path, answerTimeout)
+			if !tc.refused {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if users, err := c.Users(context.Background()); err != nil || len(users) != 1 {
+					t.Fatalf("users: %v, %v", users, err)
+				}
+				if len(refusedUIDs) > 0 {
+					t.Fatalf("refused %v", refusedUIDs)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("a peer whose uid is not allowed was served")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(refusedUIDs) != 1 || refusedUIDs[0] != me {
+				t.Fatalf("refusals reported: %v, want one of uid %d", refusedUIDs, me)
+			}
+		})
+	}
+}
+
+// TestAdminSocketIsPrivateUnderAnyUmask: with umask 000 and a data
+// directory anyone can read, the socket is mode 0600 from the moment it
+// has its name (it is made private before it is renamed there), no other
+// file is left beside it, and a stale socket is replaced. A watcher polls
+// the name while the socket is made again and again: it must never see
+// another mode.
+func TestAdminSocketIsPrivateUnderAnyUmask(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "admin.sock")
+	stop := make(chan struct{})
+	seen := make(chan os.FileMode, 1)
+	go func() {
+		defer close(seen)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if fi, err := os.Lstat(path); err == nil && fi.Mode().Perm() != 0o600 {
+				seen <- fi.Mode()
+				return
+			}
+		}
+	}()
+	for range 200 {
+		os.Remove(path)
+		ln, err := admin.Listen(path, admin.ListenOptions{})
+		if err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+		ln.Close()
+	}
+	close(stop)
+	if mode, ok := <-seen; ok {
+		t.Fatalf("the socket had mode %s at its name", mode)
+	}
+
+	// A stale socket left by the loop above is replaced.
+	ln, err := admin.Listen(path, admin.ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveListener(t, ln)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the socket: %s, want a socket of mode 0600", fi.Mode())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("the data directory holds %d entries, want the socket alone", len(entries))
+	}
+	if _, err := admin.Dial(path, answerTimeout); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,28 @@
+package admin
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerUID is the uid the peer of c ran as when it connected, as the kernel
+// recorded it (SO_PEERCRED): a peer cannot claim another.
+func peerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	err = raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err == nil {
+		err = credErr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return cred.Uid, nil
+}
