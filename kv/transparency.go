@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -128,6 +129,11 @@ var ErrTileNotFound = errors.New("kv: the log holds no such tile")
 // never change after.
 func (s *Store) LogTile(t tlog.Tile) ([]byte, error) {
 	var data []byte
+	// The tile's first index, N<<H, must be an int64: a larger N lies past
+	// any tree, and shifted anyway it wraps round to a tile that does exist.
+	if t.N < 0 || t.N > math.MaxInt64>>uint(t.H)-1 {
+		return nil, ErrTileNotFound
+	}
 	err := s.view(func(tx Tx) error {
 		width := int64(t.W)
 		start := t.N << uint(t.H)

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -286,4 +287,96 @@ func TestTransparencyLogSurvivesRestart(t *testing.T) {
 	}
 	log.proveConsistent(first, third)
 	log.proveIncluded(third, 2, logRecord(aliceID, 3, directoryBody(t, 3, 3), aliceKey))
+}
+
+// memHashes is a tlog.HashReader over hashes computed in the test.
+type memHashes map[int64]tlog.Hash
+
+func (m memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		h, ok := m[idx]
+		if !ok {
+			return nil, fmt.Errorf("no hash at %d", idx)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// TestTransparencyTileIsTheNamedTile: every tile the server answers 200 is
+// the tile its path names, computed here from the records alone; a tile the
+// tree cannot hold (past its end, or so far that its first index overflows
+// an int64, such as entries N=2^62, which once wrapped round to record 0) is
+// 404, never 200 nor 500.
+func TestTransparencyTileIsTheNamedTile(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	aliceID := ts.UserID(t, alice.Access)
+	hashes := memHashes{}
+	var records [][]byte
+	for v := uint64(1); v <= 3; v++ {
+		body := directoryBody(t, v, v)
+		ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), body).WantStatus(t, 200)
+		rec := logRecord(aliceID, v, body, aliceKey)
+		stored, err := tlog.StoredHashes(int64(len(records)), rec, hashes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range stored {
+			hashes[tlog.StoredHashIndex(0, int64(len(records)))+int64(i)] = h
+		}
+		records = append(records, rec)
+	}
+	size := int64(len(records))
+	want := func(tile tlog.Tile) ([]byte, bool) {
+		if tile.L < 0 {
+			if tile.N != 0 || int64(tile.W) > size {
+				return nil, false
+			}
+			var b []byte
+			for _, rec := range records[:tile.W] {
+				b = binary.BigEndian.AppendUint16(b, uint16(len(rec)))
+				b = append(b, rec...)
+			}
+			return b, true
+		}
+		if tile.N != 0 || tile.L >= 2 || int64(tile.W) > size>>(8*tile.L) {
+			return nil, false
+		}
+		data, err := tlog.ReadTileData(tile, hashes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data, true
+	}
+	named := []tlog.Tile{{H: 8, L: -1, N: 1 << 62, W: 1}, {H: 8, L: -1, N: 1<<55 - 1, W: 256}, {H: 8, L: 0, N: 1 << 62, W: 3}}
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	for range 400 {
+		tile := tlog.Tile{H: 8, L: rng.IntN(5) - 1, W: 1 + rng.IntN(4)}
+		if tile.W == 4 {
+			tile.W = 256
+		}
+		switch rng.IntN(3) {
+		case 0:
+			tile.N = rng.Int64N(3)
+		case 1:
+			tile.N = int64(1) << rng.IntN(63)
+		default:
+			tile.N = rng.Int64()
+		}
+		named = append(named, tile)
+	}
+	for _, tile := range named {
+		path := c2spPath(tile)
+		r := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/tile/" + path})
+		body, exists := want(tile)
+		if !exists {
+			r.WantProblem(t, 404, fault.ECodeNotFound)
+			continue
+		}
+		if r.Status != 200 || !bytes.Equal(r.Body, body) {
+			t.Fatalf("tile %s: %d, %d bytes; want 200 with the %d bytes of the tile it names", path, r.Status, len(r.Body), len(body))
+		}
+	}
 }
