@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"sealbox/kv/fault"
 	"sealbox/server/hybridsig/hybridsigtest"
 )
 
@@ -223,6 +224,40 @@ func TestDirectoryPublishRefusals(t *testing.T) {
 	ts.publish(t, tok.Access, key, cborHead("\xbf", "\x01\x02", dvKey, "\x1b\x00\x00\x00\x01\x00\x00\x00\x00", "\xff")).WantStatus(t, 200)
 	// Nothing refused above pinned another key.
 	ts.publish(t, tok.Access, bobKey.PublicKeyBase64(), directoryBody(t, 1<<33, 1)).WantProblem(t, 403, "error.directory.identity_key_mismatch")
+}
+
+// TestDirectoryVersionBound: a version above 2^53-1 is 422
+// error.request.invalid naming directory_version and stores nothing, so a
+// stolen token cannot publish 2^64-1 and leave the owner no version above
+// it; 2^53-1 itself is accepted.
+func TestDirectoryVersionBound(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	key := aliceKey.PublicKeyBase64()
+	cases := []struct {
+		name    string
+		version uint64
+		status  int
+	}{
+		{"2^64-1", 1<<64 - 1, 422},
+		{"2^63", 1 << 63, 422},
+		{"2^53", 1 << 53, 422},
+		{"2^53-1", 1<<53 - 1, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.publish(t, tok.Access, key, directoryBody(t, tc.version, 1))
+			if tc.status == 200 {
+				r.WantStatus(t, 200)
+				return
+			}
+			if p := r.WantProblem(t, tc.status, fault.ECodeInvalid); p["field"] != "directory_version" {
+				t.Fatalf("problem field %v, want directory_version", p["field"])
+			}
+			ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + ts.UserID(t, tok.Access), Token: tok.Access}).
+				WantProblem(t, 404, fault.ECodeDirectoryNotFound)
+		})
+	}
 }
 
 // TestDirectoryOtherKeyTypes: beside directory_version, a top-level key of
