@@ -111,7 +111,8 @@ type channelRecord struct {
 // RedeemEnrollmentCode spends a code by either spelling (fallback tells
 // which one spelling is) and opens channel channelID for the account that
 // issued the code, until channelExpiresAt. Both spellings are spent together.
-// An unknown, expired or spent code is error.enrollment.code_refused.
+// An unknown, expired or spent code, or one of a disabled account, is
+// error.enrollment.code_refused.
 func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time) error {
 	return s.update(func(tx Tx) error {
 		refused := fault.Errorf(fault.ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
@@ -129,6 +130,9 @@ func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID s
 		}
 		if rec == nil || !s.now().Before(rec.ExpiresAt) {
 			return refused
+		}
+		if active, err := ownerActive(tx, rec.AccountID); err != nil || !active {
+			return cmp.Or(err, error(refused))
 		}
 		if err := deleteEnrollCode(tx, key, rec); err != nil {
 			return err
@@ -149,7 +153,8 @@ func putChannel(tx Tx, key []byte, ch *channelRecord, isNew bool) error {
 }
 
 // liveChannel returns the channel a handle names, or
-// error.relay.channel_not_found when it is unknown or expired.
+// error.relay.channel_not_found when it is unknown or expired, or the
+// account that opened it is disabled.
 func liveChannel(tx Tx, key []byte, now time.Time) (*channelRecord, error) {
 	ch, err := getRecord[channelRecord](tx, bucketRelayChannels, key)
 	if err != nil {
@@ -157,6 +162,9 @@ func liveChannel(tx Tx, key []byte, now time.Time) (*channelRecord, error) {
 	}
 	if ch == nil || reached(ch.ExpiresAt, now) {
 		return nil, errChannelNotFound()
+	}
+	if active, err := ownerActive(tx, ch.AccountID); err != nil || !active {
+		return nil, cmp.Or(err, errChannelNotFound())
 	}
 	return ch, nil
 }

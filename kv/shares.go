@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -77,8 +78,8 @@ func (rec *shareRecord) expired(now time.Time) bool {
 	return !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt)
 }
 
-// liveShare returns the link the opaque id names when it is live at now, else
-// ErrShareNotFound.
+// liveShare returns the link the opaque id names when it is live at now and
+// its owner is not disabled, else ErrShareNotFound.
 func liveShare(tx Tx, key []byte, now time.Time) (*shareRecord, error) {
 	rec, err := getShare(tx, key)
 	if err != nil {
@@ -86,6 +87,9 @@ func liveShare(tx Tx, key []byte, now time.Time) (*shareRecord, error) {
 	}
 	if rec == nil || rec.Revoked || rec.expired(now) {
 		return nil, ErrShareNotFound
+	}
+	if active, err := ownerActive(tx, rec.AccountID); err != nil || !active {
+		return nil, cmp.Or(err, error(ErrShareNotFound))
 	}
 	return rec, nil
 }
@@ -216,8 +220,9 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 			if err != nil {
 				return err
 			}
-			read = sharedBlobRead{share: share, blob: rec}
-			return nil
+			active, err := ownerActive(tx, share.AccountID)
+			read = sharedBlobRead{share: share, blob: rec, ownerDisabled: !active}
+			return err
 		})
 		return read, read.share != nil, err
 	})
@@ -225,8 +230,9 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 		return Blob{}, err
 	}
 	// Whether the link is live is decided on every call, cached or not: it
-	// expires with the clock, not with a write.
-	if read.share == nil || read.share.Revoked || read.share.expired(s.now()) {
+	// expires with the clock, not with a write. Disabling the owner is a
+	// write, so no entry read before it is used after it.
+	if read.share == nil || read.share.Revoked || read.ownerDisabled || read.share.expired(s.now()) {
 		return Blob{}, ErrShareNotFound
 	}
 	if read.blob == nil {
@@ -238,8 +244,10 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 
 // sharedBlobRead is what SharedBlob reads of a link and one blob it names:
 // share is nil when the link is unknown or does not serve the blob, blob
-// nil when the blob has no record.
+// nil when the blob has no record; ownerDisabled reports the link's owner
+// disabled (or gone) when it was read.
 type sharedBlobRead struct {
-	share *shareRecord
-	blob  *Blob
+	share         *shareRecord
+	blob          *Blob
+	ownerDisabled bool
 }
