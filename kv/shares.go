@@ -245,7 +245,7 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 // sharedBlobRead is what SharedBlob reads of a link and one blob it names:
 // share is nil when the link is unknown or does not serve the blob, blob
 // nil when the blob has no record; ownerDisabled reports the link's owner
-// disabled (or gone) when it was read.
+// disabled when it was read.
 type sharedBlobRead struct {
 	share         *shareRecord
 	blob          *Blob
