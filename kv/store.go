@@ -61,6 +61,8 @@ var (
 
 	bucketLeases           = []byte("leases")
 	bucketPasswordAttempts = []byte("password_attempts")
+
+	bucketShareTombstones = []byte("share_tombstones")
 )
 
 // storeBuckets is every bucket a store has: the meta bucket (its format),
@@ -80,6 +82,7 @@ var allBuckets = [][]byte{
 	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 	bucketLog, bucketLogMeta,
 	bucketLeases, bucketPasswordAttempts,
+	bucketShareTombstones,
 }
 
 // Options tune a Store. Zero values take the defaults.
