@@ -62,7 +62,8 @@ var (
 	bucketLeases           = []byte("leases")
 	bucketPasswordAttempts = []byte("password_attempts")
 
-	bucketShareTombstones = []byte("share_tombstones")
+	bucketShareTombstones        = []byte("share_tombstones")
+	bucketRelayChannelsByAccount = []byte("relay_channels_by_account")
 )
 
 // storeBuckets is every bucket a store has: the meta bucket (its format),
@@ -82,7 +83,7 @@ var allBuckets = [][]byte{
 	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 	bucketLog, bucketLogMeta,
 	bucketLeases, bucketPasswordAttempts,
-	bucketShareTombstones,
+	bucketShareTombstones, bucketRelayChannelsByAccount,
 }
 
 // Options tune a Store. Zero values take the defaults.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/julienschmidt/httprouter"
@@ -103,7 +104,8 @@ func (s *Server) handleDirectoryPublish(w http.ResponseWriter, r *http.Request, 
 		return err
 	}
 	d := &kv.Directory{Version: version, Bytes: body, IdentityKey: pk.Bytes()}
-	if err := s.store.PublishDirectory(sess.AccountID, d); err != nil {
+	lim := kv.PublishLimit{Interval: time.Hour / time.Duration(s.cfg.DirectoryPublishes), Burst: s.cfg.DirectoryBurst}
+	if err := s.store.PublishDirectory(sess.AccountID, d, lim); err != nil {
 		return err
 	}
 	w.Header().Set(headerLogIndex, strconv.FormatInt(d.LogIndex, 10))

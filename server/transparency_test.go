@@ -168,10 +168,11 @@ func logRecord(userID string, version uint64, body []byte, key *hybridsigtest.Ke
 // and the directory read give; each is proven included from tiles read over
 // HTTP; checkpoints are signed notes, each tree extends the earlier ones, and
 // a checkpoint is signed once per tree size, not per request. 260 publishes
-// cross a tile boundary, so full and partial tiles are both read.
+// cross a tile boundary, so full and partial tiles are both read (the
+// publish limit's burst is raised to let them through at once).
 func TestTransparencyLog(t *testing.T) {
 	key, signed := newLogKey(t, "sealbox/test.example")
-	ts := MustOpenServer(t, func(c *server.Config) { c.LogKey = key })
+	ts := MustOpenServer(t, func(c *server.Config) { c.LogKey = key; c.DirectoryBurst = 300 })
 	alice := ts.Register(t, "alice@example.org")
 	bob := ts.Register(t, "bob@example.org")
 	aliceID, bobID := ts.UserID(t, alice.Access), ts.UserID(t, bob.Access)
