@@ -133,3 +133,49 @@ func (s *Store) Directory(accountID string) (*Directory, error) {
 	})
 	return d, err
 }
+
+// DirectoryReset is what ResetDirectory did.
+type DirectoryReset struct {
+	AccountID string
+	// Cleared is false when the account had no directory: nothing was
+	// unpinned and the log is unchanged.
+	Cleared bool
+	// LogIndex is the index of the reset's record in the log, when Cleared.
+	LogIndex int64
+	// RevokedSessions counts the sessions closed.
+	RevokedSessions int
+}
+
+// ResetDirectory is the operator's undo of a pinned identity key (one a
+// token thief may have pinned, or one the owner lost): in one transaction it
+// closes every session of the account registered under email and deletes
+// its directory, pinned key and version with it, and appends
+// DirectoryResetLogRecord to the transparency log, which keeps every
+// earlier record. The account's next publish pins its key as a first
+// publish does, at any version from 1, so a thief's maximum version no
+// longer locks the owner out. An account without a directory only has its
+// sessions closed.
+func (s *Store) ResetDirectory(email string) (DirectoryReset, error) {
+	var r DirectoryReset
+	err := s.update(func(tx Tx) error {
+		r = DirectoryReset{}
+		a, err := mustAccountByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		r.AccountID = a.ID
+		if r.RevokedSessions, err = deleteAccountSessions(tx, a.ID, ""); err != nil {
+			return err
+		}
+		old, err := getDirectory(tx, a.ID)
+		if err != nil || old == nil {
+			return err
+		}
+		if r.LogIndex, err = appendLog(tx, DirectoryResetLogRecord(a.ID, old.Version, old.IdentityKey)); err != nil {
+			return err
+		}
+		r.Cleared = true
+		return tx.Bucket(bucketDirectories).Delete([]byte(a.ID))
+	})
+	return r, err
+}

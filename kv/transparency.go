@@ -37,6 +37,17 @@ func DirectoryLogRecord(userID string, version uint64, directory, identityKey []
 	return fmt.Appendf(nil, "sealbox-directory/v1 %s %d %x %x\n", userID, version, sha256.Sum256(directory), sha256.Sum256(identityKey))
 }
 
+// DirectoryResetLogRecord is the one record an operator's reset of an
+// account's directory appends (sealbox users reset-directory):
+// "sealbox-directory-reset/v1 <user_id> <directory_version cleared> <sha256
+// of the identity key unpinned>\n". An auditor reads it as: the directory
+// and pinned key this account's earlier records established end here; the
+// account's next publish pins a key afresh and may start again from any
+// version.
+func DirectoryResetLogRecord(userID string, version uint64, identityKey []byte) []byte {
+	return fmt.Appendf(nil, "sealbox-directory-reset/v1 %s %d %x\n", userID, version, sha256.Sum256(identityKey))
+}
+
 // logEntry splits a stored value into the record and its hashes.
 func logEntry(v []byte) (record []byte, hashes []byte, ok bool) {
 	if len(v) < 2 {

@@ -381,3 +381,59 @@ func TestTransparencyTileIsTheNamedTile(t *testing.T) {
 		}
 	}
 }
+
+// TestTransparencyDirectoryReset: after the operator's reset of a directory
+// (sealbox users reset-directory) the account's sessions are closed, its
+// directory is gone, and a new key can be pinned from version 1, though a
+// thief had published the largest version under another; the log proves
+// the thief's record, the reset record and the new pin, in that order, and
+// each checkpoint extends the one before.
+func TestTransparencyDirectoryReset(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	aliceID := ts.UserID(t, alice.Access)
+	log := logClient{t, ts}
+	stolen := directoryBody(t, 1<<53-1, 1)
+	ts.publish(t, alice.Access, bobKey.PublicKeyBase64(), stolen).WantStatus(t, 200)
+	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 2)).WantProblem(t, 403, fault.ECodeIdentityKeyMismatch)
+	before, _ := log.checkpoint()
+
+	r, err := ts.Store.ResetDirectory("alice@example.org")
+	if err != nil || !r.Cleared || r.LogIndex != 1 || r.RevokedSessions != 1 || r.AccountID != aliceID {
+		t.Fatalf("reset: %+v, %v", r, err)
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: alice.Access}).WantProblem(t, 401, fault.ECodeUnauthenticated)
+	alice = ts.Login(t, "alice@example.org")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + aliceID, Token: alice.Access}).WantProblem(t, 404, fault.ECodeDirectoryNotFound)
+	fresh := directoryBody(t, 1, 3)
+	if got := ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), fresh).WantStatus(t, 200).Header.Get("X-Transparency-Index"); got != "2" {
+		t.Fatalf("the new pin's index %q, want 2", got)
+	}
+	got := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + aliceID, Token: alice.Access}).WantStatus(t, 200)
+	if got.Header.Get("X-Service-Identity-Key") != aliceKey.PublicKeyBase64() || !bytes.Equal(got.Body, fresh) {
+		t.Fatal("the directory after the reset is not the new one under the new key")
+	}
+
+	after, _ := log.checkpoint()
+	if after.N != 3 {
+		t.Fatalf("tree size %d, want 3", after.N)
+	}
+	log.proveConsistent(before, after)
+	resetRecord := []byte(fmt.Sprintf("sealbox-directory-reset/v1 %s %d %x\n", aliceID, uint64(1<<53-1), sha256.Sum256(bobKey.PublicKey())))
+	log.proveIncluded(after, 0, logRecord(aliceID, 1<<53-1, stolen, bobKey))
+	log.proveIncluded(after, 1, resetRecord)
+	log.proveIncluded(after, 2, logRecord(aliceID, 1, fresh, aliceKey))
+
+	// Without a directory, only the sessions close; the log is unchanged.
+	if _, err := ts.Store.ResetDirectory("alice@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	bob := ts.Register(t, "bob@example.org")
+	if r, err := ts.Store.ResetDirectory("bob@example.org"); err != nil || r.Cleared || r.RevokedSessions != 1 {
+		t.Fatalf("reset of an account without a directory: %+v, %v", r, err)
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: bob.Access}).WantProblem(t, 401, fault.ECodeUnauthenticated)
+	if last, _ := log.checkpoint(); last.N != 4 {
+		t.Fatalf("tree size %d after a reset of alice's new directory and of bob's none, want 4", last.N)
+	}
+}
