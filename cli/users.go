@@ -95,7 +95,17 @@ func newUsersCmd() *cobra.Command {
 		},
 	}
 
-	resetDirectory := &cobra.Command{
+	cmd.AddCommand(list, add, reset2FA, newResetDirectoryCmd(data),
+		setDisabled("disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
+		setDisabled("enable", "Enable a disabled account", false, "enabled"),
+		quota)
+	return cmd
+}
+
+// newResetDirectoryCmd is `users reset-directory EMAIL`: the operator's undo
+// of a pinned identity key, recorded in the transparency log.
+func newResetDirectoryCmd(data *Location) *cobra.Command {
+	return &cobra.Command{
 		Use:   "reset-directory EMAIL",
 		Short: "Clear an account's device directory and pinned identity key (recorded in the transparency log) and close its sessions",
 		Args:  cobra.ExactArgs(1),
@@ -115,12 +125,6 @@ func newUsersCmd() *cobra.Command {
 			})
 		},
 	}
-
-	cmd.AddCommand(list, add, reset2FA, resetDirectory,
-		setDisabled("disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
-		setDisabled("enable", "Enable a disabled account", false, "enabled"),
-		quota)
-	return cmd
 }
 
 func report(cmd *cobra.Command, u admin.User, err error, verb string) error {

@@ -69,8 +69,7 @@ func TestShareSweepRevokedAndExpired(t *testing.T) {
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('b'), Size: 2})
 	holdVia(t, s, "other", "album-2", kv.Blob{Hash: hexHash('a'), Size: 1})
-	day := 24 * time.Hour
-	start := c.Now()
+	day, start := 24*time.Hour, c.Now()
 	link := func(expiresIn time.Duration) *kv.Share {
 		sh := &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a'), hexHash('b')}}
 		if expiresIn > 0 {
@@ -78,8 +77,7 @@ func TestShareSweepRevokedAndExpired(t *testing.T) {
 		}
 		return sh
 	}
-	const forever, late, soon, expiring = "00000000000000000000000000000001", "00000000000000000000000000000002",
-		"00000000000000000000000000000003", "00000000000000000000000000000004"
+	const forever, late, soon, expiring = "00000000000000000000000000000001", "00000000000000000000000000000002", "00000000000000000000000000000003", "00000000000000000000000000000004"
 	bodies := map[string]*kv.Share{forever: link(0), late: link(60 * day), soon: link(10 * day), expiring: link(time.Hour)}
 	for id, sh := range bodies {
 		if err := s.CreateShare(id, sh); err != nil {
@@ -124,7 +122,6 @@ func TestShareSweepRevokedAndExpired(t *testing.T) {
 			t.Fatalf("the old link %s's blobs came back: %v", id, err)
 		}
 	}
-
 	sweepAt(start.Add(time.Hour))
 	want(expiring, false, false)
 	free(expiring)
@@ -136,10 +133,8 @@ func TestShareSweepRevokedAndExpired(t *testing.T) {
 	sweepAt(start.Add(30 * day))
 	want(forever, false, true)
 	want(late, false, true)
-	for _, id := range []string{forever, late} {
-		taken(id, "acct")
-		taken(id, "other")
-	}
+	taken(forever, "acct")
+	taken(late, "other")
 	free(soon)
 	sweepAt(start.Add(60 * day))
 	want(late, false, false)
