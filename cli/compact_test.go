@@ -85,13 +85,13 @@ func TestCompactKilledMidwayLeavesTheStoreWhole(t *testing.T) {
 	if err := s.IssueEnrollmentCode("acct-1", "sbx_en_1", "222222222222", exp); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", exp); err != nil {
+	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", exp, kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	payload := make([]byte, 64<<10)
 	for i := range payloads {
 		payload[0], payload[1] = byte(i), byte(i>>8)
-		if err := s.AppendRelay("sbx_rl_1", kv.ToEnrollee, payload, 1<<20); err != nil {
+		if err := s.AppendRelay("sbx_rl_1", kv.ToEnrollee, payload, kv.RelayLimits{MailboxCapacity: 1 << 20}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -231,8 +231,10 @@ func (rig *crashRig) start() {
 		rig.log = &syncBuffer{ready: make(chan string, 1)}
 		rig.cmd = exec.Command(rig.bin, "serve", "--data", rig.dir, "--listen", addr,
 			// Verification reads every blob through share links from one
-			// address; the share-read limit is not under test here.
-			"--share-rate", "1000000", "--share-burst", "1000000")
+			// address, and the directory writer publishes as fast as it
+			// can; neither limit is under test here.
+			"--share-rate", "1000000", "--share-burst", "1000000",
+			"--directory-publishes", "3600", "--directory-burst", "1000000")
 		rig.cmd.Args = append(rig.cmd.Args, rig.extraArgs...)
 		rig.cmd.Env = serveEnv()
 		rig.cmd.Stdout = io.Discard

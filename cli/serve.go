@@ -131,6 +131,10 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
+	f.IntVar(&cfg.RelayChannels, "relay-channels", cfg.RelayChannels, "enrollment relay channels one account may have open at once")
+	f.IntVar(&cfg.DirectoryPublishes, "directory-publishes", cfg.DirectoryPublishes, "directory publishes per hour each account earns back (each is a permanent transparency log record)")
+	f.IntVar(&cfg.DirectoryBurst, "directory-burst", cfg.DirectoryBurst, "directory publishes an account may make at once")
+	f.Var(sizeFlag{&cfg.RelayBytes}, "relay-bytes", "payload bytes that may wait undrained in all of one account's relay channels (e.g. 16MiB)")
 	documentEnv(f)
 	return cmd
 }
@@ -156,6 +160,16 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 		if err := checkOrigin(o); err != nil {
 			return fmt.Errorf("%s: %w", name("cors-origin"), err)
 		}
+	}
+	if cfg.DirectoryPublishes < 1 || cfg.DirectoryPublishes > 3600 || cfg.DirectoryBurst < 1 || cfg.DirectoryBurst > 1_000_000 {
+		return fmt.Errorf("%s must be 1 to 3600 and %s 1 to 1000000", name("directory-publishes"), name("directory-burst"))
+	}
+	if cfg.RelayChannels < 1 {
+		return fmt.Errorf("%s must be at least 1", name("relay-channels"))
+	}
+	// One payload (64 KiB) must always fit.
+	if cfg.RelayBytes < 64<<10 {
+		return fmt.Errorf("%s must be at least 64KiB, one relay payload", name("relay-bytes"))
 	}
 	if cfg.UpgradeWindow <= 0 {
 		return fmt.Errorf("%s must be positive", name("upgrade-window"))

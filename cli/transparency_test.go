@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -103,5 +105,81 @@ func TestTransparencyLogAcrossBackupAndRestore(t *testing.T) {
 	}
 	if out, _, err := runCLI(t, "", "check", "--data", rolledBack); err == nil || !strings.Contains(out, "transparency log") {
 		t.Fatalf("check on a rolled-back log: %v %q", err, out)
+	}
+}
+
+// TestUsersResetDirectory: a token thief pinned its key at the largest
+// version; `sealbox users reset-directory` (through the running server)
+// closes the account's sessions, clears the directory and the pin, and
+// appends a reset record the log serves, after the thief's record; the
+// owner then pins a new key from version 1. On an account without a
+// directory it says so and changes nothing in the log.
+func TestUsersResetDirectory(t *testing.T) {
+	dir := t.TempDir()
+	api := apiClient{t, startServe(t, dir, openRegistration)}
+	token, _ := api.account("victim@example.org")
+	thief := hybridsigtest.NewKey([32]byte{'t', 'h', 'i', 'e', 'f'})
+	owner := hybridsigtest.NewKey([32]byte{'o', 'w', 'n', 'e', 'r'})
+	publish := func(token string, key *hybridsigtest.Key, version uint64) (int, string) {
+		t.Helper()
+		body, _ := cbor.Marshal(map[string]any{"directory_version": version})
+		req, _ := http.NewRequest("POST", api.url+"/v1/auth/devices/directory", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/cbor")
+		req.Header.Set("X-Service-Identity-Key", key.PublicKeyBase64())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("X-Transparency-Index")
+	}
+	if status, index := publish(token, thief, 1<<53-1); status != 200 || index != "0" {
+		t.Fatalf("the thief's publish: %d, index %q", status, index)
+	}
+	if status, _ := publish(token, owner, 2); status != 403 {
+		t.Fatalf("the owner's publish under another key: %d, want 403", status)
+	}
+	userID := usersJSON(t, dir)[0].UserID
+
+	out, how := mustCLI(t, "", "users", "reset-directory", "Victim@example.org", "--data", dir)
+	if !strings.Contains(how, "using the running server") ||
+		!strings.Contains(out, "directory and pinned identity key cleared for victim@example.org ("+userID+"); 1 sessions closed") ||
+		!strings.Contains(out, "the reset is transparency log record 1") {
+		t.Fatalf("reset-directory: %q %q", how, out)
+	}
+	if status, _ := api.do("GET", "/v1/auth/profile", token, "", nil); status != 401 {
+		t.Fatalf("a session survived reset-directory: profile answered %d", status)
+	}
+	token = api.signIn("victim@example.org", "password-victim@example.org")
+	if status, _ := api.do("GET", "/v1/auth/devices/directory/"+userID, token, "", nil); status != 404 {
+		t.Fatalf("the directory after the reset: %d, want 404", status)
+	}
+	if status, index := publish(token, owner, 1); status != 200 || index != "2" {
+		t.Fatalf("the owner's first publish after the reset: %d, index %q", status, index)
+	}
+	thiefKey := sha256.Sum256(thief.PublicKey())
+	wantReset := fmt.Sprintf("sealbox-directory-reset/v1 %s %d %x\n", userID, uint64(1<<53-1), thiefKey)
+	bundle := get(t, api.url+"/v1/transparency/tile/entries/000.p/3")
+	var records []string
+	for len(bundle) >= 2 {
+		n := int(binary.BigEndian.Uint16(bundle))
+		records = append(records, string(bundle[2:2+n]))
+		bundle = bundle[2+n:]
+	}
+	if len(records) != 3 || records[1] != wantReset || !strings.HasPrefix(records[2], "sealbox-directory/v1 "+userID+" 1 ") {
+		t.Fatalf("the log's records: %q, want the reset %q second", records, wantReset)
+	}
+
+	api.account("never@example.org")
+	out, _ = mustCLI(t, "", "users", "reset-directory", "never@example.org", "--data", dir)
+	if !strings.Contains(out, "has no directory; nothing to clear, 1 sessions closed") {
+		t.Fatalf("reset-directory of an account without one: %q", out)
+	}
+	if !bytes.Contains(get(t, api.url+"/v1/transparency/checkpoint"), []byte("\n3\n")) {
+		t.Fatal("a reset of an account without a directory appended to the log")
+	}
+	if _, _, err := runCLI(t, "", "users", "reset-directory", "nobody@example.org", "--data", dir); err == nil {
+		t.Fatal("reset-directory of an unknown account succeeded")
 	}
 }

@@ -95,11 +95,36 @@ func newUsersCmd() *cobra.Command {
 		},
 	}
 
-	cmd.AddCommand(list, add, reset2FA,
+	cmd.AddCommand(list, add, reset2FA, newResetDirectoryCmd(data),
 		setDisabled("disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
 		setDisabled("enable", "Enable a disabled account", false, "enabled"),
 		quota)
 	return cmd
+}
+
+// newResetDirectoryCmd is `users reset-directory EMAIL`: the operator's undo
+// of a pinned identity key, recorded in the transparency log.
+func newResetDirectoryCmd(data *Location) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset-directory EMAIL",
+		Short: "Clear an account's device directory and pinned identity key (recorded in the transparency log) and close its sessions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
+				u, err := a.ResetDirectory(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if u.Unchanged || u.LogIndex == nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) has no directory; nothing to clear, %d sessions closed\n", u.Email, u.UserID, u.RevokedSessions)
+					return nil
+				}
+				report(cmd, u, nil, "directory and pinned identity key cleared for")
+				fmt.Fprintf(cmd.OutOrStdout(), "the reset is transparency log record %d\n", *u.LogIndex)
+				return nil
+			})
+		},
+	}
 }
 
 func report(cmd *cobra.Command, u admin.User, err error, verb string) error {

@@ -54,6 +54,20 @@ func getAccount(tx Tx, id string) (*Account, error) {
 	return (*Account)(rec), nil
 }
 
+// ownerActive reports whether the account that owns a share link or a relay
+// channel may still use it: the links and channels of a disabled account
+// answer as if they did not exist, and those still live come back when the
+// operator enables the account again. Being read in the same transaction as
+// the link or channel, the answer is never older than the last commit, on
+// any node. Accounts are never deleted, so only the flag refuses.
+func ownerActive(tx Tx, accountID string) (bool, error) {
+	rec, err := getRecord[accountRecord](tx, bucketAccounts, []byte(accountID))
+	if err != nil {
+		return false, err
+	}
+	return rec == nil || !rec.Disabled, nil
+}
+
 // getAccountByEmail returns nil, nil when no account has the address.
 func getAccountByEmail(tx Tx, email string) (*Account, error) {
 	id, err := tx.Bucket(bucketAccountsByEmail).Get([]byte(email))

@@ -101,7 +101,10 @@ func mustAccountByEmail(tx Tx, email string) (*Account, error) {
 
 // SetDisabled disables or enables the account registered under email.
 // Disabling also closes every session of the account, in the same
-// transaction, and reports how many were closed.
+// transaction, and reports how many were closed. While the account is
+// disabled its share links read as not found and its relay channels and
+// enrollment codes as unknown (ownerActive); enabling it again brings back
+// those still live, the sessions excepted.
 func (s *Store) SetDisabled(email string, disabled bool) (int, error) {
 	revoked := 0
 	err := s.update(func(tx Tx) error {

@@ -26,7 +26,7 @@ func boltStoreWithData(t *testing.T, fill func(s *kv.Store)) string {
 	if err := s.IssueEnrollmentCode("acct-1", "sbx_en_1", "222222222222", c.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", c.Now().Add(time.Hour)); err != nil {
+	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", c.Now().Add(time.Hour), kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if fill != nil {
@@ -63,7 +63,7 @@ func TestCompactShrinksTheStoreAfterADrainedRelayFlood(t *testing.T) {
 	path := boltStoreWithData(t, func(s *kv.Store) {
 		payload := bytes.Repeat([]byte{0xA5}, 64<<10)
 		for range 128 {
-			if err := s.AppendRelay("sbx_rl_1", kv.ToEnrollee, payload, 1<<20); err != nil {
+			if err := s.AppendRelay("sbx_rl_1", kv.ToEnrollee, payload, kv.RelayLimits{MailboxCapacity: 1 << 20}); err != nil {
 				t.Fatal(err)
 			}
 		}

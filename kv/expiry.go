@@ -20,6 +20,7 @@ const (
 	kindEnrollCode   byte = 'e'
 	kindChannel      byte = 'h'
 	kindShare        byte = 'k'
+	kindShareTomb    byte = 'K'
 	kindUpgrade      byte = 'g'
 	kindLease        byte = 'L'
 	kindAttempt      byte = 'a'
@@ -78,7 +79,8 @@ var sweepers = map[byte]sweeper{
 		func(r *enrollCodeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteEnrollCode),
 	kindChannel: sweepRecord(bucketRelayChannels,
 		func(r *channelRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteChannel),
-	kindShare: sweepRecord(bucketShares, (*shareRecord).expired, deleteShare),
+	kindShare:     sweepShare,
+	kindShareTomb: sweepRecord(bucketShareTombstones, (*shareTombstone).expired, nil),
 	kindUpgrade: sweepRecord(bucketUpgrades,
 		func(r *upgradeRecord, now time.Time) bool { return reached(r.ExpiresAt, now) },
 		func(tx Tx, albumID []byte, _ *upgradeRecord) error { return deleteUpgrade(tx, string(albumID)) }),

@@ -98,6 +98,9 @@ func deleteEnrollCode(tx Tx, key []byte, rec *enrollCodeRecord) error {
 
 // channelRecord is a relay channel opened by redeeming a code. AccountID is
 // the account that issued the code: the only one that may close the channel.
+// Each channel is also listed under its account in
+// relay_channels_by_account (idPart(account)|channel key), so the caps of
+// an account read its few channels by a prefix scan.
 type channelRecord struct {
 	AccountID string    `cbor:"1,keyasint"`
 	ExpiresAt time.Time `cbor:"2,keyasint"`
@@ -106,14 +109,67 @@ type channelRecord struct {
 	// arrival order by a prefix scan.
 	Count [2]int    `cbor:"3,keyasint"`
 	Next  [2]uint64 `cbor:"4,keyasint"`
+	// Bytes is how many payload bytes wait in each mailbox.
+	Bytes [2]int64 `cbor:"5,keyasint,omitempty"`
+}
+
+// RelayLimits bound the relay. MailboxCapacity is the payloads one mailbox
+// holds (beyond: error.relay.mailbox_full); Channels the live channels one
+// account may have open and Bytes the payload bytes waiting, undrained, in
+// all of them (beyond either: a limit refusal naming the flag, with the wait
+// until one of the account's channels expires). Zero is no limit.
+type RelayLimits struct {
+	MailboxCapacity int
+	Channels        int
+	Bytes           int64
+}
+
+// Limit codes and flag names of the relay's per-account caps.
+const (
+	LimitRelayChannels = "relay-channels"
+	LimitRelayBytes    = "relay-bytes"
+)
+
+// relayUsage is what an account's live channels hold: how many there are,
+// the payload bytes waiting in them, and the soonest a channel expires (or,
+// with bytes waiting, the soonest one that holds bytes does), after which
+// waiting may have freed room.
+type relayUsage struct {
+	channels int
+	bytes    int64
+	freedAt  time.Time
+}
+
+// accountRelay sums the account's live channels. It reads one index entry
+// and one record per channel: the channel cap keeps the live ones few, and
+// the sweep removes expired ones within a sweep interval of their expiry.
+// No per-account counter row is written, so the writers of different
+// channels of one account conflict only through these reads.
+func accountRelay(tx Tx, accountID string, now time.Time) (relayUsage, error) {
+	var u relayUsage
+	err := scanPrefix(tx.Bucket(bucketRelayChannelsByAccount), idPart(accountID), func(k, _ []byte) error {
+		ch, err := getRecord[channelRecord](tx, bucketRelayChannels, k[len(accountID)+1:])
+		if err != nil || ch == nil || reached(ch.ExpiresAt, now) {
+			return err
+		}
+		u.channels++
+		u.bytes += ch.Bytes[0] + ch.Bytes[1]
+		if u.freedAt.IsZero() || ch.ExpiresAt.Before(u.freedAt) {
+			u.freedAt = ch.ExpiresAt
+		}
+		return nil
+	})
+	return u, err
 }
 
 // RedeemEnrollmentCode spends a code by either spelling (fallback tells
 // which one spelling is) and opens channel channelID for the account that
 // issued the code, until channelExpiresAt. Both spellings are spent together.
-// An unknown, expired or spent code is error.enrollment.code_refused.
-func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time) error {
+// An unknown, expired or spent code, or one of a disabled account, is
+// error.enrollment.code_refused.
+func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time, lim RelayLimits) error {
 	return s.update(func(tx Tx) error {
+		now := s.now()
 		refused := fault.Errorf(fault.ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
 		key := HashToken(spelling)
 		if fallback {
@@ -127,8 +183,21 @@ func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID s
 		if err != nil {
 			return err
 		}
-		if rec == nil || !s.now().Before(rec.ExpiresAt) {
+		if rec == nil || !now.Before(rec.ExpiresAt) {
 			return refused
+		}
+		if active, err := ownerActive(tx, rec.AccountID); err != nil || !active {
+			return cmp.Or(err, error(refused))
+		}
+		if lim.Channels > 0 {
+			u, err := accountRelay(tx, rec.AccountID, now)
+			if err != nil {
+				return err
+			}
+			if u.channels >= lim.Channels {
+				return fault.LimitErrorf(fault.ECodeLimitRelayChannels, LimitRelayChannels, u.freedAt.Sub(now),
+					"the account has %d relay channels open; one must expire or be closed first", u.channels)
+			}
 		}
 		if err := deleteEnrollCode(tx, key, rec); err != nil {
 			return err
@@ -145,11 +214,15 @@ func putChannel(tx Tx, key []byte, ch *channelRecord, isNew bool) error {
 	if !isNew {
 		return nil
 	}
+	if err := tx.Bucket(bucketRelayChannelsByAccount).Put(join(idPart(ch.AccountID), key), member); err != nil {
+		return err
+	}
 	return putExpiry(tx, ch.ExpiresAt, kindChannel, key)
 }
 
 // liveChannel returns the channel a handle names, or
-// error.relay.channel_not_found when it is unknown or expired.
+// error.relay.channel_not_found when it is unknown or expired, or the
+// account that opened it is disabled.
 func liveChannel(tx Tx, key []byte, now time.Time) (*channelRecord, error) {
 	ch, err := getRecord[channelRecord](tx, bucketRelayChannels, key)
 	if err != nil {
@@ -157,6 +230,9 @@ func liveChannel(tx Tx, key []byte, now time.Time) (*channelRecord, error) {
 	}
 	if ch == nil || reached(ch.ExpiresAt, now) {
 		return nil, errChannelNotFound()
+	}
+	if active, err := ownerActive(tx, ch.AccountID); err != nil || !active {
+		return nil, cmp.Or(err, errChannelNotFound())
 	}
 	return ch, nil
 }
@@ -172,23 +248,37 @@ func mailboxPrefix(key []byte, dir Direction) []byte {
 }
 
 // AppendRelay appends payload to one mailbox of a live channel. A mailbox
-// that already holds capacity payloads refuses with error.relay.mailbox_full.
-// Posts to concurrent channels share commits (commitShared).
-func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, capacity int) error {
+// that already holds lim.MailboxCapacity payloads refuses with
+// error.relay.mailbox_full; a payload that would take the bytes waiting in
+// all of the account's channels past lim.Bytes refuses with a limit
+// refusal. Posts to concurrent channels share commits (commitShared).
+func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, lim RelayLimits) error {
 	return s.commitShared(func(tx Tx) (error, error) {
+		now := s.now()
 		key := HashToken(channelID)
-		ch, err := liveChannel(tx, key, s.now())
+		ch, err := liveChannel(tx, key, now)
 		if err != nil {
 			return asRefusal(err)
 		}
-		if ch.Count[dir] >= capacity {
-			return fault.Errorf(fault.ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", capacity), nil
+		if lim.MailboxCapacity > 0 && ch.Count[dir] >= lim.MailboxCapacity {
+			return fault.Errorf(fault.ECodeRelayMailboxFull, "the mailbox holds %d payloads; drain it first", lim.MailboxCapacity), nil
+		}
+		if lim.Bytes > 0 {
+			u, err := accountRelay(tx, ch.AccountID, now)
+			if err != nil {
+				return nil, err
+			}
+			if u.bytes+int64(len(payload)) > lim.Bytes {
+				return fault.LimitErrorf(fault.ECodeLimitRelayBytes, LimitRelayBytes, u.freedAt.Sub(now),
+					"the account's relay channels hold %d undrained bytes, and at most %d may wait; drain them first", u.bytes, lim.Bytes), nil
+			}
 		}
 		if err := tx.Bucket(bucketRelayMailboxes).Put(join(mailboxPrefix(key, dir), u64(ch.Next[dir])), payload); err != nil {
 			return nil, err
 		}
 		ch.Count[dir]++
 		ch.Next[dir]++
+		ch.Bytes[dir] += int64(len(payload))
 		return nil, putChannel(tx, key, ch, false)
 	})
 }
@@ -209,7 +299,7 @@ func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ch.Count[dir] = 0
+		ch.Count[dir], ch.Bytes[dir] = 0, 0
 		return nil, putChannel(tx, key, ch, false)
 	})
 	return out, err
@@ -243,6 +333,9 @@ func deleteChannel(tx Tx, key []byte, ch *channelRecord) error {
 		}
 	}
 	if err := tx.Bucket(bucketRelayChannels).Delete(key); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketRelayChannelsByAccount).Delete(join(idPart(ch.AccountID), key)); err != nil {
 		return err
 	}
 	return deleteExpiry(tx, ch.ExpiresAt, kindChannel, key)

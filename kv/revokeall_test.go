@@ -29,7 +29,7 @@ func TestRevokeChallenge(t *testing.T) {
 		t.Fatalf("an unknown challenge: %v", err)
 	}
 
-	if err := s.PublishDirectory(a.ID, &kv.Directory{Version: 1, Bytes: []byte("d"), IdentityKey: []byte("pinned")}); err != nil {
+	if err := s.PublishDirectory(a.ID, &kv.Directory{Version: 1, Bytes: []byte("d"), IdentityKey: []byte("pinned")}, kv.PublishLimit{}); err != nil {
 		t.Fatal(err)
 	}
 	s.PutRevokeChallenge(a.ID, "sbx_ch_two", c.Now().Add(5*time.Minute))

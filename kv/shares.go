@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -20,9 +21,15 @@ import (
 //     serves, so a blob read is a point lookup and never decodes a list of up
 //     to 10,000 hashes.
 //
-// A revoked link stays as a tombstone (owner and body digest, nothing to
-// serve), so a delayed retry of its registration cannot bring it back. A
-// link with an expiry is deleted, tombstone or not, once it has expired.
+//   - share_tombstones: SHA-256(opaque id) -> shareTombstone: the ids of
+//     revoked links swept from shares, which stay taken.
+//
+// A revoked link keeps its record (owner and body digest, nothing to serve)
+// for revokedShareKeep, so a delayed retry of its registration is recognised
+// and refused; then the sweep replaces it by a tombstone of a few bytes,
+// which still refuses the id, so the old link never comes back. A link with
+// an expiry is deleted, revoked or not, by the sweep at its expiry, and its
+// id is free again from then on (a tombstone carries the expiry for that).
 
 // Share is a public link to an account's blobs.
 type Share struct {
@@ -49,6 +56,23 @@ type shareRecord struct {
 	// registration is recognised without reading the serves back.
 	Digest  []byte `cbor:"6,keyasint"`
 	Revoked bool   `cbor:"7,keyasint,omitempty"`
+	// RevokedAt is when the link was revoked; the sweep replaces the record
+	// by a tombstone revokedShareKeep later.
+	RevokedAt time.Time `cbor:"8,keyasint,omitempty"`
+}
+
+// revokedShareKeep is how long a revoked link's record stays before the
+// sweep replaces it with a tombstone.
+const revokedShareKeep = 30 * 24 * time.Hour
+
+// shareTombstone stands for a revoked link once its record is swept: the id
+// stays taken until the link's expiry, if it had one, and forever otherwise.
+type shareTombstone struct {
+	ExpiresAt time.Time `cbor:"1,keyasint,omitempty"`
+}
+
+func (t *shareTombstone) expired(now time.Time) bool {
+	return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)
 }
 
 // ErrShareNotFound is the one answer of every share read that finds nothing
@@ -77,8 +101,34 @@ func (rec *shareRecord) expired(now time.Time) bool {
 	return !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt)
 }
 
-// liveShare returns the link the opaque id names when it is live at now, else
-// ErrShareNotFound.
+// due reports whether the sweep removes the record at now: the link has
+// expired, or was revoked revokedShareKeep ago.
+func (rec *shareRecord) due(now time.Time) bool {
+	return rec.expired(now) || (rec.Revoked && !rec.RevokedAt.IsZero() && reached(rec.RevokedAt.Add(revokedShareKeep), now))
+}
+
+// sweepShare is the sweeper of links: it removes the link under key when it
+// is due at now, leaving a tombstone for a revoked one that has not expired
+// (swept in turn at the link's expiry, if it had one).
+func sweepShare(tx Tx, key []byte, now time.Time) error {
+	rec, err := getShare(tx, key)
+	if err != nil || rec == nil || !rec.due(now) {
+		return err
+	}
+	if err := deleteShare(tx, key, rec); err != nil || !rec.Revoked || rec.expired(now) {
+		return err
+	}
+	if err := tx.Bucket(bucketShareTombstones).Put(key, encode(&shareTombstone{ExpiresAt: rec.ExpiresAt})); err != nil {
+		return err
+	}
+	if rec.ExpiresAt.IsZero() {
+		return nil
+	}
+	return putExpiry(tx, rec.ExpiresAt, kindShareTomb, key)
+}
+
+// liveShare returns the link the opaque id names when it is live at now and
+// its owner is not disabled, else ErrShareNotFound.
 func liveShare(tx Tx, key []byte, now time.Time) (*shareRecord, error) {
 	rec, err := getShare(tx, key)
 	if err != nil {
@@ -86,6 +136,9 @@ func liveShare(tx Tx, key []byte, now time.Time) (*shareRecord, error) {
 	}
 	if rec == nil || rec.Revoked || rec.expired(now) {
 		return nil, ErrShareNotFound
+	}
+	if active, err := ownerActive(tx, rec.AccountID); err != nil || !active {
+		return nil, cmp.Or(err, error(ErrShareNotFound))
 	}
 	return rec, nil
 }
@@ -105,6 +158,22 @@ func deleteShare(tx Tx, key []byte, rec *shareRecord) error {
 		}
 	}
 	return deleteShareBlobs(tx, key)
+}
+
+// tombstoned reports whether a swept revoked link still holds the id at
+// now; a tombstone whose link has expired is removed.
+func tombstoned(tx Tx, key []byte, now time.Time) (bool, error) {
+	tomb, err := getRecord[shareTombstone](tx, bucketShareTombstones, key)
+	if err != nil || tomb == nil {
+		return false, err
+	}
+	if !tomb.expired(now) {
+		return true, nil
+	}
+	if err := tx.Bucket(bucketShareTombstones).Delete(key); err != nil {
+		return false, err
+	}
+	return false, deleteExpiry(tx, tomb.ExpiresAt, kindShareTomb, key)
 }
 
 // CreateShare registers the link sh under opaqueID. sh.Serves must hold
@@ -129,6 +198,11 @@ func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 				return err
 			}
 			old = nil
+		}
+		if old == nil {
+			if taken, err := tombstoned(tx, key, now); err != nil || taken {
+				return cmp.Or(err, error(fault.FieldErrorf(fault.ECodeShareIDTaken, "opaque_id", "the opaque_id is already registered")))
+			}
 		}
 		if old != nil {
 			if old.AccountID == sh.AccountID && !old.Revoked && bytes.Equal(old.Digest, digest) {
@@ -164,7 +238,9 @@ func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 
 // RevokeShare ends the account's link named by opaqueID. It is idempotent
 // and silent: an unknown, already revoked or another account's link changes
-// nothing and is no error.
+// nothing and is no error. The sweep replaces the revoked record with a
+// tombstone revokedShareKeep later, or deletes it at the link's expiry if
+// that comes first.
 func (s *Store) RevokeShare(accountID, opaqueID string) error {
 	return s.update(func(tx Tx) error {
 		key := HashToken(opaqueID)
@@ -172,11 +248,17 @@ func (s *Store) RevokeShare(accountID, opaqueID string) error {
 		if err != nil || rec == nil || rec.AccountID != accountID || rec.Revoked {
 			return err
 		}
-		rec.Revoked, rec.MetadataHash, rec.WrappedSecret = true, "", nil
+		rec.Revoked, rec.RevokedAt, rec.MetadataHash, rec.WrappedSecret = true, s.now(), "", nil
 		if err := tx.Bucket(bucketShares).Put(key, encode(rec)); err != nil {
 			return err
 		}
-		return deleteShareBlobs(tx, key)
+		if err := deleteShareBlobs(tx, key); err != nil {
+			return err
+		}
+		if sweepAt := rec.RevokedAt.Add(revokedShareKeep); rec.ExpiresAt.IsZero() || sweepAt.Before(rec.ExpiresAt) {
+			return putExpiry(tx, sweepAt, kindShare, key)
+		}
+		return nil
 	})
 }
 
@@ -216,8 +298,9 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 			if err != nil {
 				return err
 			}
-			read = sharedBlobRead{share: share, blob: rec}
-			return nil
+			active, err := ownerActive(tx, share.AccountID)
+			read = sharedBlobRead{share: share, blob: rec, ownerDisabled: !active}
+			return err
 		})
 		return read, read.share != nil, err
 	})
@@ -225,8 +308,9 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 		return Blob{}, err
 	}
 	// Whether the link is live is decided on every call, cached or not: it
-	// expires with the clock, not with a write.
-	if read.share == nil || read.share.Revoked || read.share.expired(s.now()) {
+	// expires with the clock, not with a write. Disabling the owner is a
+	// write, so no entry read before it is used after it.
+	if read.share == nil || read.share.Revoked || read.ownerDisabled || read.share.expired(s.now()) {
 		return Blob{}, ErrShareNotFound
 	}
 	if read.blob == nil {
@@ -238,8 +322,10 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 
 // sharedBlobRead is what SharedBlob reads of a link and one blob it names:
 // share is nil when the link is unknown or does not serve the blob, blob
-// nil when the blob has no record.
+// nil when the blob has no record; ownerDisabled reports the link's owner
+// disabled when it was read.
 type sharedBlobRead struct {
-	share *shareRecord
-	blob  *Blob
+	share         *shareRecord
+	blob          *Blob
+	ownerDisabled bool
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/fault"
 )
 
 func TestShareStoredUnderTheHashOfItsID(t *testing.T) {
@@ -54,4 +55,90 @@ func TestShareLifecycleInStore(t *testing.T) {
 	if _, err := s.SharedBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
 		t.Fatalf("the expired link's serves outlived it: %v", err)
 	}
+}
+
+// TestShareSweepRevokedAndExpired: the sweep deletes an expired link at its
+// expiry and a revoked one 30 days after its revocation (or at its expiry,
+// when that comes first). A revoked link that has not expired leaves a
+// tombstone, which keeps its id refused, for its owner's retry and for
+// anyone else, and serves nothing; the tombstone of a link with an expiry
+// goes at that expiry, and the id is free again, without the old link's
+// blobs.
+func TestShareSweepRevokedAndExpired(t *testing.T) {
+	s, c := MustOpenStore(t)
+	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
+	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('b'), Size: 2})
+	holdVia(t, s, "other", "album-2", kv.Blob{Hash: hexHash('a'), Size: 1})
+	day, start := 24*time.Hour, c.Now()
+	link := func(expiresIn time.Duration) *kv.Share {
+		sh := &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a'), hexHash('b')}}
+		if expiresIn > 0 {
+			sh.ExpiresAt = start.Add(expiresIn)
+		}
+		return sh
+	}
+	const forever, late, soon, expiring = "00000000000000000000000000000001", "00000000000000000000000000000002", "00000000000000000000000000000003", "00000000000000000000000000000004"
+	bodies := map[string]*kv.Share{forever: link(0), late: link(60 * day), soon: link(10 * day), expiring: link(time.Hour)}
+	for id, sh := range bodies {
+		if err := s.CreateShare(id, sh); err != nil {
+			t.Fatal(err)
+		}
+		if id != expiring {
+			if err := s.RevokeShare("acct", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sweepAt := func(at time.Time) {
+		t.Helper()
+		c.Advance(at.Sub(c.Now()))
+		if _, err := s.Sweep(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(id string, record, tombstone bool) {
+		t.Helper()
+		if r, tomb := kv.ShareKeysForTests(t, s, id); r != record || tomb != tombstone {
+			t.Fatalf("link %s: record %v, tombstone %v; want %v, %v", id, r, tomb, record, tombstone)
+		}
+	}
+	taken := func(id, account string) {
+		t.Helper()
+		sh := *bodies[id]
+		sh.AccountID, sh.ExpiresAt = account, time.Time{}
+		if err := s.CreateShare(id, &sh); fault.ErrorCode(err) != fault.ECodeShareIDTaken {
+			t.Fatalf("registering link %s again as %s: %v, want error.share.id_taken", id, account, err)
+		}
+		if _, err := s.SharedBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
+			t.Fatalf("link %s serves again: %v", id, err)
+		}
+	}
+	free := func(id string) {
+		t.Helper()
+		if err := s.CreateShare(id, &kv.Share{AccountID: "other", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')}}); err != nil {
+			t.Fatalf("registering link %s anew: %v", id, err)
+		}
+		if _, err := s.SharedBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
+			t.Fatalf("the old link %s's blobs came back: %v", id, err)
+		}
+	}
+	sweepAt(start.Add(time.Hour))
+	want(expiring, false, false)
+	free(expiring)
+	sweepAt(start.Add(10 * day))
+	want(soon, false, false)
+	sweepAt(start.Add(30*day - time.Second))
+	want(forever, true, false)
+	want(late, true, false)
+	sweepAt(start.Add(30 * day))
+	want(forever, false, true)
+	want(late, false, true)
+	taken(forever, "acct")
+	taken(late, "other")
+	free(soon)
+	sweepAt(start.Add(60 * day))
+	want(late, false, false)
+	want(forever, false, true)
+	taken(forever, "other")
+	free(late)
 }

@@ -67,6 +67,8 @@ var (
 	bucketMFAChallengesByAccount = []byte("mfa_challenges_by_account")
 	bucketTOTPAttempts           = []byte("totp_attempts")
 	bucketRefreshChains          = []byte("refresh_chains")
+	bucketShareTombstones        = []byte("share_tombstones")
+	bucketRelayChannelsByAccount = []byte("relay_channels_by_account")
 )
 
 // storeBuckets is every bucket a store has: the meta bucket (its format),
@@ -87,6 +89,7 @@ var allBuckets = [][]byte{
 	bucketLog, bucketLogMeta,
 	bucketLeases, bucketPasswordAttempts,
 	bucketMFAChallengesByAccount, bucketTOTPAttempts, bucketRefreshChains,
+	bucketShareTombstones, bucketRelayChannelsByAccount,
 }
 
 // Options tune a Store. Zero values take the defaults.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -34,6 +35,17 @@ var (
 // the account (no email, no time) enters the log.
 func DirectoryLogRecord(userID string, version uint64, directory, identityKey []byte) []byte {
 	return fmt.Appendf(nil, "sealbox-directory/v1 %s %d %x %x\n", userID, version, sha256.Sum256(directory), sha256.Sum256(identityKey))
+}
+
+// DirectoryResetLogRecord is the one record an operator's reset of an
+// account's directory appends (sealbox users reset-directory):
+// "sealbox-directory-reset/v1 <user_id> <directory_version cleared> <sha256
+// of the identity key unpinned>\n". An auditor reads it as: the directory
+// and pinned key this account's earlier records established end here; the
+// account's next publish pins a key afresh and may start again from any
+// version.
+func DirectoryResetLogRecord(userID string, version uint64, identityKey []byte) []byte {
+	return fmt.Appendf(nil, "sealbox-directory-reset/v1 %s %d %x\n", userID, version, sha256.Sum256(identityKey))
 }
 
 // logEntry splits a stored value into the record and its hashes.
@@ -128,6 +140,11 @@ var ErrTileNotFound = errors.New("kv: the log holds no such tile")
 // never change after.
 func (s *Store) LogTile(t tlog.Tile) ([]byte, error) {
 	var data []byte
+	// The tile's first index, N<<H, must be an int64: a larger N lies past
+	// any tree, and shifted anyway it wraps round to a tile that does exist.
+	if t.N < 0 || t.N > math.MaxInt64>>uint(t.H)-1 {
+		return nil, ErrTileNotFound
+	}
 	err := s.view(func(tx Tx) error {
 		width := int64(t.W)
 		start := t.N << uint(t.H)

@@ -22,7 +22,7 @@ func logStore(tb testing.TB, n int) *Store {
 	tb.Cleanup(func() { s.Close() })
 	for i := range n {
 		d := &Directory{Version: 1, Bytes: []byte(fmt.Sprintf("directory %d", i)), IdentityKey: []byte("key")}
-		if err := s.PublishDirectory(fmt.Sprintf("acct-%d", i), d); err != nil {
+		if err := s.PublishDirectory(fmt.Sprintf("acct-%d", i), d, PublishLimit{}); err != nil {
 			tb.Fatal(err)
 		}
 		if d.LogIndex != int64(i) {
@@ -147,7 +147,7 @@ func TestSaveCheckpointKeepsTheLargest(t *testing.T) {
 // same transaction without the append (the baseline): issue 17 allows the
 // log 10%.
 func BenchmarkPublishDirectoryLogged(b *testing.B) {
-	benchmarkPublish(b, func(s *Store, id string, d *Directory) error { return s.PublishDirectory(id, d) })
+	benchmarkPublish(b, func(s *Store, id string, d *Directory) error { return s.PublishDirectory(id, d, PublishLimit{}) })
 }
 
 func BenchmarkPublishDirectoryUnlogged(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/julienschmidt/httprouter"
@@ -36,11 +37,19 @@ var directoryDecMode = mustDecMode(cbor.DecOptions{
 	MaxMapPairs:      maxDirectory,
 })
 
+// maxDirectoryVersion is the largest directory_version accepted, 2^53-1:
+// the largest integer a JavaScript client holds exactly. It also bounds what
+// a stolen token can do: a publish of 2^64-1 would leave the owner no version
+// above it, and every later publish 409.
+const maxDirectoryVersion = 1<<53 - 1
+
 // readDirectoryVersion returns the top-level directory_version of a
 // directory: the body must be one well-formed CBOR data item whose top level
 // is a map (see topLevelMap) holding the text key directory_version with an
 // unsigned integer >= 1 (major type 0, untagged). Every other key, of any
-// type, is skipped. Anything else is 400 error.directory.malformed.
+// type, is skipped. Anything else is 400 error.directory.malformed; a
+// version above maxDirectoryVersion is 422 error.request.invalid with field
+// directory_version.
 func readDirectoryVersion(body []byte) (uint64, error) {
 	malformed := fault.Errorf(fault.ECodeDirectoryMalformed,
 		"the directory must be one CBOR map holding the text key directory_version with an unsigned integer of at least 1")
@@ -55,6 +64,10 @@ func readDirectoryVersion(body []byte) (uint64, error) {
 	var v uint64
 	if err := cbor.Unmarshal(raw, &v); err != nil || v == 0 {
 		return 0, malformed
+	}
+	if v > maxDirectoryVersion {
+		return 0, fault.FieldErrorf(fault.ECodeInvalid, "directory_version",
+			"directory_version must be at most 2^53-1 (%d), the largest integer every client holds exactly", uint64(maxDirectoryVersion))
 	}
 	return v, nil
 }
@@ -91,7 +104,8 @@ func (s *Server) handleDirectoryPublish(w http.ResponseWriter, r *http.Request, 
 		return err
 	}
 	d := &kv.Directory{Version: version, Bytes: body, IdentityKey: pk.Bytes()}
-	if err := s.store.PublishDirectory(sess.AccountID, d); err != nil {
+	lim := kv.PublishLimit{Interval: time.Hour / time.Duration(s.cfg.DirectoryPublishes), Burst: s.cfg.DirectoryBurst}
+	if err := s.store.PublishDirectory(sess.AccountID, d, lim); err != nil {
 		return err
 	}
 	w.Header().Set(headerLogIndex, strconv.FormatInt(d.LogIndex, 10))

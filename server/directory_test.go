@@ -5,9 +5,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
+	"sealbox/kv/fault"
+	"sealbox/server"
 	"sealbox/server/hybridsig/hybridsigtest"
 )
 
@@ -89,9 +92,10 @@ func TestDirectoryVersionConflict(t *testing.T) {
 }
 
 // Two publishes of one version race: the store's compare-and-set lets
-// exactly one through.
+// exactly one through. (The publish limit, not under test, lets 11 through
+// at once.)
 func TestDirectoryConcurrentPublishCAS(t *testing.T) {
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, func(c *server.Config) { c.DirectoryBurst = 20 })
 	tok := ts.Register(t, "a@example.org")
 	key := aliceKey.PublicKeyBase64()
 	ts.publish(t, tok.Access, key, directoryBody(t, 1, 1)).WantStatus(t, 200)
@@ -225,11 +229,46 @@ func TestDirectoryPublishRefusals(t *testing.T) {
 	ts.publish(t, tok.Access, bobKey.PublicKeyBase64(), directoryBody(t, 1<<33, 1)).WantProblem(t, 403, "error.directory.identity_key_mismatch")
 }
 
+// TestDirectoryVersionBound: a version above 2^53-1 is 422
+// error.request.invalid naming directory_version and stores nothing, so a
+// stolen token cannot publish 2^64-1 and leave the owner no version above
+// it; 2^53-1 itself is accepted.
+func TestDirectoryVersionBound(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	key := aliceKey.PublicKeyBase64()
+	cases := []struct {
+		name    string
+		version uint64
+		status  int
+	}{
+		{"2^64-1", 1<<64 - 1, 422},
+		{"2^63", 1 << 63, 422},
+		{"2^53", 1 << 53, 422},
+		{"2^53-1", 1<<53 - 1, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.publish(t, tok.Access, key, directoryBody(t, tc.version, 1))
+			if tc.status == 200 {
+				r.WantStatus(t, 200)
+				return
+			}
+			if p := r.WantProblem(t, tc.status, fault.ECodeInvalid); p["field"] != "directory_version" {
+				t.Fatalf("problem field %v, want directory_version", p["field"])
+			}
+			ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + ts.UserID(t, tok.Access), Token: tok.Access}).
+				WantProblem(t, 404, fault.ECodeDirectoryNotFound)
+		})
+	}
+}
+
 // TestDirectoryOtherKeyTypes: beside directory_version, a top-level key of
 // any CBOR type is skipped and the directory kept byte for byte (server/PROTOCOL.md §5:
-// only a missing or bad version is malformed).
+// only a missing or bad version is malformed). The publish limit, not under
+// test, lets them all through at once.
 func TestDirectoryOtherKeyTypes(t *testing.T) {
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, func(c *server.Config) { c.DirectoryBurst = 50 })
 	tok := ts.Register(t, "a@example.org")
 	id := ts.UserID(t, tok.Access)
 	key := aliceKey.PublicKeyBase64()
@@ -293,4 +332,52 @@ func TestDirectoryGetRefusals(t *testing.T) {
 			ts.Do(t, Req{Method: "GET", Path: tc.path, Token: tc.token}).WantProblem(t, tc.status, tc.code)
 		})
 	}
+}
+
+// TestDirectoryPublishLimit: an account may publish its directory 10 times
+// at once, then once a minute (60 an hour), counted in the store so the
+// limit holds across nodes; beyond, 429 error.limit.directory_publishes
+// with Retry-After, counted under the flag's name, and nothing is appended
+// to the log. Refused publishes (409) spend nothing, and other accounts are
+// not affected.
+func TestDirectoryPublishLimit(t *testing.T) {
+	ts := MustOpenServer(t)
+	other := ts.SecondNode(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	key := aliceKey.PublicKeyBase64()
+	version := uint64(0)
+	publish := func(node *TestServer) *Response {
+		version++
+		return node.publish(t, alice.Access, key, directoryBody(t, version, version))
+	}
+	for i := range 10 {
+		publish([]*TestServer{ts, other}[i%2]).WantStatus(t, 200)
+		ts.publish(t, alice.Access, key, directoryBody(t, 1, 1)).WantProblem(t, 409, fault.ECodeDirectoryVersionConflict)
+	}
+	log := logClient{t, ts}
+	before, _ := log.checkpoint()
+	for _, node := range []*TestServer{ts, other} {
+		r := publish(node)
+		r.WantProblem(t, 429, fault.ECodeLimitDirectoryPublishes)
+		if got := r.Header.Get("Retry-After"); got != "60" {
+			t.Fatalf("Retry-After %q, want 60", got)
+		}
+	}
+	if after, _ := log.checkpoint(); after != before {
+		t.Fatalf("refused publishes grew the log from %d to %d records", before.N, after.N)
+	}
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="directory-publishes"} 1`)
+	ts.publish(t, bob.Access, bobKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+
+	ts.Clock.Advance(time.Minute)
+	publish(other).WantStatus(t, 200)
+	publish(ts).WantProblem(t, 429, fault.ECodeLimitDirectoryPublishes)
+	// An hour idle earns the whole burst back.
+	ts.Clock.Advance(time.Hour)
+	alice = ts.Login(t, "alice@example.org")
+	for range 10 {
+		publish(ts).WantStatus(t, 200)
+	}
+	publish(ts).WantProblem(t, 429, fault.ECodeLimitDirectoryPublishes)
 }

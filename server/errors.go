@@ -57,6 +57,10 @@ var statusByCode = map[string]int{
 	fault.ECodeRelayChannelNotFound:  http.StatusNotFound,
 	fault.ECodeRelayMailboxFull:      http.StatusUnprocessableEntity,
 
+	fault.ECodeLimitRelayChannels:      http.StatusTooManyRequests,
+	fault.ECodeLimitRelayBytes:         http.StatusTooManyRequests,
+	fault.ECodeLimitDirectoryPublishes: http.StatusTooManyRequests,
+
 	fault.ECodeShareNotFound:     http.StatusNotFound,
 	fault.ECodeShareIDTaken:      http.StatusUnprocessableEntity,
 	fault.ECodeShareBlobNotOwned: http.StatusUnprocessableEntity,

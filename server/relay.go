@@ -121,7 +121,7 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 	}
 	channelID := s.newToken(prefixChannel)
 	expiresAt := kv.Deadline(s.now(), channelTTL)
-	err = s.store.RedeemEnrollmentCode(spelling, fallback, channelID, expiresAt)
+	err = s.store.RedeemEnrollmentCode(spelling, fallback, channelID, expiresAt, s.relayLimits())
 	if fault.ErrorCode(err) != fault.ECodeEnrollmentCodeRefused {
 		refund()
 	}
@@ -129,6 +129,12 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 		return err
 	}
 	return writeJSON(w, http.StatusOK, channelResponse{ChannelID: channelID, ExpiresAt: formatTime(expiresAt)})
+}
+
+// relayLimits are the relay's bounds: the contract's mailbox capacity and
+// the configured per-account caps.
+func (s *Server) relayLimits() kv.RelayLimits {
+	return kv.RelayLimits{MailboxCapacity: mailboxCapacity, Channels: s.cfg.RelayChannels, Bytes: s.cfg.RelayBytes}
 }
 
 // parseDirection maps a direction's wire name to its mailbox.
@@ -192,7 +198,7 @@ func (s *Server) handleRelayPost(w http.ResponseWriter, r *http.Request, ps http
 	if err := req.validate(); err != nil {
 		return err
 	}
-	if err := s.store.AppendRelay(channelID, kv.Direction(*req.Direction), []byte(*req.Payload), mailboxCapacity); err != nil {
+	if err := s.store.AppendRelay(channelID, kv.Direction(*req.Direction), []byte(*req.Payload), s.relayLimits()); err != nil {
 		return err
 	}
 	return noContent(w)

@@ -185,7 +185,9 @@ func TestEnrollmentCodeExpires(t *testing.T) {
 }
 
 func TestRedeemRateLimitPerAddress(t *testing.T) {
-	ts := MustOpenServer(t, func(c *server.Config) { c.TrustProxy = true })
+	// The 12 channels opened below are more than the per-account cap,
+	// which is not under test here.
+	ts := MustOpenServer(t, func(c *server.Config) { c.TrustProxy = true; c.RelayChannels = 20 })
 	tok := ts.Register(t, "a@example.org")
 	code, _ := ts.issueCode(t, tok.Access)
 	// Successful redemptions do not count.
@@ -415,4 +417,50 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRelayAccountCaps: an account may have --relay-channels channels open
+// and --relay-bytes payload bytes waiting in all of them. Beyond either, 429
+// with Retry-After (the wait until one of its channels expires) and a code
+// naming the cap, counted under the flag's name; the refused code is not
+// spent, another account is not affected, and closing a channel or
+// draining a mailbox makes room at once.
+func TestRelayAccountCaps(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.RelayChannels = 3; c.RelayBytes = 192 << 10 })
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	var chans []string
+	for range 3 {
+		chans = append(chans, ts.openChannel(t, alice.Access))
+		ts.Clock.Advance(time.Minute)
+	}
+	code, _ := ts.issueCode(t, alice.Access)
+	r := ts.redeem(t, code, "")
+	r.WantProblem(t, 429, "error.limit.relay_channels")
+	// The first channel expires 12 minutes from now.
+	if got := r.Header.Get("Retry-After"); got != "720" {
+		t.Fatalf("Retry-After %q, want 720", got)
+	}
+	ts.openChannel(t, bob.Access)
+	ts.Do(t, Req{Method: "DELETE", Path: channelPath(chans[0]), Token: alice.Access}).WantStatus(t, 204)
+	chans[0] = ts.redeem(t, code, "").WantStatus(t, 200).JSON(t)["channel_id"].(string)
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="relay-channels"} 1`)
+
+	payload := strings.Repeat("p", 64<<10)
+	ts.post(t, chans[0], "to_enrollee", payload).WantStatus(t, 204)
+	ts.post(t, chans[1], "to_initiator", payload).WantStatus(t, 204)
+	ts.post(t, chans[2], "to_enrollee", payload).WantStatus(t, 204)
+	r = ts.post(t, chans[1], "to_enrollee", "x")
+	r.WantProblem(t, 429, "error.limit.relay_bytes")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("a relay-bytes refusal without Retry-After")
+	}
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="relay-bytes"} 1`)
+	if got := ts.drain(t, chans[1], "to_enrollee"); len(got) != 0 {
+		t.Fatalf("the refused payload was stored: %d payloads", len(got))
+	}
+	if got := ts.drain(t, chans[1], "to_initiator"); len(got) != 1 {
+		t.Fatalf("drained %d payloads, want 1", len(got))
+	}
+	ts.post(t, chans[1], "to_enrollee", "fits again").WantStatus(t, 204)
 }

@@ -95,6 +95,17 @@ type Config struct {
 	ShareRate  float64
 	ShareBurst int
 
+	// RelayChannels caps the relay channels one account has open, and
+	// RelayBytes the payload bytes waiting undrained in all of them.
+	RelayChannels int
+	RelayBytes    int64
+
+	// DirectoryPublishes is how many directory publishes an account earns
+	// back per hour, DirectoryBurst how many it may make at once: the bound
+	// on each account's growth of the transparency log.
+	DirectoryPublishes int
+	DirectoryBurst     int
+
 	// SweepInterval is how often expired records are deleted. Of the nodes
 	// sharing a store, the one holding the "sweep" lease (taken for three
 	// intervals, renewed on every tick) sweeps.
@@ -150,6 +161,10 @@ func DefaultConfig() Config {
 		ProtocolMax:        "2026-09-01",
 		ShareRate:          20,
 		ShareBurst:         200,
+		RelayChannels:      8,
+		RelayBytes:         16 << 20,
+		DirectoryPublishes: 60,
+		DirectoryBurst:     10,
 		UpgradeWindow:      15 * time.Minute,
 		SweepInterval:      time.Minute,
 		TusLeaseTTL:        30 * time.Second,

@@ -532,3 +532,66 @@ func TestShareBlobHead(t *testing.T) {
 	wantHeader(t, r, "Content-Range", "bytes 0-9/"+strconv.Itoa(len(l.content)))
 	ts.Do(t, Req{Method: "HEAD", Path: "/s/" + l.id + "/blob/" + strings.Repeat("e", 64)}).WantStatus(t, http.StatusNotFound)
 }
+
+// TestShareDisabledOwner: disabling an account makes every read of its links
+// (metadata, blob, wrapped secret) answer the very body a revoked link does,
+// at once and on every node, although each node had the blob read cached;
+// its relay channels refuse posts and drains. Enabling it brings back the
+// links still live, not one that expired meanwhile.
+func TestShareDisabledOwner(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.AccessTTL = 24 * time.Hour })
+	other := ts.SecondNode(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	revoked := ts.newLink(t, bob.Access)
+	ts.Do(t, Req{Method: "DELETE", Path: "/v1/shares/" + revoked.id, Token: bob.Access}).WantStatus(t, http.StatusNoContent)
+	gone := ts.Do(t, Req{Method: "GET", Path: "/s/" + revoked.id}).WantStatus(t, http.StatusNotFound).Body
+
+	plain := ts.newLink(t, alice.Access)
+	expiring := ts.newLink(t, alice.Access, func(b map[string]any) {
+		b["expires_at"] = ts.Clock.Now().Add(time.Hour).Format(time.RFC3339)
+	})
+	ch := ts.openChannel(t, alice.Access)
+	ts.post(t, ch, "to_enrollee", "hello").WantStatus(t, http.StatusNoContent)
+	code, _ := ts.issueCode(t, alice.Access)
+	reads := func(l sharedLink) []string {
+		return []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + hashOf(l.content), "/s/" + l.id + "/wrapped-secret"}
+	}
+	nodes := []*TestServer{ts, other}
+	for _, node := range nodes {
+		for _, l := range []sharedLink{plain, expiring} {
+			for _, path := range reads(l) {
+				node.Do(t, Req{Method: "GET", Path: path}).WantStatus(t, http.StatusOK)
+			}
+		}
+	}
+
+	if _, err := ts.Store.SetDisabled("alice@example.org", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range nodes {
+		for _, l := range []sharedLink{plain, expiring} {
+			for _, path := range reads(l) {
+				if r := node.Do(t, Req{Method: "GET", Path: path}); r.Status != http.StatusNotFound || !bytes.Equal(r.Body, gone) {
+					t.Fatalf("%s of a disabled account's link: %d %s, want 404 %s", path, r.Status, r.Body, gone)
+				}
+			}
+		}
+		node.post(t, ch, "to_enrollee", "more").WantProblem(t, http.StatusNotFound, "error.relay.channel_not_found")
+		node.Do(t, Req{Method: "GET", Path: channelPath(ch) + "?direction=to_enrollee"}).WantProblem(t, http.StatusNotFound, "error.relay.channel_not_found")
+		node.redeem(t, code, "").WantProblem(t, http.StatusNotFound, "error.enrollment.code_refused")
+	}
+
+	ts.Clock.Advance(time.Hour)
+	if _, err := ts.Store.SetDisabled("alice@example.org", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range nodes {
+		for _, path := range reads(plain) {
+			node.Do(t, Req{Method: "GET", Path: path}).WantStatus(t, http.StatusOK)
+		}
+		for _, path := range reads(expiring) {
+			node.Do(t, Req{Method: "GET", Path: path}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+		}
+	}
+}

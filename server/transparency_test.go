@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -167,10 +168,11 @@ func logRecord(userID string, version uint64, body []byte, key *hybridsigtest.Ke
 // and the directory read give; each is proven included from tiles read over
 // HTTP; checkpoints are signed notes, each tree extends the earlier ones, and
 // a checkpoint is signed once per tree size, not per request. 260 publishes
-// cross a tile boundary, so full and partial tiles are both read.
+// cross a tile boundary, so full and partial tiles are both read (the
+// publish limit's burst is raised to let them through at once).
 func TestTransparencyLog(t *testing.T) {
 	key, signed := newLogKey(t, "sealbox/test.example")
-	ts := MustOpenServer(t, func(c *server.Config) { c.LogKey = key })
+	ts := MustOpenServer(t, func(c *server.Config) { c.LogKey = key; c.DirectoryBurst = 300 })
 	alice := ts.Register(t, "alice@example.org")
 	bob := ts.Register(t, "bob@example.org")
 	aliceID, bobID := ts.UserID(t, alice.Access), ts.UserID(t, bob.Access)
@@ -286,4 +288,152 @@ func TestTransparencyLogSurvivesRestart(t *testing.T) {
 	}
 	log.proveConsistent(first, third)
 	log.proveIncluded(third, 2, logRecord(aliceID, 3, directoryBody(t, 3, 3), aliceKey))
+}
+
+// memHashes is a tlog.HashReader over hashes computed in the test.
+type memHashes map[int64]tlog.Hash
+
+func (m memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		h, ok := m[idx]
+		if !ok {
+			return nil, fmt.Errorf("no hash at %d", idx)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// TestTransparencyTileIsTheNamedTile: every tile the server answers 200 is
+// the tile its path names, computed here from the records alone; a tile the
+// tree cannot hold (past its end, or so far that its first index overflows
+// an int64, such as entries N=2^62, which once wrapped round to record 0) is
+// 404, never 200 nor 500.
+func TestTransparencyTileIsTheNamedTile(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	aliceID := ts.UserID(t, alice.Access)
+	hashes := memHashes{}
+	var records [][]byte
+	for v := uint64(1); v <= 3; v++ {
+		body := directoryBody(t, v, v)
+		ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), body).WantStatus(t, 200)
+		rec := logRecord(aliceID, v, body, aliceKey)
+		stored, err := tlog.StoredHashes(int64(len(records)), rec, hashes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range stored {
+			hashes[tlog.StoredHashIndex(0, int64(len(records)))+int64(i)] = h
+		}
+		records = append(records, rec)
+	}
+	size := int64(len(records))
+	want := func(tile tlog.Tile) ([]byte, bool) {
+		if tile.L < 0 {
+			if tile.N != 0 || int64(tile.W) > size {
+				return nil, false
+			}
+			var b []byte
+			for _, rec := range records[:tile.W] {
+				b = binary.BigEndian.AppendUint16(b, uint16(len(rec)))
+				b = append(b, rec...)
+			}
+			return b, true
+		}
+		if tile.N != 0 || tile.L >= 2 || int64(tile.W) > size>>(8*tile.L) {
+			return nil, false
+		}
+		data, err := tlog.ReadTileData(tile, hashes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data, true
+	}
+	named := []tlog.Tile{{H: 8, L: -1, N: 1 << 62, W: 1}, {H: 8, L: -1, N: 1<<55 - 1, W: 256}, {H: 8, L: 0, N: 1 << 62, W: 3}}
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	for range 400 {
+		tile := tlog.Tile{H: 8, L: rng.IntN(5) - 1, W: 1 + rng.IntN(4)}
+		if tile.W == 4 {
+			tile.W = 256
+		}
+		switch rng.IntN(3) {
+		case 0:
+			tile.N = rng.Int64N(3)
+		case 1:
+			tile.N = int64(1) << rng.IntN(63)
+		default:
+			tile.N = rng.Int64()
+		}
+		named = append(named, tile)
+	}
+	for _, tile := range named {
+		path := c2spPath(tile)
+		r := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/tile/" + path})
+		body, exists := want(tile)
+		if !exists {
+			r.WantProblem(t, 404, fault.ECodeNotFound)
+			continue
+		}
+		if r.Status != 200 || !bytes.Equal(r.Body, body) {
+			t.Fatalf("tile %s: %d, %d bytes; want 200 with the %d bytes of the tile it names", path, r.Status, len(r.Body), len(body))
+		}
+	}
+}
+
+// TestTransparencyDirectoryReset: after the operator's reset of a directory
+// (sealbox users reset-directory) the account's sessions are closed, its
+// directory is gone, and a new key can be pinned from version 1, though a
+// thief had published the largest version under another; the log proves
+// the thief's record, the reset record and the new pin, in that order, and
+// each checkpoint extends the one before.
+func TestTransparencyDirectoryReset(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	aliceID := ts.UserID(t, alice.Access)
+	log := logClient{t, ts}
+	stolen := directoryBody(t, 1<<53-1, 1)
+	ts.publish(t, alice.Access, bobKey.PublicKeyBase64(), stolen).WantStatus(t, 200)
+	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 2)).WantProblem(t, 403, fault.ECodeIdentityKeyMismatch)
+	before, _ := log.checkpoint()
+
+	r, err := ts.Store.ResetDirectory("alice@example.org")
+	if err != nil || !r.Cleared || r.LogIndex != 1 || r.RevokedSessions != 1 || r.AccountID != aliceID {
+		t.Fatalf("reset: %+v, %v", r, err)
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: alice.Access}).WantProblem(t, 401, fault.ECodeUnauthenticated)
+	alice = ts.Login(t, "alice@example.org")
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + aliceID, Token: alice.Access}).WantProblem(t, 404, fault.ECodeDirectoryNotFound)
+	fresh := directoryBody(t, 1, 3)
+	if got := ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), fresh).WantStatus(t, 200).Header.Get("X-Transparency-Index"); got != "2" {
+		t.Fatalf("the new pin's index %q, want 2", got)
+	}
+	got := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + aliceID, Token: alice.Access}).WantStatus(t, 200)
+	if got.Header.Get("X-Service-Identity-Key") != aliceKey.PublicKeyBase64() || !bytes.Equal(got.Body, fresh) {
+		t.Fatal("the directory after the reset is not the new one under the new key")
+	}
+
+	after, _ := log.checkpoint()
+	if after.N != 3 {
+		t.Fatalf("tree size %d, want 3", after.N)
+	}
+	log.proveConsistent(before, after)
+	resetRecord := []byte(fmt.Sprintf("sealbox-directory-reset/v1 %s %d %x\n", aliceID, uint64(1<<53-1), sha256.Sum256(bobKey.PublicKey())))
+	log.proveIncluded(after, 0, logRecord(aliceID, 1<<53-1, stolen, bobKey))
+	log.proveIncluded(after, 1, resetRecord)
+	log.proveIncluded(after, 2, logRecord(aliceID, 1, fresh, aliceKey))
+
+	// Without a directory, only the sessions close; the log is unchanged.
+	if _, err := ts.Store.ResetDirectory("alice@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	bob := ts.Register(t, "bob@example.org")
+	if r, err := ts.Store.ResetDirectory("bob@example.org"); err != nil || r.Cleared || r.RevokedSessions != 1 {
+		t.Fatalf("reset of an account without a directory: %+v, %v", r, err)
+	}
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: bob.Access}).WantProblem(t, 401, fault.ECodeUnauthenticated)
+	if last, _ := log.checkpoint(); last.N != 4 {
+		t.Fatalf("tree size %d after a reset of alice's new directory and of bob's none, want 4", last.N)
+	}
 }

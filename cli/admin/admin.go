@@ -25,6 +25,7 @@ type Admin interface {
 	SetDisabled(ctx context.Context, email string, disabled bool) (User, error)
 	SetQuota(ctx context.Context, email string, quota int64) (User, error)
 	ResetSecondFactor(ctx context.Context, email string) (User, error)
+	ResetDirectory(ctx context.Context, email string) (User, error)
 	Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error)
 	Check(ctx context.Context, deep bool) (CheckReport, error)
 	GC(ctx context.Context, dryRun bool, grace time.Duration) (GCReport, error)
@@ -48,6 +49,9 @@ type User struct {
 	// Unchanged is set by an operation that found nothing to do (a second
 	// factor reset on an account without one).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// LogIndex is the transparency log index of the record a directory
+	// reset appended.
+	LogIndex *int64 `json:"log_index,omitempty"`
 }
 
 func userOf(row kv.UserSummary) User {
@@ -125,6 +129,22 @@ func (o *Ops) ResetSecondFactor(_ context.Context, email string) (User, error) {
 	}
 	u, err := o.user(email)
 	u.RevokedSessions, u.Unchanged = revoked, !removed
+	return u, err
+}
+
+// ResetDirectory closes the account's sessions and clears its directory and
+// pinned identity key, recording the reset in the transparency log; an
+// account without a directory is Unchanged but for its sessions.
+func (o *Ops) ResetDirectory(_ context.Context, email string) (User, error) {
+	r, err := o.Store.ResetDirectory(normalize(email))
+	if err != nil {
+		return User{}, err
+	}
+	u, err := o.user(email)
+	u.RevokedSessions, u.Unchanged = r.RevokedSessions, !r.Cleared
+	if r.Cleared {
+		u.LogIndex = &r.LogIndex
+	}
 	return u, err
 }
 

@@ -84,6 +84,7 @@ func Handler(ops Admin) http.Handler {
 	})
 	handle("/users/set-quota", func(ctx context.Context, a args) (any, error) { return ops.SetQuota(ctx, a.Email, a.Quota) })
 	handle("/users/reset-2fa", func(ctx context.Context, a args) (any, error) { return ops.ResetSecondFactor(ctx, a.Email) })
+	handle("/users/reset-directory", func(ctx context.Context, a args) (any, error) { return ops.ResetDirectory(ctx, a.Email) })
 	handle("/check", func(ctx context.Context, a args) (any, error) { return ops.Check(ctx, a.Deep) })
 	handle("/gc", func(ctx context.Context, a args) (any, error) { return ops.GC(ctx, a.DryRun, a.Grace) })
 	// A backup streams its progress as JSON lines, then the report.
@@ -343,6 +344,11 @@ func (c *Client) SetQuota(ctx context.Context, email string, quota int64) (User,
 func (c *Client) ResetSecondFactor(ctx context.Context, email string) (User, error) {
 	var u User
 	return u, c.call(ctx, "/users/reset-2fa", args{Email: email}, &u)
+}
+
+func (c *Client) ResetDirectory(ctx context.Context, email string) (User, error) {
+	var u User
+	return u, c.call(ctx, "/users/reset-directory", args{Email: email}, &u)
 }
 
 func (c *Client) Check(ctx context.Context, deep bool) (CheckReport, error) {

@@ -109,6 +109,11 @@ const (
 	ECodeRelayChannelNotFound  = "error.relay.channel_not_found"
 	ECodeRelayMailboxFull      = "error.relay.mailbox_full"
 
+	// Per-account caps (429): the code names the cap that refused.
+	ECodeLimitRelayChannels      = "error.limit.relay_channels"
+	ECodeLimitRelayBytes         = "error.limit.relay_bytes"
+	ECodeLimitDirectoryPublishes = "error.limit.directory_publishes"
+
 	ECodeShareNotFound     = "error.share.not_found"
 	ECodeShareIDTaken      = "error.share.id_taken"
 	ECodeShareBlobNotOwned = "error.share.blob_not_owned"
