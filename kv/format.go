@@ -1,10 +1,12 @@
 package kv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // FormatVersion is the layout of the store this build reads and writes. A
@@ -29,7 +31,7 @@ type Migration struct {
 	Name string
 	// apply may run against any store of format To-1 (bbolt runs it once;
 	// it sets nothing outside the transaction).
-	apply func(tx Tx) error
+	apply func(tx Tx, now time.Time) error
 }
 
 // migrations, in order; migrations[i].To == i+1.
@@ -38,7 +40,7 @@ var migrations = []Migration{
 	{To: 2, Name: "the transparency log records every directory already published", apply: migrateLogDirectories},
 	{To: 3, Name: "the store-wide blob totals are kept in shards", apply: migrateShardTotals},
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
-	{To: 5, Name: "sign-in challenges are indexed by account; refresh chains and wrong second-factor codes are kept", apply: migrateChallengeIndex},
+	{To: 5, Name: "sign-in challenges are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -132,7 +134,7 @@ func (s *Store) migrate(pending []Migration) error {
 			if v, err := strconv.Atoi(string(format)); err == nil && v >= m.To {
 				return nil
 			}
-			if err := m.apply(tx); err != nil {
+			if err := m.apply(tx, s.now()); err != nil {
 				return err
 			}
 			return writeFormat(tx, m.To)
@@ -166,7 +168,7 @@ func (s *Store) Format() (version int, openedBy string, err error) {
 // cohort key names no account in its value; every account id a sealbox ever
 // minted is a 36-byte UUID, so the old key splits there, and a key whose first
 // 36 bytes name no account is dropped (a cohort is an advisory sighting).
-func migrateAccountKeys(tx Tx) error {
+func migrateAccountKeys(tx Tx, _ time.Time) error {
 	index := tx.Bucket(bucketSessionsByAccount)
 	if err := clearBucket(index); err != nil {
 		return err
@@ -215,7 +217,7 @@ func migrateAccountKeys(tx Tx) error {
 // one record for each directory stored before it existed, in account id
 // order, so every stored directory has a log index. Earlier versions of a
 // directory were replaced before the log existed and cannot be logged.
-func migrateLogDirectories(tx Tx) error {
+func migrateLogDirectories(tx Tx, _ time.Time) error {
 	dirs := tx.Bucket(bucketDirectories)
 	type entry struct{ id, value []byte }
 	var all []entry
@@ -245,7 +247,7 @@ func migrateLogDirectories(tx Tx) error {
 // migrateShardTotals (format 2 to 3): the two store-wide rows "blobs" and
 // "blob_bytes" become the sharded rows BlobTotals sums, recomputed from the
 // blob records themselves so the shards agree with them exactly.
-func migrateShardTotals(tx Tx) error {
+func migrateShardTotals(tx Tx, _ time.Time) error {
 	if err := clearBucket(tx.Bucket(bucketTotals)); err != nil {
 		return err
 	}
@@ -264,14 +266,66 @@ func migrateShardTotals(tx Tx) error {
 // nothing to write but the format: a sealbox that knows neither bucket
 // refuses the store instead of running beside nodes that take leases it
 // would not respect.
-func migrateLeases(Tx) error { return nil }
+func migrateLeases(Tx, time.Time) error { return nil }
 
-// migrateChallengeIndex (format 4 to 5): the pending sign-in challenges are
-// indexed by account (so whatever ends an account's credentials ends them
+// migrateFormat5 (format 4 to 5) indexes the pending sign-in challenges and
+// dates the revoked links, in one transaction like every step, so a crash
+// leaves format 4 and the step runs again in full.
+func migrateFormat5(tx Tx, now time.Time) error {
+	if err := migrateChallengeIndex(tx); err != nil {
+		return err
+	}
+	return dateRevokedShares(tx, now)
+}
+
+// dateRevokedShares: before format 5 a revoked link kept its record for
+// good, with no revocation time and no sweep entry. Each is dated now, the
+// migration's time, and swept revokedShareKeep later (to a tombstone), as a
+// link revoked now would be; one whose own expiry comes first is deleted
+// then, by the expiry entry it already has.
+func dateRevokedShares(tx Tx, now time.Time) error {
+	shares := tx.Bucket(bucketShares)
+	// Collected first: a bucket is not written while it is scanned.
+	var undated [][]byte
+	err := scanPages(shares, func(key, v []byte) error {
+		var rec shareRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		if rec.Revoked && rec.RevokedAt.IsZero() {
+			undated = append(undated, bytes.Clone(key))
+		}
+		return nil
+	})
+	for _, key := range undated {
+		if err != nil {
+			break
+		}
+		err = dateRevokedShare(tx, key, now)
+	}
+	return err
+}
+
+func dateRevokedShare(tx Tx, key []byte, now time.Time) error {
+	rec, err := getShare(tx, key)
+	if err != nil {
+		return err
+	}
+	rec.RevokedAt = now
+	if err := tx.Bucket(bucketShares).Put(key, encode(rec)); err != nil {
+		return err
+	}
+	if sweepAt := now.Add(revokedShareKeep); rec.ExpiresAt.IsZero() || sweepAt.Before(rec.ExpiresAt) {
+		return putExpiry(tx, sweepAt, kindShare, key)
+	}
+	return nil
+}
+
+// migrateChallengeIndex (part of format 4 to 5): the pending sign-in
+// challenges are indexed by account (so whatever ends an account's credentials ends them
 // too), and the refresh_chains and totp_attempts buckets join the store,
 // empty: sessions opened before carry no chain and keep refreshing through
-// the refresh token index as before. It is one transaction like every step,
-// so a crash leaves format 4, whose challenges it indexes again in full.
+// the refresh token index as before.
 func migrateChallengeIndex(tx Tx) error {
 	index := tx.Bucket(bucketMFAChallengesByAccount)
 	return scanPages(tx.Bucket(bucketMFAChallenges), func(key, v []byte) error {

@@ -3,6 +3,7 @@ package kv
 import (
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestMigrateRunsEachStepOnce: a step another node already recorded (the
@@ -15,7 +16,7 @@ func TestMigrateRunsEachStepOnce(t *testing.T) {
 	}
 	defer s.Close()
 	var applied bool
-	step := []Migration{{To: FormatVersion, Name: "counted", apply: func(Tx) error {
+	step := []Migration{{To: FormatVersion, Name: "counted", apply: func(Tx, time.Time) error {
 		applied = true
 		return nil
 	}}}
