@@ -27,6 +27,7 @@ import (
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/secrets"
+	"sealbox/witness"
 )
 
 // Serve runs the server on a data directory until its context ends.
@@ -43,6 +44,10 @@ type Serve struct {
 	LogOrigin string
 	// TLS, when enabled, serves HTTPS.
 	TLS TLS
+	// Witnessing signs checkpoints in the background and has its witnesses
+	// cosign them; Config.Witnesses and Config.WitnessQuorum are set from
+	// it.
+	Witnessing witness.Options
 	// Ready, when set, is called with the base URL once the server listens.
 	Ready func(url string)
 }
@@ -61,9 +66,10 @@ const (
 const shutdownGrace = 30 * time.Second
 
 func newServeCmd() *cobra.Command {
-	s := &Serve{Config: server.DefaultConfig()}
+	s := &Serve{Config: server.DefaultConfig(), Witnessing: witness.DefaultOptions()}
 	cfg := &s.Config
 	var logLevel string
+	var witnesses []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the sealbox server",
@@ -80,6 +86,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			if err := s.TLS.validate(name); err != nil {
+				return err
+			}
+			if err := s.parseWitnesses(witnesses, name); err != nil {
 				return err
 			}
 			level, err := zerolog.ParseLevel(logLevel)
@@ -105,6 +114,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&s.TLS.ACMEEmail, "acme-email", "", "contact address given to the ACME server (expiry warnings), for --tls-domain")
 	f.StringVar(&s.TLS.ACMECAFile, "acme-ca", "", "PEM file of CA certificates to trust for the ACME server itself (a private ACME server)")
 	f.StringVar(&s.LogOrigin, "log-origin", "", "origin of the transparency log, fixed when its key is made at first start (default sealbox/<host name>)")
+	f.StringSliceVar(&witnesses, "witness", nil, "a witness that cosigns the transparency log's checkpoints, as VKEY=URL: its C2SP cosignature verifier key and its base URL (repeatable, or comma-separated)")
+	f.IntVar(&cfg.WitnessQuorum, "witness-quorum", 0, "witnesses that must cosign a checkpoint before /v1/transparency/checkpoint serves it (default 1 when any --witness is given)")
+	f.DurationVar(&s.Witnessing.Interval, "checkpoint-interval", s.Witnessing.Interval, "least time between two signed checkpoints of the transparency log, and between two submissions to the witnesses")
 	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
@@ -230,7 +242,15 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
+	// A checkpoint of the tree as it is at start, so one is served from the
+	// first request; the worker signs the next ones.
+	if _, err := witness.Sign(store, s.Config.LogKey.Signer); err != nil {
+		return fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
+	}
+	s.settleWitnesses()
 	srv := server.New(s.Config, store, blobStore)
+	stopWitness := s.startWitness(store)
+	defer stopWitness()
 	var reload func() error
 	if s.TLS.Enabled() {
 		var tlsConfig *tls.Config
@@ -391,4 +411,57 @@ func serveAdmin(path string, ops *admin.Ops) (func(), error) {
 func isLoopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// parseWitnesses reads the --witness values and checks the quorum: never
+// more than the witnesses, and none without them.
+func (s *Serve) parseWitnesses(specs []string, name func(flag string) string) error {
+	s.Witnessing.Witnesses = nil
+	for _, spec := range specs {
+		w, err := witness.Parse(spec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name("witness"), err)
+		}
+		s.Witnessing.Witnesses = append(s.Witnessing.Witnesses, w)
+	}
+	if q, n := s.Config.WitnessQuorum, len(specs); q < 0 || q > n {
+		return fmt.Errorf("%s %d: must be between 1 and the %d witnesses given (%s)", name("witness-quorum"), q, n, name("witness"))
+	}
+	if s.Witnessing.Interval < 100*time.Millisecond {
+		return fmt.Errorf("%s must be at least 100ms", name("checkpoint-interval"))
+	}
+	return nil
+}
+
+// settleWitnesses gives the server the witnesses' keys and the quorum: 1
+// when any witness is configured and no quorum is.
+func (s *Serve) settleWitnesses() {
+	s.Config.Witnesses = nil
+	for _, w := range s.Witnessing.Witnesses {
+		s.Config.Witnesses = append(s.Config.Witnesses, w.VerifierKey)
+	}
+	if s.Config.WitnessQuorum == 0 && len(s.Witnessing.Witnesses) > 0 {
+		s.Config.WitnessQuorum = 1
+	}
+	s.Witnessing.Quorum = s.Config.WitnessQuorum
+}
+
+// startWitness starts the worker that signs checkpoints and gathers
+// cosignatures, and returns the function that stops it and waits for it.
+func (s *Serve) startWitness(store *kv.Store) (stop func()) {
+	opts := s.Witnessing
+	opts.Log = s.Config.Log
+	for _, w := range opts.Witnesses {
+		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.URL).Msg("witness configured")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		witness.New(store, s.Config.LogKey.Signer, opts).Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	bolt "go.etcd.io/bbolt"
@@ -29,6 +31,22 @@ func get(t *testing.T, url string) []byte {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
 	}
 	return body
+}
+
+// waitCheckpoint reads url, a checkpoint, until it names a tree of size
+// records: the server signs one in the background within an interval.
+func waitCheckpoint(t *testing.T, url string, size int64) []byte {
+	t.Helper()
+	want := []byte(fmt.Sprintf("\n%d\n", size))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		cp := get(t, url)
+		if bytes.Contains(cp, want) {
+			return cp
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint of %d records after 10s; the last:\n%s", size, cp)
+		}
+	}
 }
 
 // TestTransparencyLogAcrossBackupAndRestore: the log's key file is made at
@@ -56,7 +74,7 @@ func TestTransparencyLogAcrossBackupAndRestore(t *testing.T) {
 			t.Fatalf("publish %d: %d, index %q", version, resp.StatusCode, resp.Header.Get("X-Transparency-Index"))
 		}
 	}
-	checkpoint := get(t, api.url+"/v1/transparency/checkpoint")
+	checkpoint := waitCheckpoint(t, api.url+"/v1/transparency/checkpoint", 3)
 	logKey := get(t, api.url+"/v1/transparency/key")
 	if !bytes.HasPrefix(logKey, []byte("sealbox/")) || !bytes.Contains(checkpoint, []byte("\n3\n")) {
 		t.Fatalf("key %q, checkpoint %q", logKey, checkpoint)

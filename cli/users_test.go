@@ -20,6 +20,7 @@ import (
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/password"
+	"sealbox/witness"
 )
 
 // runCLI runs the sealbox command line in-process and returns its output.
@@ -74,6 +75,16 @@ func runServe(t *testing.T, dir string, edit ...func(*server.Config)) (url strin
 // a bucket).
 func runServeAt(t *testing.T, loc Location, edit ...func(*server.Config)) (url string, stop func()) {
 	t.Helper()
+	return runServeWitnessed(t, loc, witness.Options{Interval: testCheckpointInterval}, edit...)
+}
+
+// testCheckpointInterval is how often the servers of the tests sign a
+// checkpoint and submit it to their witnesses.
+const testCheckpointInterval = 100 * time.Millisecond
+
+// runServeWitnessed is runServeAt with the checkpoint worker's options.
+func runServeWitnessed(t *testing.T, loc Location, opts witness.Options, edit ...func(*server.Config)) (url string, stop func()) {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Argon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
 	cfg.Registration = "closed"
@@ -81,7 +92,7 @@ func runServeAt(t *testing.T, loc Location, edit ...func(*server.Config)) (url s
 		e(&cfg)
 	}
 	ready := make(chan string, 1)
-	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg, Ready: func(u string) { ready <- u }}
+	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg, Witnessing: opts, Ready: func(u string) { ready <- u }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
