@@ -75,15 +75,16 @@ func runServe(t *testing.T, dir string, edit ...func(*server.Config)) (url strin
 // a bucket).
 func runServeAt(t *testing.T, loc Location, edit ...func(*server.Config)) (url string, stop func()) {
 	t.Helper()
-	return runServeWitnessed(t, loc, witness.Options{Interval: testCheckpointInterval}, edit...)
+	return runServeWith(t, loc, nil, edit...)
 }
 
 // testCheckpointInterval is how often the servers of the tests sign a
 // checkpoint and submit it to their witnesses.
 const testCheckpointInterval = 100 * time.Millisecond
 
-// runServeWitnessed is runServeAt with the checkpoint worker's options.
-func runServeWitnessed(t *testing.T, loc Location, opts witness.Options, edit ...func(*server.Config)) (url string, stop func()) {
+// runServeWith is runServeAt with adjust, when given, applied to the Serve
+// (witnesses, a metrics listener) before it runs.
+func runServeWith(t *testing.T, loc Location, adjust func(*Serve), edit ...func(*server.Config)) (url string, stop func()) {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Argon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
@@ -92,7 +93,11 @@ func runServeWitnessed(t *testing.T, loc Location, opts witness.Options, edit ..
 		e(&cfg)
 	}
 	ready := make(chan string, 1)
-	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg, Witnessing: opts, Ready: func(u string) { ready <- u }}
+	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg, Ready: func(u string) { ready <- u },
+		Witnessing: witness.Options{Interval: testCheckpointInterval}}
+	if adjust != nil {
+		adjust(s)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

@@ -174,8 +174,8 @@ func (s *Store) Checkpoints() (latest, witnessed *CosignedCheckpoint, err error)
 }
 
 // LogTreeProof proves that the log's first n records extend its first old
-// ones (RFC 6962 consistency proof), as of one transaction. n must not be
-// more than the log holds.
+// ones (RFC 6962 consistency proof; empty from 0 or from n), as of one
+// transaction. n must not be more than the log holds.
 func (s *Store) LogTreeProof(n, old int64) (tlog.TreeProof, error) {
 	var proof tlog.TreeProof
 	err := s.view(func(tx Tx) error {
@@ -185,6 +185,11 @@ func (s *Store) LogTreeProof(n, old int64) (tlog.TreeProof, error) {
 		}
 		if n > size || old < 0 || old > n {
 			return fmt.Errorf("kv: no proof from %d to %d records in a log of %d", old, n, size)
+		}
+		// Every tree extends the empty one and itself: nothing to prove.
+		if old == 0 || old == n {
+			proof = nil
+			return nil
 		}
 		proof, err = tlog.ProveTree(n, old, txHashes{tx.Bucket(bucketLog)})
 		return err

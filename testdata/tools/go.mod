@@ -1,8 +1,10 @@
 // Tools the tests start that are not sealbox dependencies, pinned here and
 // built from the Go module proxy by the tests themselves: Pebble, Let's
 // Encrypt's ACME test server, and its DNS test server; versitygw, the S3
-// server of the SEALBOX_TEST_S3 suites (blobs/s3test). Adding versitygw
-// moved some shared golang.org/x modules forward; Pebble builds with them.
+// server of the SEALBOX_TEST_S3 suites (blobs/s3test); litewitness from
+// filippo.io/torchwood, the witness of the transparency tests
+// (witness/witnesstest). Adding versitygw moved some shared golang.org/x
+// modules forward; Pebble builds with them. litewitness moved none.
 module sealbox-testdata-tools
 
 go 1.26
