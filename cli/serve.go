@@ -205,34 +205,11 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	log := s.Config.Log
-	store, err := s.openStore(ctx, kv.Options{
-		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
-		BeforeMigrate: func(from int, pending []kv.Migration) {
-			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
-			for _, m := range pending {
-				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
-			}
-		},
-	})
+	store, format, err := s.openServingStore(ctx, key)
 	if err != nil {
-		return err
-	}
-	format, _, err := store.Format()
-	if err != nil {
-		store.Close()
 		return err
 	}
 	defer store.Close()
-	// Signing on top of a log that does not extend what was signed would
-	// show clients two histories.
-	if err := store.VerifyLog(); err != nil {
-		return fmt.Errorf("refusing to start: %w", err)
-	}
-	// A node with other keys would seal secrets the other nodes cannot
-	// open and sign checkpoints under another key.
-	if err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey); err != nil {
-		return fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
-	}
 	var observe func(string, time.Duration, error)
 	if s.Blobs != "" {
 		s.Config.BlobRequests = server.NewBlobRequests()
@@ -242,15 +219,9 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
-	// A checkpoint of the tree as it is at start, so one is served from the
-	// first request; the worker signs the next ones.
-	if _, err := witness.Sign(store, s.Config.LogKey.Signer); err != nil {
-		return fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
-	}
 	s.settleWitnesses()
 	srv := server.New(s.Config, store, blobStore)
-	stopWitness := s.startWitness(store)
-	defer stopWitness()
+	defer s.startWitness(store)() // stopped before the store closes
 	var reload func() error
 	if s.TLS.Enabled() {
 		var tlsConfig *tls.Config
@@ -296,6 +267,54 @@ func (s *Serve) Run(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	return srv.Close(shutdownCtx)
+}
+
+// openServingStore opens the store serve runs on, migrating it, and checks
+// it (checkStore). The caller closes it.
+func (s *Serve) openServingStore(ctx context.Context, sealKey []byte) (store *kv.Store, format int, err error) {
+	log := s.Config.Log
+	store, err = s.openStore(ctx, kv.Options{
+		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
+		BeforeMigrate: func(from int, pending []kv.Migration) {
+			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
+			for _, m := range pending {
+				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
+			}
+		},
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if format, err = s.checkStore(store, sealKey); err != nil {
+		store.Close()
+		return nil, 0, err
+	}
+	return store, format, nil
+}
+
+// checkStore refuses a store the server must not serve, and signs a
+// checkpoint of the log as it is at start, so one is served from the first
+// request (the witness worker signs the next ones). It returns the store's
+// format.
+func (s *Serve) checkStore(store *kv.Store, sealKey []byte) (int, error) {
+	format, _, err := store.Format()
+	if err != nil {
+		return 0, err
+	}
+	// Signing on top of a log that does not extend what was signed would
+	// show clients two histories.
+	if err := store.VerifyLog(); err != nil {
+		return 0, fmt.Errorf("refusing to start: %w", err)
+	}
+	// A node with other keys would seal secrets the other nodes cannot
+	// open and sign checkpoints under another key.
+	if err := store.BindNodeKeys(secrets.Fingerprint(sealKey), s.Config.LogKey.VerifierKey); err != nil {
+		return 0, fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
+	}
+	if _, err := witness.Sign(store, s.Config.LogKey.Signer); err != nil {
+		return 0, fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
+	}
+	return format, nil
 }
 
 // onHangup answers each SIGHUP until ctx ends: certificate files are
