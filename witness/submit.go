@@ -54,6 +54,10 @@ func (w *Worker) submit(ctx context.Context, wit Witness, cp *kv.LogCheckpoint, 
 			return err
 		}
 		status, answer, err := w.post(ctx, wit, addCheckpointBody(old, proof, cp.Note))
+		if err != nil && ctx.Err() != nil {
+			// The server is stopping: the witness refused nothing.
+			return nil
+		}
 		if err != nil {
 			return w.refused(wit, ReasonUnreachable, err.Error())
 		}
