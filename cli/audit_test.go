@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"sealbox/witness/witnesstest"
 )
@@ -129,6 +132,33 @@ func TestAudit(t *testing.T) {
 	} {
 		if code, out := runAudit(t, t.TempDir(), args...); code != 2 {
 			t.Errorf("%s: exit %d, want 2\n%s", name, code, out)
+		}
+	}
+}
+
+// TestProveExtends: a smaller tree, or another root at the same size, is an
+// inconsistency (exit 1) whatever the tiles say; the same tree, or any tree
+// after the empty one, is consistent without reading a tile.
+func TestProveExtends(t *testing.T) {
+	a, b := tlog.Tree{N: 3, Hash: tlog.Hash{1}}, tlog.Tree{N: 3, Hash: tlog.Hash{2}}
+	var noTiles tlog.HashReader = tlog.HashReaderFunc(func([]int64) ([]tlog.Hash, error) {
+		t.Fatal("a tile was read")
+		return nil, nil
+	})
+	for _, tc := range []struct {
+		name       string
+		tree, last tlog.Tree
+		want       string
+	}{
+		{"split view", b, a, "two different logs of 3 records"},
+		{"backwards", tlog.Tree{N: 2}, a, "the log went backwards"},
+		{"the same", a, a, ""},
+		{"from empty", a, tlog.Tree{}, ""},
+	} {
+		err := proveExtends(tc.tree, tc.last, noTiles)
+		var coded *exitError
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.As(err, &coded) || coded.code != 1 || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }
