@@ -289,3 +289,27 @@ func TestTransparencyLogSurvivesRestart(t *testing.T) {
 	log.proveConsistent(first, third)
 	log.proveIncluded(third, 2, logRecord(aliceID, 3, directoryBody(t, 3, 3), aliceKey))
 }
+
+// TestCheckpointIsSignedInTheBackground: the server signs nothing itself:
+// before the first checkpoint both checkpoint paths are 404 (the moment
+// after a new store's first start), a publish changes neither until the
+// next signing, and without witnesses both serve the newest signed one.
+func TestCheckpointIsSignedInTheBackground(t *testing.T) {
+	ts := MustOpenServer(t)
+	for _, path := range []string{"/v1/transparency/checkpoint", "/v1/transparency/checkpoint/latest"} {
+		ts.Do(t, Req{Method: "GET", Path: path}).WantProblem(t, 404, fault.ECodeNotFound)
+	}
+	ts.SignCheckpoint(t)
+	before := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint"}).WantStatus(t, 200).Body
+	alice := ts.Register(t, "alice@example.org")
+	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	if got := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint"}).WantStatus(t, 200).Body; !bytes.Equal(got, before) {
+		t.Fatalf("a publish signed a checkpoint on its own:\n%s", got)
+	}
+	ts.SignCheckpoint(t)
+	got := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint"}).WantStatus(t, 200).Body
+	latest := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint/latest"}).WantStatus(t, 200).Body
+	if !bytes.Contains(got, []byte("\n1\n")) || !bytes.Equal(got, latest) {
+		t.Fatalf("after signing: checkpoint\n%s\nlatest\n%s", got, latest)
+	}
+}
