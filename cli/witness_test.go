@@ -207,12 +207,13 @@ func TestWitnessesCosignEveryCheckpoint(t *testing.T) {
 	}
 }
 
-// recorder sits in front of a witness: it keeps the first line and the
-// number of proof lines of every add-checkpoint, and drops the connection
-// when the witness behind it is down, as an unreachable host does.
+// recorder sits in front of a witness: it keeps the first line, the number
+// of proof lines and the answer's status of every add-checkpoint, and drops
+// the connection when the witness behind it is down, as an unreachable host
+// does.
 type recorder struct {
 	mu       sync.Mutex
-	requests []string // "old N, P proof lines"
+	requests []string // "old N, P proof lines[: status]"
 	target   string
 }
 
@@ -228,6 +229,9 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	defer resp.Body.Close()
+	r.mu.Lock()
+	r.requests[len(r.requests)-1] += fmt.Sprintf(": %d", resp.StatusCode)
+	r.mu.Unlock()
 	answer, _ := io.ReadAll(resp.Body)
 	w.WriteHeader(resp.StatusCode)
 	w.Write(answer)
@@ -281,11 +285,17 @@ func TestWitnessCatchesUp(t *testing.T) {
 	rec.take()
 	w2.Restart(t)
 	l.waitCosigned("checkpoint/latest", 3, []*witnesstest.Witness{w1, w2}, w1, w2)
-	// Every request since the restart failed to connect but the last; that
-	// one carried the whole catch-up: from size 1, one proof.
+	// Of the requests since the restart, the one the witness answered
+	// carried the whole catch-up: from size 1, one proof; the others found
+	// it still down.
 	got := rec.take()
-	if len(got) == 0 || got[len(got)-1] != "old 1, 2 proof lines" {
+	if answered := slices.DeleteFunc(slices.Clone(got), func(r string) bool { return !strings.Contains(r, ": ") }); !slices.Equal(answered, []string{"old 1, 2 proof lines: 200"}) {
 		t.Fatalf("add-checkpoint requests since the witness came back: %q", got)
+	}
+	// Once it cosigned, it is not asked again until the tree grows.
+	time.Sleep(3 * testCheckpointInterval)
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("add-checkpoint requests to a witness that cosigned the newest checkpoint: %q", got)
 	}
 }
 

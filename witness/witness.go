@@ -124,8 +124,9 @@ func (w *Worker) Run(ctx context.Context) {
 }
 
 // Round, on the node holding the lease, signs a checkpoint of the tree when
-// it grew and submits the newest checkpoint to every witness. It logs what
-// fails and reports whether it held the lease.
+// it grew and submits the newest checkpoint to every witness that has not
+// cosigned it yet. It logs what fails and reports whether it held the
+// lease.
 func (w *Worker) Round(ctx context.Context) bool {
 	held, err := w.store.TryLease(lease, w.node, 3*w.opts.Interval)
 	if err != nil {
@@ -149,8 +150,17 @@ func (w *Worker) Round(ctx context.Context) bool {
 		w.opts.Log.Error().Err(err).Msg("read the witnesses' state")
 		return true
 	}
+	latest, _, err := w.store.Checkpoints()
+	if err != nil {
+		w.opts.Log.Error().Err(err).Msg("read the cosignatures")
+		return true
+	}
 	var wg sync.WaitGroup
 	for _, wit := range w.opts.Witnesses {
+		// A witness that cosigned this checkpoint has nothing new to see.
+		if latest.Size == cp.Size && latest.Root == cp.Root && latest.Cosignatures[wit.VerifierKey] != nil {
+			continue
+		}
 		wg.Go(func() {
 			if err := w.submit(ctx, wit, cp, states[wit.VerifierKey].Size); err != nil {
 				w.opts.Log.Error().Err(err).Str("witness", wit.Name()).Msg("submit a checkpoint to a witness")
