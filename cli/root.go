@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,10 +21,19 @@ import (
 func Execute(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := NewRootCmd()
+	return execute(ctx, NewRootCmd(), args)
+}
+
+// execute runs cmd with args and returns the process exit code.
+func execute(ctx context.Context, cmd *cobra.Command, args []string) int {
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox:", err)
+		// A command with exit codes of its own (audit) says which.
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			return coded.ExitCode()
+		}
 		return 1
 	}
 	return 0
@@ -37,7 +47,7 @@ func NewRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(), newCompactCmd(), newVersionCmd(), newHealthcheckCmd(), newDevCmd())
+	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(), newCompactCmd(), newVersionCmd(), newHealthcheckCmd(), newDevCmd(), newAuditCmd())
 	return root
 }
 

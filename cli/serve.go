@@ -28,6 +28,7 @@ import (
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/secrets"
+	"sealbox/witness"
 )
 
 // Serve runs the server on a data directory until its context ends.
@@ -47,6 +48,10 @@ type Serve struct {
 	LogOrigin string
 	// TLS, when enabled, serves HTTPS.
 	TLS TLS
+	// Witnessing signs checkpoints in the background and has its witnesses
+	// cosign them; Config.Witnesses and Config.WitnessQuorum are set from
+	// it.
+	Witnessing witness.Options
 	// Ready, when set, is called with the base URL once the server listens.
 	Ready func(url string)
 }
@@ -65,9 +70,10 @@ const (
 const shutdownGrace = 30 * time.Second
 
 func newServeCmd() *cobra.Command {
-	s := &Serve{Config: server.DefaultConfig()}
+	s := &Serve{Config: server.DefaultConfig(), Witnessing: witness.DefaultOptions()}
 	cfg := &s.Config
 	var logLevel string
+	var witnesses []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the sealbox server",
@@ -84,6 +90,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			if err := s.TLS.validate(name); err != nil {
+				return err
+			}
+			if err := s.parseWitnesses(witnesses, name); err != nil {
 				return err
 			}
 			level, err := zerolog.ParseLevel(logLevel)
@@ -111,6 +120,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&s.TLS.ACMEEmail, "acme-email", "", "contact address given to the ACME server (expiry warnings), for --tls-domain")
 	f.StringVar(&s.TLS.ACMECAFile, "acme-ca", "", "PEM file of CA certificates to trust for the ACME server itself (a private ACME server)")
 	f.StringVar(&s.LogOrigin, "log-origin", "", "origin of the transparency log, fixed when its key is made at first start (default sealbox/<host name>)")
+	f.StringSliceVar(&witnesses, "witness", nil, "a witness that cosigns the transparency log's checkpoints, as VKEY=URL: its C2SP cosignature verifier key and its base URL (repeatable, or comma-separated)")
+	f.IntVar(&cfg.WitnessQuorum, "witness-quorum", 0, "witnesses that must cosign a checkpoint before /v1/transparency/checkpoint serves it (default 1 when any --witness is given)")
+	f.DurationVar(&s.Witnessing.Interval, "checkpoint-interval", s.Witnessing.Interval, "least time between two signed checkpoints of the transparency log, and between two submissions to the witnesses")
 	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
@@ -249,34 +261,11 @@ func (s *Serve) Run(ctx context.Context) error {
 		return err
 	}
 	log := s.Config.Log
-	store, err := s.openStore(ctx, kv.Options{
-		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
-		BeforeMigrate: func(from int, pending []kv.Migration) {
-			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
-			for _, m := range pending {
-				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
-			}
-		},
-	})
+	store, format, err := s.openServingStore(ctx, key)
 	if err != nil {
-		return err
-	}
-	format, _, err := store.Format()
-	if err != nil {
-		store.Close()
 		return err
 	}
 	defer store.Close()
-	// Signing on top of a log that does not extend what was signed would
-	// show clients two histories.
-	if err := store.VerifyLog(); err != nil {
-		return fmt.Errorf("refusing to start: %w", err)
-	}
-	// A node with other keys would seal secrets the other nodes cannot
-	// open and sign checkpoints under another key.
-	if err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey); err != nil {
-		return fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
-	}
 	var observe func(string, time.Duration, error)
 	if s.Blobs != "" {
 		s.Config.BlobRequests = server.NewBlobRequests()
@@ -286,7 +275,9 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
+	s.settleWitnesses()
 	srv := server.New(s.Config, store, blobStore)
+	defer s.startWitness(store)() // stopped before the store closes
 	reload, err := s.start(srv, ln, shareLn)
 	if err != nil {
 		return err
@@ -348,6 +339,54 @@ func (s *Serve) start(srv *server.Server, ln, shareLn net.Listener) (reload func
 		s.Config.Log.Info().Str("url", srv.ShareURL()).Msg("share links listening")
 	}
 	return reload, nil
+}
+
+// openServingStore opens the store serve runs on, migrating it, and checks
+// it (checkStore). The caller closes it.
+func (s *Serve) openServingStore(ctx context.Context, sealKey []byte) (store *kv.Store, format int, err error) {
+	log := s.Config.Log
+	store, err = s.openStore(ctx, kv.Options{
+		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
+		BeforeMigrate: func(from int, pending []kv.Migration) {
+			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
+			for _, m := range pending {
+				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
+			}
+		},
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if format, err = s.checkStore(store, sealKey); err != nil {
+		store.Close()
+		return nil, 0, err
+	}
+	return store, format, nil
+}
+
+// checkStore refuses a store the server must not serve, and signs a
+// checkpoint of the log as it is at start, so one is served from the first
+// request (the witness worker signs the next ones). It returns the store's
+// format.
+func (s *Serve) checkStore(store *kv.Store, sealKey []byte) (int, error) {
+	format, _, err := store.Format()
+	if err != nil {
+		return 0, err
+	}
+	// Signing on top of a log that does not extend what was signed would
+	// show clients two histories.
+	if err := store.VerifyLog(); err != nil {
+		return 0, fmt.Errorf("refusing to start: %w", err)
+	}
+	// A node with other keys would seal secrets the other nodes cannot
+	// open and sign checkpoints under another key.
+	if err := store.BindNodeKeys(secrets.Fingerprint(sealKey), s.Config.LogKey.VerifierKey); err != nil {
+		return 0, fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
+	}
+	if _, err := witness.Sign(store, s.Config.LogKey.Signer); err != nil {
+		return 0, fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
+	}
+	return format, nil
 }
 
 // onHangup answers each SIGHUP until ctx ends: certificate files are
@@ -474,4 +513,57 @@ func serveAdmin(path string, ops *admin.Ops, log zerolog.Logger) (func(), error)
 func isLoopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// parseWitnesses reads the --witness values and checks the quorum: never
+// more than the witnesses, and none without them.
+func (s *Serve) parseWitnesses(specs []string, name func(flag string) string) error {
+	s.Witnessing.Witnesses = nil
+	for _, spec := range specs {
+		w, err := witness.Parse(spec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name("witness"), err)
+		}
+		s.Witnessing.Witnesses = append(s.Witnessing.Witnesses, w)
+	}
+	if q, n := s.Config.WitnessQuorum, len(specs); q < 0 || q > n {
+		return fmt.Errorf("%s %d: must be between 1 and the %d witnesses given (%s)", name("witness-quorum"), q, n, name("witness"))
+	}
+	if s.Witnessing.Interval < 100*time.Millisecond {
+		return fmt.Errorf("%s must be at least 100ms", name("checkpoint-interval"))
+	}
+	return nil
+}
+
+// settleWitnesses gives the server the witnesses' keys and the quorum: 1
+// when any witness is configured and no quorum is.
+func (s *Serve) settleWitnesses() {
+	s.Config.Witnesses = nil
+	for _, w := range s.Witnessing.Witnesses {
+		s.Config.Witnesses = append(s.Config.Witnesses, w.VerifierKey)
+	}
+	if s.Config.WitnessQuorum == 0 && len(s.Witnessing.Witnesses) > 0 {
+		s.Config.WitnessQuorum = 1
+	}
+	s.Witnessing.Quorum = s.Config.WitnessQuorum
+}
+
+// startWitness starts the worker that signs checkpoints and gathers
+// cosignatures, and returns the function that stops it and waits for it.
+func (s *Serve) startWitness(store *kv.Store) (stop func()) {
+	opts := s.Witnessing
+	opts.Log = s.Config.Log
+	for _, w := range opts.Witnesses {
+		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.URL).Msg("witness configured")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		witness.New(store, s.Config.LogKey.Signer, opts).Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -101,6 +101,12 @@ func TestServeNamesTheSourceOfABadValue(t *testing.T) {
 		{"size from the environment", "SEALBOX_MAX_BODY", "lots", nil, "SEALBOX_MAX_BODY: invalid size"},
 		{"log level from the environment", "SEALBOX_LOG_LEVEL", "loud", nil, "SEALBOX_LOG_LEVEL must be one of debug, info, warn, error"},
 		{"log level on the command line", "", "", []string{"--log-level", "trace"}, "--log-level must be one of"},
+		{"witness from the environment", "SEALBOX_WITNESS", "no-key", nil, `SEALBOX_WITNESS: witness "no-key": want VKEY=URL`},
+		{"witness key on the command line", "", "", []string{"--witness", "nope=http://w"}, "--witness: witness \"nope\": not a cosignature verifier key"},
+		// Two witnesses, comma-separated in one variable.
+		{"quorum above the witnesses", "SEALBOX_WITNESS", testWitness + "," + testWitness, []string{"--witness-quorum", "3"}, "--witness-quorum 3: must be between 1 and the 2 witnesses given (SEALBOX_WITNESS)"},
+		{"quorum without witnesses", "SEALBOX_WITNESS_QUORUM", "1", nil, "SEALBOX_WITNESS_QUORUM 1: must be between 1 and the 0 witnesses given"},
+		{"checkpoint interval too short", "", "", []string{"--checkpoint-interval", "1ms"}, "--checkpoint-interval must be at least 100ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env != "" {
@@ -117,6 +123,10 @@ func TestServeNamesTheSourceOfABadValue(t *testing.T) {
 		})
 	}
 }
+
+// testWitness is a witness flag value that parses: a cosignature verifier
+// key and a URL.
+const testWitness = "witness.example/w+5133a903+BLAL4Um6fsiGjphLWnailx4GsIMy7hf4tBjBoOFV4auG=http://127.0.0.1:1"
 
 // serve --help names the environment variable of every flag.
 func TestServeHelpNamesEveryVariable(t *testing.T) {

@@ -74,13 +74,28 @@ func runServe(t *testing.T, dir string, edit ...func(*server.Config)) (url strin
 // a bucket).
 func runServeAt(t *testing.T, loc Location, edit ...func(*server.Config)) (url string, stop func()) {
 	t.Helper()
+	return runServeWith(t, loc, nil, edit...)
+}
+
+// testCheckpointInterval is how often the servers of the tests sign a
+// checkpoint and submit it to their witnesses.
+const testCheckpointInterval = 100 * time.Millisecond
+
+// runServeWith is runServeAt with adjust, when given, applied to the Serve
+// (witnesses, a metrics listener) before it runs.
+func runServeWith(t *testing.T, loc Location, adjust func(*Serve), edit ...func(*server.Config)) (url string, stop func()) {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Argon2 = password.Params{Time: 1, MemoryKiB: 64, Threads: 1}
 	cfg.Registration = "closed"
 	for _, e := range edit {
 		e(&cfg)
 	}
-	return runServeOf(t, &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg})
+	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: cfg}
+	if adjust != nil {
+		adjust(s)
+	}
+	return runServeOf(t, s)
 }
 
 // runServeOf is runServe of a Serve built by the test (other listeners,
@@ -89,6 +104,9 @@ func runServeOf(t *testing.T, s *Serve) (url string, stop func()) {
 	t.Helper()
 	ready := make(chan string, 1)
 	s.Ready = func(u string) { ready <- u }
+	if s.Witnessing.Interval == 0 {
+		s.Witnessing.Interval = testCheckpointInterval
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

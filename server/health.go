@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -29,7 +30,11 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 // handles "GET /readyz": the store answers, the blobs directory is writable
-// and the disk is not full. 503 names the failing check.
+// and the disk is not full. 503 names the failing check. With witnesses,
+// "witnesses" says "ok" or names the witnesses in conflict with the log
+// (they saw another history of it): the log is then not cosigned, but
+// accounts and photos are served as before, so the server stays ready; the
+// metrics and the log say more.
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	checks := map[string]string{"store": "ok", "blobs": "ok", "disk": "ok"}
 	ready := true
@@ -51,8 +56,38 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprout
 	} else if free < minFreeDisk {
 		checks["disk"], ready = "full", false
 	}
+	if len(s.cfg.Witnesses) > 0 {
+		checks["witnesses"] = s.witnessCheck()
+	}
 	if !ready {
 		return &fault.Error{Code: fault.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": checks}}
 	}
 	return writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Checks: checks})
+}
+
+// witnessCheck is "ok", or "conflict: " and the names of the configured
+// witnesses that refuse the log's tree as another history than the one they
+// saw.
+func (s *Server) witnessCheck() string {
+	states, err := s.store.WitnessStates()
+	if err != nil {
+		s.log.Warn().Err(err).Str("check", "witnesses").Msg("read the witnesses' state")
+		return "unknown"
+	}
+	var names []string
+	for _, vkey := range s.cfg.Witnesses {
+		if states[vkey].Conflict != "" {
+			names = append(names, witnessName(vkey))
+		}
+	}
+	if names == nil {
+		return "ok"
+	}
+	return "conflict: " + strings.Join(names, ", ")
+}
+
+// witnessName is the name in a witness's verifier key, <name>+<hash>+<key>.
+func witnessName(vkey string) string {
+	name, _, _ := strings.Cut(vkey, "+")
+	return name
 }

@@ -19,12 +19,15 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"sealbox/blobs"
 	"sealbox/blobs/s3test"
 	"sealbox/kv"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
 	"sealbox/server/password"
+	"sealbox/witness"
 )
 
 // TestMain runs the suite in kv's retry test mode when
@@ -85,7 +88,30 @@ func NewTestConfig(clock *Clock) server.Config {
 	cfg.SweepInterval = time.Hour
 	cfg.SealKey = make([]byte, 32)
 	rand.Read(cfg.SealKey)
+	cfg.LogKey = NewLogKey("sealbox/test")
 	return cfg
+}
+
+// NewLogKey makes a transparency log key named origin.
+func NewLogKey(origin string) server.LogKey {
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		panic(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		panic(err)
+	}
+	return server.LogKey{Signer: signer, VerifierKey: vkey}
+}
+
+// SignCheckpoint signs a checkpoint of the log as it is now, as the
+// background worker cli starts does once per interval.
+func (ts *TestServer) SignCheckpoint(tb testing.TB) {
+	tb.Helper()
+	if _, err := witness.Sign(ts.Store, ts.Config.LogKey.Signer); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // MustOpenServer starts a server; edit, when given, adjusts its

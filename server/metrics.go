@@ -80,6 +80,9 @@ func newMetrics(s *Server) *metrics {
 	if s.cfg.BlobRequests != nil {
 		m.registry.MustRegister(s.cfg.BlobRequests.latency)
 	}
+	if len(s.cfg.Witnesses) > 0 {
+		m.registry.MustRegister(witnessCollector{s})
+	}
 	return m
 }
 

@@ -133,8 +133,16 @@ type Config struct {
 
 	// LogKey signs the transparency log's checkpoints. Without one, New
 	// makes a key that lives as long as the process (tests; serve always
-	// gives the one kept in the data directory).
+	// gives the one kept in the data directory). The server itself signs
+	// nothing: package witness does, in the background.
 	LogKey LogKey
+	// Witnesses are the verifier keys of the witnesses that cosign the
+	// log's checkpoints, whose state /readyz and the metrics report.
+	Witnesses []string
+	// WitnessQuorum is how many of them must cosign a checkpoint before
+	// GET /v1/transparency/checkpoint serves it; 0 serves the newest
+	// signed checkpoint.
+	WitnessQuorum int
 
 	// Now is the clock; Rand the source of every token and id.
 	Now  func() time.Time
@@ -181,10 +189,6 @@ func DefaultConfig() Config {
 type Server struct {
 	cfg     Config
 	secrets *secrets.Keeper
-	// lastCheckpoint is the newest signed checkpoint; signing serializes
-	// making a new one.
-	lastCheckpoint atomic.Pointer[kv.LogCheckpoint]
-	signing        sync.Mutex
 	// scheme is "https" after StartTLS, and empty for plain HTTP.
 	scheme    string
 	store     *kv.Store

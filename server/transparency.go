@@ -1,15 +1,14 @@
 package server
 
 import (
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -25,6 +24,7 @@ import (
 
 func (s *Server) registerTransparencyRoutes() {
 	s.handle(http.MethodGet, "/v1/transparency/checkpoint", s.handleCheckpoint)
+	s.handle(http.MethodGet, "/v1/transparency/checkpoint/latest", s.handleLatestCheckpoint)
 	s.handle(http.MethodGet, "/v1/transparency/key", s.handleLogKey)
 	s.handle(http.MethodGet, "/v1/transparency/tile/*path", s.handleTile)
 }
@@ -64,48 +64,38 @@ const (
 	cacheCheckpoint = "public, max-age=5"
 )
 
-// handles "GET /v1/transparency/checkpoint".
+// handles "GET /v1/transparency/checkpoint": the newest checkpoint that
+// reached the witness quorum, with its cosignature lines; until one has (or
+// with no witnesses), the newest signed one.
 func (s *Server) handleCheckpoint(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	cp, err := s.checkpoint()
+	latest, witnessed, err := s.store.Checkpoints()
 	if err != nil {
 		return err
 	}
-	return writeCacheable(w, "text/plain; charset=utf-8", cacheCheckpoint, cp.Note)
+	if s.cfg.WitnessQuorum > 0 && witnessed != nil && len(witnessed.Cosignatures) >= s.cfg.WitnessQuorum {
+		latest = witnessed
+	}
+	return writeCheckpoint(w, latest)
 }
 
-// checkpoint returns a signed checkpoint of the tree as it is now. It signs
-// at most once per tree size: the last one is kept in memory and in the
-// store, where a restart (or another node) finds it.
-func (s *Server) checkpoint() (*kv.LogCheckpoint, error) {
-	tree, err := s.store.LogTree()
+// handles "GET /v1/transparency/checkpoint/latest": the newest signed
+// checkpoint with the cosignatures it has so far, fresher than the
+// witnessed one, for a client that wants a recent record proven included.
+func (s *Server) handleLatestCheckpoint(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	latest, _, err := s.store.Checkpoints()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if cp := s.lastCheckpoint.Load(); cp != nil && cp.Size >= tree.N {
-		return cp, nil
+	return writeCheckpoint(w, latest)
+}
+
+// writeCheckpoint writes cp as one signed note; nil is the moment between a
+// new store's first start and its first signed checkpoint.
+func writeCheckpoint(w http.ResponseWriter, cp *kv.CosignedCheckpoint) error {
+	if cp == nil {
+		return fault.Errorf(fault.ECodeNotFound, "the log has no signed checkpoint yet")
 	}
-	s.signing.Lock()
-	defer s.signing.Unlock()
-	if cp := s.lastCheckpoint.Load(); cp != nil && cp.Size >= tree.N {
-		return cp, nil
-	}
-	if saved, err := s.store.LastCheckpoint(); err != nil {
-		return nil, err
-	} else if saved != nil && saved.Size >= tree.N {
-		s.lastCheckpoint.Store(saved)
-		return saved, nil
-	}
-	text := fmt.Sprintf("%s\n%d\n%s\n", s.cfg.LogKey.Signer.Name(), tree.N, base64.StdEncoding.EncodeToString(tree.Hash[:]))
-	msg, err := note.Sign(&note.Note{Text: text}, s.cfg.LogKey.Signer)
-	if err != nil {
-		return nil, err
-	}
-	saved, err := s.store.SaveCheckpoint(&kv.LogCheckpoint{Size: tree.N, Root: tree.Hash, Note: msg})
-	if err != nil {
-		return nil, err
-	}
-	s.lastCheckpoint.Store(saved)
-	return saved, nil
+	return writeCacheable(w, "text/plain; charset=utf-8", cacheCheckpoint, cp.SignedNote())
 }
 
 // handles "GET /v1/transparency/key".
@@ -164,4 +154,46 @@ func writeCacheable(w http.ResponseWriter, contentType, cacheControl string, b [
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err
+}
+
+// witnessCollector serves what the store knows of each configured witness,
+// read when scraped, so every node sharing the store reports the same
+// figures whichever node submits.
+type witnessCollector struct{ s *Server }
+
+var (
+	witnessRefusalsDesc = prometheus.NewDesc("sealbox_witness_refusals_total",
+		"Checkpoint submissions a witness refused or never answered, by witness and reason (conflict, forbidden, not_found, unreachable, bad_answer).",
+		[]string{"witness", "reason"}, nil)
+	witnessSizeDesc = prometheus.NewDesc("sealbox_witness_tree_size",
+		"The tree size each witness last accepted (cosigned) or said it holds.", []string{"witness"}, nil)
+	witnessConflictDesc = prometheus.NewDesc("sealbox_witness_conflict",
+		"1 while a witness refuses the log's tree as another history than the one it saw (a fork or a rollback), else 0.",
+		[]string{"witness"}, nil)
+)
+
+func (c witnessCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- witnessRefusalsDesc
+	ch <- witnessSizeDesc
+	ch <- witnessConflictDesc
+}
+
+func (c witnessCollector) Collect(ch chan<- prometheus.Metric) {
+	states, err := c.s.store.WitnessStates()
+	if err != nil {
+		c.s.log.Warn().Err(err).Msg("metrics: read the witnesses' state")
+		return
+	}
+	for _, vkey := range c.s.cfg.Witnesses {
+		st, name := states[vkey], witnessName(vkey)
+		for reason, n := range st.Refusals {
+			ch <- prometheus.MustNewConstMetric(witnessRefusalsDesc, prometheus.CounterValue, float64(n), name, reason)
+		}
+		ch <- prometheus.MustNewConstMetric(witnessSizeDesc, prometheus.GaugeValue, float64(st.Size), name)
+		conflict := 0.0
+		if st.Conflict != "" {
+			conflict = 1
+		}
+		ch <- prometheus.MustNewConstMetric(witnessConflictDesc, prometheus.GaugeValue, conflict, name)
+	}
 }

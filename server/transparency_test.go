@@ -80,10 +80,12 @@ func c2spPath(t tlog.Tile) string {
 	return p
 }
 
-// checkpoint fetches the signed checkpoint, verifies its signature with the
+// checkpoint has the log signed as the background worker would, fetches
+// the signed checkpoint, verifies its signature with the
 // key the server publishes, and returns the tree it names.
 func (c logClient) checkpoint() (tlog.Tree, []byte) {
 	c.tb.Helper()
+	c.ts.SignCheckpoint(c.tb)
 	vkey := strings.TrimSpace(string(c.ts.Do(c.tb, Req{Method: "GET", Path: "/v1/transparency/key"}).WantStatus(c.tb, 200).Body))
 	verifier, err := note.NewVerifier(vkey)
 	if err != nil {
@@ -435,5 +437,29 @@ func TestTransparencyDirectoryReset(t *testing.T) {
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: bob.Access}).WantProblem(t, 401, fault.ECodeUnauthenticated)
 	if last, _ := log.checkpoint(); last.N != 4 {
 		t.Fatalf("tree size %d after a reset of alice's new directory and of bob's none, want 4", last.N)
+	}
+}
+
+// TestCheckpointIsSignedInTheBackground: the server signs nothing itself:
+// before the first checkpoint both checkpoint paths are 404 (the moment
+// after a new store's first start), a publish changes neither until the
+// next signing, and without witnesses both serve the newest signed one.
+func TestCheckpointIsSignedInTheBackground(t *testing.T) {
+	ts := MustOpenServer(t)
+	for _, path := range []string{"/v1/transparency/checkpoint", "/v1/transparency/checkpoint/latest"} {
+		ts.Do(t, Req{Method: "GET", Path: path}).WantProblem(t, 404, fault.ECodeNotFound)
+	}
+	ts.SignCheckpoint(t)
+	before := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint"}).WantStatus(t, 200).Body
+	alice := ts.Register(t, "alice@example.org")
+	ts.publish(t, alice.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
+	if got := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint"}).WantStatus(t, 200).Body; !bytes.Equal(got, before) {
+		t.Fatalf("a publish signed a checkpoint on its own:\n%s", got)
+	}
+	ts.SignCheckpoint(t)
+	got := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint"}).WantStatus(t, 200).Body
+	latest := ts.Do(t, Req{Method: "GET", Path: "/v1/transparency/checkpoint/latest"}).WantStatus(t, 200).Body
+	if !bytes.Contains(got, []byte("\n1\n")) || !bytes.Equal(got, latest) {
+		t.Fatalf("after signing: checkpoint\n%s\nlatest\n%s", got, latest)
 	}
 }

@@ -1,0 +1,106 @@
+package witness_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/torchwood"
+	"golang.org/x/mod/sumdb/note"
+
+	"sealbox/kv"
+	"sealbox/witness"
+)
+
+func openStore(t *testing.T) *kv.Store {
+	t.Helper()
+	s, err := kv.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newSigner(t *testing.T) note.Signer {
+	t.Helper()
+	skey, _, err := note.GenerateKey(rand.Reader, "sealbox/worker.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer
+}
+
+// TestSignOncePerSize: a checkpoint is signed when the tree grew, and the
+// newest is returned unchanged while it has not.
+func TestSignOncePerSize(t *testing.T) {
+	s, signer := openStore(t), newSigner(t)
+	first, err := witness.Sign(s, signer)
+	if err != nil || first.Size != 0 {
+		t.Fatalf("the empty tree: %+v, %v", first, err)
+	}
+	if err := s.PublishDirectory("acct-1", &kv.Directory{Version: 1, Bytes: []byte("d"), IdentityKey: []byte("k")}, kv.PublishLimit{}); err != nil {
+		t.Fatal(err)
+	}
+	grown, err := witness.Sign(s, signer)
+	if err != nil || grown.Size != 1 || !bytes.Contains(grown.Note, []byte("sealbox/worker.example\n1\n")) {
+		t.Fatalf("after a publish: %+v, %v", grown, err)
+	}
+	again, err := witness.Sign(s, signer)
+	if err != nil || !bytes.Equal(again.Note, grown.Note) {
+		t.Fatalf("signed again at the same size: %q, was %q (%v)", again.Note, grown.Note, err)
+	}
+}
+
+// TestOneNodeSigns: of two workers sharing a store, only the lease holder
+// works a round; when it stops, the other takes over.
+func TestOneNodeSigns(t *testing.T) {
+	s, signer := openStore(t), newSigner(t)
+	a := witness.New(s, signer, witness.Options{Interval: time.Hour})
+	b := witness.New(s, signer, witness.Options{Interval: time.Hour})
+	if !a.Round(t.Context()) || b.Round(t.Context()) {
+		t.Fatal("both workers, or neither, held the lease")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	a.Run(ctx) // one round, then the lease is released
+	if !b.Round(t.Context()) {
+		t.Fatal("the second worker did not take over once the first stopped")
+	}
+}
+
+// TestParse: a witness is VKEY=URL, the key a C2SP cosignature verifier key
+// and the URL http(s).
+func TestParse(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := torchwood.NewCosignatureSigner("witness.example/w", priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey := signer.Verifier().String()
+	w, err := witness.Parse(vkey + "=https://witness.example/w/")
+	if err != nil || w.URL != "https://witness.example/w" || w.Name() != "witness.example/w" {
+		t.Fatalf("%+v, %v", w, err)
+	}
+	logVKey := "sealbox/x+01234567+AXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"
+	for _, tc := range []struct{ spec, want string }{
+		{vkey, "want VKEY=URL"},
+		{"nope=http://w", "not a cosignature verifier key"},
+		{logVKey + "=http://w", "not a cosignature verifier key"},
+		{vkey + "=ftp://w", "not an http(s) URL"},
+		{vkey + "=http://", "not an http(s) URL"},
+	} {
+		if _, err := witness.Parse(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}
