@@ -396,6 +396,9 @@ func (a *Audit) listAccount(ctx context.Context, tree tlog.Tree, tiles tlog.Hash
 			case r.Kind == kindDirectory && r.UserID == a.Account:
 				found++
 				fmt.Fprintf(a.Out, "index %d  version %d  directory %s  key %s\n", start+i, r.Version, r.DirectoryHash, r.KeyHash)
+			case r.Kind == kindDirectoryReset && r.UserID == a.Account:
+				found++
+				fmt.Fprintf(a.Out, "index %d  reset by the operator: version %d cleared, key %s unpinned\n", start+i, r.Version, r.KeyHash)
 			}
 		}
 		if len(data) != 0 {

@@ -15,19 +15,33 @@ type logRecord struct {
 	Kind string
 	// UserID is the account the record is about.
 	UserID string
-	// Version is the directory version published.
+	// Version is the directory version published, or, in a reset, the
+	// version the reset cleared.
 	Version uint64
 	// DirectoryHash and KeyHash are the SHA-256 of the directory's bytes and
-	// of the pinned identity key, in lowercase hex.
+	// of the pinned identity key (in a reset: the key it unpinned), in
+	// lowercase hex. A reset has no DirectoryHash.
 	DirectoryHash, KeyHash string
+}
+
+// String writes the record back as the log holds it.
+func (r logRecord) String() string {
+	if r.Kind == kindDirectoryReset {
+		return fmt.Sprintf("%s %s %d %s\n", r.Kind, r.UserID, r.Version, r.KeyHash)
+	}
+	return fmt.Sprintf("%s %s %d %s %s\n", r.Kind, r.UserID, r.Version, r.DirectoryHash, r.KeyHash)
 }
 
 // errUnknownRecord is a record of a kind this sealbox does not know (one a
 // newer server writes): an auditor reports it and reads on.
 var errUnknownRecord = errors.New("a record of a kind this sealbox does not know")
 
-// kindDirectory is the record of a directory publish.
-const kindDirectory = "sealbox-directory/v1"
+// The kinds of record: a directory publish, and the operator's reset of an
+// account's directory (sealbox users reset-directory), which unpins its key.
+const (
+	kindDirectory      = "sealbox-directory/v1"
+	kindDirectoryReset = "sealbox-directory-reset/v1"
+)
 
 // parseLogRecord reads one record of the log: its kind, then the fields
 // that kind has, single spaces between, a newline at the end. Every kind of
@@ -46,19 +60,27 @@ func parseLogRecord(rec []byte) (logRecord, error) {
 		if len(fields) != 5 {
 			return r, fmt.Errorf("a %s record has 5 fields, not %d", r.Kind, len(fields))
 		}
-		r.UserID, r.DirectoryHash, r.KeyHash = fields[1], fields[3], fields[4]
-		v, err := strconv.ParseUint(fields[2], 10, 64)
-		if err != nil || strconv.FormatUint(v, 10) != fields[2] {
-			return r, fmt.Errorf("a %s record's version %q is not a decimal number", r.Kind, fields[2])
+		r.DirectoryHash = fields[3]
+		if !isHexSHA256(r.DirectoryHash) {
+			return r, fmt.Errorf("a %s record's directory hash is not a lowercase hex SHA-256", r.Kind)
 		}
-		r.Version = v
-		if r.UserID == "" || !isHexSHA256(r.DirectoryHash) || !isHexSHA256(r.KeyHash) {
-			return r, fmt.Errorf("a %s record needs a user id and two lowercase hex SHA-256 hashes", r.Kind)
+	case kindDirectoryReset:
+		if len(fields) != 4 {
+			return r, fmt.Errorf("a %s record has 4 fields, not %d", r.Kind, len(fields))
 		}
-		return r, nil
 	default:
 		return r, errUnknownRecord
 	}
+	r.UserID, r.KeyHash = fields[1], fields[len(fields)-1]
+	v, err := strconv.ParseUint(fields[2], 10, 64)
+	if err != nil || strconv.FormatUint(v, 10) != fields[2] {
+		return r, fmt.Errorf("a %s record's version %q is not a decimal number", r.Kind, fields[2])
+	}
+	r.Version = v
+	if r.UserID == "" || !isHexSHA256(r.KeyHash) {
+		return r, fmt.Errorf("a %s record needs a user id and the key's lowercase hex SHA-256", r.Kind)
+	}
+	return r, nil
 }
 
 func isHexSHA256(s string) bool {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -21,7 +20,11 @@ func TestParseLogRecord(t *testing.T) {
 	if err != nil || r != (logRecord{Kind: kindDirectory, UserID: "u-1", Version: 12, DirectoryHash: hashA, KeyHash: hashB}) {
 		t.Fatalf("%q: %+v, %v", good, r, err)
 	}
-	if r, err := parseLogRecord([]byte("sealbox-directory-reset/v1 u-1 13\n")); !errors.Is(err, errUnknownRecord) || r.Kind != "sealbox-directory-reset/v1" {
+	reset := "sealbox-directory-reset/v1 u-1 13 " + hashB + "\n"
+	if r, err := parseLogRecord([]byte(reset)); err != nil || r != (logRecord{Kind: kindDirectoryReset, UserID: "u-1", Version: 13, KeyHash: hashB}) {
+		t.Fatalf("%q: %+v, %v", reset, r, err)
+	}
+	if r, err := parseLogRecord([]byte("sealbox-directory-move/v2 u-1 13\n")); !errors.Is(err, errUnknownRecord) || r.Kind != "sealbox-directory-move/v2" {
 		t.Fatalf("an unknown kind: %+v, %v", r, err)
 	}
 	for _, tc := range []struct{ name, rec string }{
@@ -34,6 +37,9 @@ func TestParseLogRecord(t *testing.T) {
 		{"upper-case hex", "sealbox-directory/v1 u-1 12 " + strings.ToUpper(hashA) + " " + hashB + "\n"},
 		{"a short hash", "sealbox-directory/v1 u-1 12 " + hashA[1:] + " " + hashB + "\n"},
 		{"no user", "sealbox-directory/v1  12 " + hashA + " " + hashB + "\n"},
+		{"a reset with a directory hash", "sealbox-directory-reset/v1 u-1 13 " + hashA + " " + hashB + "\n"},
+		{"a reset without its key", "sealbox-directory-reset/v1 u-1 13\n"},
+		{"a reset's short key hash", "sealbox-directory-reset/v1 u-1 13 " + hashB[2:] + "\n"},
 	} {
 		if _, err := parseLogRecord([]byte(tc.rec)); err == nil || errors.Is(err, errUnknownRecord) {
 			t.Errorf("%s: %v, want a malformed record", tc.name, err)
@@ -46,15 +52,14 @@ func TestParseLogRecord(t *testing.T) {
 // same bytes.
 func FuzzParseLogRecord(f *testing.F) {
 	f.Add([]byte("sealbox-directory/v1 u-1 12 " + hashA + " " + hashB + "\n"))
-	f.Add([]byte("sealbox-directory-reset/v1 u-1 13\n"))
+	f.Add([]byte("sealbox-directory-reset/v1 u-1 13 " + hashB + "\n"))
 	f.Add([]byte("\n"))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		r, err := parseLogRecord(rec)
 		if err != nil {
 			return
 		}
-		back := fmt.Sprintf("%s %s %d %s %s\n", r.Kind, r.UserID, r.Version, r.DirectoryHash, r.KeyHash)
-		if back != string(rec) {
+		if back := r.String(); back != string(rec) {
 			t.Fatalf("%q read as %+v, which prints %q", rec, r, back)
 		}
 	})

@@ -187,6 +187,18 @@ func TestUsersResetDirectory(t *testing.T) {
 	if len(records) != 3 || records[1] != wantReset || !strings.HasPrefix(records[2], "sealbox-directory/v1 "+userID+" 1 ") {
 		t.Fatalf("the log's records: %q, want the reset %q second", records, wantReset)
 	}
+	// sealbox audit lists the reset among the account's records, once a
+	// checkpoint of all three is signed (in the background, every 100 ms here).
+	for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(get(t, api.url+"/v1/transparency/checkpoint"), []byte("\n3\n")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint of the log's 3 records was signed")
+		}
+	}
+	code, out := runAudit(t, t.TempDir(), "--server", api.url, "--log-key", strings.TrimSpace(string(get(t, api.url+"/v1/transparency/key"))), "--account", userID)
+	wantLine := fmt.Sprintf("index 1  reset by the operator: version %d cleared, key %x unpinned", uint64(1<<53-1), thiefKey)
+	if code != 0 || !strings.Contains(out, wantLine) || !strings.Contains(out, "3 directory records of account "+userID) {
+		t.Fatalf("audit of the account: exit %d\n%s\nwant the line %q", code, out, wantLine)
+	}
 
 	api.account("never@example.org")
 	out, _ = mustCLI(t, "", "users", "reset-directory", "never@example.org", "--data", dir)
