@@ -125,9 +125,16 @@ func (w *Worker) Run(ctx context.Context) {
 
 // Round, on the node holding the lease, signs a checkpoint of the tree when
 // it grew and submits the newest checkpoint to every witness that has not
-// cosigned it yet. It logs what fails and reports whether it held the
-// lease.
+// cosigned it yet. A round with nothing to do takes no lease, so an idle
+// server writes nothing (a NAS's disk may sleep). It logs what fails and
+// reports whether it held the lease.
 func (w *Worker) Round(ctx context.Context) bool {
+	if work, err := w.pending(); err != nil || !work {
+		if err != nil {
+			w.opts.Log.Error().Err(err).Msg("read the transparency log's checkpoints")
+		}
+		return false
+	}
 	held, err := w.store.TryLease(lease, w.node, 3*w.opts.Interval)
 	if err != nil {
 		w.opts.Log.Error().Err(err).Msg("take the witness lease")
@@ -169,6 +176,36 @@ func (w *Worker) Round(ctx context.Context) bool {
 	}
 	wg.Wait()
 	return true
+}
+
+// pending reports, from reads alone, whether a round has work: the tree grew
+// past the newest checkpoint, or a witness has not cosigned that checkpoint
+// (an empty tree has nothing to witness).
+func (w *Worker) pending() (bool, error) {
+	last, err := w.store.LastCheckpoint()
+	if err != nil {
+		return false, err
+	}
+	tree, err := w.store.LogTree()
+	if err != nil {
+		return false, err
+	}
+	if last == nil || last.Size < tree.N {
+		return true, nil
+	}
+	if last.Size == 0 || len(w.opts.Witnesses) == 0 {
+		return false, nil
+	}
+	latest, _, err := w.store.Checkpoints()
+	if err != nil {
+		return false, err
+	}
+	for _, wit := range w.opts.Witnesses {
+		if latest.Size != last.Size || latest.Root != last.Root || latest.Cosignatures[wit.VerifierKey] == nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Sign signs a checkpoint of the tree when it has grown since the last one

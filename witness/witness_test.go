@@ -62,7 +62,8 @@ func TestSignOncePerSize(t *testing.T) {
 }
 
 // TestOneNodeSigns: of two workers sharing a store, only the lease holder
-// works a round; when it stops, the other takes over.
+// works a round; when it stops, the other takes over the next work. A round
+// with nothing to do takes no lease (an idle server writes nothing).
 func TestOneNodeSigns(t *testing.T) {
 	s, signer := openStore(t), newSigner(t)
 	a := witness.New(s, signer, witness.Options{Interval: time.Hour})
@@ -73,8 +74,20 @@ func TestOneNodeSigns(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	a.Run(ctx) // one round, then the lease is released
+	if b.Round(t.Context()) {
+		t.Fatal("a round with nothing to sign took the lease")
+	}
+	if held, err := s.TryLease("witness", "probe", time.Minute); err != nil || !held {
+		t.Fatalf("the lease after an idle round: held %v, %v; want it free", held, err)
+	}
+	if err := s.ReleaseLease("witness", "probe"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PublishDirectory("acct-1", &kv.Directory{Version: 1, Bytes: []byte("d"), IdentityKey: []byte("k")}, kv.PublishLimit{}); err != nil {
+		t.Fatal(err)
+	}
 	if !b.Round(t.Context()) {
-		t.Fatal("the second worker did not take over once the first stopped")
+		t.Fatal("the second worker did not take over once the first stopped and the tree grew")
 	}
 }
 
