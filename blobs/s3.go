@@ -653,7 +653,9 @@ func (s *S3) PutSmall(bs ...[]byte) error {
 	for i, b := range bs {
 		wg.Go(func() {
 			if int64(len(b)) > s.partSize {
-				_, _, errs[i] = s.Put(bytes.NewReader(b), "", 0)
+				// Put streams what passes one part as a multipart upload,
+				// which needs the hash before the last byte: it is known.
+				_, _, errs[i] = s.Put(bytes.NewReader(b), AddressOf(b), 0)
 				return
 			}
 			// The bytes are in hand: no part buffer to fill.
@@ -1110,6 +1112,10 @@ func (s *S3) OpenPartial(id, hash string, offset int64) (Partial, error) {
 		return s.startPartial(id, hash, rec)
 	}
 	if rec == nil {
+		// Completed and removed: the blob holds every byte.
+		if _, serr := s.Stat(hash); serr == nil {
+			return &s3Partial{s: s, id: id, rec: partialRecord{Hash: hash}, completed: true}, nil
+		}
 		return nil, fmt.Errorf("%w: partial %s has no upload, %d bytes acknowledged", ErrPartialShort, id, offset)
 	}
 	parts, err := s.listParts(*rec)
@@ -1328,15 +1334,19 @@ func (p *s3Partial) Close() error {
 // PartialSize reports how many bytes partial id holds in the bucket: its
 // run of full parts, or a staging object that extends one, whichever
 // reaches further; a completed upload holds its whole blob. 0 when it has
-// none.
-func (s *S3) PartialSize(id string) (int64, error) {
+// none. hash is the partial's blob, which the partial's record names too.
+func (s *S3) PartialSize(id, hash string) (int64, error) {
 	rec, err := s.readRecord(id)
-	if err != nil || rec == nil {
+	if err != nil {
 		return 0, err
 	}
-	parts, err := s.listParts(*rec)
-	if isNoSuchUpload(err) {
-		info, err := s.Stat(rec.Hash)
+	var parts []types.Part
+	if rec != nil {
+		parts, err = s.listParts(*rec)
+	}
+	if rec == nil || isNoSuchUpload(err) {
+		// Completed (or removed after completing): the blob is its bytes.
+		info, err := s.Stat(hash)
 		if errors.Is(err, ErrNotFound) {
 			return 0, nil
 		}

@@ -235,7 +235,7 @@ func (s *Server) transfer(accountID, uploadID, id string) (*kv.Transfer, error) 
 		return nil, err
 	}
 	// A transfer at offset 0 may have no bytes yet: its size is then 0.
-	size, err := s.blobs.PartialSize(id)
+	size, err := s.blobs.PartialSize(id, t.Hash)
 	if err != nil {
 		return nil, err
 	}
