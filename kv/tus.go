@@ -157,17 +157,14 @@ func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle 
 		if err != nil {
 			return err
 		}
-		// The quota counts held bytes plus every open transfer's full length:
-		// conservative, so parallel transfers cannot together pass it.
+		// The quota counts held bytes plus every open transfer's full length
+		// (checkQuota adds them): conservative, so parallel transfers cannot
+		// together pass it.
 		used, err := usage(tx, accountID)
 		if err != nil {
 			return err
 		}
-		pending, err := pendingBytes(tx, accountID)
-		if err != nil {
-			return err
-		}
-		if err := checkQuota(tx, accountID, used+pending, t.Length); err != nil {
+		if err := checkQuota(tx, accountID, used, t.Length); err != nil {
 			return err
 		}
 		t.AccountID, t.Offset, t.HashState, t.CreatedAt = accountID, 0, nil, now
