@@ -94,4 +94,3 @@ func lowerQuota(t *testing.T, ts *TestServer, _, _ string) bool {
 	}
 	return true
 }
-
