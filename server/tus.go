@@ -497,9 +497,13 @@ func moreBody(body io.Reader) bool {
 // completeTransfer ends a transfer whose bytes are all durable in its
 // partial upload (the last ones from offset from on, not yet recorded): a
 // hash other than the declared one discards the transfer; else the bytes
-// become the blob and the session records it as a PUT would. A crash
-// between the two steps leaves the transfer at from with its bytes intact,
-// so the client resumes and the blob is found in place.
+// become the blob and the session records it as a PUT would (the quota
+// included). The partial becomes the blob by a move that leaves it no
+// writable name or handle, so when the record is refused, or a crash comes
+// between the two steps, the transfer stays at from and its bytes are the
+// blob's: a resume from there reopens the partial as completed, hashes what
+// the client sends again without writing it, and records the blob found in
+// place. Nothing a client sends can reach a file that has its address.
 func (s *Server) completeTransfer(p blobs.Partial, h hash.Hash, accountID, uploadID string, t *kv.Transfer, from int64) error {
 	if blobs.Address(h) != t.Hash {
 		if err := s.store.DiscardTransfer(accountID, uploadID, t.ID); err != nil {
@@ -511,6 +515,7 @@ func (s *Server) completeTransfer(p blobs.Partial, h hash.Hash, accountID, uploa
 	if _, err := p.Complete(t.Hash); err != nil {
 		return err
 	}
+	crashPoint("tus-named")
 	if _, err := s.store.CompleteTransfer(accountID, uploadID, t.ID, from, uploadIdle); err != nil {
 		return err
 	}
