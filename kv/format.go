@@ -11,7 +11,7 @@ import (
 // store records its format in the meta bucket; one written before formats
 // were recorded (no meta bucket) is format 0. Every change of layout adds one
 // entry to migrations and raises FormatVersion by one.
-const FormatVersion = 4
+const FormatVersion = 5
 
 var (
 	bucketMeta = []byte("meta")
@@ -38,6 +38,7 @@ var migrations = []Migration{
 	{To: 2, Name: "the transparency log records every directory already published", apply: migrateLogDirectories},
 	{To: 3, Name: "the store-wide blob totals are kept in shards", apply: migrateShardTotals},
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
+	{To: 5, Name: "upload sessions are indexed by account, for the per-account cap", apply: migrateUploadsByAccount},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -264,3 +265,16 @@ func migrateShardTotals(tx Tx) error {
 // refuses the store instead of running beside nodes that take leases it
 // would not respect.
 func migrateLeases(Tx) error { return nil }
+
+// migrateUploadsByAccount (format 4 to 5): the uploads_by_account index
+// joins the store, filled from the sessions already open, so the cap on an
+// account's open sessions counts them too.
+func migrateUploadsByAccount(tx Tx) error {
+	return scanPages(tx.Bucket(bucketUploads), func(key, v []byte) error {
+		var rec uploadRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketUploadsByAccount).Put(uploadAccountKey(rec.AccountID, key), timeKey(rec.ExpiresAt))
+	})
+}

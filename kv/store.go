@@ -36,6 +36,7 @@ var (
 	bucketHoldings          = []byte("holdings")
 	bucketUploads           = []byte("uploads")
 	bucketUploadsByAlbum    = []byte("uploads_by_album")
+	bucketUploadsByAccount  = []byte("uploads_by_account")
 	bucketUploadBlobs       = []byte("upload_blobs")
 	bucketUsage             = []byte("usage")
 	bucketTotals            = []byte("totals")
@@ -80,6 +81,7 @@ var allBuckets = [][]byte{
 	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
 	bucketLog, bucketLogMeta,
 	bucketLeases, bucketPasswordAttempts,
+	bucketUploadsByAccount,
 }
 
 // Options tune a Store. Zero values take the defaults.

@@ -108,7 +108,8 @@ func (s *Server) handleTusCreate(w http.ResponseWriter, r *http.Request, ps http
 		if err := s.storeEmpty(sess.AccountID, uploadID, hash); err != nil {
 			return err
 		}
-	} else if err := s.store.CreateTransfer(sess.AccountID, uploadID, &kv.Transfer{ID: id, Hash: hash, Length: length}, uploadIdle); err != nil {
+	} else if err := s.store.CreateTransfer(sess.AccountID, uploadID, &kv.Transfer{ID: id, Hash: hash, Length: length}, uploadIdle,
+		kv.TransferLimits{MaxOpen: s.cfg.MaxTransfers, MaxPendingBytes: s.cfg.MaxPendingBytes}); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/uploads/"+uploadID+"/tus/"+id)
