@@ -23,8 +23,9 @@ type Info struct {
 }
 
 // Store is a directory of blobs. It is safe for concurrent use, by goroutines
-// and by several Stores open on the same directory. A blob is never rewritten
-// once in place, and fan-out directories are never removed.
+// and by several Stores open on the same directory. A blob file is never
+// opened for writing once it has its address (a damaged one is replaced by
+// a rename, never rewritten), and fan-out directories are never removed.
 type Store struct {
 	dir string
 	tmp string // temp files, on the same filesystem so link(2) works

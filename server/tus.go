@@ -227,9 +227,10 @@ func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps http
 // client starts a new upload instead of failing at every resume.
 //
 // Without the transfer's lease (HEAD) this cannot discard a healthy transfer:
-// a partial file never shrinks below an offset once recorded, and
-// completion, discard and expiry delete the record before the file, so a
-// file found missing under a stale record finds the record gone too.
+// a partial file never shrinks below an offset once recorded, a completed
+// one counts as its blob (whole, so past every offset), and discard and
+// expiry delete the record before the file, so a file found missing under a
+// stale record finds the record gone too.
 func (s *Server) transfer(accountID, uploadID, id string) (*kv.Transfer, error) {
 	t, err := s.store.Transfer(accountID, uploadID, id)
 	if err != nil {
