@@ -21,7 +21,8 @@ import (
 //     fixed-width SHA-256 sums, so no terminator is needed).
 //   - transfers_by_account: accountID|0x00|transferID -> declared length
 //     (8 bytes): what the account's open transfers may still add to what it
-//     holds, summed for the quota without reading a record.
+//     holds, counted and summed for the caps and the quota without reading
+//     a record.
 //   - transfer_removals:    transferID -> nothing: partial files whose
 //     transfer is gone. Files are never touched inside a transaction, so
 //     the store queues them and the server deletes them afterwards
