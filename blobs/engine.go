@@ -29,7 +29,7 @@ type Engine interface {
 	FreeBytes() (int64, error)
 
 	OpenPartial(id, hash string, offset int64) (Partial, error)
-	PartialSize(id string) (int64, error)
+	PartialSize(id, hash string) (int64, error)
 	RemovePartial(id string) error
 	StalePartials(cutoff time.Time) ([]PartialInfo, error)
 }
@@ -50,9 +50,13 @@ type Partial interface {
 	Sync() error
 	// Complete makes the partial's bytes, all written and synced, the blob
 	// hash, which its caller computed while writing them and which must be
-	// the hash given to OpenPartial. An existing blob is never rewritten,
-	// and when Complete returns nil the blob is durable. The partial's own
-	// storage stays until RemovePartial.
+	// the hash given to OpenPartial. An existing whole blob is never
+	// rewritten, and when Complete returns nil the blob is durable. Once the
+	// bytes have the blob's name nothing writes them again: an OpenPartial
+	// of the partial past offset 0 then opens it as completed (writes are
+	// discarded, Complete claims the stored blob), so a caller that crashed
+	// or refused to record the completion can never write into the blob.
+	// What is left of the partial's own storage stays until RemovePartial.
 	Complete(hash string) (Info, error)
 	// Close releases the partial; its synced bytes stay for the next
 	// OpenPartial.

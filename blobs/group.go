@@ -31,6 +31,7 @@ type groupCommit struct {
 type smallPut struct {
 	temps  []string // its blobs' temp files, written but not yet flushed
 	hashes []string
+	sizes  []int64
 	err    error
 	// done receives true when the call is to lead the next group, false
 	// when a leader has finished the call's blobs.
@@ -69,6 +70,7 @@ func (s *Store) PutSmall(bs ...[]byte) error {
 		p.temps = append(p.temps, name)
 		hash := AddressOf(b)
 		p.hashes = append(p.hashes, hash)
+		p.sizes = append(p.sizes, int64(len(b)))
 		// Creating a directory can wait on a disk read (about a millisecond
 		// here) and a young store makes one for most blobs: done by each
 		// caller, those waits overlap instead of adding up in the leader.
@@ -144,7 +146,7 @@ func (s *Store) leadGroup(leader *smallPut) {
 	for _, p := range group {
 		p.err = err
 		for i := 0; p.err == nil && i < len(p.temps); i++ {
-			_, _, p.err = s.link(p.temps[i], p.hashes[i], func() error { return nil }, false)
+			_, _, p.err = s.link(p.temps[i], p.hashes[i], p.sizes[i], func() error { return nil }, false)
 		}
 	}
 	// Even a call whose blobs were all stored before needs this flush: a

@@ -34,22 +34,40 @@ const writebackStep = 1 << 20
 
 // OpenPartial opens partial id for writing at offset, creating it (durably:
 // its directory entries are fsynced) at offset 0. hash is the hash the
-// transfer declared; the local store keeps no use for it (the S3 engine
-// names its multipart upload by it). Bytes past offset were
-// written but never acknowledged (a crash, or a request that failed before
-// recording them) and are cut off, so what follows offset is exactly what
-// the caller writes next. A partial shorter than offset is ErrPartialShort.
+// transfer declared. Bytes past offset were written but never acknowledged
+// (a crash, or a request that failed before recording them) and are cut
+// off, so what follows offset is exactly what the caller writes next. A
+// partial shorter than offset is ErrPartialShort.
+//
+// A partial that Complete already made the blob hash (its caller then
+// crashed, or refused to record it) has no file of its own any more: at an
+// offset past 0 it opens as completed, discarding what is written and
+// claiming the stored blob on Complete, so no write ever reaches a file
+// that has its content address.
 func (s *Store) OpenPartial(id, hash string, offset int64) (Partial, error) {
 	if !validPartialID(id) {
 		return nil, fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
+	if !ValidHash(hash) {
+		return nil, ErrInvalidHash
+	}
 	dir := filepath.Join(s.dir, partialsDir)
+	path := filepath.Join(dir, id)
 	if offset == 0 {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
+	} else if done, err := s.completedPartial(path, hash); done || err != nil {
+		return &doneLocalPartial{s: s, hash: hash}, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, id), os.O_WRONLY|os.O_CREATE, 0o600)
+	flags := os.O_WRONLY
+	if offset == 0 {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: partial %s has no file, %d bytes acknowledged", ErrPartialShort, id, offset)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +95,58 @@ func (s *Store) OpenPartial(id, hash string, offset int64) (Partial, error) {
 	return &localPartial{s: s, f: f, off: offset}, nil
 }
 
+// completedPartial reports whether the partial at path was completed into
+// blob hash: it has no file while the blob is stored, or its file is also
+// the blob's (a second name: a completion without renameat2 that a crash
+// interrupted), in which case the partial's name is dropped here, before
+// anything could open it for writing.
+func (s *Store) completedPartial(path, hash string) (bool, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		_, err := s.Stat(hash)
+		if errors.Is(err, ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	case err != nil:
+		return false, err
+	case linkCount(fi) > 1:
+		if err := os.Remove(path); err != nil {
+			return false, err
+		}
+		return true, SyncDir(filepath.Dir(path))
+	}
+	return false, nil
+}
+
+// doneLocalPartial is a partial that Complete already made its blob: the
+// bytes written again are discarded, and Complete claims the stored blob.
+type doneLocalPartial struct {
+	s    *Store
+	hash string
+}
+
+func (p *doneLocalPartial) Write(b []byte) (int, error) { return len(b), nil }
+func (p *doneLocalPartial) Sync() error                 { return nil }
+func (p *doneLocalPartial) Close() error                { return nil }
+
+// Complete claims the stored blob after checking that it still hashes to
+// its name.
+func (p *doneLocalPartial) Complete(hash string) (Info, error) {
+	if hash != p.hash {
+		return Info{}, fmt.Errorf("blobs: the partial is for blob %s, not %s", p.hash, hash)
+	}
+	now := time.Now()
+	if err := os.Chtimes(p.s.path(hash), now, now); err != nil {
+		return Info{}, notFound(err)
+	}
+	if err := p.s.Verify(hash); err != nil {
+		return Info{}, err
+	}
+	return p.s.Stat(hash)
+}
+
 // Write appends to the partial and starts the disk writing each megabyte as
 // soon as it is written, without waiting for it, so receiving a body and
 // writing it to disk overlap and the Sync that acknowledges it only waits
@@ -98,27 +168,92 @@ func (p *localPartial) Sync() error {
 	return p.f.Sync()
 }
 
-// Close releases the partial; its bytes stay for the next OpenPartial.
-func (p *localPartial) Close() error { return p.f.Close() }
-
-// Complete makes the partial's bytes, all written and synced, the blob
-// hash, which its caller computed while writing them; the partial stays
-// until RemovePartial. As with Put, an existing blob is never rewritten, and
-// when Complete returns nil the blob is durable.
-func (p *localPartial) Complete(hash string) (Info, error) {
-	info, _, err := p.s.Adopt(p.f.Name(), hash)
-	return info, err
+// Close releases the partial; its bytes stay for the next OpenPartial. It
+// may follow Complete.
+func (p *localPartial) Close() error {
+	if p.f == nil {
+		return nil
+	}
+	return p.f.Close()
 }
 
-// PartialSize reports how many bytes partial id holds: 0 when it has none
-// yet.
-func (s *Store) PartialSize(id string) (int64, error) {
+// Complete makes the partial's bytes, all written and synced, the blob
+// hash, which its caller computed while writing them. The file is closed
+// first and then moved to the blob's address by a rename that never
+// replaces a file (renameNoReplace), so no writable handle or second name
+// of it remains: the partial is gone, and a later OpenPartial finds it
+// completed. A whole blob already stored is claimed instead and the partial
+// stays until RemovePartial; a damaged one is replaced. When Complete
+// returns nil the blob is durable.
+func (p *localPartial) Complete(hash string) (Info, error) {
+	if !ValidHash(hash) {
+		return Info{}, ErrInvalidHash
+	}
+	src := p.f.Name()
+	err := p.f.Close()
+	p.f = nil
+	if err != nil {
+		return Info{}, err
+	}
+	return p.s.completeFile(src, hash, p.off)
+}
+
+// completeFile gives the file at src, size bytes hashing to hash, the name
+// of the blob by a move (see Complete).
+func (s *Store) completeFile(src, hash string, size int64) (Info, error) {
+	dst := s.path(hash)
+	if err := s.ensureDirs(hash, true); err != nil {
+		return Info{}, err
+	}
+	for {
+		now := time.Now()
+		err := os.Chtimes(dst, now, now)
+		if err == nil {
+			ok, err := whole(dst, hash, size)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // a concurrent Collect moved it aside
+			}
+			if err != nil {
+				return Info{}, err
+			}
+			if !ok {
+				s.files.removed(hash)
+				if err := os.Rename(src, dst); err != nil {
+					return Info{}, err
+				}
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return Info{}, err
+		} else if err := renameNoReplace(src, dst); errors.Is(err, fs.ErrExist) {
+			continue // placed by a concurrent Put meanwhile: claim that one
+		} else if err != nil {
+			return Info{}, err
+		}
+		for _, d := range []string{filepath.Dir(dst), filepath.Dir(src)} {
+			if err := SyncDir(d); err != nil {
+				return Info{}, err
+			}
+		}
+		// A blob only claimed may have been collected between the claim
+		// and this look: Stat then fails, and the caller, whose partial
+		// is intact, retries.
+		return s.Stat(hash)
+	}
+}
+
+// PartialSize reports how many bytes partial id, for blob hash, holds: 0
+// when it has none yet, the blob's size once Complete made it the blob.
+func (s *Store) PartialSize(id, hash string) (int64, error) {
 	if !validPartialID(id) {
 		return 0, fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
 	fi, err := os.Stat(filepath.Join(s.dir, partialsDir, id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		info, err := s.Stat(hash)
+		if errors.Is(err, ErrNotFound) {
+			return 0, nil
+		}
+		return info.Size, err
 	}
 	if err != nil {
 		return 0, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,10 +29,11 @@ func mustWrite(tb testing.TB, p blobs.Partial, b []byte) {
 func TestPartialLifecycle(t *testing.T) {
 	s := MustOpenStore(t)
 	data := bytes.Repeat([]byte("0123456789"), 300_000) // 3 MB: the writeback hint runs
-	if n, err := s.PartialSize("t1"); err != nil || n != 0 {
+	hash := blobs.AddressOf(data)
+	if n, err := s.PartialSize("t1", hash); err != nil || n != 0 {
 		t.Fatalf("size before any byte: %d %v", n, err)
 	}
-	p, err := s.OpenPartial("t1", "", 0)
+	p, err := s.OpenPartial("t1", hash, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,20 +41,24 @@ func TestPartialLifecycle(t *testing.T) {
 	p.Close()
 
 	// Bytes past the acknowledged offset are cut off on the next open.
-	p, err = s.OpenPartial("t1", "", 1_500_000)
+	p, err = s.OpenPartial("t1", hash, 1_500_000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.PartialSize("t1"); n != 1_500_000 {
+	if n, _ := s.PartialSize("t1", hash); n != 1_500_000 {
 		t.Fatalf("size after reopening at 1.5 MB: %d", n)
 	}
 	mustWrite(t, p, data[1_500_000:])
-	info, err := p.Complete(blobs.AddressOf(data))
+	info, err := p.Complete(hash)
 	p.Close()
 	if err != nil || info.Size != int64(len(data)) {
 		t.Fatalf("complete: %+v %v", info, err)
 	}
-	f, _, err := s.Open(blobs.AddressOf(data))
+	// The partial became the blob by a move: it has no name of its own left.
+	if _, err := os.Stat(filepath.Join(s.Dir(), "tus", "t1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the partial's name outlived Complete: %v", err)
+	}
+	f, _, err := s.Open(hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +73,61 @@ func TestPartialLifecycle(t *testing.T) {
 	if err := s.RemovePartial("t1"); err != nil {
 		t.Fatalf("removing a partial twice: %v", err)
 	}
-	// The blob outlives its partial: they were two names of one file.
-	if _, err := s.Stat(blobs.AddressOf(data)); err != nil {
+	if _, err := s.Stat(hash); err != nil {
 		t.Fatal(err)
 	}
 
 	// A partial holding less than acknowledged: the disk lost bytes.
-	p, _ = s.OpenPartial("t2", "", 0)
+	p, _ = s.OpenPartial("t2", hash, 0)
 	mustWrite(t, p, data[:10])
 	p.Close()
-	if _, err := s.OpenPartial("t2", "", 11); !errors.Is(err, blobs.ErrPartialShort) {
+	if _, err := s.OpenPartial("t2", hash, 11); !errors.Is(err, blobs.ErrPartialShort) {
 		t.Fatalf("opening past the bytes held: %v", err)
+	}
+}
+
+// TestCompletedPartialNeverWritten: once a partial is a blob, reopening it
+// at an offset its caller recorded before the completion (a refused or
+// crashed completion that the client resumes) writes nothing into the blob,
+// whether the partial was moved or, after a crash of the link-then-remove
+// fallback, still shares the blob's file; its Complete claims the blob.
+func TestCompletedPartialNeverWritten(t *testing.T) {
+	s := MustOpenStore(t)
+	data := bytes.Repeat([]byte("sealed bytes "), 100_000)
+	hash := blobs.AddressOf(data)
+	p, err := s.OpenPartial("done", hash, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, p, data)
+	if _, err := p.Complete(hash); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	blobPath := filepath.Join(s.Dir(), hash[:2], hash[2:4], hash)
+	for _, alias := range []bool{false, true} {
+		if alias {
+			// What a crash between link and remove leaves.
+			if err := os.Link(blobPath, filepath.Join(s.Dir(), "tus", "done")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := s.OpenPartial("done", hash, 1000)
+		if err != nil {
+			t.Fatalf("alias %v: reopen the completed partial: %v", alias, err)
+		}
+		mustWrite(t, p, []byte("JUNK"))
+		info, err := p.Complete(hash)
+		p.Close()
+		if err != nil || info.Size != int64(len(data)) {
+			t.Fatalf("alias %v: Complete of a completed partial = %+v, %v", alias, info, err)
+		}
+		if err := s.Verify(hash); err != nil {
+			t.Fatalf("alias %v: the blob was written through its partial: %v", alias, err)
+		}
+		if n, err := s.PartialSize("done", hash); err != nil || n != int64(len(data)) {
+			t.Fatalf("alias %v: PartialSize = %d, %v; want the blob's %d", alias, n, err, len(data))
+		}
 	}
 }
 
@@ -85,10 +135,10 @@ func TestPartialLifecycle(t *testing.T) {
 func TestPartialIDs(t *testing.T) {
 	s := MustOpenStore(t)
 	for _, id := range []string{"", ".", "..", "../escape", "a/b", "/abs"} {
-		if _, err := s.OpenPartial(id, "", 0); err == nil {
+		if _, err := s.OpenPartial(id, blobs.AddressOf(nil), 0); err == nil {
 			t.Errorf("OpenPartial(%q) succeeded", id)
 		}
-		if _, err := s.PartialSize(id); err == nil {
+		if _, err := s.PartialSize(id, blobs.AddressOf(nil)); err == nil {
 			t.Errorf("PartialSize(%q) succeeded", id)
 		}
 		if err := s.RemovePartial(id); err == nil {
@@ -102,7 +152,7 @@ func TestPartialIDs(t *testing.T) {
 func TestStalePartials(t *testing.T) {
 	s := MustOpenStore(t)
 	for _, id := range []string{"old", "new"} {
-		p, err := s.OpenPartial(id, "", 0)
+		p, err := s.OpenPartial(id, blobs.AddressOf([]byte(id)), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

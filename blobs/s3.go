@@ -513,7 +513,9 @@ func (s *S3) putOnce(hash string, b []byte) (Info, bool, error) {
 	if created {
 		return Info{Hash: hash, Size: int64(len(b)), ModTime: s.now()}, true, nil
 	}
-	return s.claim(hash, int64(len(b)), place)
+	return s.claim(hash, int64(len(b)), place, func() error {
+		return s3Err("PutObject", blobKey(hash), s.putChecked(blobKey(hash), b, hashChecksum(hash), false))
+	})
 }
 
 // putMultipart streams first and then the rest of r to blob/hash as a
@@ -559,7 +561,7 @@ func (s *S3) putMultipart(hash string, first []byte, r io.Reader, maxSize int64)
 	if Address(h) != hash {
 		return Info{}, false, ErrHashMismatch
 	}
-	complete := func() (bool, error) { return s.completeUpload(key, uploadID, parts) }
+	complete := func() (bool, error) { return s.completeUpload(key, uploadID, parts, true) }
 	created, err := complete()
 	if err != nil {
 		return Info{}, false, err
@@ -567,7 +569,10 @@ func (s *S3) putMultipart(hash string, first []byte, r io.Reader, maxSize int64)
 	if created {
 		return Info{Hash: hash, Size: size, ModTime: s.now()}, true, nil
 	}
-	return s.claim(hash, size, complete)
+	return s.claim(hash, size, complete, func() error {
+		_, err := s.completeUpload(key, uploadID, parts, false)
+		return err
+	})
 }
 
 // uploadPart uploads b as part number n with its SHA-256 checksum.
@@ -583,13 +588,17 @@ func (s *S3) uploadPart(key, uploadID string, n int32, b []byte) (types.Complete
 	return types.CompletedPart{PartNumber: &n, ETag: out.ETag, ChecksumSHA256: &sum}, nil
 }
 
-// completeUpload completes a multipart upload unless its key exists, and
-// reports whether it did.
-func (s *S3) completeUpload(key, uploadID string, parts []types.CompletedPart) (bool, error) {
-	_, err := s.client.CompleteMultipartUpload(background(), &s3.CompleteMultipartUploadInput{
-		Bucket: &s.bucket, Key: &key, UploadId: &uploadID, IfNoneMatch: aws.String("*"),
+// completeUpload completes a multipart upload, when ifAbsent only if its
+// key does not exist, and reports whether it did.
+func (s *S3) completeUpload(key, uploadID string, parts []types.CompletedPart, ifAbsent bool) (bool, error) {
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: &s.bucket, Key: &key, UploadId: &uploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-	})
+	}
+	if ifAbsent {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := s.client.CompleteMultipartUpload(background(), in)
 	if isPreconditionFailed(err) {
 		return false, nil
 	}
@@ -608,7 +617,13 @@ func (s *S3) abortUpload(key, uploadID string) error {
 // concurrent Collect: it records the claim, then looks for the blob, and
 // if the blob is gone places the Put's bytes again with place (which
 // reports whether it stored them). See Collect for the other half.
-func (s *S3) claim(hash string, size int64, place func() (bool, error)) (Info, bool, error) {
+//
+// A stored blob whose size is not size, that of the bytes the Put holds
+// and verified against the name, is damaged (this engine never writes one:
+// the store checks every put against its hash); replace, unless nil,
+// overwrites it with the Put's bytes, so a damaged object is never
+// reported, nor its size recorded, as the blob.
+func (s *S3) claim(hash string, size int64, place func() (bool, error), replace func() error) (Info, bool, error) {
 	for {
 		s.step("claim")
 		stamp := []byte(strconv.FormatInt(s.now().UnixNano(), 10))
@@ -616,6 +631,12 @@ func (s *S3) claim(hash string, size int64, place func() (bool, error)) (Info, b
 			return Info{}, false, s3Err("PutObject", claimKey(hash), err)
 		}
 		info, err := s.Stat(hash)
+		if err == nil && replace != nil && info.Size != size {
+			if err := replace(); err != nil {
+				return Info{}, false, err
+			}
+			return Info{Hash: hash, Size: size, ModTime: s.now()}, true, nil
+		}
 		if !errors.Is(err, ErrNotFound) {
 			return info, false, err
 		}
@@ -653,7 +674,9 @@ func (s *S3) PutSmall(bs ...[]byte) error {
 	for i, b := range bs {
 		wg.Go(func() {
 			if int64(len(b)) > s.partSize {
-				_, _, errs[i] = s.Put(bytes.NewReader(b), "", 0)
+				// Put streams what passes one part as a multipart upload,
+				// which needs the hash before the last byte: it is known.
+				_, _, errs[i] = s.Put(bytes.NewReader(b), AddressOf(b), 0)
 				return
 			}
 			// The bytes are in hand: no part buffer to fill.
@@ -1110,6 +1133,10 @@ func (s *S3) OpenPartial(id, hash string, offset int64) (Partial, error) {
 		return s.startPartial(id, hash, rec)
 	}
 	if rec == nil {
+		// Completed and removed: the blob holds every byte.
+		if _, serr := s.Stat(hash); serr == nil {
+			return &s3Partial{s: s, id: id, rec: partialRecord{Hash: hash}, completed: true}, nil
+		}
 		return nil, fmt.Errorf("%w: partial %s has no upload, %d bytes acknowledged", ErrPartialShort, id, offset)
 	}
 	parts, err := s.listParts(*rec)
@@ -1285,7 +1312,7 @@ func (p *s3Partial) Complete(hash string) (Info, error) {
 		}
 		info, _, err = p.s.claim(hash, info.Size, func() (bool, error) {
 			return false, fmt.Errorf("%w: blob %s vanished after its partial completed", ErrPartialShort, hash)
-		})
+		}, nil)
 		return info, err
 	}
 	size := p.base() + p.n
@@ -1302,7 +1329,7 @@ func (p *s3Partial) Complete(hash string) (Info, error) {
 		}
 		parts = append(slices.Clip(parts), last)
 	}
-	complete := func() (bool, error) { return p.s.completeUpload(key, p.rec.UploadID, parts) }
+	complete := func() (bool, error) { return p.s.completeUpload(key, p.rec.UploadID, parts, true) }
 	created, err := complete()
 	if err != nil {
 		return Info{}, err
@@ -1311,7 +1338,10 @@ func (p *s3Partial) Complete(hash string) (Info, error) {
 		return Info{Hash: hash, Size: size, ModTime: p.s.now()}, nil
 	}
 	defer p.s.abortUpload(key, p.rec.UploadID)
-	info, _, err := p.s.claim(hash, size, complete)
+	info, _, err := p.s.claim(hash, size, complete, func() error {
+		_, err := p.s.completeUpload(key, p.rec.UploadID, parts, false)
+		return err
+	})
 	return info, err
 }
 
@@ -1328,15 +1358,19 @@ func (p *s3Partial) Close() error {
 // PartialSize reports how many bytes partial id holds in the bucket: its
 // run of full parts, or a staging object that extends one, whichever
 // reaches further; a completed upload holds its whole blob. 0 when it has
-// none.
-func (s *S3) PartialSize(id string) (int64, error) {
+// none. hash is the partial's blob, which the partial's record names too.
+func (s *S3) PartialSize(id, hash string) (int64, error) {
 	rec, err := s.readRecord(id)
-	if err != nil || rec == nil {
+	if err != nil {
 		return 0, err
 	}
-	parts, err := s.listParts(*rec)
-	if isNoSuchUpload(err) {
-		info, err := s.Stat(rec.Hash)
+	var parts []types.Part
+	if rec != nil {
+		parts, err = s.listParts(*rec)
+	}
+	if rec == nil || isNoSuchUpload(err) {
+		// Completed (or removed after completing): the blob is its bytes.
+		info, err := s.Stat(hash)
 		if errors.Is(err, ErrNotFound) {
 			return 0, nil
 		}

@@ -415,3 +415,42 @@ func TestS3ConcurrentReadinessProbes(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestS3PutReplacesDamagedBlob: an object at a blob's key whose size is not
+// that of the bytes hashing to the name (something other than this engine
+// wrote it) is replaced by a Put of the genuine bytes, one request or
+// multipart, and by a partial's Complete, instead of being claimed.
+func TestS3PutReplacesDamagedBlob(t *testing.T) {
+	s := openS3(t, blobs.S3Options{})
+	junk := []byte("JUNK")
+	for _, size := range []int{1000, 6 << 20} {
+		data := blobstest.Bytes(size, 21)
+		hash := blobs.AddressOf(data)
+		for _, via := range []string{"Put", "Complete"} {
+			if err := s.PutRaw(hash, junk, blobs.Checksum(junk)); err != nil {
+				t.Fatal(err)
+			}
+			var info blobs.Info
+			var err error
+			if via == "Put" {
+				info, _, err = s.Put(bytes.NewReader(data), hash, 0)
+			} else {
+				var p blobs.Partial
+				if p, err = s.OpenPartial("damaged", hash, 0); err != nil {
+					t.Fatal(err)
+				}
+				if _, err = p.Write(data); err == nil {
+					info, err = p.Complete(hash)
+				}
+				p.Close()
+				s.RemovePartial("damaged")
+			}
+			if err != nil || info.Size != int64(size) {
+				t.Fatalf("%s of %d bytes over a damaged object = %+v, %v", via, size, info, err)
+			}
+			if err := s.Verify(hash); err != nil {
+				t.Fatalf("%s of %d bytes left the damaged object: %v", via, size, err)
+			}
+		}
+	}
+}

@@ -23,8 +23,9 @@ type Info struct {
 }
 
 // Store is a directory of blobs. It is safe for concurrent use, by goroutines
-// and by several Stores open on the same directory. A blob is never rewritten
-// once in place, and fan-out directories are never removed.
+// and by several Stores open on the same directory. A blob file is never
+// opened for writing once it has its address (a damaged one is replaced by
+// a rename, never rewritten), and fan-out directories are never removed.
 type Store struct {
 	dir string
 	tmp string // temp files, on the same filesystem so link(2) works
@@ -82,8 +83,9 @@ func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
 }
 
 // Put streams r into the store and returns the blob's Info, and created=true
-// if this call placed it (false if it was already stored; it is then left
-// untouched). If want is not "", the bytes must hash to want, else Put returns
+// if this call placed it (false if it was already stored whole; it is then
+// left untouched, while a damaged file found there is replaced by these
+// bytes). If want is not "", the bytes must hash to want, else Put returns
 // ErrHashMismatch; an invalid want is ErrInvalidHash. Reading more than
 // maxSize bytes returns ErrTooLarge; maxSize <= 0 means no limit. An error
 // from r is returned as is.
@@ -125,7 +127,7 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 		return Info{}, false, ErrHashMismatch
 	}
 
-	return s.link(f.Name(), hash, func() error {
+	return s.link(f.Name(), hash, n, func() error {
 		if err := f.Sync(); err != nil {
 			return err
 		}
@@ -143,15 +145,16 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 //
 // The blob gets a second name by link(2), so path keeps its own and the
 // caller removes it when it no longer needs it: until then a crash leaves the
-// caller's file intact whatever else happened. As with Put, an existing blob
-// is never rewritten (created is then false and path is left unused), and
-// when Adopt returns nil the blob's name is durable. It returns
+// caller's file intact whatever else happened. As with Put, an existing
+// whole blob is never rewritten (created is then false and path is left
+// unused), and when Adopt returns nil the blob's name is durable. It returns
 // ErrInvalidHash for an invalid hash.
 func (s *Store) Adopt(path, hash string) (Info, bool, error) {
 	if !ValidHash(hash) {
 		return Info{}, false, ErrInvalidHash
 	}
-	return s.link(path, hash, func() error { return nil }, true)
+	// The caller's size is not trusted to judge a stored file: -1.
+	return s.link(path, hash, -1, func() error { return nil }, true)
 }
 
 // LinkFrom gives s the blob hash of src by a hard link, and reports false
@@ -174,13 +177,14 @@ func (s *Store) LinkFrom(src *Store, hash string) (bool, error) {
 	return true, nil
 }
 
-// link gives the file at src the name of blob hash unless that blob is
-// already stored, in which case it claims that blob instead (see place). It
+// link gives the file at src, of size bytes (-1: not known for certain),
+// the name of blob hash unless that blob is already stored whole, in which
+// case it claims that blob instead (see place). It
 // calls prepare (to make src's bytes durable) once, and only when it will
 // link, and makes the name durable before it returns unless syncNames is
 // false: the caller (a group commit) then makes every name it placed
 // durable at once before it reports any of them stored.
-func (s *Store) link(src, hash string, prepare func() error, syncNames bool) (Info, bool, error) {
+func (s *Store) link(src, hash string, size int64, prepare func() error, syncNames bool) (Info, bool, error) {
 	dst := s.path(hash)
 	if err := s.ensureDirs(hash, syncNames); err != nil {
 		return Info{}, false, err
@@ -194,7 +198,7 @@ func (s *Store) link(src, hash string, prepare func() error, syncNames bool) (In
 		return prepare()
 	}
 	for {
-		created, err := place(src, dst, prepareOnce)
+		created, err := s.place(src, dst, hash, size, prepareOnce)
 		if err != nil {
 			return Info{}, false, err
 		}
@@ -216,9 +220,10 @@ func (s *Store) link(src, hash string, prepare func() error, syncNames bool) (In
 	}
 }
 
-// place links src to dst unless a blob is already there, in which case it
-// claims that one, and reports whether it linked src.
-func place(src, dst string, prepare func() error) (bool, error) {
+// place links src (size bytes hashing to hash) to dst unless a whole blob
+// is already there, in which case it claims that one, and reports whether
+// it placed src. A damaged file at dst (see whole) is replaced by src.
+func (s *Store) place(src, dst, hash string, size int64, prepare func() error) (bool, error) {
 	for {
 		// A blob already in place is claimed by refreshing its modification
 		// time: Collect keeps a file touched after its cutoff, so a blob an
@@ -227,7 +232,17 @@ func place(src, dst string, prepare func() error) (bool, error) {
 		now := time.Now()
 		err := os.Chtimes(dst, now, now)
 		if err == nil {
-			return false, nil
+			ok, err := whole(dst, hash, size)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // a concurrent Collect moved it aside
+			}
+			if err != nil || ok {
+				return false, err
+			}
+			if err := prepare(); err != nil {
+				return false, err
+			}
+			return true, s.replace(src, dst, hash)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return false, err

@@ -167,8 +167,9 @@ type crashRig struct {
 	client *http.Client
 	ledger crashLedger
 
-	// extraArgs are given to serve after the rig's own flags.
-	extraArgs []string
+	// extraArgs are given to serve after the rig's own flags, extraEnv
+	// added to its environment.
+	extraArgs, extraEnv []string
 
 	cmd     *exec.Cmd
 	running bool // cmd has started and not yet been waited for
@@ -194,15 +195,16 @@ func newCrashRig(t *testing.T, bin, dir string, seed uint64) *crashRig {
 	}
 }
 
-// buildBinary builds sealbox from the module root into a temp dir.
-func buildBinary(t *testing.T) string {
+// buildBinary builds sealbox from the module root into a temp dir, with
+// the build tags given.
+func buildBinary(t *testing.T, tags ...string) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" {
 		t.Fatalf("go env GOMOD: %v %q", err, out)
 	}
 	bin := filepath.Join(t.TempDir(), "sealbox")
-	build := exec.Command("go", "build", "-o", bin, "sealbox")
+	build := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, "sealbox")
 	build.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -236,7 +238,7 @@ func (rig *crashRig) start() {
 			"--share-rate", "1000000", "--share-burst", "1000000",
 			"--directory-publishes", "3600", "--directory-burst", "1000000")
 		rig.cmd.Args = append(rig.cmd.Args, rig.extraArgs...)
-		rig.cmd.Env = serveEnv()
+		rig.cmd.Env = append(serveEnv(), rig.extraEnv...)
 		rig.cmd.Stdout = io.Discard
 		rig.cmd.Stderr = rig.log
 		if err := rig.cmd.Start(); err != nil {

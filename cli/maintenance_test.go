@@ -296,8 +296,14 @@ func TestCheckFindsMissingAndCorruptBlobs(t *testing.T) {
 	if err := os.WriteFile(corrupt, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A blob cut short (a write through a second name once could) is
+	// caught without --deep: its size differs from the recorded one.
+	if err := os.WriteFile(blobPath(dir, hashHex(blob(2))), []byte("JUNK"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out, _, err := runCLI(t, "", "check", "--data", dir)
-	if err == nil || !strings.Contains(out, hashHex(blob(0))+": referenced but missing") || strings.Contains(out, hashHex(blob(1))) {
+	if err == nil || !strings.Contains(out, hashHex(blob(0))+": referenced but missing") || strings.Contains(out, hashHex(blob(1))) ||
+		!strings.Contains(out, fmt.Sprintf("%s: 4 bytes on disk, %d recorded", hashHex(blob(2)), len(blob(2)))) {
 		t.Fatalf("shallow check: %v %q", err, out)
 	}
 	out, _, err = runCLI(t, "", "check", "--deep", "--data", dir)

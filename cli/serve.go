@@ -128,6 +128,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
 	f.Var(sizeFlag{&cfg.MaxBody}, "max-body", "largest ordinary request body (e.g. 1MiB)")
 	f.Var(sizeFlag{&cfg.MaxBlob}, "max-blob", "largest uploaded blob (e.g. 16GiB)")
+	f.IntVar(&cfg.MaxUploadSessions, "max-upload-sessions", cfg.MaxUploadSessions, "open upload sessions one account may have at once")
+	f.IntVar(&cfg.MaxTransfers, "max-transfers", cfg.MaxTransfers, "open resumable (tus) transfers one account may have at once")
+	f.Var(sizeFlag{&cfg.MaxPendingBytes}, "max-pending-bytes", "bytes one account's open transfers may declare together, with or without a quota (e.g. 64GiB)")
 	f.DurationVar(&cfg.AccessTTL, "access-ttl", cfg.AccessTTL, "access token lifetime")
 	f.DurationVar(&cfg.RefreshTTL, "refresh-ttl", cfg.RefreshTTL, "refresh token lifetime")
 	f.DurationVar(&cfg.FreshWindow, "fresh-window", cfg.FreshWindow, "how recent a credential presentation must be for sensitive operations")
@@ -161,6 +164,9 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.MaxBlob <= 0 {
 		return fmt.Errorf("%s must be positive", name("max-blob"))
+	}
+	if cfg.MaxUploadSessions < 1 || cfg.MaxTransfers < 1 || cfg.MaxPendingBytes <= 0 {
+		return fmt.Errorf("%s, %s and %s must be positive", name("max-upload-sessions"), name("max-transfers"), name("max-pending-bytes"))
 	}
 	// The limiter keeps whole nanoseconds per token and refuses a bucket
 	// that takes over a century to refill.

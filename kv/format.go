@@ -40,7 +40,7 @@ var migrations = []Migration{
 	{To: 2, Name: "the transparency log records every directory already published", apply: migrateLogDirectories},
 	{To: 3, Name: "the store-wide blob totals are kept in shards", apply: migrateShardTotals},
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
-	{To: 5, Name: "sign-in challenges are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
+	{To: 5, Name: "sign-in challenges and upload sessions are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -269,10 +269,14 @@ func migrateShardTotals(tx Tx, _ time.Time) error {
 func migrateLeases(Tx, time.Time) error { return nil }
 
 // migrateFormat5 (format 4 to 5) indexes the pending sign-in challenges and
-// dates the revoked links, in one transaction like every step, so a crash
-// leaves format 4 and the step runs again in full.
+// the open upload sessions by account and dates the revoked links, in one
+// transaction like every step, so a crash leaves format 4 and the step runs
+// again in full.
 func migrateFormat5(tx Tx, now time.Time) error {
 	if err := migrateChallengeIndex(tx); err != nil {
+		return err
+	}
+	if err := migrateUploadsByAccount(tx); err != nil {
 		return err
 	}
 	return dateRevokedShares(tx, now)
@@ -334,5 +338,18 @@ func migrateChallengeIndex(tx Tx) error {
 			return err
 		}
 		return index.Put(join(idPart(ch.AccountID), key), member)
+	})
+}
+
+// migrateUploadsByAccount (part of format 4 to 5): the uploads_by_account index
+// joins the store, filled from the sessions already open, so the cap on an
+// account's open sessions counts them too.
+func migrateUploadsByAccount(tx Tx) error {
+	return scanPages(tx.Bucket(bucketUploads), func(key, v []byte) error {
+		var rec uploadRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketUploadsByAccount).Put(uploadAccountKey(rec.AccountID, key), timeKey(rec.ExpiresAt))
 	})
 }

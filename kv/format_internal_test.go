@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"sealbox/kv/fault"
 )
 
 // TestMigrateRunsEachStepOnce: a step another node already recorded (the
@@ -31,5 +33,40 @@ func TestMigrateRunsEachStepOnce(t *testing.T) {
 	}
 	if v, _, err := s.Format(); err != nil || v != FormatVersion {
 		t.Fatalf("format after the step: %d, %v", v, err)
+	}
+}
+
+// TestMigrateUploadsByAccount: a format 4 store's open sessions join the
+// per-account index, so the cap on open sessions counts them.
+func TestMigrateUploadsByAccount(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sealbox.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := s.now()
+	for _, token := range []string{"sbx_up_1", "sbx_up_2"} {
+		if err := s.update(func(tx Tx) error {
+			return putUpload(tx, HashToken(token), &Upload{AccountID: "acct", AlbumID: "album", CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a format 4 store holds: the sessions, no index of them by account.
+	if err := s.update(func(tx Tx) error {
+		if err := clearBucket(tx.Bucket(bucketUploadsByAccount)); err != nil {
+			return err
+		}
+		return writeFormat(tx, 4)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.view(func(tx Tx) error { return checkOpenUploads(tx, "acct", s.now(), 2) }); fault.ErrorCode(err) != fault.ECodeLimitUploadSessions {
+		t.Fatalf("after the migration, a third session of two allowed: %v", err)
 	}
 }

@@ -81,13 +81,22 @@ func charge(tx Tx, accountID string, size int64) error {
 	return tx.Bucket(bucketUsage).Put([]byte(accountID), u64(uint64(used+size)))
 }
 
+// checkQuota refuses storing size more bytes when, with the used bytes the
+// account holds and the declared lengths its open transfers have reserved
+// (see pendingBytes), that would pass the account's quota: a reserved
+// transfer is never refused at its completion because other writes took
+// its room meanwhile.
 func checkQuota(tx Tx, accountID string, used, size int64) error {
 	a, err := getAccount(tx, accountID)
+	if err != nil || a.QuotaBytes <= 0 {
+		return err
+	}
+	pending, err := pendingBytes(tx, accountID)
 	if err != nil {
 		return err
 	}
-	if a.QuotaBytes > 0 && used+size > a.QuotaBytes {
-		return fault.Errorf(fault.ECodeQuotaExceeded, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use)", size, a.QuotaBytes, used)
+	if used+pending+size > a.QuotaBytes {
+		return fault.Errorf(fault.ECodeQuotaExceeded, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use, %d reserved by open transfers)", size, a.QuotaBytes, used, pending)
 	}
 	return nil
 }
@@ -151,7 +160,8 @@ func (s *Store) HeldBytes(accountID string) (int64, error) {
 }
 
 // QuotaRoom is how many more bytes the account may take for the blob hash,
-// known before any byte is read: math.MaxInt64 when nothing bounds it (an
+// known before any byte is read (the room its open transfers reserved is
+// not free): math.MaxInt64 when nothing bounds it (an
 // unlimited quota, or a blob the account already holds, which costs
 // nothing), 0 when the account is at or past its quota. The transaction that
 // records a holding checks again, so this is an early answer, not the
@@ -168,7 +178,11 @@ func (s *Store) QuotaRoom(accountID, hash string) (int64, error) {
 			return err
 		}
 		used, err := usage(tx, accountID)
-		room = max(0, a.QuotaBytes-used)
+		if err != nil {
+			return err
+		}
+		pending, err := pendingBytes(tx, accountID)
+		room = max(0, a.QuotaBytes-used-pending)
 		return err
 	})
 	return room, err

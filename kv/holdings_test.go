@@ -20,7 +20,7 @@ func holdVia(tb testing.TB, s *kv.Store, accountID, albumID string, b kv.Blob) b
 		tb.Fatal(err)
 	}
 	token := "sbx_up_" + accountID + albumID + b.Hash
-	if _, err := s.OpenUpload(accountID, albumID, token, time.Hour); err != nil {
+	if _, err := s.OpenUpload(accountID, albumID, token, time.Hour, 0); err != nil {
 		tb.Fatal(err)
 	}
 	newlyHeld, err := s.AddUploadBlob(accountID, token, b, time.Hour)
@@ -123,7 +123,7 @@ func TestQuotaRefusesAndWritesNothing(t *testing.T) {
 		t.Fatalf("a blob already held costs nothing: got %d, %v", room, err)
 	}
 	token := "sbx_up_quota"
-	if _, err := s.OpenUpload("acct", "album", token, time.Hour); err != nil {
+	if _, err := s.OpenUpload("acct", "album", token, time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hexHash('b'), Size: 41}, time.Hour)

@@ -36,6 +36,7 @@ var (
 	bucketHoldings          = []byte("holdings")
 	bucketUploads           = []byte("uploads")
 	bucketUploadsByAlbum    = []byte("uploads_by_album")
+	bucketUploadsByAccount  = []byte("uploads_by_account")
 	bucketUploadBlobs       = []byte("upload_blobs")
 	bucketUsage             = []byte("usage")
 	bucketTotals            = []byte("totals")
@@ -90,6 +91,7 @@ var allBuckets = [][]byte{
 	bucketLeases, bucketPasswordAttempts,
 	bucketMFAChallengesByAccount, bucketTOTPAttempts, bucketRefreshChains,
 	bucketShareTombstones, bucketRelayChannelsByAccount,
+	bucketUploadsByAccount,
 }
 
 // Options tune a Store. Zero values take the defaults.

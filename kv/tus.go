@@ -21,7 +21,8 @@ import (
 //     fixed-width SHA-256 sums, so no terminator is needed).
 //   - transfers_by_account: accountID|0x00|transferID -> declared length
 //     (8 bytes): what the account's open transfers may still add to what it
-//     holds, summed for the quota without reading a record.
+//     holds, counted and summed for the caps and the quota without reading
+//     a record.
 //   - transfer_removals:    transferID -> nothing: partial files whose
 //     transfer is gone. Files are never touched inside a transaction, so
 //     the store queues them and the server deletes them afterwards
@@ -134,22 +135,59 @@ func liveTransfer(tx Tx, accountID string, uploadKey []byte, id string, now time
 
 // pendingBytes sums the declared lengths of the account's open transfers.
 func pendingBytes(tx Tx, accountID string) (int64, error) {
-	var total int64
-	err := scanPrefix(tx.Bucket(bucketTransfersByAccount), idPart(accountID), func(_, v []byte) error {
+	_, total, err := openTransfers(tx, accountID)
+	return total, err
+}
+
+// openTransfers counts the account's open transfers and sums their declared
+// lengths, from its own rows of transfers_by_account.
+func openTransfers(tx Tx, accountID string) (n int, total int64, err error) {
+	err = scanPrefix(tx.Bucket(bucketTransfersByAccount), idPart(accountID), func(_, v []byte) error {
+		n++
 		total += int64(readU64(v))
 		return nil
 	})
-	return total, err
+	return n, total, err
+}
+
+// TransferLimits caps what one account's open transfers may hold; 0 is no
+// cap.
+type TransferLimits struct {
+	// MaxOpen is how many transfers an account may have open at once.
+	MaxOpen int
+	// MaxPendingBytes bounds the declared lengths of an account's open
+	// transfers together, whatever its quota: disk the transfers may still
+	// claim.
+	MaxPendingBytes int64
+}
+
+// check refuses a transfer of length more to an account whose open
+// transfers number n and declare total bytes. Open transfers end when they
+// complete or their session expires, idle after its last write: the wait
+// the refusal names.
+func (l TransferLimits) check(n int, total, length int64, idle time.Duration) error {
+	if l.MaxOpen > 0 && n >= l.MaxOpen {
+		return fault.LimitErrorf(fault.ECodeLimitTransfers, "max-transfers", idle,
+			"the account has %d open transfers, the most it may have; finish or delete one first", n)
+	}
+	if l.MaxPendingBytes > 0 && total+length > l.MaxPendingBytes {
+		return fault.LimitErrorf(fault.ECodeLimitPendingBytes, "max-pending-bytes", idle,
+			"the account's open transfers declare %d bytes; %d more would pass the most they may declare together, %d", total, length, l.MaxPendingBytes)
+	}
+	return nil
 }
 
 // CreateTransfer records a new transfer t (ID, Hash and Length set by the
 // caller) in the account's open session named by uploadToken, and moves the
 // session's expiry to now+idle. The account's quota (0: unlimited) must cover
 // what it holds, the declared lengths of its other open transfers (counted
-// whole, conservatively) and t.Length, else error.quota.exceeded; nothing is
-// recorded then. An unknown, expired or foreign session is
+// whole, conservatively) and t.Length, else error.quota.exceeded; the
+// account's open transfers must stay within lim, else error.limit.transfers
+// or error.limit.pending_bytes (counted in this transaction, so parallel
+// creations, on any node, cannot together pass them). Nothing is recorded
+// on a refusal. An unknown, expired or foreign session is
 // error.upload.not_found.
-func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle time.Duration) error {
+func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle time.Duration, lim TransferLimits) error {
 	return s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
@@ -157,17 +195,21 @@ func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle 
 		if err != nil {
 			return err
 		}
-		// The quota counts held bytes plus every open transfer's full length:
-		// conservative, so parallel transfers cannot together pass it.
+		n, pending, err := openTransfers(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if err := lim.check(n, pending, t.Length, idle); err != nil {
+			return err
+		}
+		// The quota counts held bytes plus every open transfer's full length
+		// (checkQuota adds them): conservative, so parallel transfers cannot
+		// together pass it.
 		used, err := usage(tx, accountID)
 		if err != nil {
 			return err
 		}
-		pending, err := pendingBytes(tx, accountID)
-		if err != nil {
-			return err
-		}
-		if err := checkQuota(tx, accountID, used+pending, t.Length); err != nil {
+		if err := checkQuota(tx, accountID, used, t.Length); err != nil {
 			return err
 		}
 		t.AccountID, t.Offset, t.HashState, t.CreatedAt = accountID, 0, nil, now

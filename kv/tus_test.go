@@ -16,7 +16,7 @@ func openTransferSession(tb testing.TB, s *kv.Store, accountID, albumID, token s
 	if _, _, err := s.ProvisionAlbum(accountID, albumID, "2026-09-01"); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := s.OpenUpload(accountID, albumID, token, time.Hour); err != nil {
+	if _, err := s.OpenUpload(accountID, albumID, token, time.Hour, 0); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -44,7 +44,7 @@ func TestTransferLifecycle(t *testing.T) {
 	openTransferSession(t, s, a.ID, "album", up)
 	tr := &kv.Transfer{ID: "t-1", Hash: hexHash('d'), Length: 100}
 	c.Advance(10 * time.Minute)
-	if err := s.CreateTransfer(a.ID, up, tr, time.Hour); err != nil {
+	if err := s.CreateTransfer(a.ID, up, tr, time.Hour, kv.TransferLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if u, _ := s.Upload(a.ID, up); !u.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
@@ -108,11 +108,11 @@ func TestTransferRefusedOutsideItsSession(t *testing.T) {
 	s, c := MustOpenStore(t)
 	a, b := mustAccount(t, s, c, 1), mustAccount(t, s, c, 2)
 	openTransferSession(t, s, a.ID, "album-a", "sbx_up_a1")
-	if _, err := s.OpenUpload(a.ID, "album-a", "sbx_up_a2", time.Hour); err != nil {
+	if _, err := s.OpenUpload(a.ID, "album-a", "sbx_up_a2", time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	openTransferSession(t, s, b.ID, "album-b", "sbx_up_b")
-	if err := s.CreateTransfer(a.ID, "sbx_up_a1", &kv.Transfer{ID: "t-a", Hash: hexHash('e'), Length: 10}, time.Hour); err != nil {
+	if err := s.CreateTransfer(a.ID, "sbx_up_a1", &kv.Transfer{ID: "t-a", Hash: hexHash('e'), Length: 10}, time.Hour, kv.TransferLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	// Another account through its own session, another account naming the
@@ -131,7 +131,7 @@ func TestTransferRefusedOutsideItsSession(t *testing.T) {
 	}
 	_, err := s.Transfer(a.ID, "sbx_up_a1", "no-such-transfer")
 	wantCode(t, err, fault.ECodeTransferNotFound)
-	wantCode(t, s.CreateTransfer(b.ID, "sbx_up_a1", &kv.Transfer{ID: "t-b", Hash: hexHash('e'), Length: 10}, time.Hour), fault.ECodeUploadNotFound)
+	wantCode(t, s.CreateTransfer(b.ID, "sbx_up_a1", &kv.Transfer{ID: "t-b", Hash: hexHash('e'), Length: 10}, time.Hour, kv.TransferLimits{}), fault.ECodeUploadNotFound)
 
 	if err := s.DiscardTransfer(a.ID, "sbx_up_a1", "t-a"); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestTransferQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Unlimited (0): anything goes.
-	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-big", Hash: hexHash('b'), Length: 1 << 40}, time.Hour); err != nil {
+	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-big", Hash: hexHash('b'), Length: 1 << 40}, time.Hour, kv.TransferLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DiscardTransfer(a.ID, up, "t-big"); err != nil {
@@ -165,22 +165,22 @@ func TestTransferQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 300 held + 400 open: 700 of 1000.
-	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-1", Hash: hexHash('b'), Length: 400}, time.Hour); err != nil {
+	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-1", Hash: hexHash('b'), Length: 400}, time.Hour, kv.TransferLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	// The open transfer counts whole even before a byte of it arrived.
-	wantCode(t, s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-2", Hash: hexHash('c'), Length: 301}, time.Hour), fault.ECodeQuotaExceeded)
+	wantCode(t, s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-2", Hash: hexHash('c'), Length: 301}, time.Hour, kv.TransferLimits{}), fault.ECodeQuotaExceeded)
 	if _, err := s.Transfer(a.ID, up, "t-2"); fault.ErrorCode(err) != fault.ECodeTransferNotFound {
 		t.Fatalf("a refused transfer was recorded: %v", err)
 	}
-	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-3", Hash: hexHash('c'), Length: 300}, time.Hour); err != nil {
+	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-3", Hash: hexHash('c'), Length: 300}, time.Hour, kv.TransferLimits{}); err != nil {
 		t.Fatalf("exactly the quota: %v", err)
 	}
 	// Discarding a transfer frees its share.
 	if err := s.DiscardTransfer(a.ID, up, "t-3"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-4", Hash: hexHash('c'), Length: 300}, time.Hour); err != nil {
+	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-4", Hash: hexHash('c'), Length: 300}, time.Hour, kv.TransferLimits{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -189,11 +189,11 @@ func TestTransfersEndWithTheirSession(t *testing.T) {
 	s, c := MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	openTransferSession(t, s, a.ID, "album", "sbx_up_closed")
-	if _, err := s.OpenUpload(a.ID, "album", "sbx_up_expiring", time.Hour); err != nil {
+	if _, err := s.OpenUpload(a.ID, "album", "sbx_up_expiring", time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ id, up string }{{"t-c1", "sbx_up_closed"}, {"t-c2", "sbx_up_closed"}, {"t-e", "sbx_up_expiring"}} {
-		if err := s.CreateTransfer(a.ID, tc.up, &kv.Transfer{ID: tc.id, Hash: hexHash('f'), Length: 10}, time.Hour); err != nil {
+		if err := s.CreateTransfer(a.ID, tc.up, &kv.Transfer{ID: tc.id, Hash: hexHash('f'), Length: 10}, time.Hour, kv.TransferLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -232,10 +232,10 @@ func TestTransfersEndWithTheirSession(t *testing.T) {
 	if err := s.SetQuota(a.Email, 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.OpenUpload(a.ID, "album", "sbx_up_new", time.Hour); err != nil {
+	if _, err := s.OpenUpload(a.ID, "album", "sbx_up_new", time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateTransfer(a.ID, "sbx_up_new", &kv.Transfer{ID: "t-n", Hash: hexHash('f'), Length: 10}, time.Hour); err != nil {
+	if err := s.CreateTransfer(a.ID, "sbx_up_new", &kv.Transfer{ID: "t-n", Hash: hexHash('f'), Length: 10}, time.Hour, kv.TransferLimits{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -245,7 +245,7 @@ func TestTransfersPaging(t *testing.T) {
 	a := mustAccount(t, s, c, 1)
 	openTransferSession(t, s, a.ID, "album", "sbx_up_paging")
 	for _, id := range []string{"t-3", "t-1", "t-2"} {
-		if err := s.CreateTransfer(a.ID, "sbx_up_paging", &kv.Transfer{ID: id, Hash: hexHash('a'), Length: 1}, time.Hour); err != nil {
+		if err := s.CreateTransfer(a.ID, "sbx_up_paging", &kv.Transfer{ID: id, Hash: hexHash('a'), Length: 1}, time.Hour, kv.TransferLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}

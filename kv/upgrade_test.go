@@ -45,7 +45,7 @@ func TestUpgradeCeremony(t *testing.T) {
 	if _, err := s.StartUpgrade(a.ID, album, intent("i3"), 15*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.OpenUpload(a.ID, album, "sbx_up_ceremony", time.Hour); fault.ErrorCode(err) != fault.ECodeUpgradeInFlight {
+	if _, err := s.OpenUpload(a.ID, album, "sbx_up_ceremony", time.Hour, 0); fault.ErrorCode(err) != fault.ECodeUpgradeInFlight {
 		t.Fatalf("an upload session during the ceremony: %v", err)
 	}
 	if p, err := s.CommitUpgrade(a.ID, album, "i3", []byte("tombstone")); err != nil || p.Upgrade != nil {
@@ -60,7 +60,7 @@ func TestUpgradeCeremony(t *testing.T) {
 	// closing ends the ceremony.
 	const second = "1f0e0d0c-0b0a-4908-8706-050403020100"
 	s.ProvisionAlbum(a.ID, second, "2025-01-15")
-	if _, err := s.OpenUpload(a.ID, second, "sbx_up_open", time.Hour); err != nil {
+	if _, err := s.OpenUpload(a.ID, second, "sbx_up_open", time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := s.StartUpgrade(a.ID, second, intent("i4"), 15*time.Minute); err != nil || p.InFlight != 1 {

@@ -16,6 +16,10 @@ import (
 //   - uploads_by_album: albumID|0x00|key -> expires_at (8 bytes), so the count
 //     of an album's open sessions (InFlight) is a prefix scan that reads no
 //     record.
+//   - uploads_by_account: accountID|0x00|key -> expires_at (8 bytes), so the
+//     cap on an account's open sessions is checked by a prefix scan of its
+//     own rows, inside the transaction that opens one: no row that every
+//     writer rewrites, and no two openings that together pass the cap.
 //   - upload_blobs:     key|hash -> member: the hashes the session stored,
 //     which integrity checks verify against the blob store.
 
@@ -38,6 +42,10 @@ func uploadAlbumKey(albumID string, key []byte) []byte {
 	return join(idPart(albumID), key)
 }
 
+func uploadAccountKey(accountID string, key []byte) []byte {
+	return join(idPart(accountID), key)
+}
+
 // getUpload returns nil, nil when no session has the key.
 func getUpload(tx Tx, key []byte) (*Upload, error) {
 	rec, err := getRecord[uploadRecord](tx, bucketUploads, key)
@@ -52,6 +60,9 @@ func putUpload(tx Tx, key []byte, u *Upload) error {
 		return err
 	}
 	if err := tx.Bucket(bucketUploadsByAlbum).Put(uploadAlbumKey(u.AlbumID, key), timeKey(u.ExpiresAt)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketUploadsByAccount).Put(uploadAccountKey(u.AccountID, key), timeKey(u.ExpiresAt)); err != nil {
 		return err
 	}
 	return putExpiry(tx, u.ExpiresAt, kindUpload, key)
@@ -94,6 +105,9 @@ func deleteUpload(tx Tx, key []byte, u *Upload) error {
 	if err := tx.Bucket(bucketUploadsByAlbum).Delete(uploadAlbumKey(u.AlbumID, key)); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bucketUploadsByAccount).Delete(uploadAccountKey(u.AccountID, key)); err != nil {
+		return err
+	}
 	if err := deleteExpiry(tx, u.ExpiresAt, kindUpload, key); err != nil {
 		return err
 	}
@@ -103,8 +117,10 @@ func deleteUpload(tx Tx, key []byte, u *Upload) error {
 // OpenUpload opens an upload session named by token for the account's
 // album, expiring after idle. An album that does not exist or is another
 // account's is error.album.not_found; an album with a protocol upgrade in
-// flight is error.album.upgrade_in_flight.
-func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration) (*Upload, error) {
+// flight is error.album.upgrade_in_flight; an account that already has
+// maxOpen open sessions (0: no cap) is error.limit.upload_sessions, with
+// the wait until the first of them expires.
+func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration, maxOpen int) (*Upload, error) {
 	var u *Upload
 	err := s.update(func(tx Tx) error {
 		now := s.now()
@@ -121,6 +137,9 @@ func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration)
 			return err
 		} else if up != nil {
 			return fault.Errorf(fault.ECodeUpgradeInFlight, "a protocol upgrade of the album is in flight; no upload session opens until it ends")
+		}
+		if err := checkOpenUploads(tx, accountID, now, maxOpen); err != nil {
+			return err
 		}
 		u = &Upload{AccountID: accountID, AlbumID: albumID, CreatedAt: now, ExpiresAt: Deadline(now, idle)}
 		return putUpload(tx, HashToken(token), u)
@@ -220,4 +239,30 @@ func inFlight(tx Tx, albumID string, now time.Time) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// checkOpenUploads refuses a new session to an account that has maxOpen
+// open ones (0: no cap), counted from its rows of uploads_by_account: a
+// session past its expiry no longer counts, even before the sweep deletes
+// it.
+func checkOpenUploads(tx Tx, accountID string, now time.Time, maxOpen int) error {
+	if maxOpen <= 0 {
+		return nil
+	}
+	n, first := 0, time.Time{}
+	err := scanPrefix(tx.Bucket(bucketUploadsByAccount), idPart(accountID), func(_, v []byte) error {
+		at := time.Unix(0, int64(readU64(v)))
+		if now.Before(at) {
+			n++
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+		}
+		return nil
+	})
+	if err != nil || n < maxOpen {
+		return err
+	}
+	return fault.LimitErrorf(fault.ECodeLimitUploadSessions, "max-upload-sessions", first.Sub(now),
+		"the account has %d open upload sessions, the most it may have; close one or wait for one to expire", n)
 }

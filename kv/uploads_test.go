@@ -12,16 +12,16 @@ func TestUploadSessionLifecycle(t *testing.T) {
 	s, c := MustOpenStore(t)
 	ensureAccount(t, s, "acct")
 	const token = "sbx_up_SECRETUPLOADTOKEN0123456789"
-	if _, err := s.OpenUpload("acct", "album", token, time.Hour); fault.ErrorCode(err) != fault.ECodeAlbumNotFound {
+	if _, err := s.OpenUpload("acct", "album", token, time.Hour, 0); fault.ErrorCode(err) != fault.ECodeAlbumNotFound {
 		t.Fatalf("unknown album: %v", err)
 	}
 	if _, _, err := s.ProvisionAlbum("acct", "album", "2026-09-01"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.OpenUpload("other", "album", token, time.Hour); fault.ErrorCode(err) != fault.ECodeAlbumNotFound {
+	if _, err := s.OpenUpload("other", "album", token, time.Hour, 0); fault.ErrorCode(err) != fault.ECodeAlbumNotFound {
 		t.Fatalf("another account's album: %v", err)
 	}
-	up, err := s.OpenUpload("acct", "album", token, time.Hour)
+	up, err := s.OpenUpload("acct", "album", token, time.Hour, 0)
 	if err != nil || !up.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
 		t.Fatalf("open: %+v, %v", up, err)
 	}

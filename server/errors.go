@@ -79,6 +79,10 @@ var statusByCode = map[string]int{
 	fault.ECodeOffsetMismatch:   http.StatusConflict,
 	fault.ECodeTransferLocked:   http.StatusLocked,
 	fault.ECodeTusVersion:       http.StatusPreconditionFailed,
+
+	fault.ECodeLimitUploadSessions: http.StatusTooManyRequests,
+	fault.ECodeLimitTransfers:      http.StatusTooManyRequests,
+	fault.ECodeLimitPendingBytes:   http.StatusTooManyRequests,
 }
 
 // statusOnSession is the table's second column: the status of a code on a

@@ -45,6 +45,12 @@ type Config struct {
 	MaxBody int64
 	// MaxBlob limits one uploaded blob.
 	MaxBlob int64
+	// MaxUploadSessions and MaxTransfers cap an account's open upload
+	// sessions and open tus transfers; MaxPendingBytes caps the lengths its
+	// open transfers declare together, whatever its quota. 0 is no cap.
+	MaxUploadSessions int
+	MaxTransfers      int
+	MaxPendingBytes   int64
 
 	AccessTTL   time.Duration
 	RefreshTTL  time.Duration
@@ -156,6 +162,9 @@ func DefaultConfig() Config {
 		Registration:       "open",
 		MaxBody:            1 << 20,
 		MaxBlob:            16 << 30,
+		MaxUploadSessions:  64,
+		MaxTransfers:       16,
+		MaxPendingBytes:    64 << 30,
 		AccessTTL:          15 * time.Minute,
 		RefreshTTL:         30 * 24 * time.Hour,
 		FreshWindow:        10 * time.Minute,

@@ -108,7 +108,8 @@ func (s *Server) handleTusCreate(w http.ResponseWriter, r *http.Request, ps http
 		if err := s.storeEmpty(sess.AccountID, uploadID, hash); err != nil {
 			return err
 		}
-	} else if err := s.store.CreateTransfer(sess.AccountID, uploadID, &kv.Transfer{ID: id, Hash: hash, Length: length}, uploadIdle); err != nil {
+	} else if err := s.store.CreateTransfer(sess.AccountID, uploadID, &kv.Transfer{ID: id, Hash: hash, Length: length}, uploadIdle,
+		kv.TransferLimits{MaxOpen: s.cfg.MaxTransfers, MaxPendingBytes: s.cfg.MaxPendingBytes}); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/uploads/"+uploadID+"/tus/"+id)
@@ -226,16 +227,17 @@ func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps http
 // client starts a new upload instead of failing at every resume.
 //
 // Without the transfer's lease (HEAD) this cannot discard a healthy transfer:
-// a partial file never shrinks below an offset once recorded, and
-// completion, discard and expiry delete the record before the file, so a
-// file found missing under a stale record finds the record gone too.
+// a partial file never shrinks below an offset once recorded, a completed
+// one counts as its blob (whole, so past every offset), and discard and
+// expiry delete the record before the file, so a file found missing under a
+// stale record finds the record gone too.
 func (s *Server) transfer(accountID, uploadID, id string) (*kv.Transfer, error) {
 	t, err := s.store.Transfer(accountID, uploadID, id)
 	if err != nil {
 		return nil, err
 	}
 	// A transfer at offset 0 may have no bytes yet: its size is then 0.
-	size, err := s.blobs.PartialSize(id)
+	size, err := s.blobs.PartialSize(id, t.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -497,9 +499,13 @@ func moreBody(body io.Reader) bool {
 // completeTransfer ends a transfer whose bytes are all durable in its
 // partial upload (the last ones from offset from on, not yet recorded): a
 // hash other than the declared one discards the transfer; else the bytes
-// become the blob and the session records it as a PUT would. A crash
-// between the two steps leaves the transfer at from with its bytes intact,
-// so the client resumes and the blob is found in place.
+// become the blob and the session records it as a PUT would (the quota
+// included). The partial becomes the blob by a move that leaves it no
+// writable name or handle, so when the record is refused, or a crash comes
+// between the two steps, the transfer stays at from and its bytes are the
+// blob's: a resume from there reopens the partial as completed, hashes what
+// the client sends again without writing it, and records the blob found in
+// place. Nothing a client sends can reach a file that has its address.
 func (s *Server) completeTransfer(p blobs.Partial, h hash.Hash, accountID, uploadID string, t *kv.Transfer, from int64) error {
 	if blobs.Address(h) != t.Hash {
 		if err := s.store.DiscardTransfer(accountID, uploadID, t.ID); err != nil {
@@ -511,6 +517,7 @@ func (s *Server) completeTransfer(p blobs.Partial, h hash.Hash, accountID, uploa
 	if _, err := p.Complete(t.Hash); err != nil {
 		return err
 	}
+	crashPoint("tus-named")
 	if _, err := s.store.CompleteTransfer(accountID, uploadID, t.ID, from, uploadIdle); err != nil {
 		return err
 	}

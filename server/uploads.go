@@ -36,7 +36,7 @@ func (s *Server) handleUploadOpen(w http.ResponseWriter, r *http.Request, ps htt
 		return err
 	}
 	token := s.newToken(prefixUpload)
-	up, err := s.store.OpenUpload(sess.AccountID, albumID, token, uploadIdle)
+	up, err := s.store.OpenUpload(sess.AccountID, albumID, token, uploadIdle, s.cfg.MaxUploadSessions)
 	if err != nil {
 		return err
 	}

@@ -195,12 +195,17 @@ func testUnknownLength(t *testing.T, e blobs.Engine) {
 	}
 }
 
+// testPutSmall: PutSmall stores what a lifecycle op hands it, a metadata
+// blob larger than one S3 part (9 MiB) included.
 func testPutSmall(t *testing.T, e blobs.Engine) {
-	a, b := []byte("manifest"), []byte("metadata")
-	if err := e.PutSmall(a, b); err != nil {
+	a, b, large := []byte("manifest"), []byte("metadata"), Bytes(9*MiB, 13)
+	if err := e.PutSmall(a, b, large); err != nil {
 		t.Fatal(err)
 	}
-	for _, data := range [][]byte{a, b} {
+	if err := e.Verify(blobs.AddressOf(large)); err != nil {
+		t.Errorf("after PutSmall, Verify(9 MiB) = %v", err)
+	}
+	for _, data := range [][]byte{a, b, large} {
 		if info, err := e.Stat(blobs.AddressOf(data)); err != nil || info.Size != int64(len(data)) {
 			t.Errorf("after PutSmall, Stat = %+v, %v", info, err)
 		}
@@ -285,7 +290,7 @@ func testPartial(t *testing.T, open Open) {
 	p.Close()
 
 	second := again()
-	if size, err := second.PartialSize(id); err != nil || size < 9*MiB {
+	if size, err := second.PartialSize(id, hash); err != nil || size < 9*MiB {
 		t.Fatalf("PartialSize = %d, %v; want at least %d", size, err, 9*MiB)
 	}
 	// Resume behind what was written, on another instance.
@@ -314,8 +319,9 @@ func testPartial(t *testing.T, open Open) {
 	if err := first.RemovePartial(id); err != nil {
 		t.Fatal(err)
 	}
-	if size, err := first.PartialSize(id); err != nil || size != 0 {
-		t.Errorf("after RemovePartial, PartialSize = %d, %v", size, err)
+	// With its own storage gone, the partial counts as its stored blob.
+	if size, err := first.PartialSize(id, hash); err != nil || size != int64(len(data)) {
+		t.Errorf("after RemovePartial, PartialSize = %d, %v; want the blob's %d", size, err, len(data))
 	}
 	if err := first.RemovePartial(id); err != nil {
 		t.Errorf("second RemovePartial = %v, want nil", err)
@@ -374,7 +380,7 @@ func testPartialCompletedAgain(t *testing.T, open Open) {
 	}
 	p.Close()
 	second := again()
-	if size, err := second.PartialSize("twice"); err != nil || size < 4*MiB {
+	if size, err := second.PartialSize("twice", hash); err != nil || size < 4*MiB {
 		t.Fatalf("PartialSize after Complete = %d, %v; want at least the recorded %d", size, err, 4*MiB)
 	}
 	p = openPartial(t, second, "twice", hash, 4*MiB)

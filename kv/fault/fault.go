@@ -132,4 +132,8 @@ const (
 	ECodeOffsetMismatch   = "error.transfer.offset_mismatch"
 	ECodeTransferLocked   = "error.transfer.locked"
 	ECodeTusVersion       = "error.tus.version"
+
+	ECodeLimitUploadSessions = "error.limit.upload_sessions"
+	ECodeLimitTransfers      = "error.limit.transfers"
+	ECodeLimitPendingBytes   = "error.limit.pending_bytes"
 )
