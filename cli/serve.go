@@ -122,6 +122,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
+	f.Float64Var(&cfg.AuthRate, "auth-rate", cfg.AuthRate, "registrations and logins per minute each client address earns back")
+	f.IntVar(&cfg.AuthBurst, "auth-burst", cfg.AuthBurst, "registrations and logins a client address may make at once")
+	f.IntVar(&cfg.HashQueue, "hash-queue", cfg.HashQueue, "password checks that may wait for a hashing slot (GOMAXPROCS slots); beyond, 503")
 	documentEnv(f)
 	return cmd
 }
@@ -142,6 +145,13 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	if !(cfg.ShareRate > 0) || math.IsInf(cfg.ShareRate, 0) || cfg.ShareBurst < 1 ||
 		float64(cfg.ShareBurst)/cfg.ShareRate > 100*365*24*3600 {
 		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("share-rate"), name("share-burst"))
+	}
+	if !(cfg.AuthRate > 0) || math.IsInf(cfg.AuthRate, 0) || cfg.AuthBurst < 1 ||
+		float64(cfg.AuthBurst)/cfg.AuthRate > 100*365*24*60 {
+		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("auth-rate"), name("auth-burst"))
+	}
+	if cfg.HashQueue < 1 {
+		return fmt.Errorf("%s must be at least 1", name("hash-queue"))
 	}
 	if cfg.UpgradeWindow <= 0 {
 		return fmt.Errorf("%s must be positive", name("upgrade-window"))

@@ -78,6 +78,16 @@ type Config struct {
 	// second.
 	ShareRate  float64
 	ShareBurst int
+	// AuthRate and AuthBurst are the token bucket each client address
+	// spends on registrations and logins: AuthBurst at once, then AuthRate
+	// per minute. The lockout counts wrong passwords per email; this bounds
+	// the argon2id work one address can ask for across emails.
+	AuthRate  float64
+	AuthBurst int
+	// HashQueue is how many password hashes and verifications may wait for
+	// one of the GOMAXPROCS argon2id slots; beyond it, 503
+	// error.limit.hash_queue with Retry-After.
+	HashQueue int
 
 	// SweepInterval is how often expired records are deleted. Of the nodes
 	// sharing a store, the one holding the "sweep" lease (taken for three
@@ -131,6 +141,9 @@ func DefaultConfig() Config {
 		ProtocolMax:        "2026-09-01",
 		ShareRate:          20,
 		ShareBurst:         200,
+		AuthRate:           10,
+		AuthBurst:          5,
+		HashQueue:          password.DefaultQueue(),
 		UpgradeWindow:      15 * time.Minute,
 		SweepInterval:      time.Minute,
 		TusLeaseTTL:        30 * time.Second,
@@ -169,6 +182,9 @@ type Server struct {
 	attempts *ratelimit.Gate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
+	// authLimiter holds each client address to its rate of registrations
+	// and logins.
+	authLimiter *ratelimit.Limiter
 	// node names this Server among the nodes sharing the store: leases and
 	// verifications in flight are held by node, or by node and a claim
 	// number (nextClaim) for one request's.
@@ -223,12 +239,13 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		blobs:        blobStore,
 		log:          cfg.Log,
 		now:          cfg.Now,
-		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand),
+		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
 		attempts:     ratelimit.NewGate(0, 0),
 		node:         ids.UUID(cfg.Rand),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
+		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
 	}
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
