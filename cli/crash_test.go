@@ -231,8 +231,10 @@ func (rig *crashRig) start() {
 		rig.log = &syncBuffer{ready: make(chan string, 1)}
 		rig.cmd = exec.Command(rig.bin, "serve", "--data", rig.dir, "--listen", addr,
 			// Verification reads every blob through share links from one
-			// address; the share-read limit is not under test here.
-			"--share-rate", "1000000", "--share-burst", "1000000")
+			// address, and every restart signs in again from it; neither
+			// per-address limit is under test here.
+			"--share-rate", "1000000", "--share-burst", "1000000",
+			"--auth-rate", "1000000", "--auth-burst", "1000000")
 		rig.cmd.Args = append(rig.cmd.Args, rig.extraArgs...)
 		rig.cmd.Env = serveEnv()
 		rig.cmd.Stdout = io.Discard
