@@ -124,6 +124,9 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
 	f.Float64Var(&cfg.AuthRate, "auth-rate", cfg.AuthRate, "registrations and logins per minute each client address earns back")
 	f.IntVar(&cfg.AuthBurst, "auth-burst", cfg.AuthBurst, "registrations and logins a client address may make at once")
+	f.DurationVar(&cfg.AnonBodyTimeout, "anon-body-timeout", cfg.AnonBodyTimeout, "how long the whole body of a request without a token (login, register, refresh, relay) may take to arrive")
+	f.DurationVar(&cfg.WriteStall, "write-stall", cfg.WriteStall, "how long a response write (64 KiB at most) may make no progress before the connection is closed")
+	f.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", cfg.IPv6Prefix, "prefix length IPv6 client addresses are rate-limited by (one subscriber usually holds a /64)")
 	f.IntVar(&cfg.HashQueue, "hash-queue", cfg.HashQueue, "password checks that may wait for a hashing slot (GOMAXPROCS slots); beyond, 503")
 	documentEnv(f)
 	return cmd
@@ -149,6 +152,12 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	if !(cfg.AuthRate > 0) || math.IsInf(cfg.AuthRate, 0) || cfg.AuthBurst < 1 ||
 		float64(cfg.AuthBurst)/cfg.AuthRate > 100*365*24*60 {
 		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("auth-rate"), name("auth-burst"))
+	}
+	if cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128 {
+		return fmt.Errorf("%s must be 1 to 128", name("ipv6-prefix"))
+	}
+	if cfg.AnonBodyTimeout <= 0 || cfg.WriteStall <= 0 {
+		return fmt.Errorf("%s and %s must be positive", name("anon-body-timeout"), name("write-stall"))
 	}
 	if cfg.HashQueue < 1 {
 		return fmt.Errorf("%s must be at least 1", name("hash-queue"))

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -28,13 +29,48 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request, _ httprou
 	return writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
 }
 
+// readyCacheTTL is how long a readiness verdict is reused: a probe writes
+// and deletes a blob (two requests on S3), which anyone who can reach the
+// port must not be able to repeat at will.
+const readyCacheTTL = 2 * time.Second
+
+// readyVerdict is one readiness check's outcome, reused for readyCacheTTL.
+type readyVerdict struct {
+	at     time.Time
+	checks map[string]string
+	ready  bool
+}
+
 // handles "GET /readyz": the store answers, the blobs directory is writable
-// and the disk is not full. 503 names the failing check.
+// and the disk is not full. 503 names the failing check. The verdict is
+// checked at most once per readyCacheTTL, by one caller while the others
+// wait for it.
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	v := s.readiness()
+	if !v.ready {
+		return &fault.Error{Code: fault.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": v.checks}}
+	}
+	return writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Checks: v.checks})
+}
+
+// readiness returns the cached verdict while it is fresh, else checks.
+func (s *Server) readiness() readyVerdict {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	now := s.now()
+	if v := s.readyLast; v.checks != nil && now.Sub(v.at) < readyCacheTTL && !now.Before(v.at) {
+		return v
+	}
+	checks, ready := s.checkReadiness()
+	s.readyLast = readyVerdict{at: now, checks: checks, ready: ready}
+	return s.readyLast
+}
+
+// checkReadiness runs every readiness check; the answer names the failing
+// check only, the log says why, for the operator.
+func (s *Server) checkReadiness() (map[string]string, bool) {
 	checks := map[string]string{"store": "ok", "blobs": "ok", "disk": "ok"}
 	ready := true
-	// The answer names the failing check only; the log says why, for the
-	// operator.
 	if err := s.store.Ping(); err != nil {
 		checks["store"], ready = "unavailable", false
 		s.log.Warn().Err(err).Str("check", "store").Msg("not ready")
@@ -51,8 +87,5 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprout
 	} else if free < minFreeDisk {
 		checks["disk"], ready = "full", false
 	}
-	if !ready {
-		return &fault.Error{Code: fault.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": checks}}
-	}
-	return writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Checks: checks})
+	return checks, ready
 }

@@ -113,6 +113,18 @@ type Config struct {
 	// MiB at least; a streamed body (a blob, a tus PATCH) may pause for
 	// BodyTimeout between bytes. A client past it is cut off.
 	BodyTimeout time.Duration
+	// AnonBodyTimeout is how long the body of a route anyone may call
+	// without a token (register, login, refresh, a relay post) may take to
+	// arrive, all of it: such bodies are small, and a stalled one must not
+	// hold memory and a connection for long.
+	AnonBodyTimeout time.Duration
+	// WriteStall is how long one response write (at most 64 KiB) may make
+	// no progress before the connection is closed: a client that stops
+	// reading cannot hold a connection, a file and a goroutine for ever.
+	WriteStall time.Duration
+	// IPv6Prefix is the prefix length an IPv6 client address is keyed on by
+	// the rate limits: one subscriber usually holds a whole /64.
+	IPv6Prefix int
 
 	// LogKey signs the transparency log's checkpoints. Without one, New
 	// makes a key that lives as long as the process (tests; serve always
@@ -150,6 +162,9 @@ func DefaultConfig() Config {
 		PasswordAttemptTTL: time.Minute,
 		ReadHeaderTimeout:  10 * time.Second,
 		BodyTimeout:        time.Minute,
+		AnonBodyTimeout:    10 * time.Second,
+		WriteStall:         time.Minute,
+		IPv6Prefix:         64,
 		Now:                time.Now,
 		Rand:               rand.Reader,
 		Log:                zerolog.Nop(),
@@ -182,6 +197,9 @@ type Server struct {
 	attempts *ratelimit.Gate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
+	// readyMu serializes readiness checks; readyLast is the latest verdict.
+	readyMu   sync.Mutex
+	readyLast readyVerdict
 	// authLimiter holds each client address to its rate of registrations
 	// and logins.
 	authLimiter *ratelimit.Limiter
@@ -216,6 +234,12 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultConfig().BodyTimeout
+	}
+	if cfg.AnonBodyTimeout <= 0 {
+		cfg.AnonBodyTimeout = DefaultConfig().AnonBodyTimeout
+	}
+	if cfg.WriteStall <= 0 {
+		cfg.WriteStall = DefaultConfig().WriteStall
 	}
 	if cfg.TusLeaseTTL <= 0 {
 		cfg.TusLeaseTTL = DefaultConfig().TusLeaseTTL
@@ -285,8 +309,11 @@ func (s *Server) Start(ln net.Listener) {
 	s.httpSrv = &http.Server{
 		Handler: s.handler,
 		// Headers must arrive promptly (slow-header clients are cut off);
-		// bodies and responses have no deadline, because a blob upload or
-		// download over a home uplink may take hours.
+		// bodies and responses have no overall deadline, because a blob
+		// upload or download over a home uplink may take hours: instead a
+		// body may not pause for long (readBody, bodyReader) and neither
+		// may a response write (withWriteStall), on HTTP/1 connections and
+		// HTTP/2 streams alike.
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

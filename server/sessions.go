@@ -104,7 +104,7 @@ type registerRequest = credentials
 // (AuthRate, AuthBurst): 429 error.rate_limited with Retry-After when none
 // is left.
 func (s *Server) allowAuth(r *http.Request) error {
-	if ok, retryAfter := s.authLimiter.Allow(s.clientAddr(r)); !ok {
+	if ok, retryAfter := s.authLimiter.Allow(s.rateKey(r)); !ok {
 		return fault.LimitErrorf(fault.ECodeRateLimited, "auth-rate", retryAfter, "too many sign-ins and registrations from this address")
 	}
 	return nil
@@ -141,7 +141,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 		return err
 	}
 	var req registerRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err
 	}
 	email, err := req.validate(checkNewPassword)
@@ -247,7 +247,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httproute
 		return err
 	}
 	var req loginRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err
 	}
 	email, err := req.validate(checkPresentedPassword)
@@ -275,7 +275,7 @@ type refreshRequest struct {
 // handles "POST /v1/auth/refresh"
 func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req refreshRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err
 	}
 	if err := required("refresh_token", req.RefreshToken); err != nil {
