@@ -48,13 +48,7 @@ func TestLoginFloodPeakRSS(t *testing.T) {
 		t.Skip("the race detector's shadow memory would dominate the peak RSS; run without -race")
 	}
 	const accounts, perAccount = 5, 40
-	ts := MustOpenServer(t, func(c *server.Config) {
-		c.Argon2 = server.DefaultConfig().Argon2
-		// Every login of the flood waits for its hash: the memory of a
-		// full queue is what is measured (the bounded queue's refusals
-		// are TestHashQueueFullIsRefused's).
-		c.HashQueue = accounts * perAccount
-	})
+	ts := MustOpenServer(t, func(c *server.Config) { c.Argon2, c.HashQueue = server.DefaultConfig().Argon2, accounts*perAccount }) // all queue: TestHashQueueFullIsRefused tests refusals
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: accounts * perAccount}}
 	defer client.CloseIdleConnections()
 	post := func(path string, i int) int {
@@ -317,8 +311,7 @@ func TestOversizedBodiesAre413WithoutBody(t *testing.T) {
 		body                            []byte
 		header                          map[string]string
 	}{
-		// Register and login have their own 16 KiB limit, whatever MaxBody.
-		{"json", "POST", "/v1/auth/register", "application/json", []byte(`{"email":"` + strings.Repeat("a", 17<<10) + `@example.org","password":"12345678"}`), nil},
+		{"json", "POST", "/v1/auth/register", "application/json", []byte(`{"email":"` + strings.Repeat("a", 17<<10) + `@example.org","password":"12345678"}`), nil}, // 16 KiB whatever MaxBody
 		{"profile", "PATCH", "/v1/auth/profile", "application/json", jsonBody, nil},
 		{"escrow", "PUT", "/v1/auth/escrow", "application/octet-stream", bytes.Repeat([]byte{1}, 64<<10+1), nil},
 		{"directory", "POST", "/v1/auth/devices/directory", "application/cbor", bytes.Repeat([]byte{0}, 256<<10+1),

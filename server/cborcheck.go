@@ -114,29 +114,14 @@ func cborItemEnd(b []byte, off, depth int, lim cborLimits) (int, bool) {
 		}
 		// An item is complete: count it in the containers it completes.
 		tagged, tagLevels = false, 0
-		for {
-			top := len(stack) - 1
-			if top < 0 {
-				return off, true
-			}
-			f := &stack[top]
-			if f.indefinite {
-				f.n++
-				if (!f.isMap && f.n > uint64(lim.MaxArrayElements)) ||
-					(f.isMap && f.n%2 == 0 && f.n/2 > uint64(lim.MaxMapPairs)) {
-					return 0, false
-				}
-				break
-			}
-			if f.n--; f.n > 0 {
-				break
-			}
-			stack = stack[:top]
+		var ok bool
+		if stack, ok = completeItem(stack, lim); !ok {
+			return 0, false
 		}
-		level = depth
-		if top := len(stack) - 1; top >= 0 {
-			level = int(stack[top].depth)
+		if len(stack) == 0 {
+			return off, true
 		}
+		level = int(stack[len(stack)-1].depth)
 	}
 }
 
@@ -149,6 +134,26 @@ func push(stack []cborFrame, f cborFrame) []cborFrame {
 		stack = grown
 	}
 	return append(stack, f)
+}
+
+// completeItem counts a completed item in the innermost open container,
+// closing every definite container it completes; it refuses an indefinite
+// container grown past lim.
+func completeItem(stack []cborFrame, lim cborLimits) ([]cborFrame, bool) {
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if f.indefinite {
+			f.n++
+			tooMany := (!f.isMap && f.n > uint64(lim.MaxArrayElements)) ||
+				(f.isMap && f.n%2 == 0 && f.n/2 > uint64(lim.MaxMapPairs))
+			return stack, !tooMany
+		}
+		if f.n--; f.n > 0 {
+			return stack, true
+		}
+		stack = stack[:len(stack)-1]
+	}
+	return stack, true
 }
 
 // cborHead reads the head at b[off]: its argument and where the head ends.

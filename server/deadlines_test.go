@@ -74,6 +74,7 @@ func TestWriteStall(t *testing.T) {
 
 	stalled := rawGet(t, ts, path)
 	time.Sleep(2500 * time.Millisecond) // reads nothing: the server's writes stall
+	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
 	n, _ := io.Copy(io.Discard, stalled)
 	if n >= size {
 		t.Fatalf("the stalled reader got all %d bytes; want the connection cut", n)

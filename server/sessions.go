@@ -113,8 +113,8 @@ func (s *Server) allowAuth(r *http.Request) error {
 // hashRetry is the Retry-After of a full hashing queue: about one hash.
 const hashRetry = time.Second
 
-// errClientGone answers a request whose client left before its password
-// work began: nobody reads it, and it is no internal error.
+// errClientGone answers a request whose client left while its password
+// work waited or ran: nobody reads it, and it is no internal error.
 var errClientGone = fault.Errorf(fault.ECodeMalformed, "the client closed the request before its answer")
 
 // passwordWork turns the hasher's refusals into answers: a full queue is
