@@ -120,7 +120,10 @@ func TestAbandonedPasswordWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hashes with the production argon2id parameters")
 	}
-	ts := MustOpenServer(t, func(c *server.Config) { c.Argon2 = password.Default })
+	ts := MustOpenServer(t, func(c *server.Config) {
+		c.Argon2 = password.Default
+		c.HashQueue = server.DefaultConfig().HashQueue
+	})
 	ts.Register(t, "normal@example.org")
 	quiet := timedLogin(t, ts, "normal@example.org")
 	const n = 60

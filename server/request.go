@@ -48,10 +48,15 @@ const (
 
 // decodeAnonJSON is decodeJSON for a route anyone may call without a
 // token: the body may be at most limit bytes and must arrive whole within
-// AnonBodyTimeout. HTTP/2 streams are held to it alike: the deadline is
+// AnonBodyTimeout (or BodyTimeout, when shorter). HTTP/2 streams are held to it alike: the deadline is
 // the stream's.
 func (s *Server) decodeAnonJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) error {
-	body, err := s.readBodyWithin(w, r, mediaJSON, limit, s.cfg.AnonBodyTimeout, "anon-body-timeout")
+	timeout, flag := s.cfg.AnonBodyTimeout, "anon-body-timeout"
+	if s.cfg.BodyTimeout < timeout {
+		// An operator who lowered --body-timeout below it gets that.
+		timeout, flag = s.cfg.BodyTimeout, "body-timeout"
+	}
+	body, err := s.readBodyWithin(w, r, mediaJSON, limit, timeout, flag)
 	if err != nil {
 		return err
 	}
