@@ -25,14 +25,16 @@ type stallWriter struct {
 	s     *Server
 }
 
-// withWriteStall wraps w so that its writes are bounded by WriteStall. The
-// deadline is also set once at the start, so what net/http writes itself
-// after the handler (headers of an empty answer, the final flush) is
-// bounded too, and a stale deadline from an earlier request on a kept-alive
-// connection is replaced.
+// withWriteStall wraps w so that its writes are bounded by WriteStall.
+// The deadline is cleared at the start, so what net/http writes while the
+// handler works (a 100 Continue) is not cut off by a deadline an earlier
+// request on a kept-alive connection left, however long ago; each
+// WriteHeader, Write and Flush then sets it afresh, which also bounds the
+// flush net/http does once the handler returns (a 204 after an upload of
+// hours included).
 func (s *Server) withWriteStall(w http.ResponseWriter) http.ResponseWriter {
 	sw := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: s.cfg.WriteStall, s: s}
-	sw.arm()
+	_ = sw.rc.SetWriteDeadline(time.Time{}) // see arm
 	return sw
 }
 
@@ -46,6 +48,11 @@ func (sw *stallWriter) stalled(err error) error {
 		sw.s.countLimitRefusal("write-stall")
 	}
 	return err
+}
+
+func (sw *stallWriter) WriteHeader(status int) {
+	sw.arm()
+	sw.ResponseWriter.WriteHeader(status)
 }
 
 func (sw *stallWriter) Write(b []byte) (int, error) {

@@ -121,3 +121,35 @@ func TestAnonymousBodies(t *testing.T) {
 	}
 	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="anon-body-timeout"} 1`)
 }
+
+// TestWriteStallSpansNoUpload: the write deadline starts at the answer, not
+// at the request, so a 204 after a body that took longer than WriteStall to
+// arrive (a tus PATCH over a slow uplink) still reaches the client.
+func TestWriteStallSpansNoUpload(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.WriteStall = 200 * time.Millisecond })
+	tok := ts.Register(t, "slow@example.org")
+	data := bytes.Repeat([]byte("u"), 1000)
+	location := ts.TusCreate(t, tok.Access, ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access)), data)
+	pr, pw := io.Pipe()
+	go func() {
+		for i := range 10 { // a second in all: five times the stall limit
+			pw.Write(data[i*100 : (i+1)*100])
+			time.Sleep(100 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("PATCH", ts.URL()+location, pr)
+	req.Header.Set("Authorization", "Bearer "+tok.Access)
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", "0")
+	req.ContentLength = int64(len(data))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the answer to a slow upload: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("status %d, want 204", resp.StatusCode)
+	}
+}
