@@ -95,7 +95,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 // newOps builds the operations over an open instance; new passwords are
 // hashed with params.
 func newOps(loc Location, store *kv.Store, blobStore blobs.Engine, params password.Params) *admin.Ops {
-	return &admin.Ops{DataDir: loc.Data, Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader), Rand: rand.Reader}
+	return &admin.Ops{DataDir: loc.Data, Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader, 0), Rand: rand.Reader}
 }
 
 // withAdmin runs fn with a connection to the instance cmd's --data,

@@ -150,6 +150,12 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.DirectoryPublishes, "directory-publishes", cfg.DirectoryPublishes, "directory publishes per hour each account earns back (each is a permanent transparency log record)")
 	f.IntVar(&cfg.DirectoryBurst, "directory-burst", cfg.DirectoryBurst, "directory publishes an account may make at once")
 	f.Var(sizeFlag{&cfg.RelayBytes}, "relay-bytes", "payload bytes that may wait undrained in all of one account's relay channels (e.g. 16MiB)")
+	f.Float64Var(&cfg.AuthRate, "auth-rate", cfg.AuthRate, "registrations and logins per minute each client address earns back")
+	f.IntVar(&cfg.AuthBurst, "auth-burst", cfg.AuthBurst, "registrations and logins a client address may make at once")
+	f.DurationVar(&cfg.AnonBodyTimeout, "anon-body-timeout", cfg.AnonBodyTimeout, "how long the whole body of a request without a token (login, register, refresh, relay) may take to arrive")
+	f.DurationVar(&cfg.WriteStall, "write-stall", cfg.WriteStall, "how long a response write (64 KiB at most) may make no progress before the connection is closed")
+	f.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", cfg.IPv6Prefix, "prefix length IPv6 client addresses are rate-limited by (one subscriber usually holds a /64)")
+	f.IntVar(&cfg.HashQueue, "hash-queue", cfg.HashQueue, "password checks that may wait for a hashing slot (GOMAXPROCS slots); beyond, 503")
 	documentEnv(f)
 	return cmd
 }
@@ -188,6 +194,19 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	// One payload (64 KiB) must always fit.
 	if cfg.RelayBytes < 64<<10 {
 		return fmt.Errorf("%s must be at least 64KiB, one relay payload", name("relay-bytes"))
+	}
+	if !(cfg.AuthRate > 0) || math.IsInf(cfg.AuthRate, 0) || cfg.AuthBurst < 1 ||
+		float64(cfg.AuthBurst)/cfg.AuthRate > 100*365*24*60 {
+		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("auth-rate"), name("auth-burst"))
+	}
+	if cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128 {
+		return fmt.Errorf("%s must be 1 to 128", name("ipv6-prefix"))
+	}
+	if cfg.AnonBodyTimeout <= 0 || cfg.WriteStall <= 0 {
+		return fmt.Errorf("%s and %s must be positive", name("anon-body-timeout"), name("write-stall"))
+	}
+	if cfg.HashQueue < 1 {
+		return fmt.Errorf("%s must be at least 1", name("hash-queue"))
 	}
 	if cfg.UpgradeWindow <= 0 {
 		return fmt.Errorf("%s must be positive", name("upgrade-window"))

@@ -137,6 +137,27 @@ func (s *Store) UpgradePhase(accountID, albumID string) (*Phase, error) {
 	return p, err
 }
 
+// CheckUpgradeAlbum returns error.album.not_found unless the account owns
+// the album: what the server asks before it reads an intent, so a caller
+// who may not start a ceremony costs no parsing.
+func (s *Store) CheckUpgradeAlbum(accountID, albumID string) error {
+	return s.view(func(tx Tx) error {
+		_, err := upgradeAlbum(tx, accountID, albumID)
+		return err
+	})
+}
+
+// CheckCeremony returns the error CommitUpgrade would for a ceremony that
+// is not the account's album's live one (error.album.not_found,
+// error.album.upgrade_in_flight): what the server asks before it reads a
+// tombstone.
+func (s *Store) CheckCeremony(accountID, albumID, intentID string) error {
+	return s.view(func(tx Tx) error {
+		_, _, err := liveCeremony(tx, accountID, albumID, intentID, s.now())
+		return err
+	})
+}
+
 // StartUpgrade starts the ceremony u (IntentID, ToProtocolVersion, Intent)
 // on the account's album, open for window. The same intent id while it is in
 // flight answers the phase as it is, writing nothing, so a retried start

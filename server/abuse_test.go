@@ -48,7 +48,7 @@ func TestLoginFloodPeakRSS(t *testing.T) {
 		t.Skip("the race detector's shadow memory would dominate the peak RSS; run without -race")
 	}
 	const accounts, perAccount = 5, 40
-	ts := MustOpenServer(t, func(c *server.Config) { c.Argon2 = server.DefaultConfig().Argon2 })
+	ts := MustOpenServer(t, func(c *server.Config) { c.Argon2, c.HashQueue = server.DefaultConfig().Argon2, accounts*perAccount }) // all queue: TestHashQueueFullIsRefused tests refusals
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: accounts * perAccount}}
 	defer client.CloseIdleConnections()
 	post := func(path string, i int) int {
@@ -311,13 +311,13 @@ func TestOversizedBodiesAre413WithoutBody(t *testing.T) {
 		body                            []byte
 		header                          map[string]string
 	}{
-		{"json", "POST", "/v1/auth/register", "application/json", []byte(`{"email":"` + strings.Repeat("a", 5<<10) + `@example.org","password":"12345678"}`), nil},
+		{"json", "POST", "/v1/auth/register", "application/json", []byte(`{"email":"` + strings.Repeat("a", 17<<10) + `@example.org","password":"12345678"}`), nil}, // 16 KiB whatever MaxBody
 		{"profile", "PATCH", "/v1/auth/profile", "application/json", jsonBody, nil},
 		{"escrow", "PUT", "/v1/auth/escrow", "application/octet-stream", bytes.Repeat([]byte{1}, 64<<10+1), nil},
 		{"directory", "POST", "/v1/auth/devices/directory", "application/cbor", bytes.Repeat([]byte{0}, 256<<10+1),
 			map[string]string{"X-Service-Identity-Key": aliceKey.PublicKeyBase64()}},
 		{"blob", "PUT", "/v1/uploads/" + up + "/blobs/" + hashOf(bigBlob), "application/octet-stream", bigBlob, nil},
-		{"wrong media type", "POST", "/v1/auth/login", "text/plain", bytes.Repeat([]byte("z"), 5<<10), nil},
+		{"wrong media type", "POST", "/v1/auth/login", "text/plain", bytes.Repeat([]byte("z"), 17<<10), nil},
 	}
 	for _, tc := range cases {
 		for _, chunked := range []bool{false, true} {

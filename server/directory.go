@@ -26,16 +26,12 @@ const maxDirectory = 256 << 10
 // hybrid layout in padded standard base64.
 const headerIdentityKey = "X-Service-Identity-Key"
 
-// directoryDecMode reads untrusted directory bytes. The body limit already
+// directoryLimits check untrusted directory bytes. The body limit already
 // bounds the work; the limits here refuse what no directory needs (deep
 // nesting). Duplicate keys are refused by topLevelMap, because a signed
 // directory with two directory_version entries would mean one version to the
 // server and possibly another to a client.
-var directoryDecMode = mustDecMode(cbor.DecOptions{
-	MaxNestedLevels:  32,
-	MaxArrayElements: maxDirectory,
-	MaxMapPairs:      maxDirectory,
-})
+var directoryLimits = cborLimits{MaxNestedLevels: 32, MaxArrayElements: maxDirectory, MaxMapPairs: maxDirectory}
 
 // maxDirectoryVersion is the largest directory_version accepted, 2^53-1:
 // the largest integer a JavaScript client holds exactly. It also bounds what
@@ -53,7 +49,7 @@ const maxDirectoryVersion = 1<<53 - 1
 func readDirectoryVersion(body []byte) (uint64, error) {
 	malformed := fault.Errorf(fault.ECodeDirectoryMalformed,
 		"the directory must be one CBOR map holding the text key directory_version with an unsigned integer of at least 1")
-	head, ok := topLevelMap(directoryDecMode, body)
+	head, ok := topLevelMap(directoryLimits, body)
 	if !ok {
 		return 0, malformed
 	}

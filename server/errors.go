@@ -22,6 +22,7 @@ var statusByCode = map[string]int{
 	fault.ECodeRateLimited:      http.StatusTooManyRequests,
 	fault.ECodeInternal:         http.StatusInternalServerError,
 	fault.ECodeNotReady:         http.StatusServiceUnavailable,
+	fault.ECodeHashQueueFull:    http.StatusServiceUnavailable,
 
 	fault.ECodeRegistrationClosed: http.StatusForbidden,
 	fault.ECodeAccountExists:      http.StatusConflict,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -29,17 +30,51 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request, _ httprou
 	return writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
 }
 
+// readyCacheTTL is how long a readiness verdict is reused: a probe writes
+// and deletes a blob (two requests on S3), which anyone who can reach the
+// port must not be able to repeat at will.
+const readyCacheTTL = 2 * time.Second
+
+// readyVerdict is one readiness check's outcome, reused for readyCacheTTL.
+type readyVerdict struct {
+	at     time.Time
+	checks map[string]string
+	ready  bool
+}
+
 // handles "GET /readyz": the store answers, the blobs directory is writable
-// and the disk is not full. 503 names the failing check. With witnesses,
-// "witnesses" says "ok" or names the witnesses in conflict with the log
-// (they saw another history of it): the log is then not cosigned, but
-// accounts and photos are served as before, so the server stays ready; the
-// metrics and the log say more.
+// and the disk is not full. 503 names the failing check. The verdict is
+// checked at most once per readyCacheTTL, by one caller while the others
+// wait for it. With witnesses, "witnesses" says "ok" or names the
+// witnesses in conflict with the log (they saw another history of it): the
+// log is then not cosigned, but accounts and photos are served as before,
+// so the server stays ready; the metrics and the log say more.
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	v := s.readiness()
+	if !v.ready {
+		return &fault.Error{Code: fault.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": v.checks}}
+	}
+	return writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Checks: v.checks})
+}
+
+// readiness returns the cached verdict while it is fresh, else checks.
+func (s *Server) readiness() readyVerdict {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	now := s.now()
+	if v := s.readyLast; v.checks != nil && now.Sub(v.at) < readyCacheTTL && !now.Before(v.at) {
+		return v
+	}
+	checks, ready := s.checkReadiness()
+	s.readyLast = readyVerdict{at: now, checks: checks, ready: ready}
+	return s.readyLast
+}
+
+// checkReadiness runs every readiness check; the answer names the failing
+// check only, the log says why, for the operator.
+func (s *Server) checkReadiness() (map[string]string, bool) {
 	checks := map[string]string{"store": "ok", "blobs": "ok", "disk": "ok"}
 	ready := true
-	// The answer names the failing check only; the log says why, for the
-	// operator.
 	if err := s.store.Ping(); err != nil {
 		checks["store"], ready = "unavailable", false
 		s.log.Warn().Err(err).Str("check", "store").Msg("not ready")
@@ -59,10 +94,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, _ httprout
 	if len(s.cfg.Witnesses) > 0 {
 		checks["witnesses"] = s.witnessCheck()
 	}
-	if !ready {
-		return &fault.Error{Code: fault.ECodeNotReady, Message: "the server is not ready", Details: map[string]any{"checks": checks}}
-	}
-	return writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Checks: checks})
+	return checks, ready
 }
 
 // witnessCheck is "ok", or "conflict: " and the names of the configured

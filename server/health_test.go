@@ -30,6 +30,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Fatalf("readyz: %v", ready)
 	}
 	ts.Store.Close()
+	ts.Clock.Advance(2 * time.Second) // past the cached verdict
 	p := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantProblem(t, 503, "error.not_ready")
 	if checks, _ := p["checks"].(map[string]any); checks["store"] != "unavailable" {
 		t.Fatalf("readyz with a closed store: %v", p)
@@ -82,6 +83,7 @@ func TestReadinessNeedsWritableBlobs(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { tc.repair(tmp) })
+			ts.Clock.Advance(2 * time.Second) // past the cached verdict
 			p := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantProblem(t, 503, "error.not_ready")
 			checks, _ := p["checks"].(map[string]any)
 			if checks["blobs"] != "unwritable" || checks["store"] != "ok" || checks["disk"] != "ok" {
@@ -90,6 +92,7 @@ func TestReadinessNeedsWritableBlobs(t *testing.T) {
 			if err := tc.repair(tmp); err != nil {
 				t.Fatal(err)
 			}
+			ts.Clock.Advance(2 * time.Second)
 			ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200)
 		})
 	}

@@ -85,6 +85,11 @@ func NewTestConfig(clock *Clock) server.Config {
 	cfg := server.DefaultConfig()
 	cfg.Now = clock.Now
 	cfg.Argon2 = testArgon2
+	// Tests sign in from one address, and in parallel, far more than people
+	// would; the tests of the per-address limit and of the hashing queue
+	// set their production values.
+	cfg.AuthRate, cfg.AuthBurst = 1e6, 1e6
+	cfg.HashQueue = 1 << 10
 	cfg.SweepInterval = time.Hour
 	cfg.SealKey = make([]byte, 32)
 	rand.Read(cfg.SealKey)

@@ -150,10 +150,16 @@ func engineCollectors(s *Server) []prometheus.Collector {
 	}
 }
 
-// MetricsHandler serves the Prometheus metrics. It is meant for a separate
-// listener (--metrics-listen), never the public API address.
+// MetricsHandler serves the Prometheus metrics, and GET /readyz as the API
+// does. It is meant for a separate listener (--metrics-listen), never the
+// public API address.
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
+	mux := http.NewServeMux()
+	mux.Handle("/", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	// The readiness probe too, for an orchestrator that reaches only the
+	// private listener.
+	mux.Handle("GET /readyz", s.handler)
+	return mux
 }
 
 func (m *metrics) observe(listener, route, method string, status int, d time.Duration) {

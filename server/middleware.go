@@ -121,7 +121,7 @@ func (s *Server) withMiddleware(listener string, next http.Handler) http.Handler
 		start := time.Now()
 		ri := &requestInfo{id: newRequestID(), route: "unmatched"}
 		r = r.WithContext(context.WithValue(r.Context(), ctxInfo, ri))
-		rec := &recorder{ResponseWriter: w}
+		rec := &recorder{ResponseWriter: s.withWriteStall(w)}
 		// Canonical keys assigned directly: Set would canonicalize each.
 		h := rec.Header()
 		h["X-Request-Id"] = []string{ri.id}

@@ -105,7 +105,7 @@ type channelResponse struct {
 // handles "POST /v1/auth/devices/enroll/redeem": gated by the code alone.
 func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req redeemRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err
 	}
 	if err := req.validate(); err != nil {
@@ -115,7 +115,7 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 	if fallback {
 		spelling = s.secrets.FallbackLookup(spelling)
 	}
-	refund, err := s.redeem.Admit(s.clientAddr(r), fallback)
+	refund, err := s.redeem.Admit(s.rateKey(r), fallback)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (s *Server) handleRelayPost(w http.ResponseWriter, r *http.Request, ps http
 		return err
 	}
 	var req relayRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxRelayBody); err != nil {
 		return err
 	}
 	if err := req.validate(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -32,13 +34,45 @@ const (
 // limit (one MiB at least): a client trickling a body cannot hold its
 // connection and goroutine for ever.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, error) {
+	return s.readBodyWithin(w, r, mediaType, limit, s.cfg.BodyTimeout*time.Duration(max(1, limit>>20)), "body-timeout")
+}
+
+// Body limits of the routes anyone may call without a token, each fitting
+// its largest valid body: the credentials, tokens and codes of register,
+// login, refresh and enrollment redemption, and a relay item (its payload,
+// JSON-quoted, and a direction).
+const (
+	maxAuthBody  = 16 << 10
+	maxRelayBody = maxRelayPayload + 4<<10
+)
+
+// decodeAnonJSON is decodeJSON for a route anyone may call without a
+// token: the body may be at most limit bytes and must arrive whole within
+// AnonBodyTimeout (or BodyTimeout, when shorter). HTTP/2 streams are held to it alike: the deadline is
+// the stream's.
+func (s *Server) decodeAnonJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) error {
+	timeout, flag := s.cfg.AnonBodyTimeout, "anon-body-timeout"
+	if s.cfg.BodyTimeout < timeout {
+		// An operator who lowered --body-timeout below it gets that.
+		timeout, flag = s.cfg.BodyTimeout, "body-timeout"
+	}
+	body, err := s.readBodyWithin(w, r, mediaJSON, limit, timeout, flag)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, dst)
+}
+
+// readBodyWithin is readBody with the whole body due within timeout; a
+// client cut off by it is counted under the limit named timeoutFlag.
+func (s *Server) readBodyWithin(w http.ResponseWriter, r *http.Request, mediaType string, limit int64, timeout time.Duration, timeoutFlag string) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, fault.Errorf(fault.ECodeTooLarge, "request body too large")
 	}
 	rc := http.NewResponseController(w)
 	// An error means the writer cannot set deadlines (a test recorder):
 	// there is no connection to hold then.
-	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout * time.Duration(max(1, limit>>20))))
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err == nil {
 		// Cleared once the body is in: net/http then reads ahead on the
@@ -50,6 +84,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType stri
 	if err != nil {
 		if mappedError(err) != nil {
 			return nil, err
+		}
+		if isTimeout(err) {
+			s.countLimitRefusal(timeoutFlag)
 		}
 		return nil, fault.Errorf(fault.ECodeMalformed, "the request body could not be read")
 	}
@@ -95,13 +132,14 @@ func (s *Server) streamBody(w http.ResponseWriter, r *http.Request, mediaType st
 // paused too long, or sent less than it announced) becomes the 400 readBody
 // gives, not an internal error.
 func (s *Server) bodyReader(w http.ResponseWriter, r *http.Request) io.Reader {
-	return &streamReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.BodyTimeout}
+	return &streamReader{r: r.Body, rc: http.NewResponseController(w), idle: s.cfg.BodyTimeout, s: s}
 }
 
 type streamReader struct {
 	r    io.Reader
 	rc   *http.ResponseController
 	idle time.Duration
+	s    *Server
 }
 
 func (b *streamReader) Read(p []byte) (int, error) {
@@ -111,9 +149,18 @@ func (b *streamReader) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		_ = b.rc.SetReadDeadline(time.Time{}) // see readBody
 	case err != nil:
+		if isTimeout(err) {
+			b.s.countLimitRefusal("body-timeout")
+		}
 		err = fault.Errorf(fault.ECodeMalformed, "the request body could not be read")
 	}
 	return n, err
+}
+
+// isTimeout reports whether err is a deadline passing on a connection.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // requireMediaType refuses a request whose Content-Type is not mediaType
@@ -352,21 +399,51 @@ func (a *advisoryString) UnmarshalJSON(b []byte) error {
 }
 
 // clientAddr is the TCP peer, or with --trust-proxy the last hop of
-// X-Forwarded-For (the address the trusted proxy saw).
+// X-Forwarded-For (the address the trusted proxy saw), normalised so one
+// client has one spelling: an IPv4-mapped IPv6 address is the IPv4
+// address, and a port or an IPv6 zone is dropped. A hop that is no
+// address at all is kept as sent (at most 64 bytes of it).
 func (s *Server) clientAddr(r *http.Request) string {
 	if s.cfg.TrustProxy {
 		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
 			hops := strings.Split(xff[len(xff)-1], ",")
 			if last := strings.TrimSpace(hops[len(hops)-1]); last != "" {
-				return last
+				return normalizeAddr(last)
 			}
 		}
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	return normalizeAddr(r.RemoteAddr)
+}
+
+// normalizeAddr is the address in a, which may carry a port ("host:port",
+// "[v6]:port") or an IPv6 zone, in its one canonical spelling.
+func normalizeAddr(a string) string {
+	addr, err := netip.ParseAddr(a)
 	if err != nil {
-		return r.RemoteAddr
+		ap, err2 := netip.ParseAddrPort(a)
+		if err2 != nil {
+			return truncate(a, 64)
+		}
+		addr = ap.Addr()
 	}
-	return host
+	return addr.Unmap().WithZone("").String()
+}
+
+// rateKey is the client address as the per-address limits count it: an
+// IPv4 address whole, an IPv6 address by its first IPv6Prefix bits, since
+// one subscriber usually holds a whole /64 and would otherwise get a fresh
+// bucket per address.
+func (s *Server) rateKey(r *http.Request) string {
+	a := s.clientAddr(r)
+	addr, err := netip.ParseAddr(a)
+	if err != nil || !addr.Is6() {
+		return a
+	}
+	p, err := addr.Prefix(s.cfg.IPv6Prefix)
+	if err != nil {
+		return a
+	}
+	return p.String()
 }
 
 // bearerToken returns the token of an `Authorization: Bearer` header, or "".

@@ -100,6 +100,16 @@ type Config struct {
 	// second.
 	ShareRate  float64
 	ShareBurst int
+	// AuthRate and AuthBurst are the token bucket each client address
+	// spends on registrations and logins: AuthBurst at once, then AuthRate
+	// per minute. The lockout counts wrong passwords per email; this bounds
+	// the argon2id work one address can ask for across emails.
+	AuthRate  float64
+	AuthBurst int
+	// HashQueue is how many password hashes and verifications may wait for
+	// one of the GOMAXPROCS argon2id slots; beyond it, 503
+	// error.limit.hash_queue with Retry-After.
+	HashQueue int
 
 	// RelayChannels caps the relay channels one account has open, and
 	// RelayBytes the payload bytes waiting undrained in all of them.
@@ -136,6 +146,18 @@ type Config struct {
 	// MiB at least; a streamed body (a blob, a tus PATCH) may pause for
 	// BodyTimeout between bytes. A client past it is cut off.
 	BodyTimeout time.Duration
+	// AnonBodyTimeout is how long the body of a route anyone may call
+	// without a token (register, login, refresh, a relay post) may take to
+	// arrive, all of it: such bodies are small, and a stalled one must not
+	// hold memory and a connection for long.
+	AnonBodyTimeout time.Duration
+	// WriteStall is how long one response write (at most 64 KiB) may make
+	// no progress before the connection is closed: a client that stops
+	// reading cannot hold a connection, a file and a goroutine for ever.
+	WriteStall time.Duration
+	// IPv6Prefix is the prefix length an IPv6 client address is keyed on by
+	// the rate limits: one subscriber usually holds a whole /64.
+	IPv6Prefix int
 
 	// LogKey signs the transparency log's checkpoints. Without one, New
 	// makes a key that lives as long as the process (tests; serve always
@@ -182,12 +204,18 @@ func DefaultConfig() Config {
 		RelayBytes:         16 << 20,
 		DirectoryPublishes: 60,
 		DirectoryBurst:     10,
+		AuthRate:           10,
+		AuthBurst:          5,
+		HashQueue:          password.DefaultQueue(),
 		UpgradeWindow:      15 * time.Minute,
 		SweepInterval:      time.Minute,
 		TusLeaseTTL:        30 * time.Second,
 		PasswordAttemptTTL: time.Minute,
 		ReadHeaderTimeout:  10 * time.Second,
 		BodyTimeout:        time.Minute,
+		AnonBodyTimeout:    10 * time.Second,
+		WriteStall:         time.Minute,
+		IPv6Prefix:         64,
 		Now:                time.Now,
 		Rand:               rand.Reader,
 		Log:                zerolog.Nop(),
@@ -216,6 +244,12 @@ type Server struct {
 	attempts *ratelimit.Gate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
+	// readyMu serializes readiness checks; readyLast is the latest verdict.
+	readyMu   sync.Mutex
+	readyLast readyVerdict
+	// authLimiter holds each client address to its rate of registrations
+	// and logins.
+	authLimiter *ratelimit.Limiter
 	// node names this Server among the nodes sharing the store: leases and
 	// verifications in flight are held by node, or by node and a claim
 	// number (nextClaim) for one request's.
@@ -259,6 +293,12 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultConfig().BodyTimeout
 	}
+	if cfg.AnonBodyTimeout <= 0 {
+		cfg.AnonBodyTimeout = DefaultConfig().AnonBodyTimeout
+	}
+	if cfg.WriteStall <= 0 {
+		cfg.WriteStall = DefaultConfig().WriteStall
+	}
 	if cfg.TusLeaseTTL <= 0 {
 		cfg.TusLeaseTTL = DefaultConfig().TusLeaseTTL
 	}
@@ -281,13 +321,14 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		blobs:        blobStore,
 		log:          cfg.Log,
 		now:          cfg.Now,
-		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand),
+		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
 		attempts:     ratelimit.NewGate(0, 0),
 		node:         ids.UUID(cfg.Rand),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
+		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
 	}
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
@@ -348,8 +389,11 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler: h,
 		// Headers must arrive promptly (slow-header clients are cut off);
-		// bodies and responses have no deadline, because a blob upload or
-		// download over a home uplink may take hours.
+		// bodies and responses have no overall deadline, because a blob
+		// upload or download over a home uplink may take hours: instead a
+		// body may not pause for long (readBody, bodyReader) and neither
+		// may a response write (withWriteStall), on HTTP/1 connections and
+		// HTTP/2 streams alike.
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server/password"
 )
 
 func (s *Server) registerAuthRoutes() {
@@ -116,22 +118,60 @@ func (c *credentials) validate(passwordRule func(field, pw string) error) (email
 
 type registerRequest = credentials
 
-// handles "POST /v1/auth/register"
+// allowAuth spends one of the client address's registrations and logins
+// (AuthRate, AuthBurst): 429 error.rate_limited with Retry-After when none
+// is left.
+func (s *Server) allowAuth(r *http.Request) error {
+	if ok, retryAfter := s.authLimiter.Allow(s.rateKey(r)); !ok {
+		return fault.LimitErrorf(fault.ECodeRateLimited, "auth-rate", retryAfter, "too many sign-ins and registrations from this address")
+	}
+	return nil
+}
+
+// hashRetry is the Retry-After of a full hashing queue: about one hash.
+const hashRetry = time.Second
+
+// errClientGone answers a request whose client left while its password
+// work waited or ran: nobody reads it, and it is no internal error.
+var errClientGone = fault.Errorf(fault.ECodeMalformed, "the client closed the request before its answer")
+
+// passwordWork turns the hasher's refusals into answers: a full queue is
+// 503 error.limit.hash_queue, counted under hash-queue; a request whose
+// client left is errClientGone.
+func passwordWork(err error) error {
+	switch {
+	case errors.Is(err, password.ErrBusy):
+		return fault.LimitErrorf(fault.ECodeHashQueueFull, "hash-queue", hashRetry, "every password check is busy; try again shortly")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errClientGone
+	}
+	return err
+}
+
+// handles "POST /v1/auth/register": the account is written only if its
+// client still waits once the password is hashed, so a registration
+// abandoned mid-hash creates nothing.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if s.cfg.Registration == "closed" {
 		return fault.Errorf(fault.ECodeRegistrationClosed, "registration is closed on this server")
 	}
+	if err := s.allowAuth(r); err != nil {
+		return err
+	}
 	var req registerRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err
 	}
 	email, err := req.validate(checkNewPassword)
 	if err != nil {
 		return err
 	}
-	hash, err := s.passwords.Hash(*req.Password)
+	hash, err := s.passwords.Hash(r.Context(), *req.Password)
+	if err == nil {
+		err = r.Context().Err()
+	}
 	if err != nil {
-		return err
+		return passwordWork(err)
 	}
 	acct := &kv.Account{ID: s.newUUID(), Email: email, PasswordHash: hash, CreatedAt: s.now()}
 	grant := s.newSession(r, acct.ID, "", "")
@@ -174,7 +214,7 @@ func (s *Server) verifyPassword(ctx context.Context, email, password string) (*k
 		return admitted, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, passwordWork(err)
 	}
 	ended := false
 	defer func() {
@@ -186,9 +226,9 @@ func (s *Server) verifyPassword(ctx context.Context, email, password string) (*k
 	if acct != nil {
 		stored = acct.PasswordHash
 	}
-	ok, err := s.passwords.Verify(stored, password)
+	ok, err := s.passwords.Verify(ctx, stored, password)
 	if err != nil {
-		return nil, err
+		return nil, passwordWork(err)
 	}
 	if !ok {
 		// Counted and ended in one transaction; a failure to record it
@@ -221,8 +261,11 @@ func (s *Server) lockoutPolicy() kv.LockoutPolicy {
 
 // handles "POST /v1/auth/login"
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := s.allowAuth(r); err != nil {
+		return err
+	}
 	var req loginRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err
 	}
 	email, err := req.validate(checkPresentedPassword)
@@ -250,7 +293,7 @@ type refreshRequest struct {
 // handles "POST /v1/auth/refresh"
 func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req refreshRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err
 	}
 	if err := required("refresh_token", req.RefreshToken); err != nil {
@@ -353,9 +396,9 @@ func (s *Server) handlePasswordChange(w http.ResponseWriter, r *http.Request, _ 
 	if _, err := s.verifyPassword(r.Context(), acct.Email, *req.CurrentPassword); err != nil {
 		return err
 	}
-	hash, err := s.passwords.Hash(*req.NewPassword)
+	hash, err := s.passwords.Hash(r.Context(), *req.NewPassword)
 	if err != nil {
-		return err
+		return passwordWork(err)
 	}
 	if err := s.store.ChangePassword(acct.ID, sess.ID, hash, s.now()); err != nil {
 		return err

@@ -166,9 +166,11 @@ func TestRegistrationClosed(t *testing.T) {
 		WantProblem(t, 403, "error.registration.closed")
 }
 
+// TestBodyLimit: register's body is at most 16 KiB (a route anyone may
+// call), whatever MaxBody.
 func TestBodyLimit(t *testing.T) {
-	ts := MustOpenServer(t, func(c *server.Config) { c.MaxBody = 1024 })
-	big := `{"email":"a@b.c","password":"` + strings.Repeat("x", 2000) + `"}`
+	ts := MustOpenServer(t, func(c *server.Config) { c.MaxBody = 1 << 20 })
+	big := `{"email":"a@b.c","password":"` + strings.Repeat("x", 16<<10) + `"}`
 	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: big})
 	if r.Status != 413 || len(r.Body) != 0 {
 		t.Fatalf("got %d with %d body bytes, want 413 with none", r.Status, len(r.Body))

@@ -135,7 +135,7 @@ func (s *Server) handleShareRevoke(w http.ResponseWriter, r *http.Request, ps ht
 // by the middleware.)
 func (s *Server) shareRead(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		if ok, retryAfter := s.shareLimiter.Allow(s.clientAddr(r)); !ok {
+		if ok, retryAfter := s.shareLimiter.Allow(s.rateKey(r)); !ok {
 			return fault.LimitErrorf(fault.ECodeRateLimited, "share-rate", retryAfter, "too many share reads from this address")
 		}
 		return h(w, r, ps)

@@ -4,7 +4,6 @@ import (
 	"math"
 	"net/http"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/kv"
@@ -22,17 +21,17 @@ func (s *Server) registerUpgradeRoutes() {
 // device directory (server/PROTOCOL.md §1).
 const maxUpgradeBody = 256 << 10
 
-// upgradeCBOR reads the intent and checks tombstones. Both are stored
-// verbatim and the server reads nothing of a tombstone and only two keys of an
-// intent, so any well-formed CBOR must pass (server/PROTOCOL.md §9): the limits are the
-// library's largest, leaving refused only what it cannot represent (nesting
-// beyond 65,535 levels). The 256 KiB body limit is what bounds the work: at
-// most one level or one element per byte.
-var upgradeCBOR = mustDecMode(cbor.DecOptions{
-	MaxNestedLevels:  65535,
-	MaxArrayElements: math.MaxInt32,
-	MaxMapPairs:      math.MaxInt32,
-})
+// upgradeLimits check the intent and the tombstone. Both are stored
+// verbatim and the server reads nothing of a tombstone and only two keys of
+// an intent, so any well-formed CBOR must pass (server/PROTOCOL.md §9): the
+// limits are the decoder's largest, leaving refused only what it cannot
+// represent (nesting beyond 65,535 levels). The 256 KiB body limit is what
+// bounds the work: the check is one iterative pass (wellFormed), at most
+// one level or one element per byte.
+var upgradeLimits = cborLimits{MaxNestedLevels: 65535, MaxArrayElements: math.MaxInt32, MaxMapPairs: math.MaxInt32}
+
+// upgradeCBOR decodes the intent's two text values, once checked.
+var upgradeCBOR = upgradeLimits.decMode()
 
 // decodeUpgradeIntent reads and checks a start body: a CBOR map (see
 // topLevelMap: duplicate keys are refused, so no two readers of one intent
@@ -42,7 +41,7 @@ var upgradeCBOR = mustDecMode(cbor.DecOptions{
 // stored verbatim. Anything else is malformed (400). It returns the intent id
 // in canonical lowercase.
 func decodeUpgradeIntent(body []byte) (id, to string, err error) {
-	in, ok := topLevelMap(upgradeCBOR, body)
+	in, ok := topLevelMap(upgradeLimits, body)
 	if !ok {
 		return "", "", fault.Errorf(fault.ECodeMalformed, "the body must be one CBOR map")
 	}
@@ -129,6 +128,10 @@ func (s *Server) handleUpgradeStart(w http.ResponseWriter, r *http.Request, ps h
 	if err != nil {
 		return err
 	}
+	// Only the album's owner gets its body read and parsed.
+	if err := s.store.CheckUpgradeAlbum(sess.AccountID, albumID); err != nil {
+		return err
+	}
 	body, err := s.readBody(w, r, mediaCBOR, maxUpgradeBody)
 	if err != nil {
 		return err
@@ -171,11 +174,15 @@ func (s *Server) handleUpgradeCommit(w http.ResponseWriter, r *http.Request, ps 
 	if err != nil {
 		return err
 	}
+	// Only the live ceremony's owner gets its body read and checked.
+	if err := s.store.CheckCeremony(sess.AccountID, albumID, id); err != nil {
+		return err
+	}
 	tombstone, err := s.readBody(w, r, mediaCBOR, maxUpgradeBody)
 	if err != nil {
 		return err
 	}
-	if err := upgradeCBOR.Wellformed(tombstone); err != nil {
+	if !wellFormed(tombstone, upgradeLimits) {
 		return fault.Errorf(fault.ECodeMalformed, "the tombstone must be one well-formed CBOR data item")
 	}
 	p, err := s.store.CommitUpgrade(sess.AccountID, albumID, id, tombstone)

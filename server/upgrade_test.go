@@ -254,36 +254,40 @@ func TestUpgradeRefusals(t *testing.T) {
 		contentType        string
 		status             int
 		code               string
+		// live starts ceremony intentA first: only its owner's tombstone
+		// is read.
+		live bool
 	}{
-		{"start not CBOR", "POST", "", []byte("{\"intent_id\":1}"), "", 400, "error.request.malformed"},
-		{"start empty", "POST", "", []byte{}, "", 400, "error.request.malformed"},
-		{"start trailing data", "POST", "", append(intent(t, intentA, target), 0x00), "", 400, "error.request.malformed"},
-		{"start not a map", "POST", "", mustCBOR([]string{intentA, target}), "", 400, "error.request.malformed"},
-		{"start no intent_id", "POST", "", mustCBOR(map[string]any{"to_protocol_version": target}), "", 400, "error.request.malformed"},
-		{"start no target", "POST", "", mustCBOR(map[string]any{"intent_id": intentA}), "", 400, "error.request.malformed"},
-		{"start intent_id not text", "POST", "", mustCBOR(map[string]any{"intent_id": 7, "to_protocol_version": target}), "", 400, "error.request.malformed"},
-		{"start intent_id not a UUID", "POST", "", intent(t, "intent-a", target), "", 400, "error.request.malformed"},
-		{"start target not a date", "POST", "", intent(t, intentA, "2026-9-1"), "", 400, "error.request.malformed"},
-		{"start duplicate key", "POST", "", []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x69intent_id\x78\x24" + intentB), "", 400, "error.request.malformed"},
-		{"start intent_id key in another case", "POST", "", mustCBOR(map[string]any{"INTENT_ID": intentA, "to_protocol_version": target}), "", 400, "error.request.malformed"},
-		{"start target key in another case", "POST", "", mustCBOR(map[string]any{"intent_id": intentA, "To_Protocol_Version": target}), "", 400, "error.request.malformed"},
-		{"start duplicate key, one in chunks", "POST", "", []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x7f\x66intent\x63_id\xff\x78\x24" + intentA), "", 400, "error.request.malformed"},
-		{"start duplicate other key", "POST", "", []byte("\xa4\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x41k\x01\x41k\x01"), "", 400, "error.request.malformed"},
-		{"start intent_id tagged", "POST", "", []byte("\xa2\x69intent_id\xd9\xd9\xf7\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target), "", 400, "error.request.malformed"},
-		{"start intent_id bytes", "POST", "", mustCBOR(map[string]any{"intent_id": []byte(intentA), "to_protocol_version": target}), "", 400, "error.request.malformed"},
-		{"start map inside a tag", "POST", "", append([]byte{0xd9, 0xd9, 0xf7}, intent(t, intentA, target)...), "", 400, "error.request.malformed"},
-		{"start wrong media type", "POST", "", intent(t, intentA, target), "application/json", 415, "error.request.unsupported_media_type"},
-		{"start target the pin", "POST", "", intent(t, intentA, opPin), "", 400, "error.upgrade.bad_target"},
-		{"start target older than the pin", "POST", "", intent(t, intentA, "2025-06-01"), "", 400, "error.upgrade.bad_target"},
-		{"start target after the range", "POST", "", intent(t, intentA, "2026-09-02"), "", 400, "error.upgrade.bad_target"},
-		{"abort without intent_id", "DELETE", "", nil, "", 400, "error.request.malformed"},
-		{"abort intent_id not a UUID", "DELETE", "?intent_id=x", nil, "", 400, "error.request.malformed"},
-		{"commit without intent_id", "POST", "/commit", []byte{0xf6}, "", 400, "error.request.malformed"},
-		{"commit tombstone not CBOR", "POST", "/commit?intent_id=" + intentA, []byte{0xff}, "", 400, "error.request.malformed"},
-		{"commit tombstone truncated", "POST", "/commit?intent_id=" + intentA, []byte{0xa1, 0x61}, "", 400, "error.request.malformed"},
-		{"commit tombstone empty", "POST", "/commit?intent_id=" + intentA, []byte{}, "", 400, "error.request.malformed"},
-		{"commit tombstone two items", "POST", "/commit?intent_id=" + intentA, []byte{0xf6, 0xf6}, "", 400, "error.request.malformed"},
-		{"commit wrong media type", "POST", "/commit?intent_id=" + intentA, []byte{0xf6}, "application/octet-stream", 415, "error.request.unsupported_media_type"},
+		{"start not CBOR", "POST", "", []byte("{\"intent_id\":1}"), "", 400, "error.request.malformed", false},
+		{"start empty", "POST", "", []byte{}, "", 400, "error.request.malformed", false},
+		{"start trailing data", "POST", "", append(intent(t, intentA, target), 0x00), "", 400, "error.request.malformed", false},
+		{"start not a map", "POST", "", mustCBOR([]string{intentA, target}), "", 400, "error.request.malformed", false},
+		{"start no intent_id", "POST", "", mustCBOR(map[string]any{"to_protocol_version": target}), "", 400, "error.request.malformed", false},
+		{"start no target", "POST", "", mustCBOR(map[string]any{"intent_id": intentA}), "", 400, "error.request.malformed", false},
+		{"start intent_id not text", "POST", "", mustCBOR(map[string]any{"intent_id": 7, "to_protocol_version": target}), "", 400, "error.request.malformed", false},
+		{"start intent_id not a UUID", "POST", "", intent(t, "intent-a", target), "", 400, "error.request.malformed", false},
+		{"start target not a date", "POST", "", intent(t, intentA, "2026-9-1"), "", 400, "error.request.malformed", false},
+		{"start duplicate key", "POST", "", []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x69intent_id\x78\x24" + intentB), "", 400, "error.request.malformed", false},
+		{"start intent_id key in another case", "POST", "", mustCBOR(map[string]any{"INTENT_ID": intentA, "to_protocol_version": target}), "", 400, "error.request.malformed", false},
+		{"start target key in another case", "POST", "", mustCBOR(map[string]any{"intent_id": intentA, "To_Protocol_Version": target}), "", 400, "error.request.malformed", false},
+		{"start duplicate key, one in chunks", "POST", "", []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x7f\x66intent\x63_id\xff\x78\x24" + intentA), "", 400, "error.request.malformed", false},
+		{"start duplicate other key", "POST", "", []byte("\xa4\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x41k\x01\x41k\x01"), "", 400, "error.request.malformed", false},
+		{"start intent_id tagged", "POST", "", []byte("\xa2\x69intent_id\xd9\xd9\xf7\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target), "", 400, "error.request.malformed", false},
+		{"start intent_id bytes", "POST", "", mustCBOR(map[string]any{"intent_id": []byte(intentA), "to_protocol_version": target}), "", 400, "error.request.malformed", false},
+		{"start map inside a tag", "POST", "", append([]byte{0xd9, 0xd9, 0xf7}, intent(t, intentA, target)...), "", 400, "error.request.malformed", false},
+		{"start wrong media type", "POST", "", intent(t, intentA, target), "application/json", 415, "error.request.unsupported_media_type", false},
+		{"start target the pin", "POST", "", intent(t, intentA, opPin), "", 400, "error.upgrade.bad_target", false},
+		{"start target older than the pin", "POST", "", intent(t, intentA, "2025-06-01"), "", 400, "error.upgrade.bad_target", false},
+		{"start target after the range", "POST", "", intent(t, intentA, "2026-09-02"), "", 400, "error.upgrade.bad_target", false},
+		{"abort without intent_id", "DELETE", "", nil, "", 400, "error.request.malformed", false},
+		{"abort intent_id not a UUID", "DELETE", "?intent_id=x", nil, "", 400, "error.request.malformed", false},
+		{"commit without intent_id", "POST", "/commit", []byte{0xf6}, "", 400, "error.request.malformed", false},
+		{"commit no ceremony, tombstone not CBOR", "POST", "/commit?intent_id=" + intentA, []byte{0xff}, "", 409, "error.album.upgrade_in_flight", false},
+		{"commit tombstone not CBOR", "POST", "/commit?intent_id=" + intentA, []byte{0xff}, "", 400, "error.request.malformed", true},
+		{"commit tombstone truncated", "POST", "/commit?intent_id=" + intentA, []byte{0xa1, 0x61}, "", 400, "error.request.malformed", true},
+		{"commit tombstone empty", "POST", "/commit?intent_id=" + intentA, []byte{}, "", 400, "error.request.malformed", true},
+		{"commit tombstone two items", "POST", "/commit?intent_id=" + intentA, []byte{0xf6, 0xf6}, "", 400, "error.request.malformed", true},
+		{"commit wrong media type", "POST", "/commit?intent_id=" + intentA, []byte{0xf6}, "application/octet-stream", 415, "error.request.unsupported_media_type", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,17 +295,29 @@ func TestUpgradeRefusals(t *testing.T) {
 			if ct == "" {
 				ct = "application/cbor"
 			}
+			if tc.live {
+				f.upgrade(t, "POST", "", intent(t, intentA, target)).WantStatus(t, http.StatusOK)
+				defer func() { f.upgrade(t, "DELETE", "?intent_id="+intentA, nil).WantStatus(t, http.StatusOK) }()
+			}
 			f.ts.Do(t, Req{Method: tc.method, Path: "/v1/albums/" + f.album + "/upgrade" + tc.path, Token: f.tok.Access, Body: tc.body, ContentType: ct}).
 				WantProblem(t, tc.status, tc.code)
-			f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.normalPhase("0"))
+			if tc.live {
+				f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+			} else {
+				f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.normalPhase("0"))
+			}
 		})
 	}
 	// Unknown and another account's albums answer 404 on every ceremony
-	// endpoint, even for a well-formed request.
+	// endpoint, even for a well-formed request; a body they send is never
+	// parsed, so a malformed or deep one is answered the same.
 	for _, album := range []string{unknown, bob.album} {
 		for _, r := range []Req{
 			{Method: "GET", Path: "/v1/albums/" + album + "/upgrade"},
 			{Method: "POST", Path: "/v1/albums/" + album + "/upgrade", Body: intent(t, intentA, target), ContentType: "application/cbor"},
+			{Method: "POST", Path: "/v1/albums/" + album + "/upgrade", Body: []byte{0xff}, ContentType: "application/cbor"},
+			{Method: "POST", Path: "/v1/albums/" + album + "/upgrade", Body: []byte(deepCBOR(65534)), ContentType: "application/cbor"},
+			{Method: "POST", Path: "/v1/albums/" + album + "/upgrade/commit?intent_id=" + intentA, Body: []byte{0xff}, ContentType: "application/cbor"},
 			{Method: "DELETE", Path: "/v1/albums/" + album + "/upgrade?intent_id=" + intentA},
 			{Method: "POST", Path: "/v1/albums/" + album + "/upgrade/commit?intent_id=" + intentA, Body: []byte{0xf6}, ContentType: "application/cbor"},
 		} {

@@ -98,7 +98,7 @@ func (o *Ops) AddUser(ctx context.Context, email, pw string) (User, error) {
 	if err := kv.CheckNewPassword("password", pw); err != nil {
 		return User{}, err
 	}
-	hash, err := o.Hasher.Hash(pw)
+	hash, err := o.Hasher.Hash(ctx, pw)
 	if err != nil {
 		return User{}, err
 	}

@@ -74,6 +74,9 @@ const (
 	ECodeRateLimited      = "error.rate_limited"
 	ECodeInternal         = "error.internal"
 	ECodeNotReady         = "error.not_ready"
+	// ECodeHashQueueFull: every password hashing slot is busy and the queue
+	// for one is full (503, Retry-After).
+	ECodeHashQueueFull = "error.limit.hash_queue"
 
 	ECodeRegistrationClosed = "error.registration.closed"
 	ECodeAccountExists      = "error.account.exists"

@@ -2,13 +2,15 @@
 package password
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -29,59 +31,108 @@ const (
 	argonKeyLen  = 32
 )
 
-// Hasher hashes and verifies passwords. At most GOMAXPROCS argon2id
-// computations run at once: a login flood queues on the semaphore instead of
-// allocating 64 MiB per request.
+// Hasher hashes and verifies passwords. At most Slots() argon2id
+// computations run at once (GOMAXPROCS): a login flood queues for a slot
+// instead of allocating 64 MiB per request. The queue is bounded: a call
+// that finds queue others already waiting fails at once with ErrBusy, so a
+// flood costs a refusal, not a wait that every later caller shares. A call
+// whose context ends while it waits leaves the queue, and one whose context
+// has ended never starts argon2id: work nobody waits for is never done.
 type Hasher struct {
 	params Params
 	rand   io.Reader
 	sem    chan struct{}
-
-	dummyOnce sync.Once
-	dummy     string
+	// queue is how many calls may wait for a slot; waiting counts them.
+	queue   int64
+	waiting atomic.Int64
 }
 
-// NewHasher makes hashes with p and salts from rand. It is safe for
-// concurrent use.
-func NewHasher(p Params, rand io.Reader) *Hasher {
-	return &Hasher{params: p, rand: rand, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
+// ErrBusy is returned when the queue for a hashing slot is full.
+var ErrBusy = errors.New("password: every hashing slot is busy and the queue is full")
+
+// Slots is how many argon2id computations run at once: GOMAXPROCS.
+func Slots() int { return runtime.GOMAXPROCS(0) }
+
+// DefaultQueue is the default bound of the queue for a slot: four calls
+// per slot, so a waiter's turn comes within about four hash times.
+func DefaultQueue() int { return 4 * Slots() }
+
+// NewHasher makes hashes with p and salts from rand; at most queue calls
+// wait for a slot (DefaultQueue when queue is not positive). It is safe
+// for concurrent use.
+func NewHasher(p Params, rand io.Reader, queue int) *Hasher {
+	if queue <= 0 {
+		queue = DefaultQueue()
+	}
+	return &Hasher{params: p, rand: rand, sem: make(chan struct{}, Slots()), queue: int64(queue)}
 }
 
-func (h *Hasher) key(password string, salt []byte, p Params) []byte {
-	h.sem <- struct{}{}
+// key derives the argon2id key once a slot is free. It returns ctx's error
+// without hashing when ctx ends first, also when it had ended before, and
+// ErrBusy when the queue is full.
+func (h *Hasher) key(ctx context.Context, password string, salt []byte, p Params) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case h.sem <- struct{}{}:
+	default:
+		if h.waiting.Add(1) > h.queue {
+			h.waiting.Add(-1)
+			return nil, ErrBusy
+		}
+		select {
+		case h.sem <- struct{}{}:
+			h.waiting.Add(-1)
+		case <-ctx.Done():
+			h.waiting.Add(-1)
+			return nil, ctx.Err()
+		}
+	}
 	defer func() { <-h.sem }()
-	return argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, argonKeyLen)
+	// A slot and the context's end may come at once: the slot does not
+	// make the work wanted again.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, argonKeyLen), nil
 }
 
-// Hash returns the PHC-format argon2id hash of password.
-func (h *Hasher) Hash(password string) (string, error) {
+// Hash returns the PHC-format argon2id hash of password, or ctx's error
+// or ErrBusy without one (see Hasher).
+func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	salt := make([]byte, argonSaltLen)
 	if _, err := io.ReadFull(h.rand, salt); err != nil {
 		return "", err
 	}
 	p := h.params
-	k := h.key(password, salt, p)
+	k, err := h.key(ctx, password, salt, p)
+	if err != nil {
+		return "", err
+	}
 	enc := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
 		argon2.Version, p.MemoryKiB, p.Time, p.Threads, enc.EncodeToString(salt), enc.EncodeToString(k)), nil
 }
 
 // Verify reports whether password matches encoded. An empty encoded hash
-// (no such account) is verified against a dummy hash made with the current
-// parameters, so an unknown address costs the same work as a known one, and
-// always fails.
-func (h *Hasher) Verify(encoded, password string) (bool, error) {
-	unknown := encoded == ""
-	if unknown {
-		h.dummyOnce.Do(func() { h.dummy, _ = h.Hash("sealbox dummy password") })
-		encoded = h.dummy
+// (no such account) costs one argon2id computation with the current
+// parameters, as a known account does, and always fails. It returns ctx's
+// error or ErrBusy without verifying (see Hasher).
+func (h *Hasher) Verify(ctx context.Context, encoded, password string) (bool, error) {
+	if encoded == "" {
+		_, err := h.key(ctx, password, make([]byte, argonSaltLen), h.params)
+		return false, err
 	}
 	p, salt, want, err := parseArgon2(encoded)
 	if err != nil {
 		return false, err
 	}
-	got := h.key(password, salt, p)
-	return subtle.ConstantTimeCompare(got, want) == 1 && !unknown, nil
+	got, err := h.key(ctx, password, salt, p)
+	if err != nil {
+		return false, err
+	}
+	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 
 func parseArgon2(encoded string) (Params, []byte, []byte, error) {

@@ -1,16 +1,21 @@
 package password
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 var cheap = Params{Time: 1, MemoryKiB: 64, Threads: 1}
 
+var ctx = context.Background()
+
 func TestHashVerify(t *testing.T) {
-	h := NewHasher(cheap, rand.Reader)
-	enc, err := h.Hash("correct horse")
+	h := NewHasher(cheap, rand.Reader, 0)
+	enc, err := h.Hash(ctx, "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +23,7 @@ func TestHashVerify(t *testing.T) {
 		t.Fatalf("hash does not carry its parameters: %s", enc)
 	}
 	for pw, want := range map[string]bool{"correct horse": true, "correct horsE": false, "": false} {
-		if got, err := h.Verify(enc, pw); err != nil || got != want {
+		if got, err := h.Verify(ctx, enc, pw); err != nil || got != want {
 			t.Errorf("Verify(%q): got %v, %v; want %v", pw, got, err, want)
 		}
 	}
@@ -27,24 +32,110 @@ func TestHashVerify(t *testing.T) {
 // A hash made with other parameters still verifies: raising the defaults
 // must not lock anyone out.
 func TestVerifyUsesStoredParameters(t *testing.T) {
-	old, _ := NewHasher(Params{Time: 2, MemoryKiB: 128, Threads: 2}, rand.Reader).Hash("pw")
-	if ok, err := NewHasher(cheap, rand.Reader).Verify(old, "pw"); !ok || err != nil {
+	old, _ := NewHasher(Params{Time: 2, MemoryKiB: 128, Threads: 2}, rand.Reader, 0).Hash(ctx, "pw")
+	if ok, err := NewHasher(cheap, rand.Reader, 0).Verify(ctx, old, "pw"); !ok || err != nil {
 		t.Fatalf("got %v, %v", ok, err)
 	}
 }
 
 func TestUnknownAccountNeverVerifies(t *testing.T) {
-	h := NewHasher(cheap, rand.Reader)
-	if ok, err := h.Verify("", "sealbox dummy password"); ok || err != nil {
+	h := NewHasher(cheap, rand.Reader, 0)
+	if ok, err := h.Verify(ctx, "", "sealbox dummy password"); ok || err != nil {
 		t.Fatalf("the dummy hash verified: %v %v", ok, err)
 	}
 }
 
 func TestMalformedHashIsAnError(t *testing.T) {
-	h := NewHasher(cheap, rand.Reader)
+	h := NewHasher(cheap, rand.Reader, 0)
 	for _, enc := range []string{"plain", "$argon2i$v=19$m=64,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=x$AAAA$AAAA", "$argon2id$v=19$m=64,t=1,p=1$!!$AAAA"} {
-		if _, err := h.Verify(enc, "pw"); err == nil {
+		if _, err := h.Verify(ctx, enc, "pw"); err == nil {
 			t.Errorf("%q: no error", enc)
 		}
+	}
+}
+
+// holdSlots takes every hashing slot of h until the returned release runs,
+// as argon2id computations in progress would.
+func holdSlots(h *Hasher) (release func()) {
+	for range cap(h.sem) {
+		h.sem <- struct{}{}
+	}
+	return func() {
+		for range cap(h.sem) {
+			<-h.sem
+		}
+	}
+}
+
+// A caller whose context has ended never starts argon2id, whether it ended
+// before the call or while the call waited for a slot; and the waiter that
+// left no longer counts against the queue.
+func TestEndedContextNeverHashes(t *testing.T) {
+	h := NewHasher(cheap, rand.Reader, 1)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := h.Hash(gone, "pw"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Hash with an ended context: got %v, want context.Canceled", err)
+	}
+	if _, err := h.Verify(gone, "", "pw"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Verify with an ended context: got %v, want context.Canceled", err)
+	}
+
+	release := holdSlots(h)
+	waiting, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() {
+		_, err := h.Hash(waiting, "pw")
+		done <- err
+	}()
+	for h.waiting.Load() == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a waiter whose context ended: got %v, want context.Canceled", err)
+	}
+	if n := h.waiting.Load(); n != 0 {
+		t.Fatalf("after the waiter left, %d still counted as waiting", n)
+	}
+	release()
+	if _, err := h.Hash(ctx, "pw"); err != nil {
+		t.Fatalf("a later caller: %v", err)
+	}
+}
+
+// Beyond queue waiters, a call fails at once with ErrBusy; the waiters get
+// their turn when a slot frees.
+func TestQueueIsBounded(t *testing.T) {
+	const queue = 3
+	h := NewHasher(cheap, rand.Reader, queue)
+	release := holdSlots(h)
+	done := make(chan error, queue)
+	for range queue {
+		go func() {
+			_, err := h.Hash(ctx, "pw")
+			done <- err
+		}()
+	}
+	for h.waiting.Load() < queue {
+		runtime.Gosched()
+	}
+	if _, err := h.Hash(ctx, "pw"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a call beyond the queue: got %v, want ErrBusy", err)
+	}
+	if _, err := h.Verify(ctx, "", "pw"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a verification beyond the queue: got %v, want ErrBusy", err)
+	}
+	release()
+	for range queue {
+		if err := <-done; err != nil {
+			t.Fatalf("a queued call: %v", err)
+		}
+	}
+}
+
+func TestDefaultQueueIsFourPerSlot(t *testing.T) {
+	if got, want := NewHasher(cheap, rand.Reader, 0).queue, int64(4*runtime.GOMAXPROCS(0)); got != want {
+		t.Fatalf("got %d, want %d", got, want)
 	}
 }

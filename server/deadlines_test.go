@@ -1,0 +1,155 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/server"
+)
+
+// bigShare registers a share link serving a blob of size bytes and returns
+// the path that reads it.
+func bigShare(t testing.TB, ts *TestServer, size int) string {
+	t.Helper()
+	tok := ts.Register(t, fmt.Sprintf("big%d@example.org", size))
+	blob := bytes.Repeat([]byte("sealed "), size/7+1)[:size]
+	ts.Upload(t, tok.Access, blob)
+	l := ts.newLink(t, tok.Access, func(body map[string]any) {
+		body["serves"] = []string{body["metadata_hash"].(string), hashOf(blob)}
+	})
+	return "/s/" + l.id + "/blob/" + hashOf(blob)
+}
+
+// rawGet opens a connection with a small receive buffer, sends a GET of
+// path and returns the connection with the response still to be read.
+func rawGet(t testing.TB, ts *TestServer, path string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: sealbox\r\n\r\n", path)
+	return conn
+}
+
+// TestWriteStall: a response write that makes no progress for WriteStall
+// ends the connection (counted under write-stall), while a slow reader
+// that keeps taking bytes gets the whole body.
+func TestWriteStall(t *testing.T) {
+	// More than the kernel buffers on both ends of a loopback connection
+	// (the server's send buffer grows to 4 MiB), so the server's writes
+	// block when the client stops reading.
+	const size = 6 << 20
+	// A blocked writer wakes when half its send buffer has drained: 2 MiB,
+	// which the slow reader below takes in 400 ms.
+	ts := MustOpenServer(t, func(c *server.Config) { c.WriteStall = time.Second })
+	path := bigShare(t, ts, size)
+
+	slow := rawGet(t, ts, path)
+	resp, err := http.ReadResponse(bufio.NewReader(slow), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for {
+		n, err := io.CopyN(io.Discard, resp.Body, 512<<10)
+		got += int(n)
+		if err != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // 5 MiB/s: slow, but live
+	}
+	if got != size {
+		t.Fatalf("the slow reader got %d of %d bytes", got, size)
+	}
+
+	stalled := rawGet(t, ts, path)
+	time.Sleep(2500 * time.Millisecond) // reads nothing: the server's writes stall
+	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _ := io.Copy(io.Discard, stalled)
+	if n >= size {
+		t.Fatalf("the stalled reader got all %d bytes; want the connection cut", n)
+	}
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="write-stall"} 1`)
+}
+
+// TestAnonymousBodies: a route anyone may call has a body limit fitting its
+// largest valid body, and the whole body must arrive within
+// AnonBodyTimeout, else the connection is cut (counted under
+// anon-body-timeout).
+func TestAnonymousBodies(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.AnonBodyTimeout = 300 * time.Millisecond })
+	for _, tc := range []struct {
+		path string
+		size int
+	}{
+		{"/v1/auth/login", 16<<10 + 1},
+		{"/v1/auth/register", 16<<10 + 1},
+		{"/v1/auth/refresh", 16<<10 + 1},
+		{"/v1/auth/devices/enroll/redeem", 16<<10 + 1},
+		{"/v1/auth/devices/enroll/channel/sbx_rl_" + strings.Repeat("a", 43), 68<<10 + 1},
+	} {
+		r := ts.Do(t, Req{Method: "POST", Path: tc.path, Body: `{"x":"` + strings.Repeat("a", tc.size) + `"}`})
+		if r.Status != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s with %d bytes: got %d, want 413", tc.path, tc.size, r.Status)
+		}
+	}
+	// A valid login body still fits.
+	ts.Register(t, "a@example.org")
+	ts.Login(t, "a@example.org")
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/auth/login HTTP/1.1\r\nHost: sealbox\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"email\"")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	io.Copy(io.Discard, conn) // until the server cuts the connection
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Fatalf("a stalled login body held its connection for %v", waited)
+	}
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="anon-body-timeout"} 1`)
+}
+
+// TestWriteStallSpansNoUpload: the write deadline starts at the answer, not
+// at the request, so a 204 after a body that took longer than WriteStall to
+// arrive (a tus PATCH over a slow uplink) still reaches the client.
+func TestWriteStallSpansNoUpload(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.WriteStall = 200 * time.Millisecond })
+	tok := ts.Register(t, "slow@example.org")
+	data := bytes.Repeat([]byte("u"), 1000)
+	location := ts.TusCreate(t, tok.Access, ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access)), data)
+	pr, pw := io.Pipe()
+	go func() {
+		for i := range 10 { // a second in all: five times the stall limit
+			pw.Write(data[i*100 : (i+1)*100])
+			time.Sleep(100 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("PATCH", ts.URL()+location, pr)
+	req.Header.Set("Authorization", "Bearer "+tok.Access)
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", "0")
+	req.ContentLength = int64(len(data))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the answer to a slow upload: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("status %d, want 204", resp.StatusCode)
+	}
+}

@@ -1,0 +1,166 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"sealbox/kv/fault"
+	"sealbox/server"
+	"sealbox/server/password"
+)
+
+// Registrations and logins share one bucket per client address: a burst
+// of AuthBurst, then AuthRate per minute; beyond, 429 with Retry-After,
+// counted under auth-rate. Another address has its own bucket.
+func TestAuthRateLimit(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) {
+		def := server.DefaultConfig()
+		c.AuthRate, c.AuthBurst = def.AuthRate, def.AuthBurst
+		c.TrustProxy = true
+	})
+	from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+	body := map[string]any{"email": "a@example.org", "password": testPassword}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: body, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
+	for range 4 {
+		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: body, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
+	}
+	for _, path := range []string{"/v1/auth/login", "/v1/auth/register"} {
+		r := ts.Do(t, Req{Method: "POST", Path: path, Body: body, Header: from("192.0.2.1")})
+		r.WantProblem(t, http.StatusTooManyRequests, fault.ECodeRateLimited)
+		wantHeader(t, r, "Retry-After", "6")
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: body, Header: from("192.0.2.2")}).WantStatus(t, http.StatusOK)
+	// Ten per minute: one comes back every six seconds.
+	ts.Clock.Advance(6 * time.Second)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: body, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: body, Header: from("192.0.2.1")}).WantProblem(t, http.StatusTooManyRequests, fault.ECodeRateLimited)
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="auth-rate"} 3`)
+}
+
+// With every hashing slot busy and the queue full, a login is refused at
+// once with 503 error.limit.hash_queue and Retry-After instead of waiting
+// behind every other; the refusal is counted under hash-queue.
+func TestHashQueueFullIsRefused(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) {
+		c.Argon2 = password.Default
+		c.HashQueue = 1
+	})
+	n := password.Slots() + 1 + 8
+	results := make(chan *Response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			results <- ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login",
+				Body: map[string]any{"email": fmt.Sprintf("nobody%d@example.org", i), "password": testPassword}})
+		})
+	}
+	wg.Wait()
+	close(results)
+	refused := 0
+	for r := range results {
+		if r.Status == http.StatusUnauthorized {
+			continue
+		}
+		r.WantProblem(t, http.StatusServiceUnavailable, fault.ECodeHashQueueFull)
+		wantHeader(t, r, "Retry-After", "1")
+		refused++
+	}
+	if refused == 0 {
+		t.Fatalf("%d parallel logins over %d slots and a queue of 1: none refused", n, password.Slots())
+	}
+	ts.WantMetric(t, fmt.Sprintf(`sealbox_limit_refusals_total{limit="hash-queue"} %d`, refused))
+}
+
+// abandon sends n requests of path with the bodies body(i), each from a
+// client that hangs up after wait, and waits for them all to give up.
+func abandon(t testing.TB, baseURL, path string, n int, wait time.Duration, body func(i int) any) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		raw, _ := json.Marshal(body(i))
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", baseURL+path, bytes.NewReader(raw))
+			req.Header.Set("Content-Type", "application/json")
+			// A fresh connection each: hanging up closes it, as a phone
+			// that loses its network does.
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			} else if !errors.Is(err, context.DeadlineExceeded) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// timedLogin signs in with the test password and returns how long it took.
+func timedLogin(t testing.TB, ts *TestServer, email string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ts.Login(t, email)
+	return time.Since(start)
+}
+
+// TestAbandonedPasswordWork: with the production argon2id parameters, 60
+// logins and then 60 registrations whose clients hang up while they wait
+// for a hashing slot delay a normal login by little: a waiter whose client
+// left never starts argon2id, and the queue is bounded. No abandoned
+// registration creates an account. The figures are logged (issue 24 §1).
+func TestAbandonedPasswordWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hashes with the production argon2id parameters")
+	}
+	ts := MustOpenServer(t, func(c *server.Config) {
+		c.Argon2 = password.Default
+		c.HashQueue = server.DefaultConfig().HashQueue
+	})
+	ts.Register(t, "normal@example.org")
+	quiet := timedLogin(t, ts, "normal@example.org")
+	const n = 60
+	hangUp := 50 * time.Millisecond
+
+	abandon(t, ts.URL(), "/v1/auth/login", n, hangUp, func(i int) any {
+		return map[string]any{"email": fmt.Sprintf("nobody%d@example.org", i), "password": testPassword}
+	})
+	afterLogins := timedLogin(t, ts, "normal@example.org")
+
+	abandon(t, ts.URL(), "/v1/auth/register", n, hangUp, func(i int) any {
+		return map[string]any{"email": fmt.Sprintf("left%d@example.org", i), "password": testPassword}
+	})
+	afterRegistrations := timedLogin(t, ts, "normal@example.org")
+	t.Logf("login: quiet %v, after %d abandoned logins %v, after %d abandoned registrations %v",
+		quiet.Round(time.Millisecond), n, afterLogins.Round(time.Millisecond), n, afterRegistrations.Round(time.Millisecond))
+
+	// The hashes that had started when their clients left may finish
+	// first: a bound of a few hash times, generous for a loaded machine.
+	bound := 8*quiet + 2*time.Second
+	if afterLogins > bound || afterRegistrations > bound {
+		t.Errorf("a login after abandoned work took %v and %v; want under %v", afterLogins, afterRegistrations, bound)
+	}
+	// The login above waited behind every hash still running, so every
+	// abandoned registration has been decided.
+	created := 0
+	for i := range n {
+		_, err := ts.Store.AccountByEmail(fmt.Sprintf("left%d@example.org", i))
+		switch fault.ErrorCode(err) {
+		case fault.ECodeAccountNotFound:
+		case "":
+			created++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if created > 0 {
+		t.Errorf("%d of %d abandoned registrations created an account", created, n)
+	}
+}

@@ -1,0 +1,194 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestSoak runs the built binary with its production defaults beside a
+// hostile mix (abandoned logins, deep CBOR bodies, a relay flood, readers
+// that never read, bodies that stall) and checks that a normal client's
+// sign-in and share read p99 stay under twice their quiet values, measured
+// in the same run, and that the server's peak RSS stays under 512 MiB.
+// Loopback only; each client address is a loopback address of its own
+// (127.0.0.0/8 all reaches the server), so the per-address limits treat the
+// hostile client as one client and the normal one as another.
+func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak test")
+	}
+	if raceEnabled {
+		t.Skip("the race detector slows the clients measured here; .ci/run runs it without -race")
+	}
+	bin := buildSealbox(t)
+	srv := startSealbox(t, bin, filepath.Join(t.TempDir(), "data"))
+	base := srv.URL
+
+	normal := newSoakAccount(t, base, "normal@example.org")
+	hostile := newSoakAccount(t, base, "hostile@example.org")
+	share := normal.share(t, base)
+
+	measure := func(phase string) (signIn, read time.Duration) {
+		var signIns, reads []time.Duration
+		for i := range 20 {
+			signIns = append(signIns, normal.timedSignIn(t, base, phase, i))
+			for range 5 {
+				reads = append(reads, timedRead(t, base+share))
+			}
+		}
+		return p99(signIns), p99(reads)
+	}
+	quietSignIn, quietRead := measure("quiet")
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	hostile.attack(ctx, t, &wg, base, normal.album)
+	time.Sleep(2 * time.Second) // the hostile mix at full strength
+	hostileSignIn, hostileRead := measure("hostile")
+	stop()
+	wg.Wait()
+	peak := procStatusOf(t, srv.cmd.Process.Pid, "VmHWM")
+
+	t.Logf("sign-in p99: quiet %v, hostile %v; share read p99: quiet %v, hostile %v; server peak RSS %d MiB",
+		quietSignIn.Round(time.Millisecond), hostileSignIn.Round(time.Millisecond),
+		quietRead.Round(100*time.Microsecond), hostileRead.Round(100*time.Microsecond), peak>>20)
+	// A share read takes a millisecond or two on loopback, where scheduling
+	// noise of a busy CI machine is of the same order: it gets 20 ms of
+	// slack beside the factor.
+	if hostileSignIn > 2*quietSignIn {
+		t.Errorf("sign-in p99 under the hostile mix %v, want under 2 x %v", hostileSignIn, quietSignIn)
+	}
+	if hostileRead > 2*quietRead+20*time.Millisecond {
+		t.Errorf("share read p99 under the hostile mix %v, want under 2 x %v (+20ms)", hostileRead, quietRead)
+	}
+	if peak >= 512<<20 {
+		t.Errorf("server peak RSS %d MiB, want under 512 MiB", peak>>20)
+	}
+}
+
+// p99 is the 99th percentile of ds, nearest rank (the largest of fewer
+// than 100).
+func p99(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)*99+99)/100-1]
+}
+
+// procStatusOf reads a "kB" field of /proc/<pid>/status.
+func procStatusOf(tb testing.TB, pid int, field string) int64 {
+	tb.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Skipf("no /proc: %v", err)
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb)
+			return kb << 10
+		}
+	}
+	tb.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// from is an HTTP client whose connections come from the loopback address
+// ip; keepAlive false opens a connection per request.
+func from(ip string, keepAlive bool) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: !keepAlive}}
+}
+
+type soakAccount struct {
+	email, access, album string
+}
+
+// newSoakAccount registers an account and gives it an album.
+func newSoakAccount(t testing.TB, base, email string) *soakAccount {
+	t.Helper()
+	r := DoAt(t, base, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": email, "password": testPassword}})
+	a := &soakAccount{email: email, access: tokensOf(t, r).Access, album: newUUIDString()}
+	DoAt(t, base, Req{Method: "POST", Path: "/v1/albums", Token: a.access, Body: map[string]any{"album_id": a.album}}).WantStatus(t, http.StatusCreated)
+	return a
+}
+
+var soakSeq = 0
+
+func newUUIDString() string {
+	soakSeq++
+	return fmt.Sprintf("5a0c0000-0000-4000-8000-%012x", soakSeq)
+}
+
+// upload stores data in one of the account's upload sessions.
+func (a *soakAccount) upload(t testing.TB, base string, data []byte) {
+	t.Helper()
+	r := DoAt(t, base, Req{Method: "POST", Path: "/v1/albums/" + a.album + "/uploads", Token: a.access}).WantStatus(t, http.StatusCreated)
+	up := r.JSON(t)["upload_id"].(string)
+	DoAt(t, base, Req{Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + hashOf(data), Token: a.access, Body: data, ContentType: "application/octet-stream"}).WantStatus(t, http.StatusCreated)
+}
+
+// share registers a share link and returns the path of its metadata.
+func (a *soakAccount) share(t testing.TB, base string) string {
+	t.Helper()
+	meta, content := []byte("soak metadata"), bytes.Repeat([]byte("soak "), 200)
+	a.upload(t, base, meta)
+	a.upload(t, base, content)
+	id := strings.Repeat("5a", 16)
+	DoAt(t, base, Req{Method: "POST", Path: "/v1/shares", Token: a.access, Body: map[string]any{
+		"opaque_id": id, "metadata_hash": hashOf(meta), "serves": []string{hashOf(meta), hashOf(content)},
+		"wrapped_secret": base64.StdEncoding.EncodeToString([]byte("wrapped")),
+	}}).WantStatus(t, http.StatusCreated)
+	return "/s/" + id
+}
+
+// timedSignIn signs in, each time from a loopback address of its own (a
+// person signs in a few times a day, not 30 times a minute), and returns
+// how long it took.
+func (a *soakAccount) timedSignIn(t testing.TB, base, phase string, i int) time.Duration {
+	t.Helper()
+	third := map[string]int{"quiet": 1, "hostile": 2}[phase]
+	client := from(fmt.Sprintf("127.0.%d.%d", third, i+1), false)
+	body := fmt.Sprintf(`{"email":%q,"password":%q}`, a.email, testPassword)
+	start := time.Now()
+	resp, err := client.Post(base+"/v1/auth/login", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s sign-in %d: status %d", phase, i, resp.StatusCode)
+	}
+	return took
+}
+
+var readClient = from("127.0.0.1", true)
+
+// timedRead reads url (a share's metadata) and returns how long it took.
+func timedRead(t testing.TB, url string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	resp, err := readClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("share read: status %d", resp.StatusCode)
+	}
+	return time.Since(start)
+}
