@@ -24,7 +24,6 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"sealbox/cli/admin"
-	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/secrets"
 )
@@ -174,69 +173,29 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 // gracefully: in-flight requests finish and the store closes cleanly.
 //
 // The listener opens first: a busy port fails before the data directory is
-// created or the store touched.
+// created or the store touched. Everything else that can fail is checked
+// before anything is written too (see open).
 func (s *Serve) Run(ctx context.Context) error {
 	ln, err := server.Listen(s.Listen)
 	if err != nil {
 		return err
 	}
 	defer ln.Close() // Start owns it once called; closing it twice is harmless
-	if err := os.MkdirAll(s.Data, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
-	if err != nil {
-		return err
-	}
-	s.Config.SealKey = key
-	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin); err != nil {
-		return err
-	}
-	log := s.Config.Log
-	store, err := s.openStore(ctx, kv.Options{
-		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
-		BeforeMigrate: func(from int, pending []kv.Migration) {
-			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
-			for _, m := range pending {
-				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	format, _, err := store.Format()
-	if err != nil {
-		store.Close()
-		return err
-	}
-	defer store.Close()
-	// Signing on top of a log that does not extend what was signed would
-	// show clients two histories.
-	if err := store.VerifyLog(); err != nil {
-		return fmt.Errorf("refusing to start: %w", err)
-	}
-	// A node with other keys would seal secrets the other nodes cannot
-	// open and sign checkpoints under another key.
-	if err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey); err != nil {
-		return fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
-	}
-	var observe func(string, time.Duration, error)
-	if s.Blobs != "" {
-		s.Config.BlobRequests = server.NewBlobRequests()
-		observe = s.Config.BlobRequests.Observe
-	}
-	blobStore, err := s.openBlobs(ctx, false, observe)
-	if err != nil {
-		return fmt.Errorf("open blob store: %w", err)
-	}
-	srv := server.New(s.Config, store, blobStore)
+	var tlsConfig *tls.Config
 	var reload func() error
 	if s.TLS.Enabled() {
-		var tlsConfig *tls.Config
 		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
 			return err
 		}
+	}
+	store, blobStore, format, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	log := s.Config.Log
+	srv := server.New(s.Config, store, blobStore)
+	if s.TLS.Enabled() {
 		srv.StartTLS(ln, tlsConfig)
 	} else {
 		srv.Start(ln)
