@@ -77,12 +77,12 @@ const (
 // It returns the instance's id ("" when neither is marked and need is not
 // instanceServe).
 func bindInstance(loc Location, store *kv.Store, blobStore blobs.Engine, need instanceCheck) (string, error) {
+	if err := loc.refuseUnfinishedRestore(store); err != nil {
+		return "", err
+	}
 	in, err := store.Instance()
 	if err != nil {
 		return "", err
-	}
-	if in.Restoring != "" {
-		return "", fmt.Errorf("%s holds a restore that has not finished (of %s): run the same sealbox restore again to finish it", loc.describeStore(), in.Restoring)
 	}
 	marker, err := blobStore.Instance()
 	if err != nil {
@@ -146,7 +146,20 @@ func (l Location) refuseLocalStoreBeside() error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%s holds a sealbox store of its own, but --store keeps this node's records in %s: starting would serve without them. "+
+	return fmt.Errorf("%s holds a sealbox store of its own, but --store names another, %s: going on would leave that data behind. "+
 		"To move that instance there: sealbox backup BACKUP --data %s, then sealbox restore BACKUP --data NEWDIR --store %s (see the README's \"Several machines\"); to leave it, move %s away",
 		path, l.describeStore(), l.Data, l.describeStore(), path)
+}
+
+// refuseUnfinishedRestore refuses a store that a restore is still copying
+// into: nothing may serve from it, or act on it, before the restore ends.
+func (l Location) refuseUnfinishedRestore(store *kv.Store) error {
+	in, err := store.Instance()
+	if err != nil {
+		return err
+	}
+	if in.Restoring != "" {
+		return fmt.Errorf("%s holds a restore that has not finished (of %s): run the same sealbox restore again to finish it", l.describeStore(), in.Restoring)
+	}
+	return nil
 }

@@ -48,6 +48,9 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		if store, err = s.openStore(ctx, s.storeOptions()); err != nil {
 			return nil, nil, 0, err
 		}
+		if err := s.refuseUnfinishedRestore(store); err != nil {
+			return store, nil, 0, err
+		}
 	}
 	if err := os.MkdirAll(s.Data, 0o700); err != nil {
 		return store, nil, 0, fmt.Errorf("create data directory: %w", err)

@@ -63,11 +63,25 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 	if problems, err := storeProblems(scratch); err != nil || len(problems) > 0 {
 		return rep, errors.Join(err, notWhole(src, problems, "nothing restored"))
 	}
+	if err := checkBlobTarget(dst, source); err != nil {
+		return rep, err
+	}
+	// The keys go first: a node started on the unfinished restore then
+	// finds the backup's keys, makes none of its own, and is refused.
+	if err := os.MkdirAll(dst.DataDir, 0o700); err != nil {
+		return rep, err
+	}
+	if err := copyKeys(src, dst.DataDir); err != nil {
+		return rep, err
+	}
+	if err := blobs.SyncDir(dst.DataDir); err != nil {
+		return rep, err
+	}
 	id, err := dst.Store.BeginRestore(source, ids.UUID(rand.Reader))
 	if err != nil {
 		return rep, err
 	}
-	if err := markRestoreTarget(dst, id); err != nil {
+	if err := dst.Blobs.MarkInstance(id); err != nil {
 		return rep, err
 	}
 	if err := dst.Store.CopyRecordsFrom(scratch); err != nil {
@@ -79,15 +93,6 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 	}
 	if len(problems) > 0 {
 		return rep, notWhole(src, problems, dst.StoreAt+" and "+dst.BlobsAt+" hold an unfinished restore that nothing serves from; empty them before restoring another backup")
-	}
-	if err := os.MkdirAll(dst.DataDir, 0o700); err != nil {
-		return rep, err
-	}
-	if err := copyKeys(src, dst.DataDir); err != nil {
-		return rep, err
-	}
-	if err := blobs.SyncDir(dst.DataDir); err != nil {
-		return rep, err
 	}
 	if err := dst.Store.FinishRestore(id); err != nil {
 		return rep, err
@@ -191,29 +196,33 @@ func notWhole(src string, problems []string, after string) error {
 	return fmt.Errorf("the backup %s is not whole (%d problems), %s:\n  %s", src, len(problems), after, strings.Join(shown, "\n  "))
 }
 
-// markRestoreTarget gives the blob store the restore's instance marker
-// before the first blob is copied, so that on a resumed run its blobs are
-// known to be this restore's. A blob store marked otherwise, or holding
-// blobs but no marker, is refused.
-func markRestoreTarget(dst EngineTarget, id string) error {
+// checkBlobTarget refuses a blob store that holds anything but what an
+// unfinished restore of source into dst.Store copied: blobs without an
+// instance marker, or another instance's marker. The blob store gets the
+// restore's marker before its first blob, so on a resumed run its blobs
+// are known to be this restore's.
+func checkBlobTarget(dst EngineTarget, source string) error {
+	in, err := dst.Store.Instance()
+	if err != nil {
+		return err
+	}
 	marker, err := dst.Blobs.Instance()
 	if err != nil {
 		return err
 	}
-	if marker == id {
+	if marker != "" && marker == in.ID && in.Restoring == source {
 		return nil
 	}
-	if marker != "" {
-		return fmt.Errorf("%s belongs to instance %s: restore only into an empty blob store, never over data", dst.BlobsAt, marker)
-	}
 	held, err := blobs.HoldsBlobs(dst.Blobs)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case held:
+		return fmt.Errorf("%s already holds blobs that are not from this restore: restore only into an empty blob store, never over data", dst.BlobsAt)
+	case marker != "" && marker != in.ID:
+		return fmt.Errorf("%s belongs to instance %s (its %s marker), not to %s: restore into an empty blob store of its own", dst.BlobsAt, marker, blobs.InstanceMarker, dst.StoreAt)
 	}
-	if held {
-		return fmt.Errorf("%s already holds blobs: restore only into an empty blob store, never over data", dst.BlobsAt)
-	}
-	return dst.Blobs.MarkInstance(id)
+	return nil
 }
 
 // copyVerified copies every blob the store records from src to dst,
