@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 )
@@ -20,7 +21,16 @@ func (s *S3) openBucket(ctx context.Context, create bool) error {
 	if err == nil {
 		return nil
 	}
-	if !isNotFound(err) {
+	if isNotFound(err) {
+		// An answer to HEAD has no body, so a 404 does not say whether the
+		// bucket or the access key is unknown (some servers answer 404 for
+		// either): a listing's answer does.
+		_, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(1)})
+		if err == nil {
+			return nil
+		}
+	}
+	if errorCode(err) != "NoSuchBucket" {
 		return bucketErr(fmt.Sprintf("blobs: the bucket %q at %s cannot be used: %s", s.bucket, s.Endpoint(), describeS3(err)), err)
 	}
 	if !create {
@@ -74,7 +84,7 @@ func describeS3(err error) string {
 		return "its host name does not resolve (" + dnsErr.Error() + ")"
 	case errors.As(err, &opErr):
 		return "it does not answer (" + opErr.Error() + ")"
-	case status == http.StatusForbidden || status == http.StatusUnauthorized:
+	case status == http.StatusForbidden || status == http.StatusUnauthorized || credentialCodes[errorCode(err)]:
 		return fmt.Sprintf("it refuses the credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (%d %s)", status, apiDetail(err))
 	case status != 0:
 		return fmt.Sprintf("it answered %d %s", status, apiDetail(err))
@@ -84,6 +94,12 @@ func describeS3(err error) string {
 		return apiDetail(err)
 	}
 	return "the request failed without an answer"
+}
+
+// credentialCodes are the error codes of an answer refusing the access key
+// or its signature, whatever the status (some servers answer 404).
+var credentialCodes = map[string]bool{
+	"InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "AccessDenied": true, "XAdminUserNotFound": true,
 }
 
 // apiDetail is the code and message of an S3 error answer.

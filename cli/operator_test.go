@@ -323,3 +323,19 @@ func tusRequest(t *testing.T, method, url, token string, body []byte, header map
 	resp.Body.Close()
 	return resp
 }
+
+// TestServeCreatesAMissingBucket: serve on a bucket that does not exist yet
+// creates it and says so.
+func TestServeCreatesAMissingBucket(t *testing.T) {
+	if !s3test.Enabled() {
+		t.Skip("SEALBOX_TEST_S3 is not set")
+	}
+	u, _ := url.Parse(s3test.URL(t))
+	u.Host += "-new"
+	var logged strings.Builder
+	_, stop := runServeAt(t, Location{Data: t.TempDir(), Blobs: u.String()}, func(c *server.Config) { c.Log = zerolog.New(&logged) })
+	stop()
+	if !strings.Contains(logged.String(), "the bucket did not exist; created it") || !strings.Contains(logged.String(), u.Host) {
+		t.Fatalf("serve on a missing bucket did not say it created it:\n%s", logged.String())
+	}
+}
