@@ -248,7 +248,7 @@ func TestFailedFirstStartLeavesNothing(t *testing.T) {
 // transfer's lease in the shared store; the same node (same data
 // directory) restarted releases it at start, so the client's resumed PATCH
 // is not refused for --tus-lease. The node's id is kept in its data
-// directory.
+// directory, and one process at a time may be that node.
 func TestRestartReleasesItsLeases(t *testing.T) {
 	if !pgtest.Enabled() {
 		t.Skip("SEALBOX_TEST_PG is not set")
@@ -282,6 +282,11 @@ func TestRestartReleasesItsLeases(t *testing.T) {
 	}
 	if again, _ := os.ReadFile(filepath.Join(loc.Data, nodeIDFile)); string(again) != string(nodeID) {
 		t.Fatalf("the node id changed across restarts: %q, then %q", nodeID, again)
+	}
+	// A second process on the same data directory would be the same node,
+	// and release the running one's claims: it is refused.
+	if err := serveFails(t, loc); err == nil || !strings.Contains(err.Error(), "another sealbox serve runs on this data directory") {
+		t.Fatalf("a second serve on one data directory: %v", err)
 	}
 }
 

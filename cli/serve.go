@@ -188,11 +188,11 @@ func (s *Serve) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	store, blobStore, format, err := s.open(ctx)
+	store, blobStore, format, release, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer release()
 	log := s.Config.Log
 	srv := server.New(s.Config, store, blobStore)
 	if s.TLS.Enabled() {

@@ -25,59 +25,70 @@ import (
 // the node id; then the engines in the data directory. The store is bound
 // to the keys, the record and blob stores to one instance, and the leases
 // the node's previous run held are released.
-func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engine, format int, err error) {
+//
+// release closes the store and gives up the node id's lock.
+func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engine, format int, release func(), err error) {
 	log := s.Config.Log
+	unlock := func() {}
 	defer func() {
 		if err != nil && store != nil {
 			store.Close()
-			store = nil
+		}
+		if err != nil {
+			unlock()
 		}
 	}()
 	if err := s.refuseLocalStoreBeside(); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, nil, err
 	}
 	var observe func(string, time.Duration, error)
 	if s.Blobs != "" {
 		s.Config.BlobRequests = server.NewBlobRequests()
 		observe = s.Config.BlobRequests.Observe
 		if blobStore, err = s.openBucket(ctx, observe, log); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, nil, err
 		}
 	}
 	if s.Store != "" {
 		if store, err = s.openStore(ctx, s.storeOptions()); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, nil, err
 		}
 		if err := s.refuseUnfinishedRestore(store); err != nil {
-			return store, nil, 0, err
+			return store, nil, 0, nil, err
 		}
 	}
 	if err := os.MkdirAll(s.Data, 0o700); err != nil {
-		return store, nil, 0, fmt.Errorf("create data directory: %w", err)
+		return store, nil, 0, nil, fmt.Errorf("create data directory: %w", err)
 	}
 	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
 	if err != nil {
-		return store, nil, 0, err
+		return store, nil, 0, nil, err
 	}
 	s.Config.SealKey = key
 	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin); err != nil {
-		return store, nil, 0, err
+		return store, nil, 0, nil, err
 	}
 	if s.Config.NodeID, err = loadNodeID(s.Data); err != nil {
-		return store, nil, 0, err
+		return store, nil, 0, nil, err
+	}
+	if unlock, err = lockNodeID(filepath.Join(s.Data, nodeIDFile)); err != nil {
+		unlock = func() {}
+		return store, nil, 0, nil, err
 	}
 	if store == nil {
 		if store, err = s.openStore(ctx, s.storeOptions()); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, nil, err
 		}
 	}
 	if blobStore == nil {
 		if blobStore, err = s.openBlobs(ctx, false, observe); err != nil {
-			return store, nil, 0, fmt.Errorf("open blob store: %w", err)
+			return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
 		}
 	}
-	format, err = s.bind(store, blobStore, key)
-	return store, blobStore, format, err
+	if format, err = s.bind(store, blobStore, key); err != nil {
+		return store, nil, 0, nil, err
+	}
+	return store, blobStore, format, func() { store.Close(); unlock() }, nil
 }
 
 // storeOptions opens the store for serving: migrated, after saying which

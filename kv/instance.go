@@ -94,7 +94,7 @@ func (s *Store) AdoptInstance(id string, marking bool) error {
 // started, and the expiry entries of those leases.
 var housekeeping = map[string]bool{
 	string(bucketMeta): true, string(bucketLeases): true, string(bucketPasswordAttempts): true,
-	string(bucketExpiry): true, string(bucketTotals): true,
+	string(bucketExpiry): true,
 }
 
 // Served reports whether the store holds any record a node wrote while
