@@ -133,18 +133,25 @@ func markInstance(store *kv.Store, blobStore blobs.Engine, id string) (string, e
 
 // refuseLocalStoreBeside refuses a shared store (--store) when the data
 // directory holds a bbolt store with data of its own: serving would start on
-// an empty database and leave that data behind, its blobs unreferenced.
+// an empty database and leave that data behind, its blobs unreferenced. A
+// store file that never served (a start without --store, nothing more) is
+// no data; one that cannot be read is taken for data.
 func (l Location) refuseLocalStoreBeside() error {
 	if !l.shared() {
 		return nil
 	}
 	path := filepath.Join(l.Data, dbFile)
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return err
+	}
+	if local, err := kv.Open(path, kv.Options{ReadOnly: true, OpenTimeout: adminOpenTimeout}); err == nil {
+		served, err := local.Served()
+		local.Close()
+		if err == nil && !served {
+			return nil
+		}
 	}
 	return fmt.Errorf("%s holds a sealbox store of its own, but --store names another, %s: going on would leave that data behind. "+
 		"To move that instance there: sealbox backup BACKUP --data %s, then sealbox restore BACKUP --data NEWDIR --store %s (see the README's \"Several machines\"); to leave it, move %s away",

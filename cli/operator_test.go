@@ -144,12 +144,20 @@ func TestRestoreIntoEngines(t *testing.T) {
 
 // TestServeRefusesALocalStoreBesideASharedOne: serve --store postgres://
 // with a data directory that holds a store of its own refuses to start,
-// naming the file and the restore command, before it connects.
+// naming the file and the restore command, before it connects; a store
+// file that never served is no reason to refuse.
 func TestServeRefusesALocalStoreBesideASharedOne(t *testing.T) {
+	const nowhere = "postgres://sealbox@127.0.0.1:1/nowhere"
 	dir, _, _, _ := restoreFixture(t, 1)
-	err := serveFails(t, Location{Data: dir, Store: "postgres://sealbox@127.0.0.1:1/nowhere"})
+	err := serveFails(t, Location{Data: dir, Store: nowhere})
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, dbFile)) || !strings.Contains(err.Error(), "sealbox restore BACKUP") {
 		t.Fatalf("serve --store beside a data directory's store: %v", err)
+	}
+	unused := t.TempDir()
+	_, stop := runServe(t, unused)
+	stop()
+	if err := serveFails(t, Location{Data: unused, Store: nowhere}); err == nil || strings.Contains(err.Error(), "sealbox restore BACKUP") {
+		t.Fatalf("serve --store beside a store that never served: %v, want it to go on (and fail to connect)", err)
 	}
 }
 
