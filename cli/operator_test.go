@@ -217,8 +217,8 @@ func TestGCRefusesAnotherInstancesBlobs(t *testing.T) {
 }
 
 // TestFailedFirstStartLeavesNothing: a first start whose bucket cannot be
-// reached fails before it creates the data directory or binds the store to
-// keys; a store bound by a first start that failed later (it never served)
+// reached, or whose certificate is missing, fails before it creates the
+// data directory or binds the store to keys; a store bound by a first start that failed later (it never served)
 // is bound again to the keys of the next, which says so.
 func TestFailedFirstStartLeavesNothing(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "nobody")
@@ -233,6 +233,14 @@ func TestFailedFirstStartLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(loc.Data); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a failed first start created %s (%v)", loc.Data, err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	s := &Serve{Location: Location{Data: loc.Data}, Listen: "127.0.0.1:0", Config: server.DefaultConfig(), TLS: TLS{CertFile: missing, KeyFile: missing}}
+	if err := s.Run(context.Background()); err == nil {
+		t.Fatal("a first start with a missing certificate started")
+	}
+	if _, err := os.Stat(loc.Data); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a first start with a missing certificate created %s (%v)", loc.Data, err)
 	}
 	if !pgtest.Enabled() {
 		return
