@@ -55,7 +55,7 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 	if err := checkKeysFit(src, dst.DataDir); err != nil {
 		return rep, err
 	}
-	scratch, source, cleanup, err := openScratchCopy(src, opts)
+	scratch, source, cleanup, err := openScratchCopy(src, dst.DataDir, opts)
 	if err != nil {
 		return rep, err
 	}
@@ -136,13 +136,22 @@ func checkKeysFit(src, dataDir string) error {
 	return nil
 }
 
-// openScratchCopy copies the backup's store into a temporary file and opens
-// it, migrated when the backup is older; the backup itself is only read.
-// source names the backup's store by the hash of what was copied, the same
-// on every run of one backup. cleanup closes and removes the copy.
-func openScratchCopy(src string, opts RestoreOptions) (scratch *kv.Store, source string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "sealbox-restore-")
-	if err != nil {
+// scratchDir is where a restore into engines keeps its copy of the backup's
+// store, inside the data directory (on a disk sized for data, not a
+// temporary file system); a run removes what an interrupted one left.
+const scratchDir = ".restore-scratch"
+
+// openScratchCopy copies the backup's store into a scratch file in dataDir
+// and opens it, migrated when the backup is older; the backup itself is
+// only read. source names the backup's store by the hash of what was
+// copied, the same on every run of one backup. cleanup closes and removes
+// the copy.
+func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Store, source string, cleanup func(), err error) {
+	dir := filepath.Join(dataDir, scratchDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, "", nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, "", nil, err
 	}
 	path := filepath.Join(dir, DBFile)
