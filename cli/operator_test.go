@@ -122,15 +122,32 @@ func TestRestoreIntoEngines(t *testing.T) {
 	}
 	stop()
 
-	// The same restore into engines that now hold an instance is refused,
-	// and what they hold still checks whole.
-	again := target
-	again.Data = filepath.Join(t.TempDir(), "again")
-	if _, _, err := runCLI(t, "", append([]string{"restore", backup}, again.args()...)...); err == nil || !strings.Contains(err.Error(), "never over data") {
-		t.Fatalf("a restore into engines that hold data: %v", err)
+	// Engines that hold an instance are refused, each on its own beside an
+	// empty other, and what they hold still checks whole.
+	storeFull, blobsFull := target, target
+	if target.Blobs != "" {
+		storeFull.Blobs = s3test.URL(t)
+	} else {
+		storeFull.Data = filepath.Join(t.TempDir(), "fresh")
+	}
+	if target.Store != "" {
+		blobsFull.Store = pgtest.URL(t)
+	} else {
+		blobsFull.Data = filepath.Join(t.TempDir(), "fresh")
+	}
+	for _, tc := range []struct {
+		into Location
+		want string
+	}{
+		{storeFull, "already holds accounts or other records"},
+		{blobsFull, "already holds blobs that are not from this restore"},
+	} {
+		if _, _, err := runCLI(t, "", append([]string{"restore", backup}, tc.into.args()...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("a restore into %+v: %v, want a refusal saying %q", tc.into, err, tc.want)
+		}
 	}
 	if out, _ := mustCLI(t, "", append([]string{"check", "--deep"}, target.args()...)...); !strings.HasPrefix(out, "ok:") {
-		t.Fatalf("check after a refused restore: %q", out)
+		t.Fatalf("check after the refused restores: %q", out)
 	}
 	// A data directory holding other keys is refused before anything is
 	// written.
