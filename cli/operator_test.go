@@ -60,9 +60,12 @@ func serveFails(t *testing.T, loc Location) error {
 	t.Helper()
 	s := &Serve{Location: loc, Listen: "127.0.0.1:0", Config: server.DefaultConfig()}
 	s.Config.Log = s.Config.Log.Output(io.Discard)
-	s.Ready = func(string) { t.Errorf("serve started on %+v", loc) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	s.Ready = func(string) {
+		t.Errorf("serve started on %+v", loc)
+		cancel()
+	}
 	return s.Run(ctx)
 }
 
@@ -375,5 +378,41 @@ func TestServeCreatesAMissingBucket(t *testing.T) {
 	stop()
 	if !strings.Contains(logged.String(), "the bucket did not exist; created it") || !strings.Contains(logged.String(), u.Host) {
 		t.Fatalf("serve on a missing bucket did not say it created it:\n%s", logged.String())
+	}
+}
+
+// TestServeRefusesAnotherInstancesBlobs: serve on a data directory whose
+// blobs directory is another instance's refuses, marker or not, and
+// changes nothing; a data directory from before instance ids is given one
+// id, in its store and its blobs directory, at its first start. (A refused
+// start may leave an empty blobs/tmp: it changes and removes no blob.)
+func TestServeRefusesAnotherInstancesBlobs(t *testing.T) {
+	a, _, _, _ := restoreFixture(t, 2)
+	b := t.TempDir()
+	copyDir(t, format0Dir, b)
+	_, stop := runServe(t, b)
+	stop()
+	marker, err := os.ReadFile(filepath.Join(b, blobsDir, blobs.InstanceMarker))
+	if err != nil || len(strings.TrimSpace(string(marker))) == 0 {
+		t.Fatalf("the first start of a data directory from before instance ids left no marker: %q %v", marker, err)
+	}
+	mixed := t.TempDir()
+	copyDir(t, b, mixed)
+	os.RemoveAll(filepath.Join(mixed, blobsDir))
+	copyDir(t, filepath.Join(a, blobsDir), filepath.Join(mixed, blobsDir))
+	before := treeOf(t, filepath.Join(mixed, blobsDir))
+	if err := serveFails(t, Location{Data: mixed}); err == nil || !strings.Contains(err.Error(), "belongs to instance") {
+		t.Fatalf("serve on another instance's blobs directory: %v", err)
+	}
+	os.Remove(filepath.Join(mixed, blobsDir, blobs.InstanceMarker))
+	delete(before, blobs.InstanceMarker)
+	if err := serveFails(t, Location{Data: mixed}); err == nil || !strings.Contains(err.Error(), "no "+blobs.InstanceMarker+" marker") {
+		t.Fatalf("serve on an unmarked blobs directory holding blobs: %v", err)
+	}
+	after := treeOf(t, filepath.Join(mixed, blobsDir))
+	for name, was := range before {
+		if after[name] != was {
+			t.Fatalf("a refused start changed %s", name)
+		}
 	}
 }
