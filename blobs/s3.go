@@ -20,6 +20,7 @@ package blobs
 //	tus/<id>/staging/<start>     a partial's bytes from offset <start> (a part
 //	                             boundary) that do not yet fill a part
 //	probe/<random>               CheckWritable's object, deleted at once
+//	sealbox-instance             the instance's id (InstanceMarker), written once
 //
 // Guarantees, the same as the local store's:
 //   - A put sends x-amz-checksum-sha256 (the declared hash) and If-None-Match:
