@@ -27,6 +27,8 @@ type Engine interface {
 	StaleTemp(olderThan time.Time) (int, error)
 	CheckWritable() error
 	FreeBytes() (int64, error)
+	Instance() (string, error)
+	MarkInstance(id string) error
 
 	OpenPartial(id, hash string, offset int64) (Partial, error)
 	PartialSize(id, hash string) (int64, error)

@@ -20,6 +20,7 @@ package blobs
 //	tus/<id>/staging/<start>     a partial's bytes from offset <start> (a part
 //	                             boundary) that do not yet fill a part
 //	probe/<random>               CheckWritable's object, deleted at once
+//	sealbox-instance             the instance's id (InstanceMarker), written once
 //
 // Guarantees, the same as the local store's:
 //   - A put sends x-amz-checksum-sha256 (the declared hash) and If-None-Match:
@@ -104,6 +105,9 @@ type S3Options struct {
 	PartSize int64
 	// Now is the clock of claims (see Collect); time.Now when nil.
 	Now func() time.Time
+	// CreateBucket makes OpenS3 create the bucket when it is missing
+	// (CreatedBucket then says so) instead of refusing it.
+	CreateBucket bool
 }
 
 // S3 is a blob store in a bucket of an S3-compatible object store. It is
@@ -112,6 +116,9 @@ type S3Options struct {
 type S3 struct {
 	client   *s3.Client
 	bucket   string
+	endpoint string // "" for AWS's own
+	region   string
+	created  bool // OpenS3 created the bucket
 	partSize int64
 	now      func() time.Time
 	parts    sync.Pool // *[]byte of partSize, Put's and partials' buffers
@@ -133,20 +140,20 @@ var _ Engine = (*S3)(nil)
 // OpenS3 opens the bucket named by rawURL, s3://BUCKET?endpoint=URL&region=R
 // (endpoint: the store's http or https base URL, AWS's own when absent;
 // region: us-east-1 when absent), and checks that it exists and the
-// credentials reach it (one HEAD, bounded by ctx). Requests use path-style
-// addressing.
+// credentials reach it (one HEAD, bounded by ctx), creating it when it is
+// missing and opts.CreateBucket is set. Requests use path-style addressing.
 func OpenS3(ctx context.Context, rawURL string, opts S3Options) (*S3, error) {
 	client, loc, opts, err := newS3Client(rawURL, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &S3{client: client, bucket: loc.bucket, partSize: opts.PartSize, now: opts.Now, copySize: maxCopySize}
+	s := &S3{client: client, bucket: loc.bucket, endpoint: loc.endpoint, region: loc.region, partSize: opts.PartSize, now: opts.Now, copySize: maxCopySize}
 	s.parts.New = func() any {
 		b := make([]byte, s.partSize)
 		return &b
 	}
-	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}); err != nil {
-		return nil, fmt.Errorf("blobs: s3 bucket %q: %w", s.bucket, err)
+	if err := s.openBucket(ctx, opts.CreateBucket); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -346,7 +353,7 @@ func isBadDigest(err error) bool {
 
 // s3Err turns a failed request into a blobs error: ErrNotFound for a 404,
 // ErrHashMismatch when the store refused a checksum, else the request's
-// error with the operation and key.
+// error with the operation and key, said as a sentence (describeS3).
 func s3Err(op, key string, err error) error {
 	switch {
 	case err == nil:
@@ -356,7 +363,7 @@ func s3Err(op, key string, err error) error {
 	case isBadDigest(err):
 		return fmt.Errorf("%w: s3 refused %s: %v", ErrHashMismatch, key, err)
 	}
-	return fmt.Errorf("blobs: s3 %s %s: %w", op, key, err)
+	return &sentenceError{msg: fmt.Sprintf("blobs: s3 %s %s: %s", op, key, describeS3(err)), err: err}
 }
 
 func checksum(b []byte) string {

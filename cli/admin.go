@@ -42,6 +42,10 @@ const (
 	// store read-only and create nothing: they refuse a directory that
 	// holds no store, and leave a backup they check as it was.
 	readOnly
+	// removing commands (gc) are readWrite ones that delete blobs the store
+	// does not record, so they also refuse a blob store not proven to be
+	// the store's instance's (instanceRemove).
+	removing
 )
 
 // connectAdmin reaches the instance's operations: through the running
@@ -84,6 +88,14 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		store.Close()
 		return nil, nil, err
 	}
+	need := instanceRead
+	if mode == removing {
+		need = instanceRemove
+	}
+	if _, err := bindInstance(loc, store, blobStore, need); err != nil {
+		store.Close()
+		return nil, nil, fmt.Errorf("refusing: %w", err)
+	}
 	if loc.shared() {
 		fmt.Fprintf(w, "sealbox: working on %s directly\n", loc.describeStore())
 	} else {
@@ -95,7 +107,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 // newOps builds the operations over an open instance; new passwords are
 // hashed with params.
 func newOps(loc Location, store *kv.Store, blobStore blobs.Engine, params password.Params) *admin.Ops {
-	return &admin.Ops{DataDir: loc.Data, Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader, 0), Rand: rand.Reader}
+	return &admin.Ops{DataDir: loc.Data, StoreAt: loc.describeStore(), BlobsAt: loc.describeBlobs(), Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader, 0), Rand: rand.Reader}
 }
 
 // withAdmin runs fn with a connection to the instance cmd's --data,

@@ -91,10 +91,10 @@ func newCheckCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), "problem:", p)
 			}
 			if len(rep.Problems) > 0 {
-				return fmt.Errorf("%d problems found", len(rep.Problems))
+				return fmt.Errorf("%d problems found in the store %s and the blob store %s", len(rep.Problems), rep.Store, rep.BlobStore)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ok: the store is consistent and all %d referenced blobs are present%s\n",
-				rep.Blobs, map[bool]string{true: " and whole", false: ""}[deep])
+			fmt.Fprintf(cmd.OutOrStdout(), "ok: the store %s is consistent and all %d referenced blobs are present%s in %s\n",
+				rep.Store, rep.Blobs, map[bool]string{true: " and whole", false: ""}[deep], rep.BlobStore)
 			return nil
 		})
 	}
@@ -118,7 +118,7 @@ func newGCCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
 	cmd.Flags().DurationVar(&grace, "grace", defaultGCGrace, "keep unreferenced blobs younger than this")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		mode := readWrite
+		mode := removing
 		if dryRun {
 			mode = readOnly
 		}
@@ -195,26 +195,34 @@ func humanBytes(n int64) string {
 func newRestoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore BACKUP",
-		Short: "Verify a backup and copy it into a new data directory (--data)",
+		Short: "Verify a backup and copy it into a new data directory (--data), or into empty engines (--store, --blobs)",
 		Long: `restore verifies BACKUP as check --deep does (every referenced blob is re-hashed
 as it is copied; the store's structure and references are checked) and copies it
 into the data directory given by --data, which must be missing or empty. BACKUP
 is only read. When BACKUP holds generations (backup --keep), the newest is
 restored. A backup that is not whole is refused and nothing is left behind.
-A backup written by an older sealbox is migrated in the copy.`,
+A backup written by an older sealbox is migrated in the copy.
+
+With --store postgres://... and/or --blobs s3://..., the records and/or the
+blobs go into those engines instead, which must be empty (a missing bucket is
+created), and the keys into --data: the way from one machine to several. Such a
+restore that is interrupted is continued by running it again.`,
 		Args: cobra.ExactArgs(1),
 	}
-	// restore writes a data directory: a store in PostgreSQL or blobs in a
-	// bucket are restored with those engines' own tools (see the README).
-	data := new(string)
-	cmd.Flags().StringVar(data, "data", DefaultDataDir, "the new data directory (or set SEALBOX_DATA)")
+	loc := new(Location)
+	addLocationFlags(cmd.Flags(), loc)
+	cmd.Flag("data").Usage = "the new data directory: receives the keys, and the records and blobs not sent to --store or --blobs"
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := bindFlagEnv(cmd.Flag("data")); err != nil {
+		for _, name := range []string{"data", "store", "blobs"} {
+			if err := bindFlagEnv(cmd.Flag(name)); err != nil {
+				return err
+			}
+		}
+		if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 			return err
 		}
 		log := cmd.ErrOrStderr()
-		bar := newProgressBar("restore", log)
-		rep, err := admin.Restore(cmd.Context(), args[0], *data, admin.RestoreOptions{
+		opts := admin.RestoreOptions{
 			Version:     server.Version,
 			OpenTimeout: adminOpenTimeout,
 			BeforeMigrate: func(from int, pending []kv.Migration) {
@@ -223,7 +231,12 @@ A backup written by an older sealbox is migrated in the copy.`,
 					fmt.Fprintf(log, "restore: migration to format %d: %s\n", m.To, m.Name)
 				}
 			},
-		}, bar.update)
+		}
+		if loc.Store != "" || loc.Blobs != "" {
+			return restoreToEngines(cmd, args[0], *loc, opts)
+		}
+		bar := newProgressBar("restore", log)
+		rep, err := admin.Restore(cmd.Context(), args[0], loc.Data, opts, bar.update)
 		bar.finish()
 		if err != nil {
 			return err

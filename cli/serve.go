@@ -260,7 +260,8 @@ func checkOrigin(o string) error {
 // gracefully: in-flight requests finish and the store closes cleanly.
 //
 // The listeners open first: a busy port fails before the data directory is
-// created or the store touched.
+// created or the store touched. Everything else that can fail is checked
+// before anything is written too (see open).
 func (s *Serve) Run(ctx context.Context) error {
 	ln, err := server.Listen(s.Listen)
 	if err != nil {
@@ -274,39 +275,23 @@ func (s *Serve) Run(ctx context.Context) error {
 		}
 		defer shareLn.Close()
 	}
-	if err := os.MkdirAll(s.Data, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
+	var tlsConfig *tls.Config
+	var reload func() error
+	if s.TLS.Enabled() {
+		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
+			return err
+		}
 	}
-	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
+	store, blobStore, format, release, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
-	s.Config.SealKey = key
-	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin); err != nil {
-		return err
-	}
+	defer release()
 	log := s.Config.Log
-	store, format, err := s.openServingStore(ctx, key)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	var observe func(string, time.Duration, error)
-	if s.Blobs != "" {
-		s.Config.BlobRequests = server.NewBlobRequests()
-		observe = s.Config.BlobRequests.Observe
-	}
-	blobStore, err := s.openBlobs(ctx, false, observe)
-	if err != nil {
-		return fmt.Errorf("open blob store: %w", err)
-	}
 	s.settleWitnesses()
 	srv := server.New(s.Config, store, blobStore)
 	defer s.startWitness(store)() // stopped before the store closes
-	reload, err := s.start(srv, ln, shareLn)
-	if err != nil {
-		return err
-	}
+	s.start(srv, ln, shareLn, tlsConfig)
 	// SIGHUP is caught whatever the configuration: its default action ends
 	// the process, and `systemctl reload` (the README's unit) sends it.
 	hup := make(chan os.Signal, 1)
@@ -345,16 +330,11 @@ func (s *Serve) Run(ctx context.Context) error {
 }
 
 // start serves srv on ln, and on shareLn when there is one, over HTTPS when
-// TLS is enabled, and returns the certificate reload for SIGHUP (nil
-// without certificate files). Both listeners have one certificate source:
-// the files, reloaded for both, or ACME for every --tls-domain (the share
-// host among them).
-func (s *Serve) start(srv *server.Server, ln, shareLn net.Listener) (reload func() error, err error) {
-	var tlsConfig *tls.Config
-	if s.TLS.Enabled() {
-		if tlsConfig, reload, err = s.TLS.config(s.Data); err != nil {
-			return nil, err
-		}
+// tlsConfig is not nil. Both listeners have one certificate source: the
+// files, reloaded for both, or ACME for every --tls-domain (the share host
+// among them).
+func (s *Serve) start(srv *server.Server, ln, shareLn net.Listener, tlsConfig *tls.Config) {
+	if tlsConfig != nil {
 		srv.StartTLS(ln, tlsConfig)
 	} else {
 		srv.Start(ln)
@@ -363,55 +343,6 @@ func (s *Serve) start(srv *server.Server, ln, shareLn net.Listener) (reload func
 		srv.StartShares(shareLn, tlsConfig)
 		s.Config.Log.Info().Str("url", srv.ShareURL()).Msg("share links listening")
 	}
-	return reload, nil
-}
-
-// openServingStore opens the store serve runs on, migrating it, and checks
-// it (checkStore). The caller closes it.
-func (s *Serve) openServingStore(ctx context.Context, sealKey []byte) (store *kv.Store, format int, err error) {
-	log := s.Config.Log
-	store, err = s.openStore(ctx, kv.Options{
-		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
-		BeforeMigrate: func(from int, pending []kv.Migration) {
-			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
-			for _, m := range pending {
-				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
-			}
-		},
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	if format, err = s.checkStore(store, sealKey); err != nil {
-		store.Close()
-		return nil, 0, err
-	}
-	return store, format, nil
-}
-
-// checkStore refuses a store the server must not serve, and signs a
-// checkpoint of the log as it is at start, so one is served from the first
-// request (the witness worker signs the next ones). It returns the store's
-// format.
-func (s *Serve) checkStore(store *kv.Store, sealKey []byte) (int, error) {
-	format, _, err := store.Format()
-	if err != nil {
-		return 0, err
-	}
-	// Signing on top of a log that does not extend what was signed would
-	// show clients two histories.
-	if err := store.VerifyLog(); err != nil {
-		return 0, fmt.Errorf("refusing to start: %w", err)
-	}
-	// A node with other keys would seal secrets the other nodes cannot
-	// open and sign checkpoints under another key.
-	if err := store.BindNodeKeys(secrets.Fingerprint(sealKey), s.Config.LogKey.VerifierKey); err != nil {
-		return 0, fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
-	}
-	if _, err := witness.Sign(store, s.Config.LogKey.Signer); err != nil {
-		return 0, fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
-	}
-	return format, nil
 }
 
 // onHangup answers each SIGHUP until ctx ends: certificate files are

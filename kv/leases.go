@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"bytes"
+	"strings"
 	"time"
 )
 
@@ -83,4 +85,43 @@ func (s *Store) LeaseHolder(name string) (holder string, expiresAt time.Time, er
 		return nil
 	})
 	return holder, expiresAt, err
+}
+
+// ReleaseLeasesOf gives up every lease whose holder starts with prefix: a
+// node that restarts releases what its previous run held (its holders all
+// start with the node's id), so a transfer the run was writing when it was
+// killed resumes at once instead of after the lease's ttl. The leases bucket
+// holds only live claims and those not yet swept, so the walk is short. It
+// returns how many it released.
+func (s *Store) ReleaseLeasesOf(prefix string) (int, error) {
+	var released int
+	err := s.update(func(tx Tx) error {
+		released = 0
+		var keys [][]byte
+		var recs []*leaseRecord
+		err := scanPages(tx.Bucket(bucketLeases), func(k, v []byte) error {
+			var rec leaseRecord
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			if strings.HasPrefix(rec.Holder, prefix) {
+				keys, recs = append(keys, bytes.Clone(k)), append(recs, &rec)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if err := deleteExpiry(tx, recs[i].ExpiresAt, kindLease, k); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketLeases).Delete(k); err != nil {
+				return err
+			}
+		}
+		released = len(keys)
+		return nil
+	})
+	return released, err
 }

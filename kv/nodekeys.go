@@ -28,10 +28,19 @@ var ErrKeysDiffer = errors.New("this node's keys are not the store's")
 // and from then on returns ErrKeysDiffer, naming which key differs, when
 // either differs from what is recorded. A store made before the record
 // existed takes the keys of the first node that starts on it.
-func (s *Store) BindNodeKeys(sealCheck []byte, logVerifier string) error {
+//
+// A store that never served (Served: no account, no log record) is bound
+// to the new keys instead, and rebound says so: nothing was sealed or
+// signed under the old ones, which a first start that failed after binding
+// them (and whose data directory was then deleted) leaves behind.
+func (s *Store) BindNodeKeys(sealCheck []byte, logVerifier string) (rebound bool, err error) {
 	var differ []string
-	err := s.update(func(tx Tx) error {
-		differ = nil
+	err = s.update(func(tx Tx) error {
+		differ, rebound = nil, false
+		served, err := servedIn(tx)
+		if err != nil {
+			return err
+		}
 		meta := tx.Bucket(bucketMeta)
 		for _, k := range []struct {
 			key   []byte
@@ -46,16 +55,23 @@ func (s *Store) BindNodeKeys(sealCheck []byte, logVerifier string) error {
 				return err
 			}
 			switch {
-			case have == nil:
+			case bytes.Equal(have, k.value):
+			case have != nil && served:
+				differ = append(differ, k.name)
+			default:
+				rebound = rebound || have != nil
 				if err := meta.Put(k.key, k.value); err != nil {
 					return err
 				}
-			case !bytes.Equal(have, k.value):
-				differ = append(differ, k.name)
 			}
 		}
 		if len(differ) > 0 {
 			return ErrKeysDiffer // rolls back: nothing recorded on a refusal
+		}
+		if rebound {
+			// The checkpoints (of the empty log) were signed by the old
+			// log key: the next start signs anew under the new one.
+			return clearBucket(tx.Bucket(bucketLogMeta))
 		}
 		return nil
 	})
@@ -64,10 +80,10 @@ func (s *Store) BindNodeKeys(sealCheck []byte, logVerifier string) error {
 		if len(differ) > 1 {
 			verb = "differ"
 		}
-		return fmt.Errorf("%w: %s %s from what %s was first started with: every node needs the same copy",
+		return false, fmt.Errorf("%w: %s %s from what %s was first started with: every node needs the same copy",
 			ErrKeysDiffer, joinNames(differ), verb, s.where)
 	}
-	return err
+	return rebound, err
 }
 
 // joinNames is "a", "a and b".

@@ -9,16 +9,34 @@ import (
 )
 
 // TestBindNodeKeys: the first start records the keys; the same keys are
-// accepted again; a node with another server.key or log key is refused,
-// naming which, and its keys are not recorded.
+// accepted again; a node with another server.key or log key is refused once
+// the store served (naming which key, recording nothing), and bound to the
+// new keys while it never served.
 func TestBindNodeKeys(t *testing.T) {
 	s, _ := MustOpenStore(t)
 	seal, logKey := []byte("fingerprint-of-the-first-key"), "sealbox/test+12345678+AAAA"
-	if err := s.BindNodeKeys(seal, logKey); err != nil {
-		t.Fatalf("first start: %v", err)
+	if rebound, err := s.BindNodeKeys([]byte("keys of a first start that failed"), "sealbox/test+0+0"); err != nil || rebound {
+		t.Fatalf("first start: %v, rebound %v", err, rebound)
 	}
-	if err := s.BindNodeKeys(seal, logKey); err != nil {
-		t.Fatalf("the same keys again: %v", err)
+	// That start signed a checkpoint of the empty log under its key.
+	empty, err := s.LogTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveCheckpoint(&kv.LogCheckpoint{Root: empty.Hash, Note: []byte("signed by the failed start's key")}); err != nil {
+		t.Fatal(err)
+	}
+	if rebound, err := s.BindNodeKeys(seal, logKey); err != nil || !rebound {
+		t.Fatalf("other keys on a store that never served: %v, rebound %v; want them bound, saying so", err, rebound)
+	}
+	if cp, err := s.LastCheckpoint(); err != nil || cp != nil {
+		t.Fatalf("the old key's checkpoint after the re-binding: %+v, %v; want it gone", cp, err)
+	}
+	if rebound, err := s.BindNodeKeys(seal, logKey); err != nil || rebound {
+		t.Fatalf("the same keys again: %v, rebound %v", err, rebound)
+	}
+	if err := s.AddAccount(&kv.Account{ID: "acct-1", Email: "first@example.org"}); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -31,13 +49,13 @@ func TestBindNodeKeys(t *testing.T) {
 		{"both", []byte("x"), "y", "server.key and the transparency log key differ"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.BindNodeKeys(tc.seal, tc.logKey)
+			_, err := s.BindNodeKeys(tc.seal, tc.logKey)
 			if !errors.Is(err, kv.ErrKeysDiffer) || !strings.Contains(err.Error(), tc.mention) {
 				t.Fatalf("got %v, want ErrKeysDiffer saying %q", err, tc.mention)
 			}
 		})
 	}
-	if err := s.BindNodeKeys(seal, logKey); err != nil {
+	if _, err := s.BindNodeKeys(seal, logKey); err != nil {
 		t.Fatalf("a refused node changed the record: %v", err)
 	}
 }

@@ -130,8 +130,15 @@ type Config struct {
 	// TusLeaseTTL is how long a tus PATCH or DELETE holds its transfer's
 	// lease in the store without renewing it; a writing request renews it
 	// every third of that. A node killed mid-PATCH leaves the transfer
-	// refused (423) to every other writer for at most this long.
+	// refused (423) to every other writer for at most this long; the same
+	// node restarted releases them at once (NodeID).
 	TusLeaseTTL time.Duration
+	// NodeID names this node among those sharing the store, the same across
+	// its restarts (serve keeps it in the data directory): every lease the
+	// server takes is held under "NodeID/", so a restarted node can release
+	// what its previous run held (kv.Store.ReleaseLeasesOf). Empty: a random
+	// id of this run alone.
+	NodeID string
 	// PasswordAttemptTTL is how long a password verification in flight
 	// counts against its address when its node never ends it (the node
 	// died): longer than any verification, the wait for the hasher
@@ -324,7 +331,7 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
 		attempts:     ratelimit.NewGate(0, 0),
-		node:         ids.UUID(cfg.Rand),
+		node:         nodeName(cfg.NodeID, ids.UUID(cfg.Rand)),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
@@ -335,6 +342,16 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 	s.handler = s.withMiddleware("main", s.withCORS(s.router))
 	s.shareHandler = s.withMiddleware("share", s.shareOnly(s.withCORS(s.router)))
 	return s
+}
+
+// nodeName names this run of a node: its stable id (when it has one) and
+// run, a fresh id, so that no holder of this run is one its previous run
+// used.
+func nodeName(nodeID, run string) string {
+	if nodeID == "" {
+		return run
+	}
+	return nodeID + "/" + run
 }
 
 // Handler is the full HTTP stack: middleware, router and handlers.

@@ -326,7 +326,7 @@ func (s *Server) claimTransfer(id string) (*transferClaim, error) {
 		return nil, err
 	}
 	if !held {
-		return nil, fault.Errorf(fault.ECodeTransferLocked, "another request is writing this transfer; retry")
+		return nil, s.transferLocked(c.name, "another request is writing this transfer; retry")
 	}
 	go c.renew()
 	return c, nil
@@ -373,7 +373,7 @@ func (c *transferClaim) check() error {
 // the old one.
 func (c *transferClaim) confirm() error {
 	if c.lost.Load() {
-		return errLostClaim()
+		return c.lostErr()
 	}
 	held, err := c.s.store.TryLease(c.name, c.holder, c.s.cfg.TusLeaseTTL)
 	if err != nil {
@@ -381,13 +381,24 @@ func (c *transferClaim) confirm() error {
 	}
 	if !held {
 		c.lost.Store(true)
-		return errLostClaim()
+		return c.lostErr()
 	}
 	return nil
 }
 
-func errLostClaim() error {
-	return fault.Errorf(fault.ECodeTransferLocked, "this request lost its claim on the transfer; retry from the offset HEAD gives")
+func (c *transferClaim) lostErr() error {
+	return c.s.transferLocked(c.name, "this request lost its claim on the transfer; retry from the offset HEAD gives")
+}
+
+// transferLocked is the 423 of a transfer whose lease another holds, with
+// Retry-After: the time left on that lease (rounded up to whole seconds when
+// written), or a second when it ended meanwhile.
+func (s *Server) transferLocked(lease, msg string) error {
+	retry := time.Second
+	if _, until, err := s.store.LeaseHolder(lease); err == nil && !until.IsZero() {
+		retry = max(until.Sub(s.now()), time.Second)
+	}
+	return &fault.Error{Code: fault.ECodeTransferLocked, Message: msg, RetryAfter: retry}
 }
 
 // release stops the renewals and gives the lease up.
@@ -450,7 +461,7 @@ func (s *Server) appendBody(body io.Reader, claim *transferClaim, accountID, upl
 		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(p, h)}, struct{ io.Reader }{io.LimitReader(body, step)}, *buf)
 		var readErr *fault.Error
 		if errors.Is(err, errClaimLost) {
-			return 0, errLostClaim()
+			return 0, claim.lostErr()
 		}
 		if err != nil && !errors.As(err, &readErr) {
 			return 0, err // a write failed: nothing more is acknowledged

@@ -66,10 +66,13 @@ func userOf(row kv.UserSummary) User {
 // Ops runs the operations on an open data directory.
 type Ops struct {
 	DataDir string
-	Store   *kv.Store
-	Blobs   blobs.Engine
-	Hasher  *password.Hasher
-	Rand    io.Reader
+	// StoreAt and BlobsAt name the record store and the blob store in
+	// reports, never with a password.
+	StoreAt, BlobsAt string
+	Store            *kv.Store
+	Blobs            blobs.Engine
+	Hasher           *password.Hasher
+	Rand             io.Reader
 }
 
 var _ Admin = (*Ops)(nil)

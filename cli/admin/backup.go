@@ -119,6 +119,9 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Store, pro
 		return rep, err
 	}
 	err = o.copyBlobs(ctx, snap, destBlobs, prev, &rep, progress)
+	if err == nil {
+		err = markCopy(snap, destBlobs)
+	}
 	snap.Close()
 	if err != nil {
 		return rep, err

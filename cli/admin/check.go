@@ -11,9 +11,12 @@ import (
 
 // CheckReport lists every problem found; none means the data is whole.
 type CheckReport struct {
-	Blobs    int      `json:"blobs"`
-	Deep     bool     `json:"deep"`
-	Problems []string `json:"problems"`
+	// Store and BlobStore name where the check looked.
+	Store     string   `json:"store"`
+	BlobStore string   `json:"blob_store"`
+	Blobs     int      `json:"blobs"`
+	Deep      bool     `json:"deep"`
+	Problems  []string `json:"problems"`
 }
 
 // maxReported bounds the problems of one kind that a check lists.
@@ -26,7 +29,7 @@ const maxReported = 1000
 // recorded blob exists with its recorded size, and with deep
 // that every such blob's bytes still hash to its name.
 func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
-	rep := CheckReport{Deep: deep, Problems: []string{}}
+	rep := CheckReport{Store: o.StoreAt, BlobStore: o.BlobsAt, Deep: deep, Problems: []string{}}
 	integrity, err := o.Store.CheckIntegrity()
 	if err != nil {
 		return rep, err

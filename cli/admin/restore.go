@@ -103,6 +103,14 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		shown := problems[:min(len(problems), maxRestoreProblems)]
 		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))
 	}
+	// A restore is a new instance, with an id of its own.
+	dstBlobs, err := blobs.Open(filepath.Join(dst, BlobsDir))
+	if err != nil {
+		return rep, err
+	}
+	if err := markRestored(store, dstBlobs); err != nil {
+		return rep, err
+	}
 	if err := blobs.SyncDir(dst); err != nil {
 		return rep, err
 	}

@@ -1,0 +1,138 @@
+package blobs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// InstanceMarker is the name of the marker at a blob store's root (a file in
+// the blobs directory, an object at the bucket's root) that holds the id of
+// the sealbox instance whose blobs it keeps. The record store keeps the same
+// id, so a command given the store of one instance and the blob store of
+// another (gc would delete every blob the store does not record) is refused.
+// The marker is written once and never changed; a copy of the blob store
+// made with the files (cp, rclone) carries it along.
+const InstanceMarker = "sealbox-instance"
+
+// ErrMarked refuses to mark a blob store that already holds another
+// instance's marker.
+var ErrMarked = errors.New("the blob store already belongs to another instance")
+
+// maxMarker bounds what a marker read takes: an id is a few dozen bytes.
+const maxMarker = 256
+
+// parseMarker returns the id a marker's bytes hold.
+func parseMarker(b []byte, where string) (string, error) {
+	id := strings.TrimSpace(string(b))
+	if id == "" || len(b) >= maxMarker || strings.ContainsAny(id, " \t\r\n") {
+		return "", fmt.Errorf("blobs: %s does not hold an instance id", where)
+	}
+	return id, nil
+}
+
+// Instance returns the id in the store's instance marker, or "" when the
+// store has none.
+func (s *Store) Instance() (string, error) {
+	path := filepath.Join(s.dir, InstanceMarker)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return parseMarker(b, path)
+}
+
+// MarkInstance writes the instance marker holding id, durably and only if
+// the store has none (O_EXCL). A store already marked with id is left as
+// it is; one marked with another id is refused: ErrMarked.
+func (s *Store) MarkInstance(id string) error {
+	path := filepath.Join(s.dir, InstanceMarker)
+	tmp, err := os.CreateTemp(s.tmp, "marker-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(id + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	// link(2) places the whole file or nothing, and fails when the name
+	// exists: two nodes marking at once leave one marker.
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		return s.sameMarker(id)
+	} else if err != nil {
+		return err
+	}
+	return SyncDir(s.dir)
+}
+
+// sameMarker is nil when the store's marker holds id, ErrMarked otherwise.
+func (s *Store) sameMarker(id string) error {
+	have, err := s.Instance()
+	if err != nil {
+		return err
+	}
+	if have != id {
+		return fmt.Errorf("%w: %s holds instance %s, not %s", ErrMarked, filepath.Join(s.dir, InstanceMarker), have, id)
+	}
+	return nil
+}
+
+// Instance returns the id in the bucket's instance marker object, or ""
+// when the bucket has none.
+func (s *S3) Instance() (string, error) {
+	b, err := s.readSmall(InstanceMarker)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return parseMarker(b, fmt.Sprintf("the object %s of bucket %s", InstanceMarker, s.bucket))
+}
+
+// MarkInstance writes the instance marker object holding id, only if the
+// bucket has none (If-None-Match: *). A bucket already marked with id is
+// left as it is; one marked with another id is refused: ErrMarked.
+func (s *S3) MarkInstance(id string) error {
+	err := s.putObject(InstanceMarker, []byte(id+"\n"), true)
+	if isPreconditionFailed(err) {
+		have, err := s.Instance()
+		if err != nil {
+			return err
+		}
+		if have != id {
+			return fmt.Errorf("%w: the bucket %s holds instance %s, not %s", ErrMarked, s.bucket, have, id)
+		}
+		return nil
+	}
+	return s3Err("PutObject", InstanceMarker, err)
+}
+
+// errStopWalk ends HoldsBlobs' walk at the first blob.
+var errStopWalk = errors.New("blobs: stop walk")
+
+// HoldsBlobs reports whether the engine holds at least one blob.
+func HoldsBlobs(e Engine) (bool, error) {
+	found := false
+	err := e.Walk(func(Info) error {
+		found = true
+		return errStopWalk
+	})
+	if errors.Is(err, errStopWalk) || errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return found, err
+}

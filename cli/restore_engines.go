@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"sealbox/blobs"
+	"sealbox/cli/admin"
+	"sealbox/kv"
+	"sealbox/server"
+)
+
+// restoreToEngines restores the backup src into the engines loc names
+// (admin.RestoreToEngines): a store in PostgreSQL and/or blobs in a bucket,
+// whatever loc leaves in the data directory going there, the keys always.
+func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.RestoreOptions) error {
+	ctx := cmd.Context()
+	if err := loc.refuseLocalStoreBeside(); err != nil {
+		return err
+	}
+	var blobStore blobs.Engine
+	if loc.Blobs != "" {
+		b, err := blobs.OpenS3(ctx, loc.Blobs, blobs.S3Options{CreateBucket: true})
+		if err != nil {
+			return err
+		}
+		if b.CreatedBucket() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "restore: the bucket %s did not exist at %s; created it\n", b.Bucket(), b.Endpoint())
+		}
+		blobStore = b
+	}
+	if loc.Store == "" {
+		if err := os.MkdirAll(loc.Data, 0o700); err != nil {
+			return err
+		}
+	}
+	store, err := loc.openStore(ctx, kv.Options{Version: server.Version, OpenTimeout: adminOpenTimeout})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if blobStore == nil {
+		if blobStore, err = loc.openBlobs(ctx, false, nil); err != nil {
+			return err
+		}
+	}
+	bar := newProgressBar("restore", cmd.ErrOrStderr())
+	rep, err := admin.RestoreToEngines(ctx, src, admin.EngineTarget{
+		DataDir: loc.Data, Store: store, Blobs: blobStore,
+		StoreAt: "the store " + loc.describeStore(), BlobsAt: "the blob store " + loc.describeBlobs(),
+	}, opts, bar.update)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	serve := []string{"sealbox serve --data", loc.Data}
+	if loc.Store != "" {
+		serve = append(serve, "--store", loc.describeStore())
+	}
+	if loc.Blobs != "" {
+		serve = append(serve, "--blobs", loc.describeBlobs())
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "restored %s into the store %s and the blob store %s (keys in %s): %d blobs (%s) verified, in %s; start it with: %s\n",
+		rep.From, loc.describeStore(), loc.describeBlobs(), loc.Data, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), strings.Join(serve, " "))
+	return nil
+}

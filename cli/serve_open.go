@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sealbox/blobs"
+	"sealbox/cli/admin"
+	"sealbox/kv"
+	"sealbox/server"
+	"sealbox/server/secrets"
+	"sealbox/witness"
+)
+
+// open readies what the server runs on, in an order that keeps a failed
+// start from leaving anything behind: the engines other machines hold (the
+// bucket, then PostgreSQL) are reached first, so a typo in either fails
+// before the data directory, a key or a node id is created and before the
+// store is bound to this node's keys; then the data directory, the keys and
+// the node id; then the engines in the data directory. The store is bound
+// to the keys, the record and blob stores to one instance, and the leases
+// the node's previous run held are released.
+//
+// release closes the store and gives up the node id's lock.
+func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engine, format int, release func(), err error) {
+	log := s.Config.Log
+	unlock := func() {}
+	defer func() {
+		if err != nil && store != nil {
+			store.Close()
+		}
+		if err != nil {
+			unlock()
+		}
+	}()
+	if err := s.refuseLocalStoreBeside(); err != nil {
+		return nil, nil, 0, nil, err
+	}
+	var observe func(string, time.Duration, error)
+	if s.Blobs != "" {
+		s.Config.BlobRequests = server.NewBlobRequests()
+		observe = s.Config.BlobRequests.Observe
+		if blobStore, err = s.openBucket(ctx, observe, log); err != nil {
+			return nil, nil, 0, nil, err
+		}
+	}
+	if s.Store != "" {
+		if store, err = s.openStore(ctx, s.storeOptions()); err != nil {
+			return nil, nil, 0, nil, err
+		}
+		if err := s.refuseUnfinishedRestore(store); err != nil {
+			return store, nil, 0, nil, err
+		}
+	}
+	if err := os.MkdirAll(s.Data, 0o700); err != nil {
+		return store, nil, 0, nil, fmt.Errorf("create data directory: %w", err)
+	}
+	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
+	if err != nil {
+		return store, nil, 0, nil, err
+	}
+	s.Config.SealKey = key
+	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin); err != nil {
+		return store, nil, 0, nil, err
+	}
+	if s.Config.NodeID, err = loadNodeID(s.Data); err != nil {
+		return store, nil, 0, nil, err
+	}
+	if unlock, err = lockNodeID(filepath.Join(s.Data, nodeIDFile)); err != nil {
+		unlock = func() {}
+		return store, nil, 0, nil, err
+	}
+	if store == nil {
+		if store, err = s.openStore(ctx, s.storeOptions()); err != nil {
+			return nil, nil, 0, nil, err
+		}
+	}
+	if blobStore == nil {
+		if blobStore, err = s.openBlobs(ctx, false, observe); err != nil {
+			return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
+		}
+	}
+	if format, err = s.bind(store, blobStore, key); err != nil {
+		return store, nil, 0, nil, err
+	}
+	return store, blobStore, format, func() { store.Close(); unlock() }, nil
+}
+
+// storeOptions opens the store for serving: migrated, after saying which
+// migrations run.
+func (s *Serve) storeOptions() kv.Options {
+	log := s.Config.Log
+	return kv.Options{
+		Now: s.Config.Now, Version: server.Version, NoMigrate: s.NoMigrate,
+		BeforeMigrate: func(from int, pending []kv.Migration) {
+			log.Warn().Int("from", from).Int("to", kv.FormatVersion).Msg("migrating the store; each step is one transaction")
+			for _, m := range pending {
+				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
+			}
+		},
+	}
+}
+
+// openBucket opens the bucket --blobs names, creating it when it is
+// missing, and says so; and says when the URL sends the blobs to AWS.
+func (s *Serve) openBucket(ctx context.Context, observe func(string, time.Duration, error), log zerolog.Logger) (blobs.Engine, error) {
+	b, err := blobs.OpenS3(ctx, s.Blobs, blobs.S3Options{Observe: observe, CreateBucket: true})
+	if err != nil {
+		return nil, fmt.Errorf("open blob store: %w", err)
+	}
+	if !hasEndpoint(s.Blobs) {
+		log.Warn().Str("bucket", b.Bucket()).Msg("the s3:// URL has no endpoint=, so the blobs go to " + b.Endpoint() + "; for another S3-compatible store add ?endpoint=https://HOST")
+	}
+	if b.CreatedBucket() {
+		log.Info().Str("bucket", b.Bucket()).Str("endpoint", b.Endpoint()).Msg("the bucket did not exist; created it")
+	}
+	return b, nil
+}
+
+// bind checks the store's transparency log, binds the store to this node's
+// keys and the record and blob stores to one instance, releases the leases
+// this node's previous run held and signs a checkpoint of the log. It
+// returns the store's format.
+func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, error) {
+	log := s.Config.Log
+	format, _, err := store.Format()
+	if err != nil {
+		return 0, err
+	}
+	// Signing on top of a log that does not extend what was signed would
+	// show clients two histories.
+	if err := store.VerifyLog(); err != nil {
+		return 0, fmt.Errorf("refusing to start: %w", err)
+	}
+	if _, err := bindInstance(s.Location, store, blobStore, instanceServe); err != nil {
+		return 0, fmt.Errorf("refusing to start: %w", err)
+	}
+	// A node with other keys would seal secrets the other nodes cannot
+	// open and sign checkpoints under another key.
+	rebound, err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey)
+	if err != nil {
+		return 0, fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
+	}
+	if rebound {
+		log.Warn().Str("store", s.describeStore()).Msg("the store never served (no account, no log record) and was bound to other keys, by a start that failed: bound it to this node's keys")
+	}
+	released, err := store.ReleaseLeasesOf(s.Config.NodeID + "/")
+	if err != nil {
+		return 0, err
+	}
+	if released > 0 {
+		log.Info().Int("leases", released).Str("node", s.Config.NodeID).Msg("released the leases this node's previous run held (transfers it was writing resume at once)")
+	}
+	// A checkpoint of the log as it is at start is served from the first
+	// request; the witness worker signs the next ones.
+	if _, err := witness.Sign(store, s.Config.LogKey.Signer); err != nil {
+		return 0, fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
+	}
+	return format, nil
+}
+
+// hasEndpoint reports whether an s3:// URL names its endpoint.
+func hasEndpoint(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && u.Query().Has("endpoint")
+}
