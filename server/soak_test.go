@@ -26,8 +26,11 @@ import (
 // (127.0.0.0/8 all reaches the server), so the per-address limits treat the
 // hostile client as one client and the normal one as another.
 func TestSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("soak test")
+	// Its bounds compare latencies, which other test packages running
+	// beside it (go test ./... runs two at once here) would distort: it runs
+	// only when asked, alone, as .ci/run does.
+	if os.Getenv("SEALBOX_TEST_SOAK") == "" {
+		t.Skip("the soak test runs alone, with SEALBOX_TEST_SOAK=1 (as .ci/run does)")
 	}
 	if raceEnabled {
 		t.Skip("the race detector slows the clients measured here; .ci/run runs it without -race")
