@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"sealbox/kv/engine"
 )
 
 // WriteSnapshot writes a consistent copy of the whole store to w, as of one
@@ -15,7 +17,7 @@ import (
 // then written out (copySnapshot). So a backup of a store in PostgreSQL is a
 // data directory like any other, which restore checks and serve starts on.
 func (s *Store) WriteSnapshot(w io.Writer) (int64, error) {
-	if snap, ok := s.engine.(Snapshotter); ok {
+	if snap, ok := s.engine.(engine.Snapshotter); ok {
 		return snap.WriteSnapshot(w)
 	}
 	return s.copySnapshot(w)
@@ -88,7 +90,7 @@ func copyBucket(dst Engine, name []byte, src Bucket) error {
 // page check) and returns every problem it finds; an engine without a file
 // has nothing to check here.
 func (s *Store) CheckIntegrity() ([]error, error) {
-	snap, ok := s.engine.(Snapshotter)
+	snap, ok := s.engine.(engine.Snapshotter)
 	if !ok {
 		return nil, nil
 	}
@@ -98,7 +100,7 @@ func (s *Store) CheckIntegrity() ([]error, error) {
 // FileSize is the size of the store's file, for the metrics; ErrNoSnapshot
 // for an engine without one.
 func (s *Store) FileSize() (int64, error) {
-	snap, ok := s.engine.(Snapshotter)
+	snap, ok := s.engine.(engine.Snapshotter)
 	if !ok {
 		return 0, ErrNoSnapshot
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"sealbox/kv/engine"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -95,7 +97,7 @@ func (e *boltEngine) Close() error { return e.db.Close() }
 
 // exclusive: bbolt's file lock keeps every other process out while this
 // one has the file open for writing.
-func (e *boltEngine) exclusive() {}
+func (e *boltEngine) Exclusive() {}
 
 // WriteSnapshot is bbolt's own hot backup: the one place that does I/O
 // inside a transaction, which holds the pages it copies.
@@ -164,10 +166,10 @@ func (b boltBucket) Get(key []byte) ([]byte, error) { return b.b.Get(key), nil }
 func (b boltBucket) Put(key, value []byte) error    { return b.b.Put(key, value) }
 func (b boltBucket) Delete(key []byte) error        { return b.b.Delete(key) }
 
-func (b boltBucket) appendOnly() { b.b.FillPercent = 1 }
+func (b boltBucket) AppendOnly() { b.b.FillPercent = 1 }
 
 func (b boltBucket) Scan(r Range, fn func(k, v []byte) error) error {
-	if err := checkRange(r); err != nil {
+	if err := engine.CheckRange(r); err != nil {
 		return err
 	}
 	c := b.b.Cursor()

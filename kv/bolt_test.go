@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"sealbox/kv"
+	"sealbox/kv/engine"
 	"sealbox/kv/enginetest"
 )
 
@@ -17,7 +18,7 @@ import (
 // are the only files of kv that import bbolt.
 
 func TestBoltEngine(t *testing.T) {
-	enginetest.Run(t, func(t *testing.T) kv.Engine {
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
 		e, err := kv.OpenBoltEngine(filepath.Join(t.TempDir(), "engine.db"), kv.Options{})
 		if err != nil {
 			t.Fatal(err)

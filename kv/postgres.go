@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sealbox/kv/engine"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -319,7 +321,7 @@ func (b pgBucket) Delete(key []byte) error {
 // in r. Pending deletes can hide rows, so the query asks for that many more
 // than the limit.
 func (b pgBucket) Scan(r Range, fn func(k, v []byte) error) error {
-	if err := checkRange(r); err != nil {
+	if err := engine.CheckRange(r); err != nil {
 		return err
 	}
 	inRange := func(k []byte) bool {

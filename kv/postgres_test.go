@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sealbox/kv"
+	"sealbox/kv/engine"
 	"sealbox/kv/enginetest"
 	"sealbox/kv/pgtest"
 )
@@ -15,7 +16,7 @@ func TestPostgresEngine(t *testing.T) {
 	if !pgtest.Enabled() {
 		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
 	}
-	enginetest.Run(t, func(t *testing.T) kv.Engine {
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
 		e, err := kv.OpenPostgresEngine(context.Background(), pgtest.URL(t))
 		if err != nil {
 			t.Fatal(err)

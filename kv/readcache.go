@@ -68,7 +68,3 @@ func cached[V any](s *Store, c *readCache[V], key string, read func() (V, bool, 
 // that began before the commit (and may have seen the old state) carries
 // an older generation.
 func (s *Store) wrote() { s.writes.n.Add(1) }
-
-// exclusiveEngine is an engine no other process writes while this one holds
-// it, so the Store sees every write and may cache reads.
-type exclusiveEngine interface{ exclusive() }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sealbox/kv/engine"
 	"sealbox/kv/fault"
 
 	"github.com/fxamacker/cbor/v2"
@@ -149,8 +150,9 @@ type Store struct {
 	localAttempts *localAttempts
 }
 
-// ErrLocked reports that another process holds the database file.
-var ErrLocked = errors.New("the database is in use by another process")
+// ErrLocked reports that another process holds the database file
+// (engine.ErrLocked).
+var ErrLocked = engine.ErrLocked
 
 // Open opens (creating if needed) the bbolt file at path and ensures every
 // bucket exists.
@@ -170,7 +172,7 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
-	_, s.cacheReads = e.(exclusiveEngine)
+	_, s.cacheReads = e.(engine.Exclusive)
 	if s.cacheReads {
 		s.localAttempts = newLocalAttempts()
 	}
