@@ -26,6 +26,7 @@ import (
 
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server"
 	"sealbox/server/secrets"
 	"sealbox/witness"
@@ -353,7 +354,7 @@ func (s *Serve) openServingStore(ctx context.Context, sealKey []byte) (store *kv
 				log.Warn().Int("format", m.To).Msg("migration: " + m.Name)
 			}
 		},
-	})
+	}, bolt.Options{})
 	if err != nil {
 		return nil, 0, err
 	}

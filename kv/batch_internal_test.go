@@ -8,12 +8,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sealbox/kv/bolt"
 )
 
 // batchRig is a batcher over a real bbolt engine whose updates it counts.
-func batchRig(t *testing.T) (*batcher, *boltEngine, *atomic.Int64) {
+func batchRig(t *testing.T) (*batcher, Engine, *atomic.Int64) {
 	t.Helper()
-	e, err := openBolt(filepath.Join(t.TempDir(), "batch.db"), Options{})
+	e, err := bolt.Open(filepath.Join(t.TempDir(), "batch.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 // format read inside the step's own transaction is its target or later) is
 // skipped, so nodes that start together on one old store migrate it once.
 func TestMigrateRunsEachStepOnce(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 )
 
@@ -146,7 +147,7 @@ func TestNodesShareLeases(t *testing.T) {
 func TestReopenedFileDropsLeases(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sealbox.db")
 	now := func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
-	s, err := kv.Open(path, kv.Options{Now: now})
+	s, err := kvtest.Open(path, kv.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestReopenedFileDropsLeases(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	s.Close() // the process dies holding both
-	if s, err = kv.Open(path, kv.Options{Now: now}); err != nil {
+	if s, err = kvtest.Open(path, kv.Options{Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

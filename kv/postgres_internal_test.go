@@ -16,7 +16,7 @@ import (
 func TestPostgresCountsRetries(t *testing.T) {
 	url := pgtest.URL(t)
 	if url == "" {
-		bolt, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+		bolt, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

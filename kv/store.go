@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -97,23 +98,16 @@ var allBuckets = [][]byte{
 type Options struct {
 	// Now is the clock; every transaction reads it once. Default time.Now.
 	Now func() time.Time
-	// OpenTimeout bounds the wait for bbolt's file lock, so a second process
-	// never hangs on a database another process holds. Default 1s.
-	OpenTimeout time.Duration
-	// ReadOnly opens an existing file without write access and writes
-	// nothing to it (admin checks of a data directory or a backup): a
-	// missing file is an error wrapping fs.ErrNotExist, and a file that
-	// lacks a bucket (written by an older sealbox) is refused, since only a
-	// writer can add it.
+	// ReadOnly writes nothing to the store (admin checks of a data
+	// directory or a backup; the engine is opened read-only too): a store
+	// that lacks a bucket (written by an older sealbox) is refused, since
+	// only a writer can add it.
 	ReadOnly bool
-	// MaxBatchSize and MaxBatchDelay tune the group commit of lifecycle ops
-	// (bbolt's Batch): concurrent ops share one transaction and its fsyncs.
-	// A batch commits when it holds MaxBatchSize ops or MaxBatchDelay after
-	// its first op arrived, whichever comes first. bbolt's own defaults
-	// (1000, 10ms) suit thousands of writers: with a few dozen, no batch
-	// ever fills and every op waits the whole delay. Defaults 64 and 2ms.
-	MaxBatchSize  int
-	MaxBatchDelay time.Duration
+	// ScratchEngine opens a new engine file at path that can write itself
+	// out (engine.Snapshotter), which nothing needs after a crash: the
+	// snapshot of an engine without a file of its own (PostgreSQL) is
+	// assembled in one (WriteSnapshot). Nil: such a store has no snapshot.
+	ScratchEngine func(path string) (Engine, error)
 	// Version is the sealbox version recorded as the last to open the store
 	// for writing.
 	Version string
@@ -133,7 +127,7 @@ type Store struct {
 	engine Engine
 	now    func() time.Time
 	// sharedWriters counts the callers inside commitShared, so a lone one
-	// commits at once instead of waiting MaxBatchDelay for company.
+	// commits at once instead of waiting the batch delay for company.
 	sharedWriters atomic.Int64
 	// where names the store in messages (the bbolt file's path).
 	where string
@@ -144,6 +138,8 @@ type Store struct {
 	writes       writeGen
 	sessionCache readCache[*Session]
 	shareCache   readCache[sharedBlobRead]
+	// snapshot writes the store's snapshot (see WriteSnapshot).
+	snapshot func(io.Writer) (int64, error)
 	// localAttempts holds the password verifications in flight when the
 	// engine is this process's alone; nil elsewhere, where they are kept
 	// in the store (see EnterPasswordAttempt).
@@ -154,16 +150,6 @@ type Store struct {
 // (engine.ErrLocked).
 var ErrLocked = engine.ErrLocked
 
-// Open opens (creating if needed) the bbolt file at path and ensures every
-// bucket exists.
-func Open(path string, opts Options) (*Store, error) {
-	e, err := OpenBoltEngine(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return OpenEngine(e, path, opts)
-}
-
 // OpenEngine opens the store held by e, which where names in messages,
 // ensuring every bucket exists. The store owns e from then on: it is closed
 // with the store, or at once when opening fails.
@@ -173,6 +159,7 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 	}
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
 	_, s.cacheReads = e.(engine.Exclusive)
+	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
 	if s.cacheReads {
 		s.localAttempts = newLocalAttempts()
 	}
@@ -303,7 +290,7 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 // commitShared runs fn in a write transaction shared with concurrent callers
 // (Engine.Batch), so many writers (lifecycle ops, relay posts) pay for one
 // commit's fsyncs. A lone writer uses its own transaction at once: in a batch
-// it would wait MaxBatchDelay for writers that are not coming.
+// it would wait the engine's batch delay for writers that are not coming.
 //
 // fn returns a refusal, which must have written nothing, or an error. A
 // refusal is returned to its caller alone: fn then returns nil to the batch,

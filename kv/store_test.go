@@ -16,6 +16,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 )
 
@@ -45,7 +46,7 @@ func MustOpenStore(tb testing.TB) (*kv.Store, *clock) {
 			s, err = kv.OpenEngine(e, url, kv.Options{Now: c.Now})
 		}
 	} else {
-		s, err = kv.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
+		s, err = kvtest.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
 	}
 	if err != nil {
 		tb.Fatal(err)
@@ -288,7 +289,7 @@ func TestOpenReadOnly(t *testing.T) {
 			})
 		}, "has no accounts_by_email bucket"},
 		{"complete store", func(t *testing.T, path string) {
-			s, err := kv.Open(path, kv.Options{})
+			s, err := kvtest.Open(path, kv.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +301,7 @@ func TestOpenReadOnly(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sealbox.db")
 			tc.make(t, path)
 			before, _ := os.ReadFile(path)
-			s, err := kv.Open(path, kv.Options{ReadOnly: true})
+			s, err := kvtest.Open(path, kv.Options{ReadOnly: true})
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 )
 
@@ -34,7 +35,7 @@ func twoNodeStores(t *testing.T) ([2]*kv.Store, *testClock) {
 	var stores [2]*kv.Store
 	url := pgtest.URL(t)
 	if url == "" {
-		s, err := kv.Open(filepath.Join(t.TempDir(), "sealbox.db"), opts)
+		s, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), opts)
 		if err != nil {
 			t.Fatal(err)
 		}

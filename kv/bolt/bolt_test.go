@@ -1,4 +1,4 @@
-package kv_test
+package bolt_test
 
 import (
 	"encoding/binary"
@@ -7,53 +7,22 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"sealbox/kv"
+	sbolt "sealbox/kv/bolt"
 	"sealbox/kv/engine"
 	"sealbox/kv/enginetest"
 )
 
-// The bbolt adapter's own tests: the Engine contract every adapter keeps
-// (kv/enginetest), and the helpers that write bbolt files by hand, as an
-// older sealbox or a damaged disk would leave them. This file and bolt.go
-// are the only files of kv that import bbolt.
+// The bbolt engine's own tests: the Engine contract every engine keeps
+// (kv/enginetest), and the floor under every durable write.
 
 func TestBoltEngine(t *testing.T) {
 	enginetest.Run(t, func(t *testing.T) engine.Engine {
-		e, err := kv.OpenBoltEngine(filepath.Join(t.TempDir(), "engine.db"), kv.Options{})
+		e, err := sbolt.Open(filepath.Join(t.TempDir(), "engine.db"), sbolt.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	})
-}
-
-// writeBoltFile writes buckets (name to keys to values) into the bbolt file
-// at path, creating the file and any missing bucket: a file as something
-// other than this sealbox wrote it (an older version, a newer one).
-func writeBoltFile(t *testing.T, path string, buckets map[string]map[string]string) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		for name, pairs := range buckets {
-			b, err := tx.CreateBucketIfNotExists([]byte(name))
-			if err != nil {
-				return err
-			}
-			for k, v := range pairs {
-				if err := b.Put([]byte(k), []byte(v)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // BenchmarkCommitFloor is the floor under every durable store write: one
@@ -62,7 +31,7 @@ func writeBoltFile(t *testing.T, path string, buckets map[string]map[string]stri
 // fsyncs again, so it costs about two of server's BenchmarkFsyncBaseline
 // (write + fsync of a 512-byte record): no write through the store can
 // reach more than half the raw fsync rate. Run both in one command:
-// go test ./server ./kv -run '^$' -bench 'FsyncBaseline|CommitFloor'.
+// go test ./server ./kv/bolt -run '^$' -bench 'FsyncBaseline|CommitFloor'.
 func BenchmarkCommitFloor(b *testing.B) {
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "floor.db"), 0o600, nil)
 	if err != nil {
