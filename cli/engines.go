@@ -13,6 +13,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
+	"sealbox/kv/postgres"
 )
 
 // Location says where an instance keeps its data. The data directory
@@ -69,7 +70,7 @@ func (l Location) openStore(ctx context.Context, opts kv.Options, bo bolt.Option
 		}
 		return kv.OpenEngine(e, path, opts)
 	}
-	e, err := kv.OpenPostgresEngine(ctx, l.Store)
+	e, err := postgres.Open(ctx, l.Store)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package kv_test
 
 import (
-	"context"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -102,11 +101,8 @@ func twoNodes(t *testing.T) (a, b *kv.Store, c *clock) {
 	c = &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	var nodes [2]*kv.Store
 	for i := range nodes {
-		e, err := kv.OpenPostgresEngine(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if nodes[i], err = kv.OpenEngine(e, url, kv.Options{Now: c.Now}); err != nil {
+		var err error
+		if nodes[i], err = kvtest.OpenPostgres(url, kv.Options{Now: c.Now}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { nodes[i].Close() })

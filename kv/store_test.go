@@ -2,7 +2,6 @@ package kv_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,10 +40,7 @@ func MustOpenStore(tb testing.TB) (*kv.Store, *clock) {
 	var s *kv.Store
 	var err error
 	if url := pgtest.URL(tb); url != "" {
-		var e kv.Engine
-		if e, err = kv.OpenPostgresEngine(context.Background(), url); err == nil {
-			s, err = kv.OpenEngine(e, url, kv.Options{Now: c.Now})
-		}
+		s, err = kvtest.OpenPostgres(url, kv.Options{Now: c.Now})
 	} else {
 		s, err = kvtest.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
 	}

@@ -231,10 +231,7 @@ func mustOpenStore(tb testing.TB, where string, opts kv.Options, bo bolt.Options
 	var store *kv.Store
 	var err error
 	if strings.HasPrefix(where, "postgres://") {
-		var e kv.Engine
-		if e, err = kv.OpenPostgresEngine(context.Background(), where); err == nil {
-			store, err = kv.OpenEngine(e, where, opts)
-		}
+		store, err = kvtest.OpenPostgres(where, opts)
 	} else {
 		store, err = kvtest.OpenBolt(where, opts, bo)
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -43,11 +42,8 @@ func twoNodeStores(t *testing.T) ([2]*kv.Store, *testClock) {
 		return [2]*kv.Store{s, s}, c
 	}
 	for i := range stores {
-		e, err := kv.OpenPostgresEngine(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stores[i], err = kv.OpenEngine(e, url, opts); err != nil {
+		var err error
+		if stores[i], err = kvtest.OpenPostgres(url, opts); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { stores[i].Close() })

@@ -4,8 +4,11 @@
 package kvtest
 
 import (
+	"context"
+
 	"sealbox/kv"
 	"sealbox/kv/bolt"
+	"sealbox/kv/postgres"
 )
 
 // Open opens (creating it unless opts.ReadOnly) the store in the bbolt file
@@ -23,4 +26,15 @@ func OpenBolt(path string, opts kv.Options, bo bolt.Options) (*kv.Store, error) 
 		return nil, err
 	}
 	return kv.OpenEngine(e, path, opts)
+}
+
+// OpenPostgres opens the store in the PostgreSQL schema url names
+// (kv/pgtest.URL), which snapshots into a scratch bbolt file as cli's does.
+func OpenPostgres(url string, opts kv.Options) (*kv.Store, error) {
+	e, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		return nil, err
+	}
+	opts.ScratchEngine = bolt.OpenScratch
+	return kv.OpenEngine(e, url, opts)
 }
