@@ -13,7 +13,7 @@ func TestCachedKeepsNoMisses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !s.cacheReads {
+	if s.sessionCache == nil || s.shareCache == nil {
 		t.Fatal("the caches are off on bbolt")
 	}
 	for i := range 100 {

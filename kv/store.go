@@ -122,7 +122,7 @@ type Options struct {
 // Store is sealbox's record store over one Engine. It is safe for
 // concurrent use.
 type Store struct {
-	// rerun is the retry test mode (RerunUpdatesForTests), fixed at Open.
+	// rerun is the retry test mode (RerunUpdatesForTests), fixed at open.
 	rerun  bool
 	engine Engine
 	now    func() time.Time
@@ -132,18 +132,18 @@ type Store struct {
 	// where names the store in messages (the bbolt file's path).
 	where string
 
-	// cacheReads is set on an engine this process alone writes; the caches
-	// and writes are readCache's.
-	cacheReads   bool
+	// exclusive is set on an engine this process alone writes
+	// (engine.Exclusive).
+	exclusive bool
+	// The caches of the hottest reads (readCache), on an exclusive engine
+	// only: nil elsewhere, where other processes write too.
 	writes       writeGen
-	sessionCache readCache[*Session]
-	shareCache   readCache[sharedBlobRead]
+	sessionCache *readCache[*Session]
+	shareCache   *readCache[sharedBlobRead]
 	// snapshot writes the store's snapshot (see WriteSnapshot).
 	snapshot func(io.Writer) (int64, error)
-	// localAttempts holds the password verifications in flight when the
-	// engine is this process's alone; nil elsewhere, where they are kept
-	// in the store (see EnterPasswordAttempt).
-	localAttempts *localAttempts
+	// attempts keeps the password verifications in flight.
+	attempts attemptLedger
 }
 
 // ErrLocked reports that another process holds the database file
@@ -158,11 +158,13 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
-	_, s.cacheReads = e.(engine.Exclusive)
-	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
-	if s.cacheReads {
-		s.localAttempts = newLocalAttempts()
+	// The strategies that depend on the engine's abilities are chosen
+	// here, once.
+	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
+		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[sharedBlobRead]{}
 	}
+	s.attempts = newAttemptLedger(s, e)
+	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
 	if err := s.prepare(opts); err != nil {
 		e.Close()
 		return nil, err
@@ -215,7 +217,7 @@ func (s *Store) prepare(opts Options) error {
 		}
 	}
 	return s.update(func(tx Tx) error {
-		if s.cacheReads {
+		if s.exclusive {
 			// One process holds this engine at a time (bbolt's file lock),
 			// so every lease and verification in flight found now was a
 			// process's that is gone: a transfer its crash left claimed
