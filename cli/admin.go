@@ -15,6 +15,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server"
 	"sealbox/server/password"
 )
@@ -70,10 +71,10 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		}
 	}
 	store, err := loc.openStore(ctx, kv.Options{
-		OpenTimeout: adminOpenTimeout, ReadOnly: mode == readOnly, Version: server.Version,
+		ReadOnly: mode == readOnly, Version: server.Version,
 		// Only serve migrates, after saying which migrations it runs.
 		NoMigrate: true,
-	})
+	}, bolt.Options{OpenTimeout: adminOpenTimeout})
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", loc.Data, filepath.Join(loc.Data, adminSocket))
 	}

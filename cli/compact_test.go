@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/bolt"
+	"sealbox/kv/kvtest"
 )
 
 // TestCompactCommand: compact refuses while a server runs on the data
@@ -29,7 +31,7 @@ func TestCompactCommand(t *testing.T) {
 	}
 	stop()
 
-	s, err := kv.Open(filepath.Join(dir, dbFile), kv.Options{})
+	s, err := kvtest.Open(filepath.Join(dir, dbFile), kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestCompactKilledMidwayLeavesTheStoreWhole(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, dbFile)
 	const payloads = 384
-	s, err := kv.Open(path, kv.Options{})
+	s, err := kvtest.Open(path, kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestCompactKilledMidwayLeavesTheStoreWhole(t *testing.T) {
 	_, err = os.Stat(path + ".compact")
 	t.Logf("killed before the rename: %v", err == nil)
 
-	s, err = kv.Open(path, kv.Options{})
+	s, err = kvtest.Open(path, kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestCompactKilledMidwayLeavesTheStoreWhole(t *testing.T) {
 	if err != nil || len(got) != payloads {
 		t.Fatalf("after the kill the store holds %d payloads (%v), want %d", len(got), err, payloads)
 	}
-	if _, err := kv.CompactFile(path, time.Second); err != nil {
+	if _, err := bolt.CompactFile(path, time.Second); err != nil {
 		t.Fatalf("the next compaction: %v", err)
 	}
 	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {

@@ -233,12 +233,14 @@ func (rig *crashRig) start() {
 		rig.log = &syncBuffer{ready: make(chan string, 1)}
 		rig.cmd = exec.Command(rig.bin, "serve", "--data", rig.dir, "--listen", addr,
 			// Verification reads every blob through share links from one
-			// address, every restart signs in again from it, and the
-			// directory writer publishes as fast as it can; none of these
-			// limits is under test here.
+			// address, every restart signs in again from it, the directory
+			// writer publishes as fast as it can, and the blob writers open
+			// an upload session for every few blobs and leave it to expire;
+			// none of these limits is under test here.
 			"--share-rate", "1000000", "--share-burst", "1000000",
 			"--auth-rate", "1000000", "--auth-burst", "1000000",
-			"--directory-publishes", "3600", "--directory-burst", "1000000")
+			"--directory-publishes", "3600", "--directory-burst", "1000000",
+			"--max-upload-sessions", "1000000")
 		rig.cmd.Args = append(rig.cmd.Args, rig.extraArgs...)
 		rig.cmd.Env = append(serveEnv(), rig.extraEnv...)
 		rig.cmd.Stdout = io.Discard

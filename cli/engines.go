@@ -12,6 +12,8 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
+	"sealbox/kv/postgres"
 )
 
 // Location says where an instance keeps its data. The data directory
@@ -56,15 +58,24 @@ func isPostgresURL(s string) bool {
 }
 
 // openStore opens the record store l names: PostgreSQL, or the bbolt file
-// in the data directory.
-func (l Location) openStore(ctx context.Context, opts kv.Options) (*kv.Store, error) {
+// in the data directory, opened with bo (read-only when opts is). This is
+// where an engine is chosen; the store asks it for its abilities.
+func (l Location) openStore(ctx context.Context, opts kv.Options, bo bolt.Options) (*kv.Store, error) {
 	if l.Store == "" {
-		return kv.Open(filepath.Join(l.Data, dbFile), opts)
+		path := filepath.Join(l.Data, dbFile)
+		bo.ReadOnly = opts.ReadOnly
+		e, err := bolt.Open(path, bo)
+		if err != nil {
+			return nil, err
+		}
+		return kv.OpenEngine(e, path, opts)
 	}
-	e, err := kv.OpenPostgresEngine(ctx, l.Store)
+	e, err := postgres.Open(ctx, l.Store)
 	if err != nil {
 		return nil, err
 	}
+	// A backup of a store in PostgreSQL is a bbolt file all the same.
+	opts.ScratchEngine = bolt.OpenScratch
 	return kv.OpenEngine(e, l.describeStore(), opts)
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server/ids"
 )
 
@@ -146,7 +148,7 @@ func (l Location) refuseLocalStoreBeside() error {
 	} else if err != nil {
 		return err
 	}
-	if local, err := kv.Open(path, kv.Options{ReadOnly: true, OpenTimeout: adminOpenTimeout}); err == nil {
+	if local, err := (Location{Data: l.Data}).openStore(context.Background(), kv.Options{ReadOnly: true}, bolt.Options{OpenTimeout: adminOpenTimeout}); err == nil {
 		served, err := local.Served()
 		local.Close()
 		if err == nil && !served {

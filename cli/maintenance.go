@@ -15,6 +15,7 @@ import (
 
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server"
 )
 
@@ -289,7 +290,7 @@ freed space by itself.`,
 			return fmt.Errorf("%w; not compacting the store while that process may hold it", err)
 		}
 		path := filepath.Join(loc.Data, dbFile)
-		rep, err := kv.CompactFile(path, adminOpenTimeout)
+		rep, err := bolt.CompactFile(path, adminOpenTimeout)
 		switch {
 		case errors.Is(err, kv.ErrLocked):
 			return fmt.Errorf("%s is held by another process (a running server?): stop it, then compact", path)

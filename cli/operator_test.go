@@ -19,6 +19,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/blobs/s3test"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
 )
@@ -301,7 +302,7 @@ func TestRestartReleasesItsLeases(t *testing.T) {
 		t.Fatalf("the node id: %q %v", nodeID, err)
 	}
 	// What the killed run left: its lease on the transfer.
-	store, err := loc.openStore(context.Background(), kv.Options{})
+	store, err := loc.openStore(context.Background(), kv.Options{}, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server"
 )
 
@@ -38,7 +39,7 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 			return err
 		}
 	}
-	store, err := loc.openStore(ctx, kv.Options{Version: server.Version, OpenTimeout: adminOpenTimeout})
+	store, err := loc.openStore(ctx, kv.Options{Version: server.Version}, bolt.Options{OpenTimeout: adminOpenTimeout})
 	if err != nil {
 		return err
 	}

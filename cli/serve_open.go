@@ -13,6 +13,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server"
 	"sealbox/server/secrets"
 	"sealbox/witness"
@@ -51,7 +52,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		}
 	}
 	if s.Store != "" {
-		if store, err = s.openStore(ctx, s.storeOptions()); err != nil {
+		if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
 			return nil, nil, 0, nil, err
 		}
 		if err := s.refuseUnfinishedRestore(store); err != nil {
@@ -77,7 +78,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		return store, nil, 0, nil, err
 	}
 	if store == nil {
-		if store, err = s.openStore(ctx, s.storeOptions()); err != nil {
+		if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
 			return nil, nil, 0, nil, err
 		}
 	}

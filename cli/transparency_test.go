@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
-	bolt "go.etcd.io/bbolt"
 
+	"sealbox/kv/bolt"
+	"sealbox/kv/engine"
 	"sealbox/server/hybridsig/hybridsigtest"
 )
 
@@ -106,11 +107,11 @@ func TestTransparencyLogAcrossBackupAndRestore(t *testing.T) {
 	// A log cut back below what it signed: serve refuses to sign on top.
 	rolledBack := filepath.Join(t.TempDir(), "rolled-back")
 	mustCLI(t, "", "restore", backup, "--data", rolledBack)
-	db, err := bolt.Open(filepath.Join(rolledBack, dbFile), 0o600, nil)
+	db, err := bolt.Open(filepath.Join(rolledBack, dbFile), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx engine.Tx) error {
 		return tx.Bucket([]byte("log")).Delete(binary.BigEndian.AppendUint64(nil, 2))
 	})
 	db.Close()

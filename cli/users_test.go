@@ -18,6 +18,7 @@ import (
 
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/server"
 	"sealbox/server/password"
 )
@@ -312,7 +313,7 @@ func TestVersionCommand(t *testing.T) {
 // never hangs.
 func TestAdminCommandOnAHeldStoreDoesNotHang(t *testing.T) {
 	dir := t.TempDir()
-	held, err := kv.Open(filepath.Join(dir, dbFile), kv.Options{})
+	held, err := kvtest.Open(filepath.Join(dir, dbFile), kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,35 +6,50 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"sealbox/kv/engine"
 )
 
 // WriteSnapshot writes a consistent copy of the whole store to w, as of one
-// read transaction; writers go on meanwhile. The copy is always a bbolt
-// file: an engine with a file (bbolt) copies it as it is, and any other
-// (PostgreSQL) is copied record by record into a scratch bbolt file that is
-// then written out (copySnapshot). So a backup of a store in PostgreSQL is a
-// data directory like any other, which restore checks and serve starts on.
-func (s *Store) WriteSnapshot(w io.Writer) (int64, error) {
-	if snap, ok := s.engine.(Snapshotter); ok {
-		return snap.WriteSnapshot(w)
+// read transaction; writers go on meanwhile. The copy is always a file of
+// the engine with a file (bbolt): such an engine (engine.Snapshotter)
+// copies itself as it is, and any other (PostgreSQL) is copied record by
+// record into a scratch file (Options.ScratchEngine) that is then written
+// out. So a backup of a store in PostgreSQL is a data directory like any
+// other, which restore checks and serve starts on. The way is chosen at
+// open (snapshotStrategy).
+func (s *Store) WriteSnapshot(w io.Writer) (int64, error) { return s.snapshot(w) }
+
+// snapshotStrategy is how a store over e writes its snapshot.
+func (s *Store) snapshotStrategy(e Engine, scratch func(path string) (Engine, error)) func(io.Writer) (int64, error) {
+	if snap, ok := e.(engine.Snapshotter); ok {
+		return snap.WriteSnapshot
 	}
-	return s.copySnapshot(w)
+	if scratch == nil {
+		return func(io.Writer) (int64, error) { return 0, ErrNoSnapshot }
+	}
+	return func(w io.Writer) (int64, error) { return s.copySnapshot(w, scratch) }
 }
 
 // copySnapshot copies every bucket, as of one read transaction of the
-// store's engine, into a bbolt file in a temporary directory and writes
-// that file to w. The scratch file is removed before it returns.
-func (s *Store) copySnapshot(w io.Writer) (int64, error) {
+// store's engine, into a scratch file opened by scratch in a temporary
+// directory and writes that file to w. The scratch file is removed before
+// it returns.
+func (s *Store) copySnapshot(w io.Writer, scratch func(path string) (Engine, error)) (int64, error) {
 	dir, err := os.MkdirTemp("", "sealbox-snapshot-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	dst, err := openScratchBolt(filepath.Join(dir, "snapshot.db"))
+	dst, err := scratch(filepath.Join(dir, "snapshot.db"))
 	if err != nil {
 		return 0, err
 	}
 	defer dst.Close()
+	snap, ok := dst.(engine.Snapshotter)
+	if !ok {
+		return 0, ErrNoSnapshot
+	}
 	names := storeBuckets()
 	if err := dst.CreateBuckets(names); err != nil {
 		return 0, err
@@ -50,7 +65,7 @@ func (s *Store) copySnapshot(w io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return dst.WriteSnapshot(w)
+	return snap.WriteSnapshot(w)
 }
 
 // copyBucket copies every pair of src into the bucket name of dst, a
@@ -88,7 +103,7 @@ func copyBucket(dst Engine, name []byte, src Bucket) error {
 // page check) and returns every problem it finds; an engine without a file
 // has nothing to check here.
 func (s *Store) CheckIntegrity() ([]error, error) {
-	snap, ok := s.engine.(Snapshotter)
+	snap, ok := s.engine.(engine.Snapshotter)
 	if !ok {
 		return nil, nil
 	}
@@ -98,7 +113,7 @@ func (s *Store) CheckIntegrity() ([]error, error) {
 // FileSize is the size of the store's file, for the metrics; ErrNoSnapshot
 // for an engine without one.
 func (s *Store) FileSize() (int64, error) {
-	snap, ok := s.engine.(Snapshotter)
+	snap, ok := s.engine.(engine.Snapshotter)
 	if !ok {
 		return 0, ErrNoSnapshot
 	}

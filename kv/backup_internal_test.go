@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sealbox/kv/bolt"
 )
 
 func TestDanglingReferencesFindsUnrecordedBlobs(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +49,7 @@ func TestDanglingReferencesFindsUnrecordedBlobs(t *testing.T) {
 
 func TestSnapshotOpensAsAStore(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(filepath.Join(dir, "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(dir, "sealbox.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestSnapshotOpensAsAStore(t *testing.T) {
 // opens as a bbolt store of the same format.
 func TestCopiedSnapshotOpensAsAStore(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(filepath.Join(dir, "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(dir, "sealbox.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestCopiedSnapshotOpensAsAStore(t *testing.T) {
 	if err := s.AddAccount(&Account{ID: "a", Email: "a@example.org"}); err != nil {
 		t.Fatal(err)
 	}
-	snap := openSnapshot(t, dir, s.copySnapshot)
+	snap := openSnapshot(t, dir, func(w io.Writer) (int64, error) { return s.copySnapshot(w, bolt.OpenScratch) })
 	if v, _, err := snap.Format(); err != nil || v != FormatVersion {
 		t.Fatalf("snapshot format %d, %v", v, err)
 	}
@@ -119,7 +121,7 @@ func openSnapshot(t *testing.T, dir string, write func(io.Writer) (int64, error)
 	if err := os.WriteFile(snapPath, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := Open(snapPath, Options{ReadOnly: true})
+	snap, err := openFile(snapPath, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/bolt"
+	"sealbox/kv/kvtest"
 )
 
 // boltStoreWithData is a closed bbolt store holding one account and a
@@ -17,7 +19,7 @@ func boltStoreWithData(t *testing.T, fill func(s *kv.Store)) string {
 	t.Helper()
 	c := &clock{now: time.Now()}
 	path := filepath.Join(t.TempDir(), "sealbox.db")
-	s, err := kv.Open(path, kv.Options{Now: c.Now})
+	s, err := kvtest.Open(path, kv.Options{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func boltStoreWithData(t *testing.T, fill func(s *kv.Store)) string {
 // boltStoreWithData wrote.
 func wantStoreWhole(t *testing.T, path string) {
 	t.Helper()
-	s, err := kv.Open(path, kv.Options{})
+	s, err := kvtest.Open(path, kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestCompactShrinksTheStoreAfterADrainedRelayFlood(t *testing.T) {
 			t.Fatalf("drain: %d payloads, %v", len(got), err)
 		}
 	})
-	rep, err := kv.CompactFile(path, time.Second)
+	rep, err := bolt.CompactFile(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +98,12 @@ func TestCompactShrinksTheStoreAfterADrainedRelayFlood(t *testing.T) {
 // the wait for its lock is bounded and said.
 func TestCompactRefusesAStoreInUse(t *testing.T) {
 	path := boltStoreWithData(t, nil)
-	s, err := kv.Open(path, kv.Options{})
+	s, err := kvtest.Open(path, kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := kv.CompactFile(path, 50*time.Millisecond); !errors.Is(err, kv.ErrLocked) {
+	if _, err := bolt.CompactFile(path, 50*time.Millisecond); !errors.Is(err, kv.ErrLocked) {
 		t.Fatalf("got %v, want ErrLocked", err)
 	}
 	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
@@ -126,7 +128,7 @@ func TestCompactInterruptedLeavesTheStoreUsable(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStoreWhole(t, path)
-	if _, err := kv.CompactFile(path, time.Second); err != nil {
+	if _, err := bolt.CompactFile(path, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
@@ -141,7 +143,7 @@ func TestCompactInterruptedLeavesTheStoreUsable(t *testing.T) {
 	if err := os.Symlink(victim, path+".compact"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.CompactFile(path, time.Second); err != nil {
+	if _, err := bolt.CompactFile(path, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(victim); string(got) != "someone's file" {

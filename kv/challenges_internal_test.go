@@ -12,7 +12,7 @@ import (
 func TestMigrationIndexesPendingChallenges(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "sealbox.db")
-	s, err := Open(path, Options{Now: func() time.Time { return now }})
+	s, err := openFile(path, Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestMigrationIndexesPendingChallenges(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if s, err = Open(path, Options{Now: func() time.Time { return now }}); err != nil {
+	if s, err = openFile(path, Options{Now: func() time.Time { return now }}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"sealbox/kv/bolt"
 )
 
 // The engine-neutral helpers every store file scans with, on a real bbolt
@@ -27,7 +29,7 @@ func TestPrefixEnd(t *testing.T) {
 }
 
 func TestScanHelpers(t *testing.T) {
-	e, err := openBolt(filepath.Join(t.TempDir(), "helpers.db"), Options{})
+	e, err := bolt.Open(filepath.Join(t.TempDir(), "helpers.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func TestMigrationDatesRevokedShares(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	path := filepath.Join(t.TempDir(), "sealbox.db")
-	s, err := Open(path, Options{Now: clock})
+	s, err := openFile(path, Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestMigrationDatesRevokedShares(t *testing.T) {
 	}
 	s.Close()
 	now = now.Add(time.Hour)
-	if s, err = Open(path, Options{Now: clock}); err != nil {
+	if s, err = openFile(path, Options{Now: clock}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

@@ -12,7 +12,7 @@ import (
 // format read inside the step's own transaction is its target or later) is
 // skipped, so nodes that start together on one old store migrate it once.
 func TestMigrateRunsEachStepOnce(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestMigrateRunsEachStepOnce(t *testing.T) {
 // per-account index, so the cap on open sessions counts them.
 func TestMigrateUploadsByAccount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sealbox.db")
-	s, err := Open(path, Options{})
+	s, err := openFile(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestMigrateUploadsByAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if s, err = Open(path, Options{}); err != nil {
+	if s, err = openFile(path, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

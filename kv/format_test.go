@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 // format0Fixture is a store written by sealbox before store formats were
@@ -39,7 +40,7 @@ func TestOpenMigratesFormat0(t *testing.T) {
 	path := copyFixture(t)
 	var from = -1
 	var ran []kv.Migration
-	s, err := kv.Open(path, kv.Options{Now: func() time.Time { return fixtureNow }, Version: "1.2.3",
+	s, err := kvtest.Open(path, kv.Options{Now: func() time.Time { return fixtureNow }, Version: "1.2.3",
 		BeforeMigrate: func(f int, pending []kv.Migration) { from, ran = f, pending }})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestOpenMigratesFormat0(t *testing.T) {
 func TestOpenRefusesWithoutWriting(t *testing.T) {
 	newer := func(t *testing.T) string {
 		path := filepath.Join(t.TempDir(), "sealbox.db")
-		s, err := kv.Open(path, kv.Options{Version: "0.9.0"})
+		s, err := kvtest.Open(path, kv.Options{Version: "0.9.0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +124,7 @@ func TestOpenRefusesWithoutWriting(t *testing.T) {
 			}
 			migrated := false
 			tc.opts.BeforeMigrate = func(int, []kv.Migration) { migrated = true }
-			s, err := kv.Open(path, tc.opts)
+			s, err := kvtest.Open(path, tc.opts)
 			if err == nil {
 				s.Close()
 				t.Fatal("opened")
@@ -154,7 +155,7 @@ func TestOpenRefusesWithoutWriting(t *testing.T) {
 // runs on it.
 func TestOpenFreshStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sealbox.db")
-	s, err := kv.Open(path, kv.Options{Version: "1.0.0", BeforeMigrate: func(int, []kv.Migration) { t.Error("a fresh store was migrated") }})
+	s, err := kvtest.Open(path, kv.Options{Version: "1.0.0", BeforeMigrate: func(int, []kv.Migration) { t.Error("a fresh store was migrated") }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestOpenFreshStore(t *testing.T) {
 func TestOpenStoreCutBeforeItsFormat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sealbox.db")
 	writeBoltFile(t, path, map[string]map[string]string{"meta": {}, "accounts": {}})
-	s, err := kv.Open(path, kv.Options{Version: "1.0.0"})
+	s, err := kvtest.Open(path, kv.Options{Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"sealbox/kv/bolt"
 )
 
 // storeBytes counts the records of every bucket and sums their keys' and
@@ -41,12 +43,16 @@ func storeBytes(t *testing.T, s *Store) (records, bytes int) {
 func TestRefreshChainStoreGrowth(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "sealbox.db")
-	s, err := Open(path, Options{Now: func() time.Time { return now }})
+	// The file's size is measured, not its durability: no fsyncs.
+	e, err := bolt.Open(path, bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenEngine(e, path, Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { s.Close() }()
-	s.engine.(*boltEngine).db.NoSync = true // the file's size is measured, not its durability
 	session := func(n int) *Session {
 		return &Session{ID: fmt.Sprintf("0b5f2a9e-7c1d-4e8a-b3f6-%012d", n), CreatedAt: now, AuthenticatedAt: now,
 			AccessExpiresAt: now.Add(15 * time.Minute), RefreshExpiresAt: now.Add(720 * time.Hour)}
@@ -81,7 +87,7 @@ func TestRefreshChainStoreGrowth(t *testing.T) {
 	if fi.Size() > 64<<10 {
 		t.Fatalf("the bbolt file is %d bytes after %d rotations; want under 64 KiB", fi.Size(), rotations)
 	}
-	if s, err = Open(path, Options{Now: func() time.Time { return now }}); err != nil {
+	if s, err = openFile(path, Options{Now: func() time.Time { return now }}); err != nil {
 		t.Fatal(err)
 	}
 	err = s.Refresh(token(0), session(rotations+1), "sbx_at_x", token(rotations+1), 365*24*time.Hour)

@@ -13,7 +13,7 @@ import (
 // chosen by hash, and BlobTotals sums them to the count and bytes of the
 // blob records, each blob once however many accounts hold it.
 func TestBlobTotalsAreSharded(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,13 @@
 package kv_test
 
 import (
-	"context"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 )
 
@@ -101,11 +101,8 @@ func twoNodes(t *testing.T) (a, b *kv.Store, c *clock) {
 	c = &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	var nodes [2]*kv.Store
 	for i := range nodes {
-		e, err := kv.OpenPostgresEngine(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if nodes[i], err = kv.OpenEngine(e, url, kv.Options{Now: c.Now}); err != nil {
+		var err error
+		if nodes[i], err = kvtest.OpenPostgres(url, kv.Options{Now: c.Now}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { nodes[i].Close() })
@@ -146,7 +143,7 @@ func TestNodesShareLeases(t *testing.T) {
 func TestReopenedFileDropsLeases(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sealbox.db")
 	now := func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
-	s, err := kv.Open(path, kv.Options{Now: now})
+	s, err := kvtest.Open(path, kv.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +156,7 @@ func TestReopenedFileDropsLeases(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	s.Close() // the process dies holding both
-	if s, err = kv.Open(path, kv.Options{Now: now}); err != nil {
+	if s, err = kvtest.Open(path, kv.Options{Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

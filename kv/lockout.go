@@ -1,8 +1,6 @@
 package kv
 
 import (
-	"errors"
-	"sync"
 	"time"
 
 	"sealbox/kv/fault"
@@ -36,7 +34,7 @@ type lockoutRecord struct {
 //     verification in flight. Each carries an expiry, so the entries of a
 //     node that died mid-verification stop counting (and are swept). On an
 //     engine one process holds (bbolt) the entries stay in that process's
-//     memory instead (localAttempts) and this bucket stays empty.
+//     memory instead (memoryAttempts) and this bucket stays empty.
 
 // current returns the address's counter as it stands at now under p: a
 // counter whose lock has ended or whose last failure left the window starts
@@ -92,21 +90,7 @@ func (s *Store) CountPasswordFailure(email string, p LockoutPolicy) error {
 // (LeavePasswordAttempt) in the same transaction: the next verification
 // admitted sees the failure, and a wrong guess costs one commit.
 func (s *Store) PasswordFailed(email, entry string, p LockoutPolicy) error {
-	if s.localAttempts != nil {
-		// Counted first, so no verification is admitted between the
-		// entry's end and the failure's count.
-		err := s.update(func(tx Tx) error { return countFailure(tx, email, p, s.now()) })
-		if err == nil {
-			s.localAttempts.leave(email, entry)
-		}
-		return err
-	}
-	return s.update(func(tx Tx) error {
-		if err := countFailure(tx, email, p, s.now()); err != nil {
-			return err
-		}
-		return leaveAttempt(tx, email, entry)
-	})
+	return s.attempts.failed(email, entry, p)
 }
 
 func countFailure(tx Tx, email string, p LockoutPolicy, now time.Time) error {
@@ -131,15 +115,6 @@ func clearLockout(tx Tx, email string) error {
 	return tx.Bucket(bucketLockouts).Delete([]byte(email))
 }
 
-type attemptRecord struct {
-	ExpiresAt time.Time `cbor:"1,keyasint"`
-}
-
-func attemptKey(email, entry string) []byte { return join(idPart(email), []byte(entry)) }
-
-// errAttemptsFull rolls back an EnterPasswordAttempt that admitted nothing.
-var errAttemptsFull = errors.New("kv: the address has as many verifications in flight as it may")
-
 // EnterPasswordAttempt admits one password verification for the address
 // (login, reauthenticate, password change), in one transaction: it refuses
 // a locked address with error.auth.account_locked, then counts the failures
@@ -152,77 +127,11 @@ var errAttemptsFull = errors.New("kv: the address has as many verifications in f
 // how long an entry whose node died keeps counting: it must exceed the
 // longest verification, waits for the hasher included.
 //
-// On an engine one process holds alone (bbolt), that process's
-// verifications are every verification there is, and an entry means nothing
-// after it ends: the entries are then kept in the Store's memory
-// (localAttempts), the lockout is read in a view, and a sign-in costs no
-// more commits than before the store kept them. Elsewhere (PostgreSQL,
-// shared by nodes) entering is the one update transaction above.
+// Where the entries are kept is the store's attemptLedger, chosen when it
+// opens: in its memory on an engine one process holds alone, in the store
+// elsewhere.
 func (s *Store) EnterPasswordAttempt(email, entry string, p LockoutPolicy, ttl time.Duration) (*Account, bool, error) {
-	if s.localAttempts != nil {
-		return s.localAttempts.enter(s, email, entry, p, ttl)
-	}
-	var a *Account
-	admitted := false
-	err := s.update(func(tx Tx) error {
-		a, admitted = nil, false
-		now := s.now()
-		rec, err := currentLockout(tx, email, p, now)
-		if err != nil {
-			return err
-		}
-		if a, err = getAccountByEmail(tx, email); err != nil {
-			return err
-		}
-		attempts := tx.Bucket(bucketPasswordAttempts)
-		inFlight := 0
-		var lapsed []attemptLapse
-		err = scanPrefix(attempts, idPart(email), func(k, v []byte) error {
-			var at attemptRecord
-			if err := decode(v, &at); err != nil {
-				return err
-			}
-			if reached(at.ExpiresAt, now) {
-				lapsed = append(lapsed, attemptLapse{copyBytes(k), at.ExpiresAt})
-			} else {
-				inFlight++
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if rec.Failures+inFlight >= p.Failures {
-			return errAttemptsFull
-		}
-		for _, l := range lapsed {
-			if err := removeAttempt(tx, l.key, l.expiresAt); err != nil {
-				return err
-			}
-		}
-		key := attemptKey(email, entry)
-		at := attemptRecord{ExpiresAt: now.Add(ttl)}
-		if err := attempts.Put(key, encode(&at)); err != nil {
-			return err
-		}
-		if err := putExpiry(tx, at.ExpiresAt, kindAttempt, key); err != nil {
-			return err
-		}
-		admitted = true
-		return nil
-	})
-	if errors.Is(err, errAttemptsFull) {
-		return a, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return a, admitted, nil
-}
-
-type attemptLapse struct {
-	key       []byte
-	expiresAt time.Time
+	return s.attempts.enter(email, entry, p, ttl)
 }
 
 // LeavePasswordAttempt ends the verification entry that EnterPasswordAttempt
@@ -230,85 +139,5 @@ type attemptLapse struct {
 // password ends with PasswordFailed instead, so the next verification
 // admitted sees the failure). An entry already gone is not an error.
 func (s *Store) LeavePasswordAttempt(email, entry string) error {
-	if s.localAttempts != nil {
-		s.localAttempts.leave(email, entry)
-		return nil
-	}
-	return s.update(func(tx Tx) error { return leaveAttempt(tx, email, entry) })
-}
-
-func leaveAttempt(tx Tx, email, entry string) error {
-	key := attemptKey(email, entry)
-	at, err := getRecord[attemptRecord](tx, bucketPasswordAttempts, key)
-	if err != nil || at == nil {
-		return err
-	}
-	return removeAttempt(tx, key, at.ExpiresAt)
-}
-
-func removeAttempt(tx Tx, key []byte, expiresAt time.Time) error {
-	if err := deleteExpiry(tx, expiresAt, kindAttempt, key); err != nil {
-		return err
-	}
-	return tx.Bucket(bucketPasswordAttempts).Delete(key)
-}
-
-// localAttempts are the verifications in flight of a Store whose engine no
-// other process uses (see EnterPasswordAttempt): email -> entry -> expiry.
-type localAttempts struct {
-	mu      sync.Mutex
-	entries map[string]map[string]time.Time
-}
-
-func newLocalAttempts() *localAttempts {
-	return &localAttempts{entries: map[string]map[string]time.Time{}}
-}
-
-// enter is EnterPasswordAttempt in memory. The lock is held across the read
-// of the failures counted, so two callers never both take the last place.
-func (l *localAttempts) enter(s *Store, email, entry string, p LockoutPolicy, ttl time.Duration) (*Account, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var a *Account
-	var failures int
-	var now time.Time
-	err := s.view(func(tx Tx) error {
-		now = s.now()
-		rec, err := currentLockout(tx, email, p, now)
-		if err != nil {
-			return err
-		}
-		failures = rec.Failures
-		a, err = getAccountByEmail(tx, email)
-		return err
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	live := l.entries[email]
-	for e, expiresAt := range live {
-		if reached(expiresAt, now) {
-			delete(live, e)
-		}
-	}
-	if failures+len(live) >= p.Failures {
-		return a, false, nil
-	}
-	if live == nil {
-		live = map[string]time.Time{}
-		l.entries[email] = live
-	}
-	live[entry] = now.Add(ttl)
-	return a, true, nil
-}
-
-func (l *localAttempts) leave(email, entry string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if live := l.entries[email]; live != nil {
-		delete(live, entry)
-		if len(live) == 0 {
-			delete(l.entries, email)
-		}
-	}
+	return s.attempts.leave(email, entry)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/bolt"
+	"sealbox/kv/kvtest"
 )
 
 // BenchmarkApplyOp isolates the store's share of a lifecycle op, the group
@@ -19,10 +21,10 @@ import (
 func BenchmarkApplyOp(b *testing.B) {
 	for _, tuning := range []struct {
 		name string
-		opts kv.Options
+		opts bolt.Options
 	}{
-		{"tuned", kv.Options{}},
-		{"bbolt-defaults", kv.Options{MaxBatchSize: 1000, MaxBatchDelay: 10 * time.Millisecond}},
+		{"tuned", bolt.Options{}},
+		{"bbolt-defaults", bolt.Options{MaxBatchSize: 1000, MaxBatchDelay: 10 * time.Millisecond}},
 	} {
 		for _, writers := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/writers=%d", tuning.name, writers), func(b *testing.B) {
@@ -32,10 +34,9 @@ func BenchmarkApplyOp(b *testing.B) {
 	}
 }
 
-func benchApplyOp(b *testing.B, opts kv.Options, writers int) {
+func benchApplyOp(b *testing.B, bo bolt.Options, writers int) {
 	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	opts.Now = c.Now
-	s, err := kv.Open(filepath.Join(b.TempDir(), "sealbox.db"), opts)
+	s, err := kvtest.OpenBolt(filepath.Join(b.TempDir(), "sealbox.db"), kv.Options{Now: c.Now}, bo)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sealbox/kv/pgtest"
+	"sealbox/kv/postgres"
 )
 
 // TestPostgresCountsRetries: a transaction that loses a serialization
@@ -16,7 +17,7 @@ import (
 func TestPostgresCountsRetries(t *testing.T) {
 	url := pgtest.URL(t)
 	if url == "" {
-		bolt, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+		bolt, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func tx2bucket(name []byte) func(Tx) Bucket {
 // closed when the test ends.
 func openPostgresStore(t *testing.T, url string) *Store {
 	t.Helper()
-	e, err := OpenPostgresEngine(context.Background(), url)
+	e, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

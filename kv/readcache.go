@@ -17,9 +17,9 @@ const maxCachedReads = 1 << 14
 // it commits, as without the cache.
 //
 // This holds only while every write goes through this Store, which is so
-// on an engine one process holds alone (bbolt's file lock). On an engine
-// other processes write (PostgreSQL, with several nodes) the caches are
-// off.
+// on an engine one process holds alone (engine.Exclusive: bbolt's file
+// lock). On an engine other processes write (PostgreSQL, with several
+// nodes) the store has no caches (nil).
 type readCache[V any] struct {
 	mu      sync.RWMutex
 	entries map[string]cachedRead[V]
@@ -37,9 +37,10 @@ type writeGen struct{ n atomic.Uint64 }
 // else the result of read, which it keeps when read reports it found
 // something. read must be a pure read of the store. Nothing is kept for a
 // miss or a failed read: anyone can send unknown tokens and link ids, and
-// they must not be able to push the live entries out.
+// they must not be able to push the live entries out. A nil c caches
+// nothing.
 func cached[V any](s *Store, c *readCache[V], key string, read func() (V, bool, error)) (V, error) {
-	if !s.cacheReads {
+	if c == nil {
 		v, _, err := read()
 		return v, err
 	}
@@ -68,7 +69,3 @@ func cached[V any](s *Store, c *readCache[V], key string, read func() (V, bool, 
 // that began before the commit (and may have seen the old state) carries
 // an older generation.
 func (s *Store) wrote() { s.writes.n.Add(1) }
-
-// exclusiveEngine is an engine no other process writes while this one holds
-// it, so the Store sees every write and may cache reads.
-type exclusiveEngine interface{ exclusive() }

@@ -8,12 +8,12 @@ import (
 // TestCachedKeepsNoMisses: unknown tokens and link ids, which anyone can
 // send, leave nothing in the caches, so they cannot push live entries out.
 func TestCachedKeepsNoMisses(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !s.cacheReads {
+	if s.sessionCache == nil || s.shareCache == nil {
 		t.Fatal("the caches are off on bbolt")
 	}
 	for i := range 100 {

@@ -12,7 +12,7 @@ import (
 func TestRerunModeRunsUpdatesTwice(t *testing.T) {
 	was := rerunUpdates.Load()
 	RerunUpdatesForTests(true)
-	s, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{})
 	RerunUpdatesForTests(was)
 	if err != nil {
 		t.Fatal(err)

@@ -234,7 +234,7 @@ func signedIn(tx Tx, email string, sess *Session, access, refresh string) error 
 // error.auth.unauthenticated for an unknown, revoked or expired token.
 func (s *Store) Authenticate(access string) (*Session, error) {
 	hash := HashToken(access)
-	sess, err := cached(s, &s.sessionCache, string(hash), func() (sess *Session, found bool, err error) {
+	sess, err := cached(s, s.sessionCache, string(hash), func() (sess *Session, found bool, err error) {
 		err = s.view(func(tx Tx) (err error) {
 			sess = nil
 			id, err := tokenSession(tx, bucketAccessTokens, hash)

@@ -11,7 +11,7 @@ import (
 // clock's sub-second times must survive the round trip.
 func TestSessionTimesKeepNanoseconds(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
-	store, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{Now: func() time.Time { return now }})
+	store, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

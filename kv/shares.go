@@ -285,7 +285,7 @@ func (s *Store) Share(opaqueID string) (*Share, error) {
 // after this returns, so no read transaction stays open meanwhile.
 func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 	key := HashToken(opaqueID)
-	read, err := cached(s, &s.shareCache, string(key)+hash, func() (read sharedBlobRead, found bool, err error) {
+	read, err := cached(s, s.shareCache, string(key)+hash, func() (read sharedBlobRead, found bool, err error) {
 		err = s.view(func(tx Tx) error {
 			share, err := getShare(tx, key)
 			if err != nil || share == nil {

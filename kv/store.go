@@ -9,9 +9,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
+	"sealbox/kv/engine"
 	"sealbox/kv/fault"
 
 	"github.com/fxamacker/cbor/v2"
@@ -98,23 +100,16 @@ var allBuckets = [][]byte{
 type Options struct {
 	// Now is the clock; every transaction reads it once. Default time.Now.
 	Now func() time.Time
-	// OpenTimeout bounds the wait for bbolt's file lock, so a second process
-	// never hangs on a database another process holds. Default 1s.
-	OpenTimeout time.Duration
-	// ReadOnly opens an existing file without write access and writes
-	// nothing to it (admin checks of a data directory or a backup): a
-	// missing file is an error wrapping fs.ErrNotExist, and a file that
-	// lacks a bucket (written by an older sealbox) is refused, since only a
-	// writer can add it.
+	// ReadOnly writes nothing to the store (admin checks of a data
+	// directory or a backup; the engine is opened read-only too): a store
+	// that lacks a bucket (written by an older sealbox) is refused, since
+	// only a writer can add it.
 	ReadOnly bool
-	// MaxBatchSize and MaxBatchDelay tune the group commit of lifecycle ops
-	// (bbolt's Batch): concurrent ops share one transaction and its fsyncs.
-	// A batch commits when it holds MaxBatchSize ops or MaxBatchDelay after
-	// its first op arrived, whichever comes first. bbolt's own defaults
-	// (1000, 10ms) suit thousands of writers: with a few dozen, no batch
-	// ever fills and every op waits the whole delay. Defaults 64 and 2ms.
-	MaxBatchSize  int
-	MaxBatchDelay time.Duration
+	// ScratchEngine opens a new engine file at path that can write itself
+	// out (engine.Snapshotter), which nothing needs after a crash: the
+	// snapshot of an engine without a file of its own (PostgreSQL) is
+	// assembled in one (WriteSnapshot). Nil: such a store has no snapshot.
+	ScratchEngine func(path string) (Engine, error)
 	// Version is the sealbox version recorded as the last to open the store
 	// for writing.
 	Version string
@@ -129,40 +124,33 @@ type Options struct {
 // Store is sealbox's record store over one Engine. It is safe for
 // concurrent use.
 type Store struct {
-	// rerun is the retry test mode (RerunUpdatesForTests), fixed at Open.
+	// rerun is the retry test mode (RerunUpdatesForTests), fixed at open.
 	rerun  bool
 	engine Engine
 	now    func() time.Time
 	// sharedWriters counts the callers inside commitShared, so a lone one
-	// commits at once instead of waiting MaxBatchDelay for company.
+	// commits at once instead of waiting the batch delay for company.
 	sharedWriters atomic.Int64
 	// where names the store in messages (the bbolt file's path).
 	where string
 
-	// cacheReads is set on an engine this process alone writes; the caches
-	// and writes are readCache's.
-	cacheReads   bool
+	// exclusive is set on an engine this process alone writes
+	// (engine.Exclusive).
+	exclusive bool
+	// The caches of the hottest reads (readCache), on an exclusive engine
+	// only: nil elsewhere, where other processes write too.
 	writes       writeGen
-	sessionCache readCache[*Session]
-	shareCache   readCache[sharedBlobRead]
-	// localAttempts holds the password verifications in flight when the
-	// engine is this process's alone; nil elsewhere, where they are kept
-	// in the store (see EnterPasswordAttempt).
-	localAttempts *localAttempts
+	sessionCache *readCache[*Session]
+	shareCache   *readCache[sharedBlobRead]
+	// snapshot writes the store's snapshot (see WriteSnapshot).
+	snapshot func(io.Writer) (int64, error)
+	// attempts keeps the password verifications in flight.
+	attempts attemptLedger
 }
 
-// ErrLocked reports that another process holds the database file.
-var ErrLocked = errors.New("the database is in use by another process")
-
-// Open opens (creating if needed) the bbolt file at path and ensures every
-// bucket exists.
-func Open(path string, opts Options) (*Store, error) {
-	e, err := OpenBoltEngine(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return OpenEngine(e, path, opts)
-}
+// ErrLocked reports that another process holds the database file
+// (engine.ErrLocked).
+var ErrLocked = engine.ErrLocked
 
 // OpenEngine opens the store held by e, which where names in messages,
 // ensuring every bucket exists. The store owns e from then on: it is closed
@@ -172,10 +160,13 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
-	_, s.cacheReads = e.(exclusiveEngine)
-	if s.cacheReads {
-		s.localAttempts = newLocalAttempts()
+	// The strategies that depend on the engine's abilities are chosen
+	// here, once.
+	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
+		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[sharedBlobRead]{}
 	}
+	s.attempts = newAttemptLedger(s, e)
+	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
 	if err := s.prepare(opts); err != nil {
 		e.Close()
 		return nil, err
@@ -228,7 +219,7 @@ func (s *Store) prepare(opts Options) error {
 		}
 	}
 	return s.update(func(tx Tx) error {
-		if s.cacheReads {
+		if s.exclusive {
 			// One process holds this engine at a time (bbolt's file lock),
 			// so every lease and verification in flight found now was a
 			// process's that is gone: a transfer its crash left claimed
@@ -303,7 +294,7 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 // commitShared runs fn in a write transaction shared with concurrent callers
 // (Engine.Batch), so many writers (lifecycle ops, relay posts) pay for one
 // commit's fsyncs. A lone writer uses its own transaction at once: in a batch
-// it would wait MaxBatchDelay for writers that are not coming.
+// it would wait the engine's batch delay for writers that are not coming.
 //
 // fn returns a refusal, which must have written nothing, or an error. A
 // refusal is returned to its caller alone: fn then returns nil to the batch,

@@ -2,7 +2,6 @@ package kv_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +15,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 )
 
@@ -40,12 +40,9 @@ func MustOpenStore(tb testing.TB) (*kv.Store, *clock) {
 	var s *kv.Store
 	var err error
 	if url := pgtest.URL(tb); url != "" {
-		var e kv.Engine
-		if e, err = kv.OpenPostgresEngine(context.Background(), url); err == nil {
-			s, err = kv.OpenEngine(e, url, kv.Options{Now: c.Now})
-		}
+		s, err = kvtest.OpenPostgres(url, kv.Options{Now: c.Now})
 	} else {
-		s, err = kv.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
+		s, err = kvtest.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
 	}
 	if err != nil {
 		tb.Fatal(err)
@@ -288,7 +285,7 @@ func TestOpenReadOnly(t *testing.T) {
 			})
 		}, "has no accounts_by_email bucket"},
 		{"complete store", func(t *testing.T, path string) {
-			s, err := kv.Open(path, kv.Options{})
+			s, err := kvtest.Open(path, kv.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +297,7 @@ func TestOpenReadOnly(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sealbox.db")
 			tc.make(t, path)
 			before, _ := os.ReadFile(path)
-			s, err := kv.Open(path, kv.Options{ReadOnly: true})
+			s, err := kvtest.Open(path, kv.Options{ReadOnly: true})
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 // 429, not 401), and the sweep then removes it with its index entry.
 func TestMFAChallengeSweptAtExpiry(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	store, err := Open(filepath.Join(t.TempDir(), "sealbox.db"), Options{Now: func() time.Time { return now }})
+	store, err := openFile(filepath.Join(t.TempDir(), "sealbox.db"), Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

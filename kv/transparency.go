@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 
+	"sealbox/kv/engine"
+
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -111,8 +113,8 @@ func appendLog(tx Tx, record []byte) (int64, error) {
 		v = append(v, h[:]...)
 	}
 	// Keys only ever go at the end: full pages split nothing.
-	if a, ok := b.(appendOnlyBucket); ok {
-		a.appendOnly()
+	if a, ok := b.(engine.AppendOnly); ok {
+		a.AppendOnly()
 	}
 	return n, b.Put(u64(uint64(n)), v)
 }

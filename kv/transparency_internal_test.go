@@ -15,7 +15,7 @@ import (
 // with a checkpoint saved at its size.
 func logStore(tb testing.TB, n int) *Store {
 	tb.Helper()
-	s, err := Open(filepath.Join(tb.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(tb.TempDir(), "sealbox.db"), Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func BenchmarkPublishDirectoryUnlogged(b *testing.B) {
 }
 
 func benchmarkPublish(b *testing.B, publish func(*Store, string, *Directory) error) {
-	s, err := Open(filepath.Join(b.TempDir(), "sealbox.db"), Options{})
+	s, err := openFile(filepath.Join(b.TempDir(), "sealbox.db"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/server"
 	"sealbox/server/password"
 )
@@ -173,7 +174,7 @@ func largeStore(b *testing.B, accounts, sessions int) (path string, sampleAccoun
 	}
 	tmp := path + ".tmp"
 	os.Remove(tmp)
-	store, err := kv.Open(tmp, kv.Options{})
+	store, err := kvtest.Open(tmp, kv.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func BenchmarkStartupLargeStore(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		store, err := kv.Open(path, kv.Options{})
+		store, err := kvtest.Open(path, kv.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -247,7 +248,7 @@ func BenchmarkStartupLargeStore(b *testing.B) {
 // store of 1,000,000 sessions (goal: under 1 ms).
 func BenchmarkListSessionsLargeStore(b *testing.B) {
 	path, acct := largeStore(b, 100_000, 1_000_000)
-	store, err := kv.Open(path, kv.Options{})
+	store, err := kvtest.Open(path, kv.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 var ledgerSessions = flag.Int("ledger-sessions", 1_000_000, "sessions in the store BenchmarkListDevices reads from")
@@ -72,7 +73,7 @@ func cachedFillerStore(b *testing.B, n int) string {
 	partial := fmt.Sprintf("%s.%d.partial", path, os.Getpid())
 	defer os.Remove(partial)
 	clock := NewClock()
-	store, err := kv.Open(partial, kv.Options{Now: clock.Now})
+	store, err := kvtest.Open(partial, kv.Options{Now: clock.Now})
 	if err != nil {
 		b.Fatal(err)
 	}

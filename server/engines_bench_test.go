@@ -9,6 +9,7 @@ import (
 
 	"sealbox/blobs/s3test"
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
 )
@@ -36,7 +37,7 @@ func benchEngines() []benchEngine {
 func openLocalServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
 	tb.Helper()
 	dir := tb.TempDir()
-	s, err := kv.Open(filepath.Join(dir, "sealbox.db"), kv.Options{})
+	s, err := kvtest.Open(filepath.Join(dir, "sealbox.db"), kv.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

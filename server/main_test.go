@@ -24,6 +24,8 @@ import (
 	"sealbox/blobs"
 	"sealbox/blobs/s3test"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
 	"sealbox/server/password"
@@ -130,20 +132,19 @@ func MustOpenServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
 // hold a prepared store.
 func MustOpenServerIn(tb testing.TB, dir string, edit ...func(*server.Config)) *TestServer {
 	tb.Helper()
-	return mustOpenServerWith(tb, dir, kv.Options{}, edit...)
+	return mustOpenServerWith(tb, dir, bolt.Options{}, edit...)
 }
 
-// mustOpenServerWith opens the store with opts (its clock is the test
-// clock's).
-func mustOpenServerWith(tb testing.TB, dir string, opts kv.Options, edit ...func(*server.Config)) *TestServer {
+// mustOpenServerWith opens the store, in a bbolt file with bo (its clock is
+// the test clock's).
+func mustOpenServerWith(tb testing.TB, dir string, bo bolt.Options, edit ...func(*server.Config)) *TestServer {
 	tb.Helper()
 	clock := NewClock()
 	cfg := NewTestConfig(clock)
 	for _, e := range edit {
 		e(&cfg)
 	}
-	opts.Now = cfg.Now
-	store := mustOpenStore(tb, storeIn(tb, dir), opts)
+	store := mustOpenStore(tb, storeIn(tb, dir), kv.Options{Now: cfg.Now}, bo)
 	if s3test.Enabled() {
 		cfg.BlobRequests = server.NewBlobRequests()
 	}
@@ -228,19 +229,16 @@ func storeIn(tb testing.TB, dir string) string {
 	return url
 }
 
-// mustOpenStore opens the store at where: a bbolt file's path, or the URL
-// of a PostgreSQL schema (pgtest.URL).
-func mustOpenStore(tb testing.TB, where string, opts kv.Options) *kv.Store {
+// mustOpenStore opens the store at where: a bbolt file's path, opened with
+// bo, or the URL of a PostgreSQL schema (pgtest.URL).
+func mustOpenStore(tb testing.TB, where string, opts kv.Options, bo bolt.Options) *kv.Store {
 	tb.Helper()
 	var store *kv.Store
 	var err error
 	if strings.HasPrefix(where, "postgres://") {
-		var e kv.Engine
-		if e, err = kv.OpenPostgresEngine(context.Background(), where); err == nil {
-			store, err = kv.OpenEngine(e, where, opts)
-		}
+		store, err = kvtest.OpenPostgres(where, opts)
 	} else {
-		store, err = kv.Open(where, opts)
+		store, err = kvtest.OpenBolt(where, opts, bo)
 	}
 	if err != nil {
 		tb.Fatal(err)
@@ -276,7 +274,7 @@ func (ts *TestServer) Restart(tb testing.TB) {
 	if err := ts.Store.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	store := mustOpenStore(tb, ts.Store.Path(), kv.Options{Now: ts.Config.Now})
+	store := mustOpenStore(tb, ts.Store.Path(), kv.Options{Now: ts.Config.Now}, bolt.Options{})
 	srv := server.New(ts.Config, store, ts.Blobs)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
@@ -296,7 +294,7 @@ func (ts *TestServer) SecondNode(tb testing.TB) *TestServer {
 	tb.Helper()
 	store := ts.Store
 	if strings.HasPrefix(ts.Store.Path(), "postgres://") {
-		store = mustOpenStore(tb, ts.Store.Path(), kv.Options{Now: ts.Config.Now})
+		store = mustOpenStore(tb, ts.Store.Path(), kv.Options{Now: ts.Config.Now}, bolt.Options{})
 	}
 	srv := server.New(ts.Config, store, ts.Blobs)
 	if err := srv.Open("127.0.0.1:0"); err != nil {

@@ -1,13 +1,13 @@
 package server
 
 import (
-	"context"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
 )
 
@@ -34,7 +34,7 @@ func twoNodeStores(t *testing.T) ([2]*kv.Store, *testClock) {
 	var stores [2]*kv.Store
 	url := pgtest.URL(t)
 	if url == "" {
-		s, err := kv.Open(filepath.Join(t.TempDir(), "sealbox.db"), opts)
+		s, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,11 +42,8 @@ func twoNodeStores(t *testing.T) ([2]*kv.Store, *testClock) {
 		return [2]*kv.Store{s, s}, c
 	}
 	for i := range stores {
-		e, err := kv.OpenPostgresEngine(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stores[i], err = kv.OpenEngine(e, url, opts); err != nil {
+		var err error
+		if stores[i], err = kvtest.OpenPostgres(url, opts); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { stores[i].Close() })

@@ -17,6 +17,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // The tests in this file hold server/openapi.yaml to the code: its operations
@@ -206,7 +207,7 @@ var routeParam = regexp.MustCompile(`[:*]([A-Za-z0-9_]+)`)
 
 func newOpenAPITestServer(t *testing.T) *Server {
 	t.Helper()
-	store, err := kv.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
+	store, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

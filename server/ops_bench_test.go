@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server"
 )
 
 // openBenchServer is MustOpenServer with the store's batch options: the
 // benchmark compares the tuned group commit with bbolt's defaults.
-func openBenchServer(b *testing.B, opts kv.Options) *TestServer {
+func openBenchServer(b *testing.B, bo bolt.Options) *TestServer {
 	b.Helper()
-	return mustOpenServerWith(b, b.TempDir(), opts, func(c *server.Config) { c.AlbumProtocol = opPin })
+	return mustOpenServerWith(b, b.TempDir(), bo, func(c *server.Config) { c.AlbumProtocol = opPin })
 }
 
 // BenchmarkOpCreate: creates of distinct assets in one album over HTTP, each
@@ -32,12 +32,12 @@ func openBenchServer(b *testing.B, opts kv.Options) *TestServer {
 func BenchmarkOpCreate(b *testing.B) {
 	for _, tuning := range []struct {
 		name string
-		opts kv.Options
+		opts bolt.Options
 	}{
-		{"tuned", kv.Options{}},
+		{"tuned", bolt.Options{}},
 		// bbolt's DefaultMaxBatchSize and DefaultMaxBatchDelay (internal to
 		// bbolt since v1.4).
-		{"bbolt-defaults", kv.Options{MaxBatchSize: 1000, MaxBatchDelay: 10 * time.Millisecond}},
+		{"bbolt-defaults", bolt.Options{MaxBatchSize: 1000, MaxBatchDelay: 10 * time.Millisecond}},
 	} {
 		for _, writers := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/writers=%d", tuning.name, writers), func(b *testing.B) {

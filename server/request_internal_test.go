@@ -18,6 +18,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // requestTypes is every JSON request body the API decodes, with the
@@ -97,7 +98,7 @@ func FuzzDecodeStrict(f *testing.F) {
 }
 
 func TestPanicAnswersProblem500(t *testing.T) {
-	store, err := kv.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
+	store, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestPanicAnswersProblem500(t *testing.T) {
 }
 
 func TestUnknownErrorIsOpaque500(t *testing.T) {
-	store, err := kv.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
+	store, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

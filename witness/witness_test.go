@@ -14,12 +14,13 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 	"sealbox/witness"
 )
 
 func openStore(t *testing.T) *kv.Store {
 	t.Helper()
-	s, err := kv.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
+	s, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

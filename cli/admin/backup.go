@@ -114,7 +114,7 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Store, pro
 	if rep.SnapshotBytes, err = o.writeSnapshot(tmp); err != nil {
 		return rep, err
 	}
-	snap, err := kv.Open(tmp, kv.Options{ReadOnly: true})
+	snap, err := openFile(tmp, kv.Options{ReadOnly: true})
 	if err != nil {
 		return rep, err
 	}

@@ -13,6 +13,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 // backupFixture is a data directory with accounts and blobs of 64 KiB, all
@@ -20,7 +21,7 @@ import (
 func backupFixture(b *testing.B, accounts, blobCount int) *admin.Ops {
 	b.Helper()
 	dir := b.TempDir()
-	store, err := kv.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
+	store, err := kvtest.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

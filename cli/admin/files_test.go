@@ -15,6 +15,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 // keyedOps is a data directory with a store, one blob and both key files,
@@ -22,7 +23,7 @@ import (
 func keyedOps(t *testing.T) *admin.Ops {
 	t.Helper()
 	dir := t.TempDir()
-	store, err := kv.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
+	store, err := kvtest.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

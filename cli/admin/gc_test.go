@@ -11,6 +11,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 // TestGCHoldsItsLease: a gc run holds the "gc" lease in the store, so it
@@ -20,7 +21,7 @@ import (
 func TestGCHoldsItsLease(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	store, err := kv.Open(filepath.Join(dir, "sealbox.db"), kv.Options{Now: func() time.Time { return now }})
+	store, err := kvtest.Open(filepath.Join(dir, "sealbox.db"), kv.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 )
 
 // RestoreOptions tune a restore.
@@ -83,7 +84,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	if err := writeKeys(dst, keys); err != nil {
 		return rep, err
 	}
-	store, err := kv.Open(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
+	store, err := openFile(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
 	if err != nil {
 		return rep, err
 	}
@@ -236,7 +237,7 @@ func copyStore(src, dst string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	_, err = kv.CopyFile(src, f, timeout)
+	_, err = bolt.CopyFile(src, f, timeout)
 	if errors.Is(err, kv.ErrLocked) {
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", filepath.Dir(src))
 	}

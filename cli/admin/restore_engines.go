@@ -16,6 +16,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server/ids"
 )
 
@@ -160,7 +161,7 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 	h := sha256.New()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err == nil {
-		_, err = kv.CopyFile(filepath.Join(src, DBFile), io.MultiWriter(f, h), opts.OpenTimeout)
+		_, err = bolt.CopyFile(filepath.Join(src, DBFile), io.MultiWriter(f, h), opts.OpenTimeout)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -169,7 +170,7 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", src)
 	}
 	if err == nil {
-		scratch, err = kv.Open(path, kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
+		scratch, err = openFile(path, kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
 	}
 	if err != nil {
 		os.RemoveAll(dir)

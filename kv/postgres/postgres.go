@@ -1,4 +1,8 @@
-package kv
+// Package postgres is the engine of sealbox's store on PostgreSQL, for
+// several nodes sharing one database; it alone imports pgx. It implements
+// kv/engine's Engine with engine.StatsReporter, and is not
+// engine.Exclusive: other processes write the same tables.
+package postgres
 
 import (
 	"bytes"
@@ -11,13 +15,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sealbox/kv/engine"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pgEngine is the Engine on PostgreSQL, for several sealbox nodes sharing
-// one database. Each bucket is one table of bytea keys and values (bytea,
+// Engine is the engine.Engine on PostgreSQL. Each bucket is one table of bytea keys and values (bytea,
 // never text: text compares by collation, and the store's keys are ordered
 // by their bytes). An update runs SERIALIZABLE, so every compare-and-set
 // the domain code makes holds across nodes as it does under bbolt's single
@@ -27,28 +32,27 @@ import (
 // goes with the first read, and writes are kept in the transaction until
 // commit and sent then in one pipelined batch with the COMMIT: an update
 // costs its reads plus one round trip, a view its reads plus its COMMIT.
-// This file is the only one of kv that imports pgx.
-type pgEngine struct {
+type Engine struct {
 	pool  *pgxpool.Pool
 	batch batcher
 	// retries counts the transactions rerun after losing a conflict.
 	retries atomic.Uint64
 	// roundTrips and reads count the exchanges with the server (see
-	// EngineStats).
+	// engine.Stats).
 	roundTrips, reads atomic.Uint64
 }
 
 // The batching of concurrent writers (Batch): the tuned values bbolt runs
-// with (Options.MaxBatchSize and MaxBatchDelay's defaults).
+// with (kv/bolt's Options.MaxBatchSize and MaxBatchDelay defaults).
 const (
 	pgMaxBatchSize  = 64
 	pgMaxBatchDelay = 2 * time.Millisecond
 )
 
-// OpenPostgresEngine connects to the PostgreSQL database url names
+// Open connects to the PostgreSQL database url names
 // (postgres://USER@HOST:PORT/DB?sslmode=...; a search_path parameter picks
 // the schema the tables live in).
-func OpenPostgresEngine(ctx context.Context, url string) (Engine, error) {
+func Open(ctx context.Context, url string) (*Engine, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("store url: %w", err)
@@ -61,7 +65,7 @@ func OpenPostgresEngine(ctx context.Context, url string) (Engine, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	e := &pgEngine{pool: pool}
+	e := &Engine{pool: pool}
 	e.batch = batcher{update: e.Update, maxSize: pgMaxBatchSize, maxDelay: pgMaxBatchDelay}
 	return e, nil
 }
@@ -71,7 +75,7 @@ func OpenPostgresEngine(ctx context.Context, url string) (Engine, error) {
 // the schema.
 func tableName(bucket []byte) string { return pgx.Identifier{"kv_" + string(bucket)}.Sanitize() }
 
-func (e *pgEngine) Buckets() (map[string]bool, error) {
+func (e *Engine) Buckets() (map[string]bool, error) {
 	rows, err := e.pool.Query(context.Background(),
 		`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'kv\_%'`)
 	if err != nil {
@@ -85,7 +89,7 @@ func (e *pgEngine) Buckets() (map[string]bool, error) {
 	return out, err
 }
 
-func (e *pgEngine) CreateBuckets(names [][]byte) error {
+func (e *Engine) CreateBuckets(names [][]byte) error {
 	create := func() error {
 		var b pgx.Batch
 		for _, name := range names {
@@ -103,16 +107,16 @@ func (e *pgEngine) CreateBuckets(names [][]byte) error {
 	return err
 }
 
-func (e *pgEngine) Close() error { e.pool.Close(); return nil }
+func (e *Engine) Close() error { e.pool.Close(); return nil }
 
-func (e *pgEngine) Update(fn func(Tx) error) error { return e.run(beginUpdate, fn) }
+func (e *Engine) Update(fn func(engine.Tx) error) error { return e.run(beginUpdate, fn) }
 
 // Batch runs fn in one update with the concurrent callers' functions
 // (batcher): writers of one album, who would conflict, apply in turn in one
 // transaction instead of losing and retrying, and share its commit.
-func (e *pgEngine) Batch(fn func(Tx) error) error { return e.batch.Batch(fn) }
+func (e *Engine) Batch(fn func(engine.Tx) error) error { return e.batch.Batch(fn) }
 
-func (e *pgEngine) View(fn func(Tx) error) error { return e.run(beginView, fn) }
+func (e *Engine) View(fn func(engine.Tx) error) error { return e.run(beginView, fn) }
 
 // The statements that open a transaction. Neither is sent alone: it goes
 // in one pipelined batch with the transaction's first statement (pgTx).
@@ -125,7 +129,7 @@ const (
 // conflicts; the last error is returned.
 const maxAttempts = 50
 
-func (e *pgEngine) run(begin string, fn func(Tx) error) error {
+func (e *Engine) run(begin string, fn func(engine.Tx) error) error {
 	ctx := context.Background()
 	var err error
 	for attempt := range maxAttempts {
@@ -144,9 +148,9 @@ func (e *pgEngine) run(begin string, fn func(Tx) error) error {
 }
 
 // Stats reports the pool's connections and the conflicts retried.
-func (e *pgEngine) Stats() EngineStats {
+func (e *Engine) Stats() engine.Stats {
 	st := e.pool.Stat()
-	return EngineStats{
+	return engine.Stats{
 		AcquiredConns: st.AcquiredConns(), IdleConns: st.IdleConns(),
 		TotalConns: st.TotalConns(), MaxConns: st.MaxConns(),
 		TxRetries: e.retries.Load(), RoundTrips: e.roundTrips.Load(), Reads: e.reads.Load(),
@@ -157,7 +161,7 @@ func (e *pgEngine) Stats() EngineStats {
 // per read (the first carries the BEGIN), and one for the writes with the
 // COMMIT; a view ends with a COMMIT of its own. A transaction that neither
 // read nor wrote costs none.
-func (e *pgEngine) attempt(ctx context.Context, begin string, fn func(Tx) error) error {
+func (e *Engine) attempt(ctx context.Context, begin string, fn func(engine.Tx) error) error {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -189,7 +193,7 @@ func pgErrCode(err error) string {
 // Writes are kept, per bucket, until commit; reads see them (a Get or Scan
 // after a Put in the same transaction answers the Put).
 type pgTx struct {
-	e      *pgEngine
+	e      *Engine
 	ctx    context.Context
 	conn   *pgxpool.Conn
 	begin  string
@@ -207,7 +211,7 @@ type pgWrites struct {
 	read map[string][]byte
 }
 
-func (t *pgTx) Bucket(name []byte) Bucket {
+func (t *pgTx) Bucket(name []byte) engine.Bucket {
 	w := t.writes[string(name)]
 	if w == nil {
 		w = &pgWrites{table: tableName(name), set: map[string][]byte{}, read: map[string][]byte{}}
@@ -318,8 +322,8 @@ func (b pgBucket) Delete(key []byte) error {
 // Scan merges the table's rows in r with the transaction's pending writes
 // in r. Pending deletes can hide rows, so the query asks for that many more
 // than the limit.
-func (b pgBucket) Scan(r Range, fn func(k, v []byte) error) error {
-	if err := checkRange(r); err != nil {
+func (b pgBucket) Scan(r engine.Range, fn func(k, v []byte) error) error {
+	if err := engine.CheckRange(r); err != nil {
 		return err
 	}
 	inRange := func(k []byte) bool {
@@ -366,7 +370,7 @@ func (b pgBucket) Scan(r Range, fn func(k, v []byte) error) error {
 		}
 		n++
 		if err := fn(next.k, next.v); err != nil {
-			if errors.Is(err, ErrStopScan) {
+			if errors.Is(err, engine.ErrStopScan) {
 				return nil
 			}
 			return err
@@ -378,7 +382,7 @@ func (b pgBucket) Scan(r Range, fn func(k, v []byte) error) error {
 type pgPair struct{ k, v []byte }
 
 // query reads the table's rows in r, extra more than r.Limit.
-func (b pgBucket) query(r Range, extra int) ([]pgPair, error) {
+func (b pgBucket) query(r engine.Range, extra int) ([]pgPair, error) {
 	var where []string
 	var args []any
 	if r.From != nil {

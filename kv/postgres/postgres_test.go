@@ -1,12 +1,13 @@
-package kv_test
+package postgres_test
 
 import (
 	"context"
 	"testing"
 
-	"sealbox/kv"
+	"sealbox/kv/engine"
 	"sealbox/kv/enginetest"
 	"sealbox/kv/pgtest"
+	"sealbox/kv/postgres"
 )
 
 // TestPostgresEngine: the PostgreSQL adapter keeps the Engine contract, on a
@@ -15,8 +16,8 @@ func TestPostgresEngine(t *testing.T) {
 	if !pgtest.Enabled() {
 		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
 	}
-	enginetest.Run(t, func(t *testing.T) kv.Engine {
-		e, err := kv.OpenPostgresEngine(context.Background(), pgtest.URL(t))
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		e, err := postgres.Open(context.Background(), pgtest.URL(t))
 		if err != nil {
 			t.Fatal(err)
 		}

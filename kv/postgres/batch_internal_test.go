@@ -1,4 +1,4 @@
-package kv
+package postgres
 
 import (
 	"errors"
@@ -8,12 +8,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sealbox/kv/bolt"
+	"sealbox/kv/engine"
 )
 
 // batchRig is a batcher over a real bbolt engine whose updates it counts.
-func batchRig(t *testing.T) (*batcher, *boltEngine, *atomic.Int64) {
+func batchRig(t *testing.T) (*batcher, engine.Engine, *atomic.Int64) {
 	t.Helper()
-	e, err := openBolt(filepath.Join(t.TempDir(), "batch.db"), Options{})
+	e, err := bolt.Open(filepath.Join(t.TempDir(), "batch.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +26,7 @@ func batchRig(t *testing.T) (*batcher, *boltEngine, *atomic.Int64) {
 	}
 	var updates atomic.Int64
 	b := &batcher{
-		update: func(fn func(Tx) error) error {
+		update: func(fn func(engine.Tx) error) error {
 			updates.Add(1)
 			return e.Update(fn)
 		},
@@ -40,7 +43,7 @@ func TestBatcherSharesTransactions(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			err := b.Batch(func(tx Tx) error { return tx.Bucket([]byte("b")).Put(fmt.Appendf(nil, "k%03d", i), []byte("v")) })
+			err := b.Batch(func(tx engine.Tx) error { return tx.Bucket([]byte("b")).Put(fmt.Appendf(nil, "k%03d", i), []byte("v")) })
 			if err != nil {
 				t.Error(err)
 			}
@@ -51,8 +54,8 @@ func TestBatcherSharesTransactions(t *testing.T) {
 		t.Fatalf("%d callers used %d transactions: nothing was shared", n, got)
 	}
 	var keys int
-	e.View(func(tx Tx) error {
-		return tx.Bucket([]byte("b")).Scan(Range{Limit: 1000}, func(_, _ []byte) error { keys++; return nil })
+	e.View(func(tx engine.Tx) error {
+		return tx.Bucket([]byte("b")).Scan(engine.Range{Limit: 1000}, func(_, _ []byte) error { keys++; return nil })
 	})
 	if keys != n {
 		t.Fatalf("%d keys written, want %d", keys, n)
@@ -74,7 +77,7 @@ func TestBatcherFailureStaysWithItsCaller(t *testing.T) {
 					results[i] = p
 				}
 			}()
-			err := b.Batch(func(tx Tx) error {
+			err := b.Batch(func(tx engine.Tx) error {
 				if err := tx.Bucket([]byte("b")).Put(fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
 					return err
 				}
@@ -100,7 +103,7 @@ func TestBatcherFailureStaysWithItsCaller(t *testing.T) {
 			t.Errorf("caller %d got %v", i, r)
 		}
 	}
-	e.View(func(tx Tx) error {
+	e.View(func(tx engine.Tx) error {
 		for i := range 10 {
 			v, _ := tx.Bucket([]byte("b")).Get(fmt.Appendf(nil, "k%d", i))
 			if (v != nil) != (i != 3 && i != 7) {

@@ -1,4 +1,4 @@
-package kv
+package bolt
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"sealbox/kv/engine"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -36,7 +38,7 @@ const compactTxBytes = 16 << 20
 // CompactFile rewrites the bbolt store file at path without the free pages
 // bbolt never gives back to the filesystem (bolt.Compact), for a store no
 // server has open: the file is opened for writing, under bbolt's exclusive
-// lock, so a server holding it makes this fail with ErrLocked after
+// lock, so a server holding it makes this fail with engine.ErrLocked after
 // timeout, and a server starting meanwhile waits for the lock.
 //
 // The compacted copy is written into a new file beside the store
@@ -58,7 +60,7 @@ func CompactFile(path string, timeout time.Duration) (CompactReport, error) {
 	rep.BytesBefore = fi.Size()
 	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
 	if errors.Is(err, bolt.ErrTimeout) {
-		return rep, ErrLocked
+		return rep, engine.ErrLocked
 	}
 	if err != nil {
 		return rep, fmt.Errorf("open store %s: %w", path, err)

@@ -1,10 +1,12 @@
-package kv
+package postgres
 
 import (
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"sealbox/kv/engine"
 )
 
 // batcher gives an engine whose commits are not shared by nature
@@ -20,7 +22,7 @@ import (
 // run again without it. So a function may run more than once and must set
 // its results afresh on every run, as every update function must anyway.
 type batcher struct {
-	update   func(func(Tx) error) error
+	update   func(func(engine.Tx) error) error
 	maxSize  int
 	maxDelay time.Duration
 
@@ -41,7 +43,7 @@ type batch struct {
 }
 
 type batchCall struct {
-	fn  func(Tx) error
+	fn  func(engine.Tx) error
 	err chan<- error
 }
 
@@ -50,7 +52,7 @@ type batchCall struct {
 var errTrySolo = errors.New("kv: batch function returned an error and should be re-run solo")
 
 // Batch runs fn in an update shared with the calls that arrive meanwhile.
-func (b *batcher) Batch(fn func(Tx) error) error {
+func (b *batcher) Batch(fn func(engine.Tx) error) error {
 	errc := make(chan error, 1)
 	b.mu.Lock()
 	if b.pending == nil || len(b.pending.calls) >= b.maxSize {
@@ -88,7 +90,7 @@ func (bt *batch) run() {
 	bt.b.mu.Unlock()
 	for len(bt.calls) > 0 {
 		failed := -1
-		err := bt.b.update(func(tx Tx) error {
+		err := bt.b.update(func(tx engine.Tx) error {
 			failed = -1
 			for i, c := range bt.calls {
 				if err := callSafely(c.fn, tx); err != nil {
@@ -113,7 +115,7 @@ func (bt *batch) run() {
 // callSafely runs fn, turning a panic into an error so that one caller's
 // panic fails its own call (re-run, and so panicking, in its own goroutine)
 // rather than the goroutine that runs everybody's batch.
-func callSafely(fn func(Tx) error, tx Tx) (err error) {
+func callSafely(fn func(engine.Tx) error, tx engine.Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("kv: panic in a batched update: %v", p)

@@ -1,4 +1,8 @@
-package kv
+// Package bolt is the default engine of sealbox's store: one bbolt file
+// (go.etcd.io/bbolt), which this package alone imports. It implements
+// kv/engine's Engine with the abilities of a file one process holds:
+// engine.Exclusive, engine.Snapshotter and engine.AppendOnly buckets.
+package bolt
 
 import (
 	"bytes"
@@ -8,22 +12,40 @@ import (
 	"os"
 	"time"
 
+	"sealbox/kv/engine"
+
 	bolt "go.etcd.io/bbolt"
 )
 
-// boltEngine is the default Engine: one bbolt file. bbolt has one writer at
-// a time, so every Update is serializable by construction and runs its
-// function once; Batch shares one commit's fsyncs between concurrent
-// callers.
-type boltEngine struct{ db *bolt.DB }
+// Engine is one bbolt file. bbolt has one writer at a time, so every Update
+// is serializable by construction and runs its function once; Batch shares
+// one commit's fsyncs between concurrent callers.
+type Engine struct{ db *bolt.DB }
 
-// OpenBoltEngine opens (creating it unless opts.ReadOnly) the bbolt file at
-// path as an Engine, with opts' OpenTimeout, ReadOnly and batch settings.
-func OpenBoltEngine(path string, opts Options) (Engine, error) {
-	return openBolt(path, opts)
+// Options tune the bbolt file. Zero values take the defaults.
+type Options struct {
+	// OpenTimeout bounds the wait for bbolt's file lock, so a second process
+	// never hangs on a database another process holds: after it, Open
+	// fails with engine.ErrLocked. Default 1s.
+	OpenTimeout time.Duration
+	// ReadOnly opens an existing file without write access, under a shared
+	// lock: a missing file is an error wrapping fs.ErrNotExist.
+	ReadOnly bool
+	// MaxBatchSize and MaxBatchDelay tune the group commit of Batch:
+	// concurrent callers share one transaction and its fsyncs. A batch
+	// commits when it holds MaxBatchSize calls or MaxBatchDelay after its
+	// first call arrived, whichever comes first. bbolt's own defaults
+	// (1000, 10ms) suit thousands of writers: with a few dozen, no batch
+	// ever fills and every call waits the whole delay. Defaults 64 and 2ms.
+	MaxBatchSize  int
+	MaxBatchDelay time.Duration
+	// NoSync skips the fsync of every commit: for a file nothing needs
+	// after a crash (a snapshot being assembled, a measurement of growth).
+	NoSync bool
 }
 
-func openBolt(path string, opts Options) (*boltEngine, error) {
+// Open opens (creating it unless opts.ReadOnly) the bbolt file at path.
+func Open(path string, opts Options) (*Engine, error) {
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = time.Second
 	}
@@ -35,41 +57,37 @@ func openBolt(path string, opts Options) (*boltEngine, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout, ReadOnly: opts.ReadOnly})
 	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, ErrLocked
+		return nil, engine.ErrLocked
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.MaxBatchSize = opts.MaxBatchSize
 	db.MaxBatchDelay = opts.MaxBatchDelay
-	return &boltEngine{db: db}, nil
+	db.NoSync = opts.NoSync
+	return &Engine{db: db}, nil
 }
 
-// openScratchBolt opens a new bbolt file that nothing needs after a crash
-// (a snapshot being assembled): its commits skip fsync, since the file is
-// read back through the same handle and then removed.
-func openScratchBolt(path string) (*boltEngine, error) {
-	e, err := openBolt(path, Options{})
-	if err != nil {
-		return nil, err
-	}
-	e.db.NoSync = true
-	return e, nil
+// OpenScratch opens a new bbolt file that nothing needs after a crash (a
+// snapshot of another engine being assembled): its commits skip fsync,
+// since the file is read back through the same handle and then removed.
+func OpenScratch(path string) (engine.Engine, error) {
+	return Open(path, Options{NoSync: true})
 }
 
-func (e *boltEngine) Update(fn func(Tx) error) error {
+func (e *Engine) Update(fn func(engine.Tx) error) error {
 	return e.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-func (e *boltEngine) Batch(fn func(Tx) error) error {
+func (e *Engine) Batch(fn func(engine.Tx) error) error {
 	return e.db.Batch(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-func (e *boltEngine) View(fn func(Tx) error) error {
+func (e *Engine) View(fn func(engine.Tx) error) error {
 	return e.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-func (e *boltEngine) Buckets() (map[string]bool, error) {
+func (e *Engine) Buckets() (map[string]bool, error) {
 	names := map[string]bool{}
 	err := e.db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
@@ -80,7 +98,7 @@ func (e *boltEngine) Buckets() (map[string]bool, error) {
 	return names, err
 }
 
-func (e *boltEngine) CreateBuckets(names [][]byte) error {
+func (e *Engine) CreateBuckets(names [][]byte) error {
 	return e.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range names {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -91,17 +109,17 @@ func (e *boltEngine) CreateBuckets(names [][]byte) error {
 	})
 }
 
-func (e *boltEngine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error { return e.db.Close() }
 
-// exclusive: bbolt's file lock keeps every other process out while this
+// Exclusive: bbolt's file lock keeps every other process out while this
 // one has the file open for writing.
-func (e *boltEngine) exclusive() {}
+func (e *Engine) Exclusive() {}
 
 // WriteSnapshot is bbolt's own hot backup: the one place that does I/O
 // inside a transaction, which holds the pages it copies.
-func (e *boltEngine) WriteSnapshot(w io.Writer) (int64, error) { return writeBoltSnapshot(e.db, w) }
+func (e *Engine) WriteSnapshot(w io.Writer) (int64, error) { return writeBoltSnapshot(e.db, w) }
 
-func (e *boltEngine) CheckPages() ([]error, error) {
+func (e *Engine) CheckPages() ([]error, error) {
 	var problems []error
 	err := e.db.View(func(tx *bolt.Tx) error {
 		for p := range tx.Check() {
@@ -114,7 +132,7 @@ func (e *boltEngine) CheckPages() ([]error, error) {
 
 // Size is the file's size as the filesystem reports it, room bbolt
 // allocated ahead included.
-func (e *boltEngine) Size() (int64, error) {
+func (e *Engine) Size() (int64, error) {
 	fi, err := os.Stat(e.db.Path())
 	if err != nil {
 		return 0, err
@@ -133,12 +151,12 @@ func writeBoltSnapshot(db *bolt.DB, w io.Writer) (int64, error) {
 
 // CopyFile writes a consistent copy of the store file at path to w, as of
 // one read transaction, whatever format the store is in: a restore copies a
-// backup first and lets Open migrate the copy, so the backup itself is only
-// read. The file is opened read-only under bbolt's shared lock, so a server
-// writing to it makes this fail with ErrLocked after timeout instead of
-// copying a file mid-write.
+// backup first and lets the store migrate the copy, so the backup itself is
+// only read. The file is opened read-only under bbolt's shared lock, so a
+// server writing to it makes this fail with engine.ErrLocked after timeout
+// instead of copying a file mid-write.
 func CopyFile(path string, w io.Writer, timeout time.Duration) (int64, error) {
-	e, err := openBolt(path, Options{OpenTimeout: timeout, ReadOnly: true})
+	e, err := Open(path, Options{OpenTimeout: timeout, ReadOnly: true})
 	if err != nil {
 		return 0, err
 	}
@@ -148,7 +166,7 @@ func CopyFile(path string, w io.Writer, timeout time.Duration) (int64, error) {
 
 type boltTx struct{ tx *bolt.Tx }
 
-func (t boltTx) Bucket(name []byte) Bucket {
+func (t boltTx) Bucket(name []byte) engine.Bucket {
 	b := t.tx.Bucket(name)
 	if b == nil {
 		// Every bucket is created at Open: a missing one is a programming
@@ -164,10 +182,10 @@ func (b boltBucket) Get(key []byte) ([]byte, error) { return b.b.Get(key), nil }
 func (b boltBucket) Put(key, value []byte) error    { return b.b.Put(key, value) }
 func (b boltBucket) Delete(key []byte) error        { return b.b.Delete(key) }
 
-func (b boltBucket) appendOnly() { b.b.FillPercent = 1 }
+func (b boltBucket) AppendOnly() { b.b.FillPercent = 1 }
 
-func (b boltBucket) Scan(r Range, fn func(k, v []byte) error) error {
-	if err := checkRange(r); err != nil {
+func (b boltBucket) Scan(r engine.Range, fn func(k, v []byte) error) error {
+	if err := engine.CheckRange(r); err != nil {
 		return err
 	}
 	c := b.b.Cursor()
@@ -197,7 +215,7 @@ func (b boltBucket) Scan(r Range, fn func(k, v []byte) error) error {
 			return nil
 		}
 		if err := fn(k, v); err != nil {
-			if errors.Is(err, ErrStopScan) {
+			if errors.Is(err, engine.ErrStopScan) {
 				return nil
 			}
 			return err
@@ -213,7 +231,7 @@ type missingBucket struct{ name []byte }
 
 func (m missingBucket) err() error { return fmt.Errorf("kv: bucket %s does not exist", m.name) }
 
-func (m missingBucket) Get([]byte) ([]byte, error)                { return nil, m.err() }
-func (m missingBucket) Put(_, _ []byte) error                     { return m.err() }
-func (m missingBucket) Delete([]byte) error                       { return m.err() }
-func (m missingBucket) Scan(Range, func(k, v []byte) error) error { return m.err() }
+func (m missingBucket) Get([]byte) ([]byte, error)                       { return nil, m.err() }
+func (m missingBucket) Put(_, _ []byte) error                            { return m.err() }
+func (m missingBucket) Delete([]byte) error                              { return m.err() }
+func (m missingBucket) Scan(engine.Range, func(k, v []byte) error) error { return m.err() }

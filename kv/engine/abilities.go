@@ -1,0 +1,62 @@
+package engine
+
+import "io"
+
+// The optional abilities of an engine or a bucket: each a small interface
+// that the domain asks for once, with a type assertion, and builds its
+// strategy on (tusd's As… shape), so no domain code names an engine.
+
+// Exclusive is an engine no other process writes while this one holds it
+// (bbolt's file lock): every write goes through this process, so it may
+// cache reads between its own writes and keep its verifications in flight
+// in memory, and whatever a past process left in flight is gone.
+type Exclusive interface {
+	// Exclusive marks the ability; it does nothing.
+	Exclusive()
+}
+
+// AppendOnly is a Bucket that can be told that keys only ever go at its
+// end, so the engine fills its pages instead of leaving room for inserts
+// that never come (bbolt's FillPercent).
+type AppendOnly interface {
+	// AppendOnly tells the bucket, for the rest of the transaction.
+	AppendOnly()
+}
+
+// Snapshotter is an engine that lives in one file: a hot copy of the whole
+// store and a check of the file's own structure. A database server has its
+// own tools instead (pg_dump, amcheck).
+type Snapshotter interface {
+	// WriteSnapshot writes a consistent copy of the store to w, as of one
+	// read transaction.
+	WriteSnapshot(w io.Writer) (int64, error)
+	// CheckPages checks the file's page structure and returns every
+	// problem it finds.
+	CheckPages() ([]error, error)
+	// Size is the file's size in bytes.
+	Size() (int64, error)
+}
+
+// StatsReporter is an engine that runs over a connection pool to a
+// database server (PostgreSQL): what the server's metrics show of it.
+type StatsReporter interface {
+	// Stats is a snapshot of the engine's figures; it never blocks on a
+	// transaction.
+	Stats() Stats
+}
+
+// Stats are an engine's connection pool and its conflict retries.
+type Stats struct {
+	// AcquiredConns are in use by a transaction, IdleConns open and free,
+	// TotalConns both (and those being opened), MaxConns the pool's bound.
+	AcquiredConns, IdleConns, TotalConns, MaxConns int32
+	// TxRetries counts the runs of transactions that lost a serialization
+	// conflict or a deadlock (40001, 40P01) since the engine opened: each
+	// is rolled back and run again.
+	TxRetries uint64
+	// RoundTrips counts the exchanges with the database server the
+	// engine's transactions made, Reads those that were reads (a Get or a
+	// Scan; the first of a transaction carries its BEGIN): the difference
+	// is what writing and committing cost beyond the reads.
+	RoundTrips, Reads uint64
+}
