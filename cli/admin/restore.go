@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"sealbox/blobs"
@@ -95,14 +94,12 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	}
 	// The blobs were just hashed as they were copied; what is left of check
 	// --deep is the store's own consistency and its references.
-	storeProblems, err := checkRestoredStore(store)
+	more, err := storeProblems(store)
 	if err != nil {
 		return rep, err
 	}
-	problems = append(problems, storeProblems...)
-	if len(problems) > 0 {
-		shown := problems[:min(len(problems), maxRestoreProblems)]
-		return rep, fmt.Errorf("the backup %s is not whole (%d problems), nothing restored:\n  %s", src, len(problems), strings.Join(shown, "\n  "))
+	if err := notWhole(src, append(problems, more...), "nothing restored"); err != nil {
+		return rep, err
 	}
 	// A restore is a new instance, with an id of its own.
 	dstBlobs, err := blobs.Open(filepath.Join(dst, BlobsDir))
@@ -170,30 +167,6 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 		return nil
 	})
 	return problems, err
-}
-
-// checkRestoredStore runs the store's own checks on the restored copy
-// (bbolt's page check, references to unrecorded blobs, the transparency
-// log) and returns the problems found.
-func checkRestoredStore(store *kv.Store) ([]string, error) {
-	var problems []string
-	integrity, err := store.CheckIntegrity()
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range integrity {
-		problems = append(problems, "store: "+e.Error())
-	}
-	dangling, err := store.DanglingReferences(maxRestoreProblems)
-	if err != nil {
-		return nil, err
-	}
-	problems = append(problems, dangling...)
-	logProblems, err := store.CheckLog(maxRestoreProblems)
-	if err != nil {
-		return nil, err
-	}
-	return append(problems, logProblems...), nil
 }
 
 // prepareEmptyDir makes sure dir exists and is empty, and reports whether

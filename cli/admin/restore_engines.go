@@ -180,8 +180,9 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 	return scratch, source, func() { scratch.Close(); os.RemoveAll(dir) }, nil
 }
 
-// storeProblems is what Restore checks of a store besides its blobs: its
-// own consistency, its references and its transparency log.
+// storeProblems is what a restore checks of a store besides its blobs (the
+// blobs are hashed as they are copied): its own consistency (bbolt's page
+// check), references to unrecorded blobs, and its transparency log.
 func storeProblems(store *kv.Store) ([]string, error) {
 	var problems []string
 	integrity, err := store.CheckIntegrity()
