@@ -36,7 +36,7 @@ func parseMarker(b []byte, where string) (string, error) {
 
 // Instance returns the id in the store's instance marker, or "" when the
 // store has none.
-func (s *Store) Instance() (string, error) {
+func (s *Dir) Instance() (string, error) {
 	path := filepath.Join(s.dir, InstanceMarker)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -51,7 +51,7 @@ func (s *Store) Instance() (string, error) {
 // MarkInstance writes the instance marker holding id, durably and only if
 // the store has none (O_EXCL). A store already marked with id is left as
 // it is; one marked with another id is refused: ErrMarked.
-func (s *Store) MarkInstance(id string) error {
+func (s *Dir) MarkInstance(id string) error {
 	path := filepath.Join(s.dir, InstanceMarker)
 	tmp, err := os.CreateTemp(s.tmp, "marker-*")
 	if err != nil {
@@ -79,7 +79,7 @@ func (s *Store) MarkInstance(id string) error {
 }
 
 // sameMarker is nil when the store's marker holds id, ErrMarked otherwise.
-func (s *Store) sameMarker(id string) error {
+func (s *Dir) sameMarker(id string) error {
 	have, err := s.Instance()
 	if err != nil {
 		return err

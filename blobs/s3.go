@@ -135,7 +135,10 @@ func (s *S3) step(name string) {
 	}
 }
 
-var _ Engine = (*S3)(nil)
+var (
+	_ Engine      = (*S3)(nil)
+	_ TempCleaner = (*S3)(nil)
+)
 
 // OpenS3 opens the bucket named by rawURL, s3://BUCKET?endpoint=URL&region=R
 // (endpoint: the store's http or https base URL, AWS's own when absent;
@@ -448,7 +451,7 @@ func (s *S3) readSmall(key string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(body, 1<<16))
 }
 
-// Put streams r into the bucket as *Store.Put does, with the same results
+// Put streams r into the bucket as *Dir.Put does, with the same results
 // and errors. A body larger than one part needs want (its key is chosen
 // before its last byte is read); sealbox's callers without a hash put
 // small blobs (manifests, metadata). Parts are S3Options.PartSize bytes, so
@@ -733,7 +736,7 @@ func (s *S3) Stat(hash string) (Info, error) {
 }
 
 // Collect removes the blob if it was written before cutoff and no Put
-// claimed it since, as *Store.Collect does. It copies the blob aside,
+// claimed it since, as *Dir.Collect does. It copies the blob aside,
 // deletes it, and only then reads the claim: a Put that found the blob
 // stored wrote its claim before looking for the blob, so either this read
 // sees the claim (and the blob is copied back) or the Put's look finds the
@@ -964,13 +967,6 @@ func (s *S3) CheckWritable() error {
 	}
 	_, err = s.client.DeleteObject(c, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 	return s3Err("DeleteObject", key, err)
-}
-
-// FreeBytes has no answer on S3: a bucket has no free-space figure. The
-// error wraps errors.ErrUnsupported, which tells the readiness probe to
-// skip its disk check.
-func (s *S3) FreeBytes() (int64, error) {
-	return 0, fmt.Errorf("blobs: free space of an s3 bucket: %w", errors.ErrUnsupported)
 }
 
 // s3Reader reads a blob of known size by ranged GETs, lazily: Seek only

@@ -74,7 +74,7 @@ func TestReadinessNeedsWritableBlobs(t *testing.T) {
 				t.Skip("root ignores file modes")
 			}
 			ts := MustOpenServer(t)
-			tmp := filepath.Join(ts.localBlobs(t).Dir(), "tmp")
+			tmp := filepath.Join(ts.localBlobs(t).Path(), "tmp")
 			ready := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200).JSON(t)
 			if checks, _ := ready["checks"].(map[string]any); checks["blobs"] != "ok" {
 				t.Fatalf("readyz: %v", ready)

@@ -199,9 +199,9 @@ func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blo
 // localBlobs returns the test server's local blob store, and skips a test
 // that is about local files (their paths, modes, or bytes on disk) when
 // the suite runs on S3.
-func (ts *TestServer) localBlobs(tb testing.TB) *blobs.Store {
+func (ts *TestServer) localBlobs(tb testing.TB) *blobs.Dir {
 	tb.Helper()
-	s, ok := ts.Blobs.(*blobs.Store)
+	s, ok := ts.Blobs.(*blobs.Dir)
 	if !ok {
 		tb.Skip("about the local blob store's files; the suite runs on S3")
 	}
