@@ -6,7 +6,7 @@ import (
 )
 
 // Engine is what sealbox needs of a blob store: the local directory (*Dir,
-// the default and the reference) and an S3-compatible bucket (*S3) both
+// the default and the reference) and an S3-compatible bucket (*s3.Engine, package blobs/s3) both
 // implement it, and the contract tests in blobs/blobstest hold both to the
 // same guarantees. Each method's contract is the one documented on *Dir;
 // where the S3 engine differs (FreeBytes), its own doc says so.

@@ -25,8 +25,8 @@ var ErrMarked = errors.New("the blob store already belongs to another instance")
 // maxMarker bounds what a marker read takes: an id is a few dozen bytes.
 const maxMarker = 256
 
-// parseMarker returns the id a marker's bytes hold.
-func parseMarker(b []byte, where string) (string, error) {
+// ParseMarker returns the id a marker's bytes hold.
+func ParseMarker(b []byte, where string) (string, error) {
 	id := strings.TrimSpace(string(b))
 	if id == "" || len(b) >= maxMarker || strings.ContainsAny(id, " \t\r\n") {
 		return "", fmt.Errorf("blobs: %s does not hold an instance id", where)
@@ -45,7 +45,7 @@ func (s *Dir) Instance() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return parseMarker(b, path)
+	return ParseMarker(b, path)
 }
 
 // MarkInstance writes the instance marker holding id, durably and only if
@@ -88,37 +88,6 @@ func (s *Dir) sameMarker(id string) error {
 		return fmt.Errorf("%w: %s holds instance %s, not %s", ErrMarked, filepath.Join(s.dir, InstanceMarker), have, id)
 	}
 	return nil
-}
-
-// Instance returns the id in the bucket's instance marker object, or ""
-// when the bucket has none.
-func (s *S3) Instance() (string, error) {
-	b, err := s.readSmall(InstanceMarker)
-	if errors.Is(err, ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return parseMarker(b, fmt.Sprintf("the object %s of bucket %s", InstanceMarker, s.bucket))
-}
-
-// MarkInstance writes the instance marker object holding id, only if the
-// bucket has none (If-None-Match: *). A bucket already marked with id is
-// left as it is; one marked with another id is refused: ErrMarked.
-func (s *S3) MarkInstance(id string) error {
-	err := s.putObject(InstanceMarker, []byte(id+"\n"), true)
-	if isPreconditionFailed(err) {
-		have, err := s.Instance()
-		if err != nil {
-			return err
-		}
-		if have != id {
-			return fmt.Errorf("%w: the bucket %s holds instance %s, not %s", ErrMarked, s.bucket, have, id)
-		}
-		return nil
-	}
-	return s3Err("PutObject", InstanceMarker, err)
 }
 
 // errStopWalk ends HoldsBlobs' walk at the first blob.

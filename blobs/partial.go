@@ -45,7 +45,7 @@ const writebackStep = 1 << 20
 // claiming the stored blob on Complete, so no write ever reaches a file
 // that has its content address.
 func (s *Dir) OpenPartial(id, hash string, offset int64) (Partial, error) {
-	if !validPartialID(id) {
+	if !ValidPartialID(id) {
 		return nil, fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
 	if !ValidHash(hash) {
@@ -244,7 +244,7 @@ func (s *Dir) completeFile(src, hash string, size int64) (Info, error) {
 // PartialSize reports how many bytes partial id, for blob hash, holds: 0
 // when it has none yet, the blob's size once Complete made it the blob.
 func (s *Dir) PartialSize(id, hash string) (int64, error) {
-	if !validPartialID(id) {
+	if !ValidPartialID(id) {
 		return 0, fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
 	fi, err := os.Stat(filepath.Join(s.dir, partialsDir, id))
@@ -264,7 +264,7 @@ func (s *Dir) PartialSize(id, hash string) (int64, error) {
 // RemovePartial deletes partial id; one that is already gone is not an
 // error.
 func (s *Dir) RemovePartial(id string) error {
-	if !validPartialID(id) {
+	if !ValidPartialID(id) {
 		return fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
 	err := os.Remove(filepath.Join(s.dir, partialsDir, id))
@@ -294,7 +294,7 @@ func (s *Dir) StalePartials(cutoff time.Time) ([]PartialInfo, error) {
 	var stale []PartialInfo
 	for _, e := range entries {
 		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() || !validPartialID(e.Name()) || !info.ModTime().Before(cutoff) {
+		if err != nil || !info.Mode().IsRegular() || !ValidPartialID(e.Name()) || !info.ModTime().Before(cutoff) {
 			continue
 		}
 		stale = append(stale, PartialInfo{ID: e.Name(), Size: info.Size(), ModTime: info.ModTime()})
@@ -302,8 +302,8 @@ func (s *Dir) StalePartials(cutoff time.Time) ([]PartialInfo, error) {
 	return stale, nil
 }
 
-// validPartialID accepts the ids a caller may name a partial by: a single
+// ValidPartialID accepts the ids a caller may name a partial by: a single
 // path element, so no id reaches outside the partials directory.
-func validPartialID(id string) bool {
+func ValidPartialID(id string) bool {
 	return id != "" && id != "." && id != ".." && filepath.Base(id) == id && len(id) <= 255
 }

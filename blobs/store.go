@@ -74,9 +74,9 @@ var bufPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// copyBuffer copies src to dst through a pooled buffer. The wrappers hide
+// CopyBuffer copies src to dst through a pooled buffer. The wrappers hide
 // WriterTo and ReaderFrom, which would make io.CopyBuffer ignore the buffer.
-func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
+func CopyBuffer(dst io.Writer, src io.Reader) (int64, error) {
 	buf := bufPool.Get().(*[]byte)
 	defer bufPool.Put(buf)
 	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
@@ -115,7 +115,7 @@ func (s *Dir) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 		limit = maxSize + 1 // one byte more tells "too large" from "exactly maxSize"
 	}
 	h := NewHash()
-	n, err := copyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
+	n, err := CopyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
 	if err != nil {
 		return Info{}, false, err
 	}
@@ -384,7 +384,7 @@ func (s *Dir) Verify(hash string) error {
 	}
 	defer f.Close()
 	h := NewHash()
-	if _, err := copyBuffer(h, f); err != nil {
+	if _, err := CopyBuffer(h, f); err != nil {
 		return err
 	}
 	if Address(h) != hash {

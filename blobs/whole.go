@@ -27,7 +27,7 @@ func whole(path, hash string, size int64) (bool, error) {
 		return false, err
 	}
 	h := NewHash()
-	if _, err := copyBuffer(h, f); err != nil {
+	if _, err := CopyBuffer(h, f); err != nil {
 		return false, err
 	}
 	return Address(h) == hash, nil

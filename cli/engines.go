@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/kv/postgres"
@@ -91,7 +92,7 @@ func (l Location) openBlobs(ctx context.Context, readOnly bool, observe func(op 
 		}
 		return blobs.Open(dir)
 	}
-	return blobs.OpenS3(ctx, l.Blobs, blobs.S3Options{Observe: observe})
+	return s3.Open(ctx, l.Blobs, s3.Options{Observe: observe})
 }
 
 // describeBlobs names the blob store for logs and messages.

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
@@ -111,7 +112,7 @@ func (s *Serve) storeOptions() kv.Options {
 // openBucket opens the bucket --blobs names, creating it when it is
 // missing, and says so; and says when the URL sends the blobs to AWS.
 func (s *Serve) openBucket(ctx context.Context, observe func(string, time.Duration, error), log zerolog.Logger) (blobs.Engine, error) {
-	b, err := blobs.OpenS3(ctx, s.Blobs, blobs.S3Options{Observe: observe, CreateBucket: true})
+	b, err := s3.Open(ctx, s.Blobs, s3.Options{Observe: observe, CreateBucket: true})
 	if err != nil {
 		return nil, fmt.Errorf("open blob store: %w", err)
 	}

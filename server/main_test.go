@@ -22,6 +22,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
@@ -185,11 +186,11 @@ func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blo
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var opts blobs.S3Options
+	var opts s3.Options
 	if requests != nil {
 		opts.Observe = requests.Observe
 	}
-	s, err := blobs.OpenS3(context.Background(), string(raw), opts)
+	s, err := s3.Open(context.Background(), string(raw), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
