@@ -46,7 +46,7 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 	}
 	defer store.Close()
 	if blobStore == nil {
-		if blobStore, err = loc.openBlobs(ctx, false, nil); err != nil {
+		if blobStore, err = loc.openBlobs(ctx, false); err != nil {
 			return err
 		}
 	}

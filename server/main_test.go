@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/blobs"
@@ -146,10 +147,9 @@ func mustOpenServerWith(tb testing.TB, dir string, bo bolt.Options, edit ...func
 		e(&cfg)
 	}
 	store := mustOpenStore(tb, storeIn(tb, dir), kv.Options{Now: cfg.Now}, bo)
-	if s3test.Enabled() {
-		cfg.BlobRequests = server.NewBlobRequests()
-	}
-	blobStore := mustOpenBlobs(tb, dir, cfg.BlobRequests)
+	engineMetrics := prometheus.NewRegistry()
+	cfg.EngineMetrics = engineMetrics
+	blobStore := mustOpenBlobs(tb, dir, engineMetrics)
 	srv := server.New(cfg, store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
@@ -167,8 +167,8 @@ func mustOpenServerWith(tb testing.TB, dir string, bo bolt.Options, edit ...func
 // or, when the suite runs on S3 and dir holds no prepared blobs directory,
 // a bucket of its own, whose URL dir keeps
 // (in blobs-url) so that a server opened on dir again finds the same
-// bucket, and whose requests are reported to requests.
-func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blobs.Engine {
+// bucket, and which registers its series on metrics.
+func mustOpenBlobs(tb testing.TB, dir string, metrics prometheus.Registerer) blobs.Engine {
 	tb.Helper()
 	if _, err := os.Stat(filepath.Join(dir, "blobs")); err == nil || !s3test.Enabled() {
 		s, err := blobs.Open(filepath.Join(dir, "blobs"))
@@ -186,11 +186,7 @@ func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blo
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var opts s3.Options
-	if requests != nil {
-		opts.Observe = requests.Observe
-	}
-	s, err := s3.Open(context.Background(), string(raw), opts)
+	s, err := s3.Open(context.Background(), string(raw), s3.Options{Metrics: metrics})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -62,6 +62,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sealbox/blobs"
 )
@@ -89,6 +90,11 @@ type Options struct {
 	// request) with the operation's name (PutObject, GetObject, ...), its
 	// latency up to the response headers and its error.
 	Observe func(op string, d time.Duration, err error)
+	// Metrics, when set, is where Open registers the engine's series:
+	// sealbox_s3_request_duration_seconds, the latency of each request (each
+	// retry is one) by operation and outcome (ok or error), never labelled
+	// with a key or a bucket. Engines opened on one registerer share it.
+	Metrics prometheus.Registerer
 	// PartSize is the size of multipart upload parts: DefaultPartSize when
 	// 0, else 5 MiB to 5 GiB (S3's limits). A partial keeps the part size it was
 	// created with, so nodes configured differently still resume each
@@ -188,6 +194,14 @@ func newClient(rawURL string, opts Options) (*s3.Client, s3Location, Options, er
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	observe := opts.Observe
+	if opts.Metrics != nil {
+		record, err := requestMetrics(opts.Metrics)
+		if err != nil {
+			return nil, loc, opts, fmt.Errorf("blobs: register the s3 metrics: %w", err)
+		}
+		observe = observeBoth(opts.Observe, record)
+	}
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		// A store that accepts a connection and never answers must not
 		// hang a request forever; bodies stream without a deadline.
@@ -214,8 +228,8 @@ func newClient(rawURL string, opts Options) (*s3.Client, s3Location, Options, er
 		if loc.endpoint != "" {
 			o.BaseEndpoint = aws.String(loc.endpoint)
 		}
-		if opts.Observe != nil {
-			o.APIOptions = append(o.APIOptions, observeRequests(opts.Observe))
+		if observe != nil {
+			o.APIOptions = append(o.APIOptions, observeRequests(observe))
 		}
 	})
 	return client, loc, opts, nil
