@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Engine is what sealbox needs of a blob store: the local directory (*Store,
-// the default and the reference) and an S3-compatible bucket (*S3) both
+// Engine is what sealbox needs of a blob store: the local directory (*Dir,
+// the default and the reference) and an S3-compatible bucket (*s3.Engine, package blobs/s3) both
 // implement it, and the contract tests in blobs/blobstest hold both to the
-// same guarantees. Each method's contract is the one documented on *Store;
+// same guarantees. Each method's contract is the one documented on *Dir;
 // where the S3 engine differs (FreeBytes), its own doc says so.
 //
 // Backup, restore and LinkFrom work on local directories only and are not
@@ -23,10 +23,7 @@ type Engine interface {
 	Remove(hash string) error
 	Verify(hash string) error
 	Walk(fn func(Info) error) error
-	CleanTemp(olderThan time.Time) (int, error)
-	StaleTemp(olderThan time.Time) (int, error)
 	CheckWritable() error
-	FreeBytes() (int64, error)
 	Instance() (string, error)
 	MarkInstance(id string) error
 
@@ -34,6 +31,26 @@ type Engine interface {
 	PartialSize(id, hash string) (int64, error)
 	RemovePartial(id string) error
 	StalePartials(cutoff time.Time) ([]PartialInfo, error)
+}
+
+// TempCleaner is an engine that keeps what interrupted work leaves behind
+// (temp files, orphan multipart uploads) until told to remove it; cli's gc
+// asks for it.
+type TempCleaner interface {
+	// CleanTemp removes what interrupted work left before olderThan and
+	// returns how many items it removed.
+	CleanTemp(olderThan time.Time) (int, error)
+	// StaleTemp counts what CleanTemp(olderThan) would remove, removing
+	// nothing.
+	StaleTemp(olderThan time.Time) (int, error)
+}
+
+// FreeSpacer is an engine on a filesystem whose free space runs out; the
+// readiness probe asks for it and checks no disk for an engine without one
+// (a bucket has no free-space figure).
+type FreeSpacer interface {
+	// FreeBytes is the space left to the engine's writes.
+	FreeBytes() (int64, error)
 }
 
 // Partial is an upload in progress that the engine owns, named by its
@@ -66,6 +83,8 @@ type Partial interface {
 }
 
 var (
-	_ Engine  = (*Store)(nil)
-	_ Partial = (*localPartial)(nil)
+	_ Engine      = (*Dir)(nil)
+	_ TempCleaner = (*Dir)(nil)
+	_ FreeSpacer  = (*Dir)(nil)
+	_ Partial     = (*localPartial)(nil)
 )

@@ -1,20 +1,12 @@
 package blobs_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"sealbox/blobs"
 	"sealbox/blobs/blobstest"
-	"sealbox/blobs/s3test"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	s3test.Stop()
-	os.Exit(code)
-}
 
 // TestLocalEngine holds the local store to the engine contract.
 func TestLocalEngine(t *testing.T) {
@@ -22,26 +14,6 @@ func TestLocalEngine(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "blobs")
 		open := func() blobs.Engine {
 			s, err := blobs.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
-		return open(), open
-	})
-}
-
-// TestS3Engine holds the S3 engine to the engine contract on a real S3
-// server (SEALBOX_TEST_S3), with 5 MiB parts, S3's smallest, so the
-// contract's sizes cross part boundaries.
-func TestS3Engine(t *testing.T) {
-	if !s3test.Enabled() {
-		t.Skip("SEALBOX_TEST_S3 is unset")
-	}
-	blobstest.Run(t, func(t *testing.T) (blobs.Engine, func() blobs.Engine) {
-		url := s3test.URL(t)
-		open := func() blobs.Engine {
-			s, err := blobs.OpenS3(t.Context(), url, blobs.S3Options{PartSize: 5 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,7 @@ package blobs
 
 import "errors"
 
-// Sentinel errors returned by Store. Compare with errors.Is; the server maps
+// Sentinel errors returned by the engines. Compare with errors.Is; the server maps
 // each to an HTTP status in one place.
 var (
 	// ErrNotFound reports that no blob with the hash is stored.

@@ -45,7 +45,7 @@ type smallPut struct {
 // concurrent calls share their flushes. On an error some of the blobs may
 // be stored and others not; none is half-written, since a blob gets its
 // name only after its bytes are on disk.
-func (s *Store) PutSmall(bs ...[]byte) error {
+func (s *Dir) PutSmall(bs ...[]byte) error {
 	if len(bs) == 0 {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (s *Store) PutSmall(bs ...[]byte) error {
 
 // putEach puts bs side by side, each with its own fsyncs, which overlap on
 // the disk.
-func (s *Store) putEach(bs [][]byte) error {
+func (s *Dir) putEach(bs [][]byte) error {
 	errs := make(chan error, len(bs))
 	for _, b := range bs[1:] {
 		go func() {
@@ -114,7 +114,7 @@ func (s *Store) putEach(bs [][]byte) error {
 }
 
 // writeTemp writes b to a new file in s.tmp without flushing it.
-func (s *Store) writeTemp(b []byte) (string, error) {
+func (s *Dir) writeTemp(b []byte) (string, error) {
 	f, err := os.CreateTemp(s.tmp, "small-*")
 	if err != nil {
 		return "", err
@@ -135,7 +135,7 @@ func (s *Store) writeTemp(b []byte) (string, error) {
 // blobs already stored), one flush for the names. Then it releases the
 // group's calls and hands the lead on, or gives it up when none waits.
 // leader, the caller's own call, is in the group it leads.
-func (s *Store) leadGroup(leader *smallPut) {
+func (s *Dir) leadGroup(leader *smallPut) {
 	g := &s.group
 	g.mu.Lock()
 	group := g.pending

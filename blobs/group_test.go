@@ -42,7 +42,7 @@ func TestPutSmallConcurrent(t *testing.T) {
 	}
 	slices.Sort(paths)
 	// Exactly the blobs, each once, and no temp file left behind.
-	if got := files(t, s.Dir()); !slices.Equal(got, paths) {
+	if got := files(t, s.Path()); !slices.Equal(got, paths) {
 		t.Errorf("files = %q, want %q", got, paths)
 	}
 }
@@ -66,7 +66,7 @@ func TestPutSmallExistingNeverRewritten(t *testing.T) {
 	if !after.ModTime().After(old) {
 		t.Errorf("ModTime = %v, want a claim after %v", after.ModTime(), old)
 	}
-	if got := files(t, s.Dir()); len(got) != 1 {
+	if got := files(t, s.Path()); len(got) != 1 {
 		t.Errorf("files = %q, want the blob alone", got)
 	}
 }
@@ -74,7 +74,7 @@ func TestPutSmallExistingNeverRewritten(t *testing.T) {
 func TestPutSmallFailureStoresNothing(t *testing.T) {
 	s := MustOpenStore(t)
 	// Without its temp directory the store cannot write a byte.
-	if err := os.RemoveAll(filepath.Join(s.Dir(), "tmp")); err != nil {
+	if err := os.RemoveAll(filepath.Join(s.Path(), "tmp")); err != nil {
 		t.Fatal(err)
 	}
 	data := []byte("never stored")
@@ -88,7 +88,7 @@ func TestPutSmallFailureStoresNothing(t *testing.T) {
 
 // benchSmallPuts stores two distinct small blobs per call from 64
 // goroutines, as 64 concurrent lifecycle ops do.
-func benchSmallPuts(b *testing.B, put func(s *blobs.Store, manifest, metadata []byte) error) {
+func benchSmallPuts(b *testing.B, put func(s *blobs.Dir, manifest, metadata []byte) error) {
 	s := MustOpenStore(b)
 	var next sync.Mutex
 	i := 0
@@ -112,13 +112,13 @@ func benchSmallPuts(b *testing.B, put func(s *blobs.Store, manifest, metadata []
 // BenchmarkPutSmallParallel: the group commit. Compare with
 // BenchmarkPutBytesParallel, the same blobs each with its own fsyncs.
 func BenchmarkPutSmallParallel(b *testing.B) {
-	benchSmallPuts(b, func(s *blobs.Store, manifest, metadata []byte) error {
+	benchSmallPuts(b, func(s *blobs.Dir, manifest, metadata []byte) error {
 		return s.PutSmall(manifest, metadata)
 	})
 }
 
 func BenchmarkPutBytesParallel(b *testing.B) {
-	benchSmallPuts(b, func(s *blobs.Store, manifest, metadata []byte) error {
+	benchSmallPuts(b, func(s *blobs.Dir, manifest, metadata []byte) error {
 		if _, _, err := s.PutBytes(manifest); err != nil {
 			return err
 		}

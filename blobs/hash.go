@@ -24,7 +24,7 @@ func AddressOf(b []byte) string {
 }
 
 // ValidHash reports whether s is a content address: exactly 64 lowercase hex
-// characters (a SHA-256 digest). Every method of Store checks its hash with
+// characters (a SHA-256 digest). Every method of Dir checks its hash with
 // ValidHash before touching the filesystem.
 func ValidHash(s string) bool {
 	return len(s) == 64 && isLowerHex(s)

@@ -25,8 +25,8 @@ var ErrMarked = errors.New("the blob store already belongs to another instance")
 // maxMarker bounds what a marker read takes: an id is a few dozen bytes.
 const maxMarker = 256
 
-// parseMarker returns the id a marker's bytes hold.
-func parseMarker(b []byte, where string) (string, error) {
+// ParseMarker returns the id a marker's bytes hold.
+func ParseMarker(b []byte, where string) (string, error) {
 	id := strings.TrimSpace(string(b))
 	if id == "" || len(b) >= maxMarker || strings.ContainsAny(id, " \t\r\n") {
 		return "", fmt.Errorf("blobs: %s does not hold an instance id", where)
@@ -36,7 +36,7 @@ func parseMarker(b []byte, where string) (string, error) {
 
 // Instance returns the id in the store's instance marker, or "" when the
 // store has none.
-func (s *Store) Instance() (string, error) {
+func (s *Dir) Instance() (string, error) {
 	path := filepath.Join(s.dir, InstanceMarker)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -45,13 +45,13 @@ func (s *Store) Instance() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return parseMarker(b, path)
+	return ParseMarker(b, path)
 }
 
 // MarkInstance writes the instance marker holding id, durably and only if
 // the store has none (O_EXCL). A store already marked with id is left as
 // it is; one marked with another id is refused: ErrMarked.
-func (s *Store) MarkInstance(id string) error {
+func (s *Dir) MarkInstance(id string) error {
 	path := filepath.Join(s.dir, InstanceMarker)
 	tmp, err := os.CreateTemp(s.tmp, "marker-*")
 	if err != nil {
@@ -79,7 +79,7 @@ func (s *Store) MarkInstance(id string) error {
 }
 
 // sameMarker is nil when the store's marker holds id, ErrMarked otherwise.
-func (s *Store) sameMarker(id string) error {
+func (s *Dir) sameMarker(id string) error {
 	have, err := s.Instance()
 	if err != nil {
 		return err
@@ -88,37 +88,6 @@ func (s *Store) sameMarker(id string) error {
 		return fmt.Errorf("%w: %s holds instance %s, not %s", ErrMarked, filepath.Join(s.dir, InstanceMarker), have, id)
 	}
 	return nil
-}
-
-// Instance returns the id in the bucket's instance marker object, or ""
-// when the bucket has none.
-func (s *S3) Instance() (string, error) {
-	b, err := s.readSmall(InstanceMarker)
-	if errors.Is(err, ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return parseMarker(b, fmt.Sprintf("the object %s of bucket %s", InstanceMarker, s.bucket))
-}
-
-// MarkInstance writes the instance marker object holding id, only if the
-// bucket has none (If-None-Match: *). A bucket already marked with id is
-// left as it is; one marked with another id is refused: ErrMarked.
-func (s *S3) MarkInstance(id string) error {
-	err := s.putObject(InstanceMarker, []byte(id+"\n"), true)
-	if isPreconditionFailed(err) {
-		have, err := s.Instance()
-		if err != nil {
-			return err
-		}
-		if have != id {
-			return fmt.Errorf("%w: the bucket %s holds instance %s, not %s", ErrMarked, s.bucket, have, id)
-		}
-		return nil
-	}
-	return s3Err("PutObject", InstanceMarker, err)
 }
 
 // errStopWalk ends HoldsBlobs' walk at the first blob.

@@ -32,7 +32,7 @@ type openFiles struct {
 type blobFile struct {
 	*os.File
 	info    Info
-	store   *Store
+	store   *Dir
 	removal uint64 // openFiles.removals when it was opened
 	// closed is set by the reader's Close: a second Close must not put the
 	// handle in the pool twice, where two readers would share its offset.

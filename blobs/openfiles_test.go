@@ -106,10 +106,10 @@ func TestRemoveClosesHandles(t *testing.T) {
 	}
 	for _, remove := range []struct {
 		name string
-		fn   func(s *blobs.Store, hash string) error
+		fn   func(s *blobs.Dir, hash string) error
 	}{
-		{"Remove", func(s *blobs.Store, hash string) error { return s.Remove(hash) }},
-		{"Collect", func(s *blobs.Store, hash string) error {
+		{"Remove", func(s *blobs.Dir, hash string) error { return s.Remove(hash) }},
+		{"Collect", func(s *blobs.Dir, hash string) error {
 			collected, err := s.Collect(hash, time.Now().Add(time.Hour))
 			if err == nil && !collected {
 				t.Errorf("Collect kept the blob")

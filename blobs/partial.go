@@ -22,7 +22,7 @@ var ErrPartialShort = errors.New("blobs: the partial upload holds fewer bytes th
 
 // localPartial is a Partial in a file of the store's partials directory.
 type localPartial struct {
-	s       *Store
+	s       *Dir
 	f       *os.File
 	off     int64 // where the next byte goes
 	pending int64 // bytes before off not yet handed to the disk
@@ -44,8 +44,8 @@ const writebackStep = 1 << 20
 // offset past 0 it opens as completed, discarding what is written and
 // claiming the stored blob on Complete, so no write ever reaches a file
 // that has its content address.
-func (s *Store) OpenPartial(id, hash string, offset int64) (Partial, error) {
-	if !validPartialID(id) {
+func (s *Dir) OpenPartial(id, hash string, offset int64) (Partial, error) {
+	if !ValidPartialID(id) {
 		return nil, fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
 	if !ValidHash(hash) {
@@ -100,7 +100,7 @@ func (s *Store) OpenPartial(id, hash string, offset int64) (Partial, error) {
 // the blob's (a second name: a completion without renameat2 that a crash
 // interrupted), in which case the partial's name is dropped here, before
 // anything could open it for writing.
-func (s *Store) completedPartial(path, hash string) (bool, error) {
+func (s *Dir) completedPartial(path, hash string) (bool, error) {
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -123,7 +123,7 @@ func (s *Store) completedPartial(path, hash string) (bool, error) {
 // doneLocalPartial is a partial that Complete already made its blob: the
 // bytes written again are discarded, and Complete claims the stored blob.
 type doneLocalPartial struct {
-	s    *Store
+	s    *Dir
 	hash string
 }
 
@@ -200,7 +200,7 @@ func (p *localPartial) Complete(hash string) (Info, error) {
 
 // completeFile gives the file at src, size bytes hashing to hash, the name
 // of the blob by a move (see Complete).
-func (s *Store) completeFile(src, hash string, size int64) (Info, error) {
+func (s *Dir) completeFile(src, hash string, size int64) (Info, error) {
 	dst := s.path(hash)
 	if err := s.ensureDirs(hash, true); err != nil {
 		return Info{}, err
@@ -243,8 +243,8 @@ func (s *Store) completeFile(src, hash string, size int64) (Info, error) {
 
 // PartialSize reports how many bytes partial id, for blob hash, holds: 0
 // when it has none yet, the blob's size once Complete made it the blob.
-func (s *Store) PartialSize(id, hash string) (int64, error) {
-	if !validPartialID(id) {
+func (s *Dir) PartialSize(id, hash string) (int64, error) {
+	if !ValidPartialID(id) {
 		return 0, fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
 	fi, err := os.Stat(filepath.Join(s.dir, partialsDir, id))
@@ -263,8 +263,8 @@ func (s *Store) PartialSize(id, hash string) (int64, error) {
 
 // RemovePartial deletes partial id; one that is already gone is not an
 // error.
-func (s *Store) RemovePartial(id string) error {
-	if !validPartialID(id) {
+func (s *Dir) RemovePartial(id string) error {
+	if !ValidPartialID(id) {
 		return fmt.Errorf("blobs: %q cannot name a partial upload", id)
 	}
 	err := os.Remove(filepath.Join(s.dir, partialsDir, id))
@@ -283,7 +283,7 @@ type PartialInfo struct {
 
 // StalePartials lists the partials last written before cutoff, for the
 // caller to remove those no transfer owns any more.
-func (s *Store) StalePartials(cutoff time.Time) ([]PartialInfo, error) {
+func (s *Dir) StalePartials(cutoff time.Time) ([]PartialInfo, error) {
 	entries, err := os.ReadDir(filepath.Join(s.dir, partialsDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -294,7 +294,7 @@ func (s *Store) StalePartials(cutoff time.Time) ([]PartialInfo, error) {
 	var stale []PartialInfo
 	for _, e := range entries {
 		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() || !validPartialID(e.Name()) || !info.ModTime().Before(cutoff) {
+		if err != nil || !info.Mode().IsRegular() || !ValidPartialID(e.Name()) || !info.ModTime().Before(cutoff) {
 			continue
 		}
 		stale = append(stale, PartialInfo{ID: e.Name(), Size: info.Size(), ModTime: info.ModTime()})
@@ -302,8 +302,8 @@ func (s *Store) StalePartials(cutoff time.Time) ([]PartialInfo, error) {
 	return stale, nil
 }
 
-// validPartialID accepts the ids a caller may name a partial by: a single
+// ValidPartialID accepts the ids a caller may name a partial by: a single
 // path element, so no id reaches outside the partials directory.
-func validPartialID(id string) bool {
+func ValidPartialID(id string) bool {
 	return id != "" && id != "." && id != ".." && filepath.Base(id) == id && len(id) <= 255
 }

@@ -55,7 +55,7 @@ func TestPartialLifecycle(t *testing.T) {
 		t.Fatalf("complete: %+v %v", info, err)
 	}
 	// The partial became the blob by a move: it has no name of its own left.
-	if _, err := os.Stat(filepath.Join(s.Dir(), "tus", "t1")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(s.Path(), "tus", "t1")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the partial's name outlived Complete: %v", err)
 	}
 	f, _, err := s.Open(hash)
@@ -104,11 +104,11 @@ func TestCompletedPartialNeverWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	blobPath := filepath.Join(s.Dir(), hash[:2], hash[2:4], hash)
+	blobPath := filepath.Join(s.Path(), hash[:2], hash[2:4], hash)
 	for _, alias := range []bool{false, true} {
 		if alias {
 			// What a crash between link and remove leaves.
-			if err := os.Link(blobPath, filepath.Join(s.Dir(), "tus", "done")); err != nil {
+			if err := os.Link(blobPath, filepath.Join(s.Path(), "tus", "done")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -160,7 +160,7 @@ func TestStalePartials(t *testing.T) {
 		p.Close()
 	}
 	past := time.Now().Add(-48 * time.Hour)
-	if err := os.Chtimes(filepath.Join(s.Dir(), "tus", "old"), past, past); err != nil {
+	if err := os.Chtimes(filepath.Join(s.Path(), "tus", "old"), past, past); err != nil {
 		t.Fatal(err)
 	}
 	stale, err := s.StalePartials(time.Now().Add(-time.Hour))
@@ -186,8 +186,8 @@ func TestLinkFrom(t *testing.T) {
 	if err != nil || !linked {
 		t.Fatalf("LinkFrom: %v %v", linked, err)
 	}
-	a, _ := os.Stat(filepath.Join(src.Dir(), info.Hash[:2], info.Hash[2:4], info.Hash))
-	b, _ := os.Stat(filepath.Join(dst.Dir(), info.Hash[:2], info.Hash[2:4], info.Hash))
+	a, _ := os.Stat(filepath.Join(src.Path(), info.Hash[:2], info.Hash[2:4], info.Hash))
+	b, _ := os.Stat(filepath.Join(dst.Path(), info.Hash[:2], info.Hash[2:4], info.Hash))
 	if a == nil || b == nil || !os.SameFile(a, b) {
 		t.Fatal("the linked blob is not the same file")
 	}

@@ -22,11 +22,11 @@ type Info struct {
 	ModTime time.Time // when the blob's bytes were written
 }
 
-// Store is a directory of blobs. It is safe for concurrent use, by goroutines
+// Dir is a directory of blobs. It is safe for concurrent use, by goroutines
 // and by several Stores open on the same directory. A blob file is never
 // opened for writing once it has its address (a damaged one is replaced by
 // a rename, never rewritten), and fan-out directories are never removed.
-type Store struct {
+type Dir struct {
 	dir string
 	tmp string // temp files, on the same filesystem so link(2) works
 
@@ -40,9 +40,9 @@ type Store struct {
 
 // Open opens the store rooted at dir, creating dir and dir/tmp (mode 0700) if
 // missing. It removes nothing: see CleanTemp.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Dir, error) {
 	dir = filepath.Clean(dir)
-	s := &Store{dir: dir, tmp: filepath.Join(dir, "tmp")}
+	s := &Dir{dir: dir, tmp: filepath.Join(dir, "tmp")}
 	if err := os.MkdirAll(s.tmp, 0o700); err != nil {
 		return nil, err
 	}
@@ -59,13 +59,13 @@ func Open(dir string) (*Store, error) {
 // Verify, Walk; the caller writes nothing through it) and, unlike Open,
 // creates nothing: checking a data directory or a backup leaves it as it
 // was. In a missing dir every blob is missing.
-func OpenReadOnly(dir string) *Store {
+func OpenReadOnly(dir string) *Dir {
 	dir = filepath.Clean(dir)
-	return &Store{dir: dir, tmp: filepath.Join(dir, "tmp")}
+	return &Dir{dir: dir, tmp: filepath.Join(dir, "tmp")}
 }
 
-// Dir returns the directory the store is rooted at.
-func (s *Store) Dir() string { return s.dir }
+// Path returns the directory the blobs are rooted at.
+func (s *Dir) Path() string { return s.dir }
 
 // bufPool holds the copy buffers of Put and Verify, so streaming a blob of any
 // size takes constant memory.
@@ -74,9 +74,9 @@ var bufPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// copyBuffer copies src to dst through a pooled buffer. The wrappers hide
+// CopyBuffer copies src to dst through a pooled buffer. The wrappers hide
 // WriterTo and ReaderFrom, which would make io.CopyBuffer ignore the buffer.
-func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
+func CopyBuffer(dst io.Writer, src io.Reader) (int64, error) {
 	buf := bufPool.Get().(*[]byte)
 	defer bufPool.Put(buf)
 	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
@@ -95,7 +95,7 @@ func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
 // directory fails after the blob got its name, the blob may remain.
 // Concurrent Puts of the same bytes all succeed, and exactly one reports
 // created=true.
-func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
+func (s *Dir) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 	if want != "" && !ValidHash(want) {
 		return Info{}, false, ErrInvalidHash
 	}
@@ -115,7 +115,7 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 		limit = maxSize + 1 // one byte more tells "too large" from "exactly maxSize"
 	}
 	h := NewHash()
-	n, err := copyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
+	n, err := CopyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
 	if err != nil {
 		return Info{}, false, err
 	}
@@ -149,7 +149,7 @@ func (s *Store) Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
 // whole blob is never rewritten (created is then false and path is left
 // unused), and when Adopt returns nil the blob's name is durable. It returns
 // ErrInvalidHash for an invalid hash.
-func (s *Store) Adopt(path, hash string) (Info, bool, error) {
+func (s *Dir) Adopt(path, hash string) (Info, bool, error) {
 	if !ValidHash(hash) {
 		return Info{}, false, ErrInvalidHash
 	}
@@ -161,7 +161,7 @@ func (s *Store) Adopt(path, hash string) (Info, bool, error) {
 // when src does not hold it. src's file was hashed when it was stored and a
 // blob is never rewritten, so the link shares verified bytes (backup
 // generations share their blobs this way).
-func (s *Store) LinkFrom(src *Store, hash string) (bool, error) {
+func (s *Dir) LinkFrom(src *Dir, hash string) (bool, error) {
 	if !ValidHash(hash) {
 		return false, ErrInvalidHash
 	}
@@ -184,7 +184,7 @@ func (s *Store) LinkFrom(src *Store, hash string) (bool, error) {
 // link, and makes the name durable before it returns unless syncNames is
 // false: the caller (a group commit) then makes every name it placed
 // durable at once before it reports any of them stored.
-func (s *Store) link(src, hash string, size int64, prepare func() error, syncNames bool) (Info, bool, error) {
+func (s *Dir) link(src, hash string, size int64, prepare func() error, syncNames bool) (Info, bool, error) {
 	dst := s.path(hash)
 	if err := s.ensureDirs(hash, syncNames); err != nil {
 		return Info{}, false, err
@@ -223,7 +223,7 @@ func (s *Store) link(src, hash string, size int64, prepare func() error, syncNam
 // place links src (size bytes hashing to hash) to dst unless a whole blob
 // is already there, in which case it claims that one, and reports whether
 // it placed src. A damaged file at dst (see whole) is replaced by src.
-func (s *Store) place(src, dst, hash string, size int64, prepare func() error) (bool, error) {
+func (s *Dir) place(src, dst, hash string, size int64, prepare func() error) (bool, error) {
 	for {
 		// A blob already in place is claimed by refreshing its modification
 		// time: Collect keeps a file touched after its cutoff, so a blob an
@@ -264,7 +264,7 @@ func (s *Store) place(src, dst, hash string, size int64, prepare func() error) (
 
 // PutBytes stores b under its SHA-256, as Put does. It suits small blobs such
 // as manifests and metadata.
-func (s *Store) PutBytes(b []byte) (Info, bool, error) {
+func (s *Dir) PutBytes(b []byte) (Info, bool, error) {
 	return s.Put(bytes.NewReader(b), "", 0)
 }
 
@@ -274,7 +274,7 @@ func (s *Store) PutBytes(b []byte) (Info, bool, error) {
 // sendfile. Info is the blob's as of when the handle was first opened: the
 // size never changes, the modification time may have moved since (a claim).
 // It returns ErrInvalidHash or ErrNotFound.
-func (s *Store) Open(hash string) (io.ReadSeekCloser, Info, error) {
+func (s *Dir) Open(hash string) (io.ReadSeekCloser, Info, error) {
 	if !ValidHash(hash) {
 		return nil, Info{}, ErrInvalidHash
 	}
@@ -301,13 +301,13 @@ func (s *Store) Open(hash string) (io.ReadSeekCloser, Info, error) {
 // knows its size (the store records every blob's): the S3 engine then needs
 // no request before the first read. The local store ignores size; the
 // handle is Open's, *os.File and sendfile included.
-func (s *Store) OpenSized(hash string, size int64) (io.ReadSeekCloser, error) {
+func (s *Dir) OpenSized(hash string, size int64) (io.ReadSeekCloser, error) {
 	f, _, err := s.Open(hash)
 	return f, err
 }
 
 // Stat returns the blob's Info. It returns ErrInvalidHash or ErrNotFound.
-func (s *Store) Stat(hash string) (Info, error) {
+func (s *Dir) Stat(hash string) (Info, error) {
 	if !ValidHash(hash) {
 		return Info{}, ErrInvalidHash
 	}
@@ -319,7 +319,7 @@ func (s *Store) Stat(hash string) (Info, error) {
 }
 
 // Exists reports whether the blob is stored. It is false for an invalid hash.
-func (s *Store) Exists(hash string) bool {
+func (s *Dir) Exists(hash string) bool {
 	_, err := s.Stat(hash)
 	return err == nil
 }
@@ -328,7 +328,7 @@ func (s *Store) Exists(hash string) bool {
 // of the same bytes) before cutoff, and reports whether it did. It is safe
 // against a concurrent Put: the file is first moved aside, and put back when
 // a Put claimed it meanwhile. Cutoff is wall-clock time, like file times.
-func (s *Store) Collect(hash string, cutoff time.Time) (bool, error) {
+func (s *Dir) Collect(hash string, cutoff time.Time) (bool, error) {
 	if !ValidHash(hash) {
 		return false, ErrInvalidHash
 	}
@@ -363,7 +363,7 @@ func (s *Store) Collect(hash string, cutoff time.Time) (bool, error) {
 
 // Remove deletes the blob, durably, for garbage collection. It returns
 // ErrInvalidHash or ErrNotFound. Readers that already opened it keep reading.
-func (s *Store) Remove(hash string) error {
+func (s *Dir) Remove(hash string) error {
 	if !ValidHash(hash) {
 		return ErrInvalidHash
 	}
@@ -377,14 +377,14 @@ func (s *Store) Remove(hash string) error {
 
 // Verify re-reads the blob and returns ErrCorrupt if its bytes no longer hash
 // to its name. It returns ErrInvalidHash or ErrNotFound.
-func (s *Store) Verify(hash string) error {
+func (s *Dir) Verify(hash string) error {
 	f, _, err := s.Open(hash)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	h := NewHash()
-	if _, err := copyBuffer(h, f); err != nil {
+	if _, err := CopyBuffer(h, f); err != nil {
 		return err
 	}
 	if Address(h) != hash {
@@ -397,7 +397,7 @@ func (s *Store) Verify(hash string) error {
 // error fn returns. It skips tmp/ and any file whose name is not a valid hash
 // or that sits in the wrong fan-out directory. Blobs put or removed during the
 // walk may or may not be visited.
-func (s *Store) Walk(fn func(Info) error) error {
+func (s *Dir) Walk(fn func(Info) error) error {
 	tops, err := fanoutDirs(s.dir)
 	if err != nil {
 		return err
@@ -437,7 +437,7 @@ func (s *Store) Walk(fn func(Info) error) error {
 // of Puts interrupted by a crash. A Put still writing to a removed file fails
 // and leaves nothing, so a cutoff well past the longest pause of an upload is
 // safe to call at any time.
-func (s *Store) CleanTemp(olderThan time.Time) (removed int, err error) {
+func (s *Dir) CleanTemp(olderThan time.Time) (removed int, err error) {
 	names, err := s.staleTemp(olderThan)
 	if err != nil {
 		return 0, err
@@ -457,14 +457,14 @@ func (s *Store) CleanTemp(olderThan time.Time) (removed int, err error) {
 
 // StaleTemp counts the temp files CleanTemp(olderThan) would remove, removing
 // nothing.
-func (s *Store) StaleTemp(olderThan time.Time) (int, error) {
+func (s *Dir) StaleTemp(olderThan time.Time) (int, error) {
 	names, err := s.staleTemp(olderThan)
 	return len(names), err
 }
 
 // staleTemp lists the temp files last written before olderThan. A store
 // opened read-only may have no tmp/: it then has no temp files.
-func (s *Store) staleTemp(olderThan time.Time) ([]string, error) {
+func (s *Dir) staleTemp(olderThan time.Time) ([]string, error) {
 	entries, err := os.ReadDir(s.tmp)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -491,7 +491,7 @@ func (s *Store) staleTemp(olderThan time.Time) ([]string, error) {
 // CheckWritable creates, writes and removes a small file where Put makes its
 // temp files, for a readiness probe: a store that cannot write refuses
 // every upload. It does not fsync, so probing often costs little.
-func (s *Store) CheckWritable() error {
+func (s *Dir) CheckWritable() error {
 	f, err := os.CreateTemp(s.tmp, "probe-*")
 	if err != nil {
 		return err
@@ -507,14 +507,14 @@ func (s *Store) CheckWritable() error {
 }
 
 // path returns where the blob with a valid hash lives.
-func (s *Store) path(hash string) string {
+func (s *Dir) path(hash string) string {
 	return filepath.Join(s.dir, hash[0:2], hash[2:4], hash)
 }
 
 // ensureDirs creates the fan-out directories of hash if missing and, if
 // syncNames, makes their entries durable. A directory found already there is
 // fsynced too: a concurrent Put may have just created it.
-func (s *Store) ensureDirs(hash string, syncNames bool) error {
+func (s *Dir) ensureDirs(hash string, syncNames bool) error {
 	for _, d := range []string{filepath.Join(s.dir, hash[0:2]), filepath.Join(s.dir, hash[0:2], hash[2:4])} {
 		if _, ok := s.synced.Load(d); ok {
 			continue

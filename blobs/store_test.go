@@ -23,8 +23,8 @@ import (
 	"sealbox/blobs"
 )
 
-// MustOpenStore opens a Store in a fresh temp dir.
-func MustOpenStore(tb testing.TB) *blobs.Store {
+// MustOpenStore opens a Dir in a fresh temp dir.
+func MustOpenStore(tb testing.TB) *blobs.Dir {
 	tb.Helper()
 	s, err := blobs.Open(filepath.Join(tb.TempDir(), "blobs"))
 	if err != nil {
@@ -71,7 +71,7 @@ func TestOpenCreatesDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.Dir(), dir; got != want {
+	if got, want := s.Path(), dir; got != want {
 		t.Errorf("Dir() = %q, want %q", got, want)
 	}
 	for _, d := range []string{dir, filepath.Join(dir, "tmp")} {
@@ -94,7 +94,7 @@ func TestOpenReadOnlyCreatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := blobs.OpenReadOnly(s.Dir())
+	ro := blobs.OpenReadOnly(s.Path())
 	if got, err := ro.Stat(info.Hash); err != nil || got.Size != info.Size {
 		t.Fatalf("Stat through the read-only store: %+v, %v", got, err)
 	}
@@ -142,7 +142,7 @@ func TestPutRoundTrip(t *testing.T) {
 				if got, want := info.Size, int64(len(tc.data)); got != want {
 					t.Errorf("Size = %d, want %d", got, want)
 				}
-				if got, want := files(t, s.Dir()), []string{filepath.Join(h[0:2], h[2:4], h)}; !slices.Equal(got, want) {
+				if got, want := files(t, s.Path()), []string{filepath.Join(h[0:2], h[2:4], h)}; !slices.Equal(got, want) {
 					t.Errorf("files = %q, want %q", got, want)
 				}
 
@@ -202,13 +202,13 @@ func TestPutHashMismatchLeavesNothing(t *testing.T) {
 				if _, _, err := s.PutBytes(other); err != nil {
 					t.Fatal(err)
 				}
-				before = files(t, s.Dir())
+				before = files(t, s.Path())
 			}
 			_, _, err := s.Put(bytes.NewReader(randomBytes(1<<20, 3)), hashOf(other), 0)
 			if got, want := err, blobs.ErrHashMismatch; !errors.Is(got, want) {
 				t.Fatalf("err = %v, want %v", got, want)
 			}
-			if got, want := files(t, s.Dir()), before; !slices.Equal(got, want) {
+			if got, want := files(t, s.Path()), before; !slices.Equal(got, want) {
 				t.Errorf("files = %q, want %q", got, want)
 			}
 		})
@@ -238,7 +238,7 @@ func TestPutMaxSize(t *testing.T) {
 			if tc.wantErr != nil {
 				wantFiles = 0
 			}
-			if got, want := len(files(t, s.Dir())), wantFiles; got != want {
+			if got, want := len(files(t, s.Path())), wantFiles; got != want {
 				t.Errorf("%d files left in the store, want %d", got, want)
 			}
 		})
@@ -253,7 +253,7 @@ func TestPutReaderErrorLeavesNothing(t *testing.T) {
 	if got, want := err, boom; !errors.Is(got, want) {
 		t.Fatalf("err = %v, want %v", got, want)
 	}
-	if got := files(t, s.Dir()); len(got) != 0 {
+	if got := files(t, s.Path()); len(got) != 0 {
 		t.Errorf("files = %q, want none", got)
 	}
 }
@@ -261,13 +261,13 @@ func TestPutReaderErrorLeavesNothing(t *testing.T) {
 // backdatedBlob stores data and sets its file's times to old, so a rewrite
 // or a claim within the same clock tick would show. It returns the file's
 // path and what Stat said of it then.
-func backdatedBlob(t *testing.T, s *blobs.Store, data []byte, old time.Time) (string, os.FileInfo) {
+func backdatedBlob(t *testing.T, s *blobs.Dir, data []byte, old time.Time) (string, os.FileInfo) {
 	t.Helper()
 	first, _, err := s.PutBytes(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(s.Dir(), first.Hash[0:2], first.Hash[2:4], first.Hash)
+	p := filepath.Join(s.Path(), first.Hash[0:2], first.Hash[2:4], first.Hash)
 	if err := os.Chtimes(p, old, old); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestPutExistingNeverRewritten(t *testing.T) {
 	if got, _ := os.ReadFile(p); !bytes.Equal(got, data) {
 		t.Errorf("blob bytes changed")
 	}
-	if got, want := len(files(t, s.Dir())), 1; got != want {
+	if got, want := len(files(t, s.Path())), 1; got != want {
 		t.Errorf("%d files, want %d (temp file left behind?)", got, want)
 	}
 }
@@ -345,7 +345,7 @@ func TestPutConcurrentSameBlob(t *testing.T) {
 	if got, want := created, 1; got != want {
 		t.Errorf("%d Puts reported created, want %d", got, want)
 	}
-	if got, want := files(t, s.Dir()), []string{filepath.Join(h[0:2], h[2:4], h)}; !slices.Equal(got, want) {
+	if got, want := files(t, s.Path()), []string{filepath.Join(h[0:2], h[2:4], h)}; !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)
 	}
 	if err := s.Verify(h); err != nil {
@@ -409,7 +409,7 @@ func TestWalk(t *testing.T) {
 		filepath.Join(some[0:2], some[2:4], unstored, "f"): "a directory named like a hash",
 	}
 	for name := range junk {
-		p := filepath.Join(s.Dir(), name)
+		p := filepath.Join(s.Path(), name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -467,7 +467,7 @@ func TestVerifyDetectsCorruption(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := info.Hash
-			f, err := os.OpenFile(filepath.Join(s.Dir(), h[0:2], h[2:4], h), os.O_WRONLY, 0)
+			f, err := os.OpenFile(filepath.Join(s.Path(), h[0:2], h[2:4], h), os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -504,18 +504,18 @@ func TestRemove(t *testing.T) {
 	}
 }
 
-// byHash runs each hash-taking method of Store and returns its error.
-var byHash = map[string]func(s *blobs.Store, h string) error{
-	"Open": func(s *blobs.Store, h string) error {
+// byHash runs each hash-taking method of Dir and returns its error.
+var byHash = map[string]func(s *blobs.Dir, h string) error{
+	"Open": func(s *blobs.Dir, h string) error {
 		f, _, err := s.Open(h)
 		if err == nil {
 			f.Close()
 		}
 		return err
 	},
-	"Stat":   func(s *blobs.Store, h string) error { _, err := s.Stat(h); return err },
-	"Remove": func(s *blobs.Store, h string) error { return s.Remove(h) },
-	"Verify": func(s *blobs.Store, h string) error { return s.Verify(h) },
+	"Stat":   func(s *blobs.Dir, h string) error { _, err := s.Stat(h); return err },
+	"Remove": func(s *blobs.Dir, h string) error { return s.Remove(h) },
+	"Verify": func(s *blobs.Dir, h string) error { return s.Verify(h) },
 }
 
 func TestInvalidHash(t *testing.T) {
@@ -561,7 +561,7 @@ func TestNotFound(t *testing.T) {
 func TestCleanTemp(t *testing.T) {
 	s := MustOpenStore(t)
 	now := time.Now()
-	tmp := filepath.Join(s.Dir(), "tmp")
+	tmp := filepath.Join(s.Path(), "tmp")
 	for name, age := range map[string]time.Duration{
 		"put-old1":  2 * time.Hour,
 		"put-old2":  25 * time.Hour,
@@ -580,11 +580,11 @@ func TestCleanTemp(t *testing.T) {
 	}
 
 	h := hashOf([]byte("kept"))
-	before := files(t, s.Dir())
+	before := files(t, s.Path())
 	if stale, err := s.StaleTemp(now.Add(-time.Hour)); err != nil || stale != 2 {
 		t.Fatalf("StaleTemp = %d, %v; want 2", stale, err)
 	}
-	if got := files(t, s.Dir()); !slices.Equal(got, before) {
+	if got := files(t, s.Path()); !slices.Equal(got, before) {
 		t.Fatalf("StaleTemp removed files: %q, was %q", got, before)
 	}
 	removed, err := s.CleanTemp(now.Add(-time.Hour))
@@ -595,7 +595,7 @@ func TestCleanTemp(t *testing.T) {
 		t.Errorf("removed = %d, want %d", got, want)
 	}
 	want := []string{filepath.Join(h[0:2], h[2:4], h), filepath.Join("tmp", "put-fresh")}
-	if got := files(t, s.Dir()); !slices.Equal(got, want) {
+	if got := files(t, s.Path()); !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)
 	}
 }
@@ -605,12 +605,12 @@ func TestCheckWritable(t *testing.T) {
 	if err := s.CheckWritable(); err != nil {
 		t.Fatal(err)
 	}
-	if got := files(t, s.Dir()); len(got) != 0 {
+	if got := files(t, s.Path()); len(got) != 0 {
 		t.Fatalf("the check left files: %q", got)
 	}
 	// A temp dir that is not a directory refuses even root, whom modes do
 	// not stop.
-	tmp := filepath.Join(s.Dir(), "tmp")
+	tmp := filepath.Join(s.Path(), "tmp")
 	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +628,7 @@ func TestCollect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(s.Dir(), info.Hash[0:2], info.Hash[2:4], info.Hash)
+	p := filepath.Join(s.Path(), info.Hash[0:2], info.Hash[2:4], info.Hash)
 	cutoff := time.Now().Add(-time.Hour)
 	if removed, err := s.Collect(info.Hash, cutoff); err != nil || removed {
 		t.Fatalf("a fresh blob was collected: %v %v", removed, err)
@@ -650,7 +650,7 @@ func TestCollect(t *testing.T) {
 	if removed, err := s.Collect(info.Hash, cutoff); err != nil || !removed {
 		t.Fatalf("a stale blob was kept: %v %v", removed, err)
 	}
-	if got := files(t, s.Dir()); len(got) != 0 {
+	if got := files(t, s.Path()); len(got) != 0 {
 		t.Fatalf("left behind: %v", got)
 	}
 	if _, err := s.Collect(info.Hash, cutoff); err != blobs.ErrNotFound {
@@ -667,7 +667,7 @@ func TestCollectRacingPut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(s.Dir(), info.Hash[0:2], info.Hash[2:4], info.Hash)
+	p := filepath.Join(s.Path(), info.Hash[0:2], info.Hash[2:4], info.Hash)
 	for i := 0; i < 200; i++ {
 		old := time.Now().Add(-2 * time.Hour)
 		os.Chtimes(p, old, old)
@@ -690,9 +690,9 @@ func TestCollectRacingPut(t *testing.T) {
 
 // writePartial writes data to a file in a directory of its own under the
 // store, as a resumable upload does, and returns its path.
-func writePartial(t *testing.T, s *blobs.Store, name string, data []byte) string {
+func writePartial(t *testing.T, s *blobs.Dir, name string, data []byte) string {
 	t.Helper()
-	dir := filepath.Join(s.Dir(), "partial")
+	dir := filepath.Join(s.Path(), "partial")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -789,7 +789,7 @@ func TestAdoptRefusals(t *testing.T) {
 		t.Errorf("invalid hash: err = %v, want %v", err, blobs.ErrInvalidHash)
 	}
 	h := hashOf([]byte("never written"))
-	if _, _, err := s.Adopt(filepath.Join(s.Dir(), "partial", "missing"), h); err == nil {
+	if _, _, err := s.Adopt(filepath.Join(s.Path(), "partial", "missing"), h); err == nil {
 		t.Error("adopting a missing file succeeded")
 	}
 	if s.Exists(h) {

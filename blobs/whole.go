@@ -27,7 +27,7 @@ func whole(path, hash string, size int64) (bool, error) {
 		return false, err
 	}
 	h := NewHash()
-	if _, err := copyBuffer(h, f); err != nil {
+	if _, err := CopyBuffer(h, f); err != nil {
 		return false, err
 	}
 	return Address(h) == hash, nil
@@ -37,7 +37,7 @@ func whole(path, hash string, size int64) (bool, error) {
 // under a name of its own first, then by one rename: readers see the old
 // file or the new one, never a mix, and src keeps its name. The caller has
 // made src's bytes durable and makes dst's name durable.
-func (s *Store) replace(src, dst, hash string) error {
+func (s *Dir) replace(src, dst, hash string) error {
 	var r [8]byte
 	rand.Read(r[:])
 	tmp := filepath.Join(s.tmp, "replace-"+hex.EncodeToString(r[:]))

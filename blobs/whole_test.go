@@ -22,25 +22,25 @@ func TestPutReplacesDamagedBlob(t *testing.T) {
 		"truncated":   []byte("JUNK"),
 		"same length": bytes.Repeat([]byte("x"), len(data)),
 	}
-	puts := map[string]func(t *testing.T, s *blobs.Store) (blobs.Info, error){
-		"Put": func(t *testing.T, s *blobs.Store) (blobs.Info, error) {
+	puts := map[string]func(t *testing.T, s *blobs.Dir) (blobs.Info, error){
+		"Put": func(t *testing.T, s *blobs.Dir) (blobs.Info, error) {
 			info, created, err := s.Put(bytes.NewReader(data), hash, 0)
 			if err == nil && !created {
 				t.Error("Put over a damaged file: created = false")
 			}
 			return info, err
 		},
-		"PutSmall": func(t *testing.T, s *blobs.Store) (blobs.Info, error) {
+		"PutSmall": func(t *testing.T, s *blobs.Dir) (blobs.Info, error) {
 			if err := s.PutSmall(data, []byte("another")); err != nil {
 				return blobs.Info{}, err
 			}
 			return s.Stat(hash)
 		},
-		"Adopt": func(t *testing.T, s *blobs.Store) (blobs.Info, error) {
+		"Adopt": func(t *testing.T, s *blobs.Dir) (blobs.Info, error) {
 			info, _, err := s.Adopt(writePartial(t, s, "adopted", data), hash)
 			return info, err
 		},
-		"Complete": func(t *testing.T, s *blobs.Store) (blobs.Info, error) {
+		"Complete": func(t *testing.T, s *blobs.Dir) (blobs.Info, error) {
 			p, err := s.OpenPartial("completed", hash, 0)
 			if err != nil {
 				return blobs.Info{}, err
@@ -58,7 +58,7 @@ func TestPutReplacesDamagedBlob(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Rewritten in place, as a write through a second name would.
-				path := filepath.Join(s.Dir(), hash[:2], hash[2:4], hash)
+				path := filepath.Join(s.Path(), hash[:2], hash[2:4], hash)
 				if err := os.WriteFile(path, damage, 0o600); err != nil {
 					t.Fatal(err)
 				}

@@ -84,7 +84,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 	if err != nil {
 		return nil, nil, err
 	}
-	blobStore, err := loc.openBlobs(ctx, mode == readOnly, nil)
+	blobStore, err := loc.openBlobs(ctx, mode == readOnly)
 	if err != nil {
 		store.Close()
 		return nil, nil, err

@@ -6,11 +6,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/kv/postgres"
@@ -79,11 +79,10 @@ func (l Location) openStore(ctx context.Context, opts kv.Options, bo bolt.Option
 	return kv.OpenEngine(e, l.describeStore(), opts)
 }
 
-// openBlobs opens the blob store l names: the S3-compatible bucket, whose
-// every request is reported to observe (nil: to nothing), or the blobs
-// directory in the data directory, which readOnly opens without creating
-// anything.
-func (l Location) openBlobs(ctx context.Context, readOnly bool, observe func(op string, d time.Duration, err error)) (blobs.Engine, error) {
+// openBlobs opens the blob store l names: the S3-compatible bucket, or the
+// blobs directory in the data directory, which readOnly opens without
+// creating anything.
+func (l Location) openBlobs(ctx context.Context, readOnly bool) (blobs.Engine, error) {
 	if l.Blobs == "" {
 		dir := filepath.Join(l.Data, blobsDir)
 		if readOnly {
@@ -91,7 +90,7 @@ func (l Location) openBlobs(ctx context.Context, readOnly bool, observe func(op 
 		}
 		return blobs.Open(dir)
 	}
-	return blobs.OpenS3(ctx, l.Blobs, blobs.S3Options{Observe: observe})
+	return s3.Open(ctx, l.Blobs, s3.Options{})
 }
 
 // describeBlobs names the blob store for logs and messages.

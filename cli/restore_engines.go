@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
@@ -25,7 +26,7 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 	}
 	var blobStore blobs.Engine
 	if loc.Blobs != "" {
-		b, err := blobs.OpenS3(ctx, loc.Blobs, blobs.S3Options{CreateBucket: true})
+		b, err := s3.Open(ctx, loc.Blobs, s3.Options{CreateBucket: true})
 		if err != nil {
 			return err
 		}
@@ -45,7 +46,7 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 	}
 	defer store.Close()
 	if blobStore == nil {
-		if blobStore, err = loc.openBlobs(ctx, false, nil); err != nil {
+		if blobStore, err = loc.openBlobs(ctx, false); err != nil {
 			return err
 		}
 	}

@@ -6,11 +6,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
@@ -43,11 +44,8 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if err := s.refuseLocalStoreBeside(); err != nil {
 		return nil, nil, 0, nil, err
 	}
-	var observe func(string, time.Duration, error)
 	if s.Blobs != "" {
-		s.Config.BlobRequests = server.NewBlobRequests()
-		observe = s.Config.BlobRequests.Observe
-		if blobStore, err = s.openBucket(ctx, observe, log); err != nil {
+		if blobStore, err = s.openBucket(ctx, log); err != nil {
 			return nil, nil, 0, nil, err
 		}
 	}
@@ -83,7 +81,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		}
 	}
 	if blobStore == nil {
-		if blobStore, err = s.openBlobs(ctx, false, observe); err != nil {
+		if blobStore, err = s.openBlobs(ctx, false); err != nil {
 			return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
 		}
 	}
@@ -109,9 +107,12 @@ func (s *Serve) storeOptions() kv.Options {
 }
 
 // openBucket opens the bucket --blobs names, creating it when it is
-// missing, and says so; and says when the URL sends the blobs to AWS.
-func (s *Serve) openBucket(ctx context.Context, observe func(string, time.Duration, error), log zerolog.Logger) (blobs.Engine, error) {
-	b, err := blobs.OpenS3(ctx, s.Blobs, blobs.S3Options{Observe: observe, CreateBucket: true})
+// missing, and says so; and says when the URL sends the blobs to AWS. The
+// engine registers its series on a registry the server's metrics serve.
+func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engine, error) {
+	metrics := prometheus.NewRegistry()
+	s.Config.EngineMetrics = metrics
+	b, err := s3.Open(ctx, s.Blobs, s3.Options{Metrics: metrics, CreateBucket: true})
 	if err != nil {
 		return nil, fmt.Errorf("open blob store: %w", err)
 	}

@@ -50,8 +50,8 @@ func sharedBlobOn(b *testing.B, ts *TestServer, size int) (blobURL, file string)
 	id := strings.Repeat("5", 32)
 	ts.Do(b, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access,
 		Body: map[string]any{"opaque_id": id, "metadata_hash": hash, "serves": []string{hash}}}).WantStatus(b, http.StatusCreated)
-	if local, ok := ts.Blobs.(*blobs.Store); ok {
-		file = filepath.Join(local.Dir(), hash[0:2], hash[2:4], hash)
+	if local, ok := ts.Blobs.(*blobs.Dir); ok {
+		file = filepath.Join(local.Path(), hash[0:2], hash[2:4], hash)
 	}
 	return ts.URL() + "/s/" + id + "/blob/" + hash, file
 }

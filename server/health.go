@@ -1,13 +1,13 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
+	"sealbox/blobs"
 	"sealbox/kv/fault"
 )
 
@@ -83,10 +83,10 @@ func (s *Server) checkReadiness() (map[string]string, bool) {
 		checks["blobs"], ready = "unwritable", false
 		s.log.Warn().Err(err).Str("check", "blobs").Msg("not ready")
 	}
-	if free, err := s.blobs.FreeBytes(); errors.Is(err, errors.ErrUnsupported) {
+	if space, ok := s.blobs.(blobs.FreeSpacer); !ok {
 		// A bucket has no free-space figure (S3): there is no disk to check.
 		delete(checks, "disk")
-	} else if err != nil {
+	} else if free, err := space.FreeBytes(); err != nil {
 		checks["disk"], ready = "unknown", false
 	} else if free < minFreeDisk {
 		checks["disk"], ready = "full", false

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"sealbox/blobs/s3"
 	"sealbox/server"
 )
 
@@ -74,7 +75,7 @@ func TestReadinessNeedsWritableBlobs(t *testing.T) {
 				t.Skip("root ignores file modes")
 			}
 			ts := MustOpenServer(t)
-			tmp := filepath.Join(ts.localBlobs(t).Dir(), "tmp")
+			tmp := filepath.Join(ts.localBlobs(t).Path(), "tmp")
 			ready := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200).JSON(t)
 			if checks, _ := ready["checks"].(map[string]any); checks["blobs"] != "ok" {
 				t.Fatalf("readyz: %v", ready)
@@ -365,7 +366,7 @@ func TestBlobRequestMetrics(t *testing.T) {
 	rec := httptest.NewRecorder()
 	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
-	if ts.Config.BlobRequests == nil {
+	if _, onS3 := ts.Blobs.(*s3.Engine); !onS3 {
 		if strings.Contains(body, "sealbox_s3_request_duration_seconds") {
 			t.Fatal("S3 series on local files")
 		}

@@ -19,9 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
@@ -145,10 +147,9 @@ func mustOpenServerWith(tb testing.TB, dir string, bo bolt.Options, edit ...func
 		e(&cfg)
 	}
 	store := mustOpenStore(tb, storeIn(tb, dir), kv.Options{Now: cfg.Now}, bo)
-	if s3test.Enabled() {
-		cfg.BlobRequests = server.NewBlobRequests()
-	}
-	blobStore := mustOpenBlobs(tb, dir, cfg.BlobRequests)
+	engineMetrics := prometheus.NewRegistry()
+	cfg.EngineMetrics = engineMetrics
+	blobStore := mustOpenBlobs(tb, dir, engineMetrics)
 	srv := server.New(cfg, store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
@@ -166,8 +167,8 @@ func mustOpenServerWith(tb testing.TB, dir string, bo bolt.Options, edit ...func
 // or, when the suite runs on S3 and dir holds no prepared blobs directory,
 // a bucket of its own, whose URL dir keeps
 // (in blobs-url) so that a server opened on dir again finds the same
-// bucket, and whose requests are reported to requests.
-func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blobs.Engine {
+// bucket, and which registers its series on metrics.
+func mustOpenBlobs(tb testing.TB, dir string, metrics prometheus.Registerer) blobs.Engine {
 	tb.Helper()
 	if _, err := os.Stat(filepath.Join(dir, "blobs")); err == nil || !s3test.Enabled() {
 		s, err := blobs.Open(filepath.Join(dir, "blobs"))
@@ -185,11 +186,7 @@ func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blo
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var opts blobs.S3Options
-	if requests != nil {
-		opts.Observe = requests.Observe
-	}
-	s, err := blobs.OpenS3(context.Background(), string(raw), opts)
+	s, err := s3.Open(context.Background(), string(raw), s3.Options{Metrics: metrics})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -199,9 +196,9 @@ func mustOpenBlobs(tb testing.TB, dir string, requests *server.BlobRequests) blo
 // localBlobs returns the test server's local blob store, and skips a test
 // that is about local files (their paths, modes, or bytes on disk) when
 // the suite runs on S3.
-func (ts *TestServer) localBlobs(tb testing.TB) *blobs.Store {
+func (ts *TestServer) localBlobs(tb testing.TB) *blobs.Dir {
 	tb.Helper()
-	s, ok := ts.Blobs.(*blobs.Store)
+	s, ok := ts.Blobs.(*blobs.Dir)
 	if !ok {
 		tb.Skip("about the local blob store's files; the suite runs on S3")
 	}

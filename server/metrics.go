@@ -77,39 +77,10 @@ func newMetrics(s *Server) *metrics {
 	if _, ok := s.store.EngineStats(); ok {
 		m.registry.MustRegister(engineCollectors(s)...)
 	}
-	if s.cfg.BlobRequests != nil {
-		m.registry.MustRegister(s.cfg.BlobRequests.latency)
-	}
 	if len(s.cfg.Witnesses) > 0 {
 		m.registry.MustRegister(witnessCollector{s})
 	}
 	return m
-}
-
-// BlobRequests is the latency of the requests a blob engine makes to a
-// remote object store (S3), by operation and outcome. It is made before the
-// engine, which reports to it from its first request (Observe is the
-// engine's hook), and handed to the server in Config.BlobRequests, whose
-// metrics then serve it.
-type BlobRequests struct{ latency *prometheus.HistogramVec }
-
-// NewBlobRequests returns an empty BlobRequests.
-func NewBlobRequests() *BlobRequests {
-	return &BlobRequests{latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "sealbox_s3_request_duration_seconds",
-		Help:    "Latency of the blob engine's S3 requests by operation and outcome (ok or error).",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-	}, []string{"op", "outcome"})}
-}
-
-// Observe records one request: op is the S3 operation's name (a short
-// fixed list), never a key or a bucket.
-func (b *BlobRequests) Observe(op string, d time.Duration, err error) {
-	outcome := "ok"
-	if err != nil {
-		outcome = "error"
-	}
-	b.latency.WithLabelValues(op, outcome).Observe(d.Seconds())
 }
 
 // engineCollectors are the series of a store engine that has figures of its
@@ -155,7 +126,11 @@ func engineCollectors(s *Server) []prometheus.Collector {
 // public API address.
 func (s *Server) MetricsHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	series := prometheus.Gatherers{s.metrics.registry}
+	if s.cfg.EngineMetrics != nil {
+		series = append(series, s.cfg.EngineMetrics)
+	}
+	mux.Handle("/", promhttp.HandlerFor(series, promhttp.HandlerOpts{}))
 	// The readiness probe too, for an orchestrator that reaches only the
 	// private listener.
 	mux.Handle("GET /readyz", s.handler)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"sealbox/blobs"
@@ -33,9 +34,11 @@ const Version = "0.1.0"
 // Config holds every tunable of the server. DefaultConfig gives the
 // production values of server/PROTOCOL.md §12; tests shrink the costly ones.
 type Config struct {
-	// BlobRequests, when set, is the blob engine's S3 request latency, which
-	// the metrics then serve (see NewBlobRequests).
-	BlobRequests *BlobRequests
+	// EngineMetrics, when set, gathers the series the engines registered
+	// themselves (the S3 engine's request latency, on a registry the
+	// caller gave it); the metrics listener serves them beside the
+	// server's own.
+	EngineMetrics prometheus.Gatherer
 	// Registration is "open" or "closed".
 	Registration string
 	// TrustProxy takes the client address from the last hop of

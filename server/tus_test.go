@@ -77,7 +77,7 @@ func (ts *TestServer) TusHead(tb testing.TB, access, location string) int {
 // S3).
 func (ts *TestServer) partialPath(tb testing.TB, location string) string {
 	tb.Helper()
-	return filepath.Join(ts.localBlobs(tb).Dir(), "tus", path.Base(location))
+	return filepath.Join(ts.localBlobs(tb).Path(), "tus", path.Base(location))
 }
 
 // wantStored fails unless the blob store holds exactly data under its hash.

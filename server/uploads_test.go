@@ -19,7 +19,7 @@ import (
 func blobFiles(tb testing.TB, ts *TestServer) []string {
 	tb.Helper()
 	var files []string
-	local, ok := ts.Blobs.(*blobs.Store)
+	local, ok := ts.Blobs.(*blobs.Dir)
 	if !ok {
 		err := ts.Blobs.Walk(func(i blobs.Info) error {
 			files = append(files, "blob/"+i.Hash)
@@ -37,7 +37,7 @@ func blobFiles(tb testing.TB, ts *TestServer) []string {
 		}
 		return files
 	}
-	err := filepath.WalkDir(local.Dir(), func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(local.Path(), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			files = append(files, path)
 		}

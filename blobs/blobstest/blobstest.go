@@ -530,17 +530,21 @@ func testTemp(t *testing.T, e blobs.Engine) {
 	if err := e.CheckWritable(); err != nil {
 		t.Fatalf("CheckWritable = %v", err)
 	}
+	tc, ok := e.(blobs.TempCleaner)
+	if !ok {
+		return
+	}
 	past := time.Now().Add(-time.Hour)
-	if n, err := e.StaleTemp(past); err != nil || n != 0 {
+	if n, err := tc.StaleTemp(past); err != nil || n != 0 {
 		t.Errorf("StaleTemp(an hour ago) = %d, %v", n, err)
 	}
-	if n, err := e.CleanTemp(past); err != nil || n != 0 {
+	if n, err := tc.CleanTemp(past); err != nil || n != 0 {
 		t.Errorf("CleanTemp(an hour ago) = %d, %v", n, err)
 	}
-	if _, err := e.CleanTemp(time.Now().Add(time.Hour)); err != nil {
+	if _, err := tc.CleanTemp(time.Now().Add(time.Hour)); err != nil {
 		t.Errorf("CleanTemp(in an hour) = %v", err)
 	}
-	if n, err := e.StaleTemp(time.Now().Add(time.Hour)); err != nil || n != 0 {
+	if n, err := tc.StaleTemp(time.Now().Add(time.Hour)); err != nil || n != 0 {
 		t.Errorf("after CleanTemp, StaleTemp = %d, %v", n, err)
 	}
 }

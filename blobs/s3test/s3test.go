@@ -28,7 +28,7 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/blobs"
+	"sealbox/blobs/s3"
 )
 
 // Version is the versitygw release the tests run, as pinned in
@@ -69,16 +69,16 @@ func URL(tb testing.TB) string {
 	var b [8]byte
 	rand.Read(b[:])
 	u := "s3://b-" + hex.EncodeToString(b[:]) + "?endpoint=" + endpoint + "&region=us-east-1"
-	if err := blobs.CreateS3Bucket(context.Background(), u, blobs.S3Options{}); err != nil {
+	if err := s3.CreateBucket(context.Background(), u, s3.Options{}); err != nil {
 		tb.Fatal(err)
 	}
 	return u
 }
 
 // Open opens a fresh bucket (URL) as a blobs engine with opts.
-func Open(tb testing.TB, opts blobs.S3Options) *blobs.S3 {
+func Open(tb testing.TB, opts s3.Options) *s3.Engine {
 	tb.Helper()
-	s, err := blobs.OpenS3(context.Background(), URL(tb), opts)
+	s, err := s3.Open(context.Background(), URL(tb), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progr
 
 // backupInto writes a backup into the data directory dir. A blob dir lacks
 // is hard-linked from prev when prev holds it, and copied otherwise.
-func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Store, progress func(Progress)) (BackupReport, error) {
+func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progress func(Progress)) (BackupReport, error) {
 	rep := BackupReport{Dest: dir}
 	keys, err := readKeys(o.DataDir)
 	if err != nil {
@@ -177,7 +177,7 @@ func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start
 	for n := 1; slices.Contains(gens, name); n++ {
 		name = fmt.Sprintf("%s-%d", base, n)
 	}
-	var prev *blobs.Store
+	var prev *blobs.Dir
 	if len(gens) > 0 {
 		prev = blobs.OpenReadOnly(filepath.Join(root, gens[len(gens)-1], BlobsDir))
 	}
@@ -286,7 +286,7 @@ func (o *Ops) writeSnapshot(path string) (int64, error) {
 
 // copyBlobs gives dest every blob the snapshot references that it lacks:
 // a hard link to prev's file when prev holds it, else a copy.
-func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.Store, rep *BackupReport, progress func(Progress)) error {
+func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.Dir, rep *BackupReport, progress func(Progress)) error {
 	p, err := startProgress(snap)
 	if err != nil {
 		return err

@@ -188,10 +188,13 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCR
 	if err := o.collectPartials(dryRun, cutoff, &rep); err != nil {
 		return rep, err
 	}
-	if dryRun {
-		rep.TempRemoved, err = o.Blobs.StaleTemp(cutoff)
-	} else {
-		rep.TempRemoved, err = o.Blobs.CleanTemp(cutoff)
+	temp, ok := o.Blobs.(blobs.TempCleaner)
+	switch {
+	case !ok:
+	case dryRun:
+		rep.TempRemoved, err = temp.StaleTemp(cutoff)
+	default:
+		rep.TempRemoved, err = temp.CleanTemp(cutoff)
 	}
 	return rep, err
 }

@@ -242,7 +242,7 @@ func checkBlobTarget(dst EngineTarget, source string) error {
 // re-hashing each as it is written; a blob dst already holds at its
 // recorded size (copied, and verified, by an earlier run) is skipped. It
 // returns the problems found (missing, corrupt or mis-sized blobs).
-func copyVerified(ctx context.Context, store *kv.Store, src *blobs.Store, dst blobs.Engine, rep *RestoreReport, progress func(Progress)) ([]string, error) {
+func copyVerified(ctx context.Context, store *kv.Store, src *blobs.Dir, dst blobs.Engine, rep *RestoreReport, progress func(Progress)) ([]string, error) {
 	p, err := startProgress(store)
 	if err != nil {
 		return nil, err
@@ -278,7 +278,7 @@ func copyVerified(ctx context.Context, store *kv.Store, src *blobs.Store, dst bl
 
 // copyBlob copies one blob, verifying its hash and size; a problem of the
 // backup is returned as a sentence, a failure to copy as an error.
-func copyBlob(src *blobs.Store, dst blobs.Engine, b kv.Blob) (problem string, err error) {
+func copyBlob(src *blobs.Dir, dst blobs.Engine, b kv.Blob) (problem string, err error) {
 	f, _, err := src.Open(b.Hash)
 	if errors.Is(err, blobs.ErrNotFound) {
 		return fmt.Sprintf("blob %s: referenced but missing from the backup", b.Hash), nil

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
 )
 
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requestCounter counts S3 requests by operation (S3Options.Observe).
+// requestCounter counts S3 requests by operation (s3.Options.Observe).
 type requestCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -55,7 +55,7 @@ func TestServeS3(t *testing.T) {
 		t.Skip("SEALBOX_TEST_S3 is unset")
 	}
 	counter := &requestCounter{n: map[string]int{}}
-	store, err := blobs.OpenS3(context.Background(), s3test.URL(t), blobs.S3Options{Observe: counter.observe})
+	store, err := s3.Open(context.Background(), s3test.URL(t), s3.Options{Observe: counter.observe})
 	if err != nil {
 		t.Fatal(err)
 	}

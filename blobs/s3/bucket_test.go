@@ -1,4 +1,4 @@
-package blobs_test
+package s3_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
 )
 
@@ -35,7 +36,7 @@ func wantSentence(t *testing.T, err error, want ...string) {
 // sentence naming the bucket and the endpoint.
 func TestOpenS3SaysWhatIsWrong(t *testing.T) {
 	ctx := context.Background()
-	_, err := blobs.OpenS3(ctx, "s3://photos?endpoint=http://127.0.0.1:1", blobs.S3Options{AccessKeyID: "id", SecretAccessKey: "secret"})
+	_, err := s3.Open(ctx, "s3://photos?endpoint=http://127.0.0.1:1", s3.Options{AccessKeyID: "id", SecretAccessKey: "secret"})
 	wantSentence(t, err, `bucket "photos" at http://127.0.0.1:1`, "does not answer")
 	if !s3test.Enabled() {
 		t.Skip("SEALBOX_TEST_S3 is unset: the answers of a server are not tried")
@@ -43,11 +44,11 @@ func TestOpenS3SaysWhatIsWrong(t *testing.T) {
 	u, _ := url.Parse(s3test.URL(t))
 	endpoint := u.Query().Get("endpoint")
 	missing := "s3://no-such-bucket-here?endpoint=" + endpoint
-	_, err = blobs.OpenS3(ctx, u.String(), blobs.S3Options{AccessKeyID: "nobody", SecretAccessKey: "wrong-secret"})
+	_, err = s3.Open(ctx, u.String(), s3.Options{AccessKeyID: "nobody", SecretAccessKey: "wrong-secret"})
 	wantSentence(t, err, `bucket "`+u.Host+`" at `+endpoint, "refuses the credentials")
-	_, err = blobs.OpenS3(ctx, missing, blobs.S3Options{})
+	_, err = s3.Open(ctx, missing, s3.Options{})
 	wantSentence(t, err, `bucket "no-such-bucket-here" does not exist at `+endpoint)
-	_, err = blobs.OpenS3(ctx, missing, blobs.S3Options{AccessKeyID: "nobody", SecretAccessKey: "wrong-secret", CreateBucket: true})
+	_, err = s3.Open(ctx, missing, s3.Options{AccessKeyID: "nobody", SecretAccessKey: "wrong-secret", CreateBucket: true})
 	wantSentence(t, err, `bucket "no-such-bucket-here" at `+endpoint, "refuses the credentials")
 }
 
@@ -59,14 +60,14 @@ func TestOpenS3CreatesAMissingBucket(t *testing.T) {
 	}
 	u, _ := url.Parse(s3test.URL(t))
 	u.Host = u.Host + "-new"
-	s, err := blobs.OpenS3(context.Background(), u.String(), blobs.S3Options{CreateBucket: true})
+	s, err := s3.Open(context.Background(), u.String(), s3.Options{CreateBucket: true})
 	if err != nil || !s.CreatedBucket() {
 		t.Fatalf("open a missing bucket with CreateBucket: %v, created %v", err, s != nil && s.CreatedBucket())
 	}
 	if _, err := s.Stat(strings.Repeat("a", 64)); !errors.Is(err, blobs.ErrNotFound) {
 		t.Fatalf("the created bucket: %v", err)
 	}
-	again, err := blobs.OpenS3(context.Background(), u.String(), blobs.S3Options{CreateBucket: true})
+	again, err := s3.Open(context.Background(), u.String(), s3.Options{CreateBucket: true})
 	if err != nil || again.CreatedBucket() {
 		t.Fatalf("open the bucket again: %v, created %v", err, again != nil && again.CreatedBucket())
 	}
@@ -82,7 +83,7 @@ func TestInstanceMarker(t *testing.T) {
 	}
 	engines["local"] = local
 	if s3test.Enabled() {
-		engines["s3"] = s3test.Open(t, blobs.S3Options{})
+		engines["s3"] = s3test.Open(t, s3.Options{})
 	}
 	for name, e := range engines {
 		t.Run(name, func(t *testing.T) {

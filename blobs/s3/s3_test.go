@@ -1,4 +1,4 @@
-package blobs_test
+package s3_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/blobs/blobstest"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
 )
 
@@ -43,15 +44,15 @@ func TestParseS3URL(t *testing.T) {
 		{raw: "s3://photos?secret=x", err: `unknown parameter "secret"`},
 		{raw: "s3://photos?%zz", err: "do not parse"},
 	} {
-		bucket, endpoint, region, err := blobs.ParseS3URL(tc.raw)
+		bucket, endpoint, region, err := s3.ParseURL(tc.raw)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("ParseS3URL(%q) = %v, want an error with %q", tc.raw, err, tc.err)
+				t.Errorf("ParseURL(%q) = %v, want an error with %q", tc.raw, err, tc.err)
 			}
 			continue
 		}
 		if err != nil || bucket != tc.bucket || endpoint != tc.endpoint || region != tc.region {
-			t.Errorf("ParseS3URL(%q) = %q, %q, %q, %v; want %q, %q, %q", tc.raw, bucket, endpoint, region, err, tc.bucket, tc.endpoint, tc.region)
+			t.Errorf("ParseURL(%q) = %q, %q, %q, %v; want %q, %q, %q", tc.raw, bucket, endpoint, region, err, tc.bucket, tc.endpoint, tc.region)
 		}
 	}
 }
@@ -66,7 +67,7 @@ func FuzzParseS3URL(f *testing.F) {
 	f.Add("s3://a.b-c?region=x&endpoint=https://[::1]:1")
 	f.Add("s3://photos?%zz")
 	f.Fuzz(func(t *testing.T, raw string) {
-		bucket, endpoint, region, err := blobs.ParseS3URL(raw)
+		bucket, endpoint, region, err := s3.ParseURL(raw)
 		if err != nil {
 			if u, perr := url.Parse(raw); perr == nil && u.User != nil {
 				if p, ok := u.User.Password(); ok && len(p) > 3 && strings.Contains(err.Error(), p) {
@@ -79,7 +80,7 @@ func FuzzParseS3URL(f *testing.F) {
 		if endpoint != "" {
 			again += "&endpoint=" + url.QueryEscape(endpoint)
 		}
-		b2, e2, r2, err := blobs.ParseS3URL(again)
+		b2, e2, r2, err := s3.ParseURL(again)
 		if err != nil || b2 != bucket || e2 != endpoint || r2 != region {
 			t.Fatalf("%q parsed to %q %q %q; rebuilt %q gives %q %q %q, %v", raw, bucket, endpoint, region, again, b2, e2, r2, err)
 		}
@@ -89,18 +90,18 @@ func FuzzParseS3URL(f *testing.F) {
 func TestOpenS3Refuses(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	_, err := blobs.OpenS3(context.Background(), "s3://photos?endpoint=http://127.0.0.1:1", blobs.S3Options{})
+	_, err := s3.Open(context.Background(), "s3://photos?endpoint=http://127.0.0.1:1", s3.Options{})
 	if err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
-		t.Errorf("OpenS3 without credentials = %v", err)
+		t.Errorf("Open without credentials = %v", err)
 	}
-	_, err = blobs.OpenS3(context.Background(), "s3://photos?endpoint=http://127.0.0.1:1", blobs.S3Options{AccessKeyID: "id", SecretAccessKey: "hunter2-secret", PartSize: 1})
+	_, err = s3.Open(context.Background(), "s3://photos?endpoint=http://127.0.0.1:1", s3.Options{AccessKeyID: "id", SecretAccessKey: "hunter2-secret", PartSize: 1})
 	if err == nil || !strings.Contains(err.Error(), "part size") {
-		t.Errorf("OpenS3 with 1-byte parts = %v", err)
+		t.Errorf("Open with 1-byte parts = %v", err)
 	}
 }
 
 // openS3 opens a fresh bucket of the test server, skipping without one.
-func openS3(t *testing.T, opts blobs.S3Options) *blobs.S3 {
+func openS3(t *testing.T, opts s3.Options) *s3.Engine {
 	t.Helper()
 	if !s3test.Enabled() {
 		t.Skip("SEALBOX_TEST_S3 is unset")
@@ -115,10 +116,10 @@ func openS3(t *testing.T, opts blobs.S3Options) *blobs.S3 {
 // match the x-amz-checksum-sha256 sent with them, whole objects and parts,
 // so a Put whose own hashing failed would still store nothing.
 func TestS3ServerChecksBytes(t *testing.T) {
-	s := openS3(t, blobs.S3Options{})
+	s := openS3(t, s3.Options{})
 	data := []byte("the real bytes")
 	hash := blobs.AddressOf(data)
-	wrong := blobs.Checksum([]byte("other bytes"))
+	wrong := s3.Checksum([]byte("other bytes"))
 	if err := s.PutRaw(hash, data, wrong); testing.Verbose() {
 		t.Logf("PutObject with a wrong checksum: %v", err)
 	}
@@ -131,12 +132,12 @@ func TestS3ServerChecksBytes(t *testing.T) {
 	if err := s.UploadPartRaw(hash, data, wrong); !errors.Is(err, blobs.ErrHashMismatch) {
 		t.Errorf("UploadPart with a wrong checksum = %v, want ErrHashMismatch", err)
 	}
-	if err := s.PutRaw(hash, data, blobs.Checksum(data)); err != nil {
+	if err := s.PutRaw(hash, data, s3.Checksum(data)); err != nil {
 		t.Errorf("PutObject with the right checksum = %v", err)
 	}
 }
 
-// requestLog records S3 requests by operation (S3Options.Observe).
+// requestLog records S3 requests by operation (s3.Options.Observe).
 type requestLog struct {
 	mu  sync.Mutex
 	ops []string
@@ -161,7 +162,7 @@ func (l *requestLog) take() string {
 // it and looks once.
 func TestS3Requests(t *testing.T) {
 	log := &requestLog{}
-	s := openS3(t, blobs.S3Options{Observe: log.observe})
+	s := openS3(t, s3.Options{Observe: log.observe})
 	data := blobstest.Bytes(1000, 1)
 	hash := blobs.AddressOf(data)
 	log.take()
@@ -212,7 +213,7 @@ func TestS3Requests(t *testing.T) {
 // its size: versitygw v1.8.0 ignores If-None-Match on CopyObject, which
 // this test caught.
 func TestS3CollectCopiesInParts(t *testing.T) {
-	s := openS3(t, blobs.S3Options{})
+	s := openS3(t, s3.Options{})
 	s.SetCopySize(5 << 20)
 	data := blobstest.Bytes(11<<20, 2)
 	info, _, err := s.Put(bytes.NewReader(data), blobs.AddressOf(data), 0)
@@ -251,7 +252,7 @@ func TestS3CollectCopiesInParts(t *testing.T) {
 // TestS3CleanTempAbortsOrphanUploads: CleanTemp aborts a multipart upload
 // no partial names (a Put cut off by a crash) and keeps a live partial's.
 func TestS3CleanTempAbortsOrphanUploads(t *testing.T) {
-	s := openS3(t, blobs.S3Options{})
+	s := openS3(t, s3.Options{})
 	data := blobstest.Bytes(6<<20, 3)
 	hash := blobs.AddressOf(data)
 	p, err := s.OpenPartial("live", hash, 0)
@@ -264,7 +265,7 @@ func TestS3CleanTempAbortsOrphanUploads(t *testing.T) {
 	p.Sync()
 	p.Close()
 	orphan := blobs.AddressOf([]byte("orphan"))
-	if err := s.UploadPartRaw(orphan, []byte("x"), blobs.Checksum([]byte("x"))); err != nil {
+	if err := s.UploadPartRaw(orphan, []byte("x"), s3.Checksum([]byte("x"))); err != nil {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(time.Hour)
@@ -309,7 +310,7 @@ func TestS3CollectPutInterleavings(t *testing.T) {
 			{"collect after put found the blob, before its claim", "claim", true},
 		} {
 			t.Run(fmt.Sprintf("%d/%s", size, tc.name), func(t *testing.T) {
-				s := openS3(t, blobs.S3Options{})
+				s := openS3(t, s3.Options{})
 				data := blobstest.Bytes(size, uint64(size))
 				hash := blobs.AddressOf(data)
 				if _, _, err := s.Put(bytes.NewReader(data), hash, 0); err != nil {
@@ -353,8 +354,8 @@ func TestS3PartialKeepsItsPartSize(t *testing.T) {
 		t.Skip("SEALBOX_TEST_S3 is unset")
 	}
 	url := s3test.URL(t)
-	open := func(partSize int64) *blobs.S3 {
-		s, err := blobs.OpenS3(context.Background(), url, blobs.S3Options{PartSize: partSize})
+	open := func(partSize int64) *s3.Engine {
+		s, err := s3.Open(context.Background(), url, s3.Options{PartSize: partSize})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +402,7 @@ func TestS3ConcurrentReadinessProbes(t *testing.T) {
 	if !s3test.Enabled() {
 		t.Skip("SEALBOX_TEST_S3 is not set")
 	}
-	s := s3test.Open(t, blobs.S3Options{})
+	s := s3test.Open(t, s3.Options{})
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
@@ -421,13 +422,13 @@ func TestS3ConcurrentReadinessProbes(t *testing.T) {
 // wrote it) is replaced by a Put of the genuine bytes, one request or
 // multipart, and by a partial's Complete, instead of being claimed.
 func TestS3PutReplacesDamagedBlob(t *testing.T) {
-	s := openS3(t, blobs.S3Options{})
+	s := openS3(t, s3.Options{})
 	junk := []byte("JUNK")
 	for _, size := range []int{1000, 6 << 20} {
 		data := blobstest.Bytes(size, 21)
 		hash := blobs.AddressOf(data)
 		for _, via := range []string{"Put", "Complete"} {
-			if err := s.PutRaw(hash, junk, blobs.Checksum(junk)); err != nil {
+			if err := s.PutRaw(hash, junk, s3.Checksum(junk)); err != nil {
 				t.Fatal(err)
 			}
 			var info blobs.Info

@@ -1,4 +1,4 @@
-package blobs
+package s3
 
 import (
 	"bytes"
@@ -10,26 +10,26 @@ import (
 // Hooks into the S3 engine for its tests in package blobs_test (which can
 // import blobs/s3test; this package cannot).
 
-var ParseS3URL = func(raw string) (bucket, endpoint, region string, err error) {
-	loc, err := parseS3URL(raw)
+var ParseURL = func(raw string) (bucket, endpoint, region string, err error) {
+	loc, err := parseURL(raw)
 	return loc.bucket, loc.endpoint, loc.region, err
 }
 
 // SetPause sets the hook called at the named steps of claim ("claim",
 // before the claim is written) and Collect ("aside", after the copy aside;
 // "deleted", after the delete, before the claim is read).
-func (s *S3) SetPause(f func(step string)) { s.pause = f }
+func (s *Engine) SetPause(f func(step string)) { s.pause = f }
 
 // SetCopySize makes Collect copy blobs larger than n in parts.
-func (s *S3) SetCopySize(n int64) { s.copySize = n }
+func (s *Engine) SetCopySize(n int64) { s.copySize = n }
 
 // CopyBlob copies blob src to blob dst as Collect does.
-func (s *S3) CopyBlob(src, dst string, size int64, ifAbsent bool) error {
+func (s *Engine) CopyBlob(src, dst string, size int64, ifAbsent bool) error {
 	return s.copyObject(blobKey(src), blobKey(dst), size, ifAbsent)
 }
 
 // PutRaw puts b at blob/hash with the checksum sum, wrong or right.
-func (s *S3) PutRaw(hash string, b []byte, sum string) error {
+func (s *Engine) PutRaw(hash string, b []byte, sum string) error {
 	key := blobKey(hash)
 	_, err := s.client.PutObject(background(), &s3.PutObjectInput{
 		Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(b),
@@ -40,7 +40,7 @@ func (s *S3) PutRaw(hash string, b []byte, sum string) error {
 
 // UploadPartRaw starts a multipart upload to blob/hash and uploads b as its
 // first part with the checksum sum; the upload is left open.
-func (s *S3) UploadPartRaw(hash string, b []byte, sum string) error {
+func (s *Engine) UploadPartRaw(hash string, b []byte, sum string) error {
 	key := blobKey(hash)
 	up, err := s.client.CreateMultipartUpload(background(), &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {

@@ -1,4 +1,4 @@
-package blobs_test
+package s3_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/blobs/blobstest"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
 )
 
@@ -33,9 +34,9 @@ func BenchmarkS3Range64KiB(b *testing.B) {
 
 // openS3b opens a fresh bucket of the test server for a benchmark,
 // skipping without one.
-func openS3b(b *testing.B) *blobs.S3 {
+func openS3b(b *testing.B) *s3.Engine {
 	if !s3test.Enabled() {
 		b.Skip("SEALBOX_TEST_S3 is unset")
 	}
-	return s3test.Open(b, blobs.S3Options{})
+	return s3test.Open(b, s3.Options{})
 }

@@ -1,4 +1,4 @@
-package blobs
+package s3
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // (one HEAD); a missing bucket is created when create is set. Its errors
 // are sentences naming the bucket and the endpoint, never the client's
 // dump of the request.
-func (s *S3) openBucket(ctx context.Context, create bool) error {
+func (s *Engine) openBucket(ctx context.Context, create bool) error {
 	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
 	if err == nil {
 		return nil
@@ -44,16 +44,16 @@ func (s *S3) openBucket(ctx context.Context, create bool) error {
 	return nil
 }
 
-// CreatedBucket reports whether OpenS3 created the bucket, which was
+// CreatedBucket reports whether Open created the bucket, which was
 // missing.
-func (s *S3) CreatedBucket() bool { return s.created }
+func (s *Engine) CreatedBucket() bool { return s.created }
 
 // Bucket is the bucket's name.
-func (s *S3) Bucket() string { return s.bucket }
+func (s *Engine) Bucket() string { return s.bucket }
 
 // Endpoint names where the bucket is: the URL's endpoint, or AWS S3 in its
 // region when the URL gives none.
-func (s *S3) Endpoint() string {
+func (s *Engine) Endpoint() string {
 	if s.endpoint == "" {
 		return "AWS S3 (region " + s.region + ", no endpoint= in the URL)"
 	}
