@@ -23,7 +23,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"sealbox/server/hybridsig/hybridsigtest"
+	"sealbox/server/hybridsig"
 )
 
 // TestCrashConsistency runs the real binary, drives concurrent writers
@@ -179,7 +179,7 @@ type crashRig struct {
 
 	owner, dirOwner  crashAccount // holds the uploads and shares; publishes the directory
 	dirOwnerID       string
-	dirKey           *hybridsigtest.Key
+	dirKey           *hybridsig.DevKey
 	ownerTok, dirTok string
 }
 
@@ -191,7 +191,7 @@ func newCrashRig(t *testing.T, bin, dir string, seed uint64) *crashRig {
 		ledger:   crashLedger{dirTried: map[uint64][]byte{}, blobs: map[string][]byte{}, shared: map[string]bool{}},
 		owner:    crashAccount{"owner@example.org", "password-owner"},
 		dirOwner: crashAccount{"directory@example.org", "password-directory"},
-		dirKey:   hybridsigtest.NewKey([32]byte{'c', 'r', 'a', 's', 'h'}),
+		dirKey:   hybridsig.NewDevKey([32]byte{'c', 'r', 'a', 's', 'h'}),
 	}
 }
 

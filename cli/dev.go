@@ -20,7 +20,6 @@ import (
 	"sealbox/blobs"
 	"sealbox/server"
 	"sealbox/server/hybridsig"
-	"sealbox/server/hybridsig/hybridsigtest"
 )
 
 // The dev commands make the client-side material a real client makes (an
@@ -83,7 +82,7 @@ Both halves derive from the seed as testdata/revoke_all_vector.json describes.`,
 			if err := f.Close(); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), hybridsigtest.NewKey(seed).PublicKeyBase64())
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), hybridsig.NewDevKey(seed).PublicKeyBase64())
 			return err
 		},
 	}
@@ -106,7 +105,7 @@ func newDevPubkeyCmd() *cobra.Command {
 }
 
 // readDevKey reads a key file written by keygen.
-func readDevKey(path string) (*hybridsigtest.Key, error) {
+func readDevKey(path string) (*hybridsig.DevKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -115,7 +114,7 @@ func readDevKey(path string) (*hybridsigtest.Key, error) {
 	if err != nil || len(raw) != 32 {
 		return nil, fmt.Errorf("%s is not a key made by `sealbox dev keygen` (64 hex characters)", path)
 	}
-	return hybridsigtest.NewKey([32]byte(raw)), nil
+	return hybridsig.NewDevKey([32]byte(raw)), nil
 }
 
 func newDevSignRevokeAllCmd() *cobra.Command {

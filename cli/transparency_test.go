@@ -17,7 +17,7 @@ import (
 
 	"sealbox/kv/bolt"
 	"sealbox/kv/engine"
-	"sealbox/server/hybridsig/hybridsigtest"
+	"sealbox/server/hybridsig"
 )
 
 // get reads url's body and fails unless it answers 200.
@@ -60,7 +60,7 @@ func TestTransparencyLogAcrossBackupAndRestore(t *testing.T) {
 	dir := t.TempDir()
 	api := apiClient{t, startServe(t, dir, openRegistration)}
 	token, _ := api.account("log@example.org")
-	key := hybridsigtest.NewKey([32]byte{'l', 'o', 'g'})
+	key := hybridsig.NewDevKey([32]byte{'l', 'o', 'g'})
 	for version := uint64(1); version <= 3; version++ {
 		body, _ := cbor.Marshal(map[string]any{"directory_version": version})
 		req, _ := http.NewRequest("POST", api.url+"/v1/auth/devices/directory", bytes.NewReader(body))
@@ -136,9 +136,9 @@ func TestUsersResetDirectory(t *testing.T) {
 	dir := t.TempDir()
 	api := apiClient{t, startServe(t, dir, openRegistration)}
 	token, _ := api.account("victim@example.org")
-	thief := hybridsigtest.NewKey([32]byte{'t', 'h', 'i', 'e', 'f'})
-	owner := hybridsigtest.NewKey([32]byte{'o', 'w', 'n', 'e', 'r'})
-	publish := func(token string, key *hybridsigtest.Key, version uint64) (int, string) {
+	thief := hybridsig.NewDevKey([32]byte{'t', 'h', 'i', 'e', 'f'})
+	owner := hybridsig.NewDevKey([32]byte{'o', 'w', 'n', 'e', 'r'})
+	publish := func(token string, key *hybridsig.DevKey, version uint64) (int, string) {
 		t.Helper()
 		body, _ := cbor.Marshal(map[string]any{"directory_version": version})
 		req, _ := http.NewRequest("POST", api.url+"/v1/auth/devices/directory", bytes.NewReader(body))

@@ -21,7 +21,7 @@ import (
 
 	"sealbox/cli/admin"
 	"sealbox/server"
-	"sealbox/server/hybridsig/hybridsigtest"
+	"sealbox/server/hybridsig"
 	"sealbox/witness"
 	"sealbox/witness/witnesstest"
 )
@@ -37,7 +37,7 @@ type witnessedLog struct {
 	// metrics is the server's metrics address; logs, what it logged.
 	metrics string
 	logs    *syncBuffer
-	key     *hybridsigtest.Key
+	key     *hybridsig.DevKey
 	token   string
 	version uint64
 }
@@ -56,7 +56,7 @@ func newLogKey(t *testing.T, dir string) string {
 // serveWitnessed starts serve on dir with the witnesses and quorum given.
 func serveWitnessed(t *testing.T, dir, logKey string, quorum int, witnesses ...string) *witnessedLog {
 	t.Helper()
-	l := &witnessedLog{t: t, dir: dir, logKey: logKey, logs: &syncBuffer{}, key: hybridsigtest.NewKey([32]byte{'w'})}
+	l := &witnessedLog{t: t, dir: dir, logKey: logKey, logs: &syncBuffer{}, key: hybridsig.NewDevKey([32]byte{'w'})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -11,14 +11,14 @@ import (
 
 	"sealbox/kv/fault"
 	"sealbox/server"
-	"sealbox/server/hybridsig/hybridsigtest"
+	"sealbox/server/hybridsig"
 )
 
 // Test identity keys. Deriving one costs an ML-DSA key generation, so they
 // are made once.
 var (
-	aliceKey = hybridsigtest.NewKey([32]byte{'a'})
-	bobKey   = hybridsigtest.NewKey([32]byte{'b'})
+	aliceKey = hybridsig.NewDevKey([32]byte{'a'})
+	bobKey   = hybridsig.NewDevKey([32]byte{'b'})
 )
 
 // detCBOR encodes deterministically, so equal inputs give equal bytes (Go

@@ -7,7 +7,6 @@ import (
 
 	"sealbox/kv/fault"
 	"sealbox/server/hybridsig"
-	"sealbox/server/hybridsig/hybridsigtest"
 )
 
 // FuzzRevokeAllRequest runs a global sign-out body through every decoding
@@ -18,7 +17,7 @@ import (
 // encoding is the text sent. Seeds beyond these live in
 // testdata/fuzz/FuzzRevokeAllRequest.
 func FuzzRevokeAllRequest(f *testing.F) {
-	key := hybridsigtest.NewKey([32]byte{1})
+	key := hybridsig.NewDevKey([32]byte{1})
 	good, _ := json.Marshal(map[string]string{
 		"challenge": "sbx_ch_x",
 		"proof":     key.SignBase64(hybridsig.RevokeAllSigningBytes("6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b", "sbx_ch_x")),

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"sealbox/server/hybridsig"
-	"sealbox/server/hybridsig/hybridsigtest"
 )
 
 // The signing bytes themselves are checked against the committed vector
@@ -21,7 +20,7 @@ func (ts *TestServer) challenge(tb testing.TB, access string) string {
 }
 
 // proof signs revoke_all_signing_bytes for the account and challenge.
-func proof(key *hybridsigtest.Key, userID, challenge string) string {
+func proof(key *hybridsig.DevKey, userID, challenge string) string {
 	return key.SignBase64(hybridsig.RevokeAllSigningBytes(userID, challenge))
 }
 

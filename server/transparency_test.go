@@ -18,7 +18,7 @@ import (
 
 	"sealbox/kv/fault"
 	"sealbox/server"
-	"sealbox/server/hybridsig/hybridsigtest"
+	"sealbox/server/hybridsig"
 )
 
 // countingSigner counts the checkpoints signed.
@@ -162,7 +162,7 @@ func (c logClient) proveConsistent(older, newer tlog.Tree) {
 }
 
 // logRecord is the record a publish of body under key appends.
-func logRecord(userID string, version uint64, body []byte, key *hybridsigtest.Key) []byte {
+func logRecord(userID string, version uint64, body []byte, key *hybridsig.DevKey) []byte {
 	return []byte(fmt.Sprintf("sealbox-directory/v1 %s %d %x %x\n", userID, version, sha256.Sum256(body), sha256.Sum256(key.PublicKey())))
 }
 
@@ -189,7 +189,7 @@ func TestTransparencyLog(t *testing.T) {
 		record []byte
 	}
 	var all []published
-	publish := func(access, userID string, key *hybridsigtest.Key, version uint64) {
+	publish := func(access, userID string, key *hybridsig.DevKey, version uint64) {
 		t.Helper()
 		body := directoryBody(t, version, version)
 		r := ts.publish(t, access, key.PublicKeyBase64(), body).WantStatus(t, 200)

@@ -124,62 +124,7 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCR
 	if err != nil {
 		return rep, err
 	}
-	// Candidates are checked against the store a page at a time, one read
-	// transaction per page, as the walk lists them.
-	page := make([]blobs.Info, 0, blobPage)
-	collect := func() error {
-		hashes := make([]string, len(page))
-		for i, info := range page {
-			hashes[i] = info.Hash
-		}
-		recorded, err := o.Store.BlobsRecorded(hashes)
-		if err != nil {
-			return err
-		}
-		for _, info := range page {
-			if recorded[info.Hash] {
-				continue
-			}
-			if dryRun {
-				rep.BlobsRemoved++
-				rep.BytesFreed += info.Size
-				continue
-			}
-			removed, err := o.Blobs.Collect(info.Hash, cutoff)
-			if errors.Is(err, blobs.ErrNotFound) {
-				continue // removed since the walk listed it
-			}
-			if err != nil {
-				return err
-			}
-			if removed {
-				rep.BlobsRemoved++
-				rep.BytesFreed += info.Size
-			}
-		}
-		page = page[:0]
-		return nil
-	}
-	err = o.Blobs.Walk(func(info blobs.Info) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := renew(); err != nil {
-			return err
-		}
-		if !info.ModTime.Before(cutoff) {
-			return nil
-		}
-		page = append(page, info)
-		if len(page) < blobPage {
-			return nil
-		}
-		return collect()
-	})
-	if err == nil && len(page) > 0 {
-		err = collect()
-	}
-	if err != nil {
+	if err := o.collectUnrecorded(ctx, dryRun, cutoff, renew, &rep); err != nil {
 		return rep, err
 	}
 	if err := renew(); err != nil {
@@ -197,6 +142,72 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCR
 		rep.TempRemoved, err = temp.CleanTemp(cutoff)
 	}
 	return rep, err
+}
+
+// collectUnrecorded walks the blob store and removes (in a dry run, counts)
+// every blob older than cutoff that the store does not record. Candidates
+// are checked against the store a page at a time, one read transaction per
+// page, as the walk lists them; renew keeps gc's lease while it walks.
+func (o *Ops) collectUnrecorded(ctx context.Context, dryRun bool, cutoff time.Time, renew func() error, rep *GCReport) error {
+	page := make([]blobs.Info, 0, blobPage)
+	err := o.Blobs.Walk(func(info blobs.Info) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := renew(); err != nil {
+			return err
+		}
+		if !info.ModTime.Before(cutoff) {
+			return nil
+		}
+		page = append(page, info)
+		if len(page) < blobPage {
+			return nil
+		}
+		err := o.collectPage(page, dryRun, cutoff, rep)
+		page = page[:0]
+		return err
+	})
+	if err == nil && len(page) > 0 {
+		err = o.collectPage(page, dryRun, cutoff, rep)
+	}
+	return err
+}
+
+// collectPage removes (in a dry run, counts) the blobs of page that the
+// store does not record. A blob gone since the walk listed it is skipped,
+// and Collect keeps one that a put claimed meanwhile.
+func (o *Ops) collectPage(page []blobs.Info, dryRun bool, cutoff time.Time, rep *GCReport) error {
+	hashes := make([]string, len(page))
+	for i, info := range page {
+		hashes[i] = info.Hash
+	}
+	recorded, err := o.Store.BlobsRecorded(hashes)
+	if err != nil {
+		return err
+	}
+	for _, info := range page {
+		if recorded[info.Hash] {
+			continue
+		}
+		if dryRun {
+			rep.BlobsRemoved++
+			rep.BytesFreed += info.Size
+			continue
+		}
+		removed, err := o.Blobs.Collect(info.Hash, cutoff)
+		if errors.Is(err, blobs.ErrNotFound) {
+			continue // removed since the walk listed it
+		}
+		if err != nil {
+			return err
+		}
+		if removed {
+			rep.BlobsRemoved++
+			rep.BytesFreed += info.Size
+		}
+	}
+	return nil
 }
 
 // collectPartials removes the partial files of transfers the store no

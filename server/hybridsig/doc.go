@@ -12,6 +12,7 @@
 // Both travel as standard base64 with padding. ML-DSA-65 is used with the
 // empty context string.
 //
-// The package only verifies; the server never holds an identity private key.
-// Tests build keys with the sibling package hybridsigtest.
+// The server only verifies; it never holds an identity private key. DevKey
+// (devkey.go) derives one from a seed, for tests and for `sealbox dev`, the
+// client developers' tool.
 package hybridsig

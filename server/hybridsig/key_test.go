@@ -7,11 +7,10 @@ import (
 	"testing"
 
 	"sealbox/server/hybridsig"
-	"sealbox/server/hybridsig/hybridsigtest"
 )
 
 func TestDecodePublicKeyRoundTrip(t *testing.T) {
-	key := hybridsigtest.NewKey([32]byte{1})
+	key := hybridsig.NewDevKey([32]byte{1})
 	pk, err := hybridsig.DecodePublicKey(key.PublicKeyBase64())
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +24,7 @@ func TestDecodePublicKeyRoundTrip(t *testing.T) {
 }
 
 func TestParsePublicKeyCopiesInput(t *testing.T) {
-	key := hybridsigtest.NewKey([32]byte{1})
+	key := hybridsig.NewDevKey([32]byte{1})
 	raw := key.PublicKey()
 	pk, err := hybridsig.ParsePublicKey(raw)
 	if err != nil {
@@ -44,7 +43,7 @@ func TestParsePublicKeyCopiesInput(t *testing.T) {
 }
 
 func TestBytesReturnsACopy(t *testing.T) {
-	key := hybridsigtest.NewKey([32]byte{1})
+	key := hybridsig.NewDevKey([32]byte{1})
 	pk, err := hybridsig.ParsePublicKey(key.PublicKey())
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +66,7 @@ func TestParsePublicKeyWrongLength(t *testing.T) {
 }
 
 func TestDecodePublicKeyRefusesNonCanonical(t *testing.T) {
-	valid := hybridsigtest.NewKey([32]byte{1}).PublicKeyBase64()
+	valid := hybridsig.NewDevKey([32]byte{1}).PublicKeyBase64()
 	for _, tc := range nonCanonical(t, valid, hybridsig.PublicKeySize) {
 		t.Run(tc.name, func(t *testing.T) {
 			pk, err := hybridsig.DecodePublicKey(tc.in)
@@ -97,7 +96,7 @@ func addBase64Seeds(f *testing.F, valid string) {
 // because every accepted input has one exact length, so the default 60s spent
 // minimizing each new input cannot shrink it and only stalls fuzzing.
 func FuzzDecodePublicKey(f *testing.F) {
-	addBase64Seeds(f, hybridsigtest.NewKey([32]byte{1}).PublicKeyBase64())
+	addBase64Seeds(f, hybridsig.NewDevKey([32]byte{1}).PublicKeyBase64())
 	f.Fuzz(func(t *testing.T, s string) {
 		pk, err := hybridsig.DecodePublicKey(s)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"sealbox/server/hybridsig"
-	"sealbox/server/hybridsig/hybridsigtest"
 )
 
 const (
@@ -112,7 +111,7 @@ const vectorDescription = "revoke_all_signing_bytes and a hybrid proof over it (
 	"On the wire the proof is the signature in standard base64."
 
 func newVector(seed [32]byte, userID, challenge string) revokeAllVector {
-	key := hybridsigtest.NewKey(seed)
+	key := hybridsig.NewDevKey(seed)
 	msg := hybridsig.RevokeAllSigningBytes(userID, challenge)
 	return revokeAllVector{
 		Description:     vectorDescription,
@@ -181,7 +180,7 @@ func TestRevokeAllVector(t *testing.T) {
 // request once the challenge is burned: decode the pinned key and the proof
 // from base64, build the signing bytes, verify both halves.
 func BenchmarkRevokeAllVerify(b *testing.B) {
-	key := hybridsigtest.NewKey([32]byte{1})
+	key := hybridsig.NewDevKey([32]byte{1})
 	pinned := key.PublicKeyBase64()
 	proof := key.SignBase64(hybridsig.RevokeAllSigningBytes(testUserID, testChallenge))
 	b.ReportAllocs()
@@ -203,7 +202,7 @@ func BenchmarkRevokeAllVerify(b *testing.B) {
 // BenchmarkDecodePublicKey backs the claim on PublicKey that parsing is cheap
 // next to verifying, so parsed keys need no cache.
 func BenchmarkDecodePublicKey(b *testing.B) {
-	pinned := hybridsigtest.NewKey([32]byte{1}).PublicKeyBase64()
+	pinned := hybridsig.NewDevKey([32]byte{1}).PublicKeyBase64()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := hybridsig.DecodePublicKey(pinned); err != nil {

@@ -13,7 +13,6 @@ import (
 	"filippo.io/mldsa"
 
 	"sealbox/server/hybridsig"
-	"sealbox/server/hybridsig/hybridsigtest"
 )
 
 func mustDecodePublicKey(tb testing.TB, b64 string) *hybridsig.PublicKey {
@@ -26,7 +25,7 @@ func mustDecodePublicKey(tb testing.TB, b64 string) *hybridsig.PublicKey {
 }
 
 func TestSignVerifyRoundTrip(t *testing.T) {
-	key := hybridsigtest.NewKey([32]byte{1})
+	key := hybridsig.NewDevKey([32]byte{1})
 	pk := mustDecodePublicKey(t, key.PublicKeyBase64())
 	msg := hybridsig.RevokeAllSigningBytes(testUserID, testChallenge)
 
@@ -56,7 +55,7 @@ func flip(b []byte, i int) []byte {
 }
 
 func TestVerifyRefuses(t *testing.T) {
-	key, other := hybridsigtest.NewKey([32]byte{1}), hybridsigtest.NewKey([32]byte{2})
+	key, other := hybridsig.NewDevKey([32]byte{1}), hybridsig.NewDevKey([32]byte{2})
 	pk := mustDecodePublicKey(t, key.PublicKeyBase64())
 	msg := hybridsig.RevokeAllSigningBytes(testUserID, testChallenge)
 	sig := key.Sign(msg)
@@ -98,7 +97,7 @@ func TestVerifyRefuses(t *testing.T) {
 }
 
 // TestVerifyAlgorithmVariants builds a key and signatures straight from
-// crypto/ed25519 and filippo.io/mldsa, without hybridsigtest, so that the
+// crypto/ed25519 and filippo.io/mldsa, without DevKey, so that the
 // layout (Ed25519 first) and the exact variants (pure Ed25519, ML-DSA-65 with
 // the empty context) are pinned independently of the test helper.
 func TestVerifyAlgorithmVariants(t *testing.T) {
@@ -170,7 +169,7 @@ func TestVerifyAlgorithmVariants(t *testing.T) {
 }
 
 func TestDecodeSignatureRefusesNonCanonical(t *testing.T) {
-	key := hybridsigtest.NewKey([32]byte{1})
+	key := hybridsig.NewDevKey([32]byte{1})
 	valid := key.SignBase64(hybridsig.RevokeAllSigningBytes(testUserID, testChallenge))
 	for _, tc := range nonCanonical(t, valid, hybridsig.SignatureSize) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,7 +190,7 @@ func TestDecodeSignatureRefusesNonCanonical(t *testing.T) {
 // because every accepted input has one exact length, so the default 60s spent
 // minimizing each new input cannot shrink it and only stalls fuzzing.
 func FuzzDecodeSignature(f *testing.F) {
-	addBase64Seeds(f, hybridsigtest.NewKey([32]byte{1}).SignBase64([]byte("message")))
+	addBase64Seeds(f, hybridsig.NewDevKey([32]byte{1}).SignBase64([]byte("message")))
 	f.Fuzz(func(t *testing.T, s string) {
 		sig, err := hybridsig.DecodeSignature(s)
 		if err != nil {

@@ -1,9 +1,4 @@
-// Package hybridsigtest makes deterministic hybrid identity keys for tests of
-// sealbox/server/hybridsig and of the handlers that use it, and for
-// `sealbox dev`, the client developers' tool. The server never imports it: a
-// key here is a seed in memory or in a plain file, fit for tests and
-// experiments and never for protecting anything.
-package hybridsigtest
+package hybridsig
 
 import (
 	"crypto/ed25519"
@@ -13,25 +8,29 @@ import (
 	"filippo.io/mldsa"
 )
 
-// Key is a hybrid identity private key: an Ed25519 key and an ML-DSA-65 key.
-type Key struct {
+// DevKey is a hybrid identity private key, an Ed25519 key and an ML-DSA-65
+// key, derived from a 32-byte seed: for tests and for `sealbox dev`, the
+// client developers' tool. The server only verifies; a DevKey is a seed in
+// memory or in a plain file, fit for experiments and never for protecting
+// anything (a client keeps its identity key its own way).
+type DevKey struct {
 	ed ed25519.PrivateKey
 	ml *mldsa.PrivateKey
 }
 
-// NewKey derives a Key from seed. The same seed always gives the same key:
+// NewDevKey derives a DevKey from seed. The same seed always gives the same key:
 //
 //	Ed25519 seed   = SHA-256("ed25519" || seed)
 //	ML-DSA-65 seed = SHA-256("mldsa65" || seed)   (FIPS 204 ξ, via mldsa.NewPrivateKey)
 //
 // The labels keep the two halves independent although they share one seed.
-func NewKey(seed [32]byte) *Key {
+func NewDevKey(seed [32]byte) *DevKey {
 	ml, err := mldsa.NewPrivateKey(mldsa.MLDSA65(), derive("mldsa65", seed))
 	if err != nil {
 		// Only a seed of the wrong length is refused, and derive returns 32 bytes.
-		panic("hybridsigtest: " + err.Error())
+		panic("hybridsig: " + err.Error())
 	}
-	return &Key{
+	return &DevKey{
 		ed: ed25519.NewKeyFromSeed(derive("ed25519", seed)),
 		ml: ml,
 	}
@@ -43,13 +42,13 @@ func derive(label string, seed [32]byte) []byte {
 }
 
 // PublicKey returns the 1984-byte hybrid public key: Ed25519 then ML-DSA-65.
-func (k *Key) PublicKey() []byte {
+func (k *DevKey) PublicKey() []byte {
 	return append(k.ed.Public().(ed25519.PublicKey), k.ml.PublicKey().Bytes()...)
 }
 
 // PublicKeyBase64 returns PublicKey in the X-Service-Identity-Key form,
 // standard base64 with padding.
-func (k *Key) PublicKeyBase64() string {
+func (k *DevKey) PublicKeyBase64() string {
 	return base64.StdEncoding.EncodeToString(k.PublicKey())
 }
 
@@ -58,17 +57,17 @@ func (k *Key) PublicKeyBase64() string {
 // design, ML-DSA through FIPS 204's deterministic variant), so the same key and
 // message always give the same bytes, which any conforming implementation
 // reproduces; that is what makes the committed test vector checkable.
-func (k *Key) Sign(message []byte) []byte {
+func (k *DevKey) Sign(message []byte) []byte {
 	mlSig, err := k.ml.SignDeterministic(message, nil)
 	if err != nil {
 		// Fails only for a zero key or options other than nil; neither occurs.
-		panic("hybridsigtest: " + err.Error())
+		panic("hybridsig: " + err.Error())
 	}
 	return append(ed25519.Sign(k.ed, message), mlSig...)
 }
 
 // SignBase64 returns Sign in the wire form of a proof, standard base64 with
 // padding.
-func (k *Key) SignBase64(message []byte) string {
+func (k *DevKey) SignBase64(message []byte) string {
 	return base64.StdEncoding.EncodeToString(k.Sign(message))
 }

@@ -1,15 +1,15 @@
-package hybridsigtest_test
+package hybridsig_test
 
 import (
 	"bytes"
 	"testing"
 
-	"sealbox/server/hybridsig/hybridsigtest"
+	"sealbox/server/hybridsig"
 )
 
-func TestNewKeyIsDeterministic(t *testing.T) {
+func TestNewDevKeyIsDeterministic(t *testing.T) {
 	seed := [32]byte{1, 2, 3}
-	a, b := hybridsigtest.NewKey(seed), hybridsigtest.NewKey(seed)
+	a, b := hybridsig.NewDevKey(seed), hybridsig.NewDevKey(seed)
 	if !bytes.Equal(a.PublicKey(), b.PublicKey()) {
 		t.Fatal("same seed gave different public keys")
 	}
@@ -26,7 +26,7 @@ func TestNewKeyIsDeterministic(t *testing.T) {
 }
 
 func TestNewKeySeedsDiffer(t *testing.T) {
-	a, b := hybridsigtest.NewKey([32]byte{1}), hybridsigtest.NewKey([32]byte{2})
+	a, b := hybridsig.NewDevKey([32]byte{1}), hybridsig.NewDevKey([32]byte{2})
 	pa, pb := a.PublicKey(), b.PublicKey()
 	if bytes.Equal(pa[:32], pb[:32]) {
 		t.Error("different seeds gave the same Ed25519 half")
