@@ -15,6 +15,14 @@ import (
 // then written out (copySnapshot). So a backup of a store in PostgreSQL is a
 // data directory like any other, which restore checks and serve starts on.
 func (s *Store) WriteSnapshot(w io.Writer) (int64, error) {
+	if s.original != nil {
+		// A store of an older format read through a migrated copy is backed
+		// up as it is, so the backup also restores under the older binary.
+		if snap, ok := s.original.(Snapshotter); ok {
+			return snap.WriteSnapshot(w)
+		}
+		return (&Store{engine: s.original}).copySnapshot(w)
+	}
 	if snap, ok := s.engine.(Snapshotter); ok {
 		return snap.WriteSnapshot(w)
 	}

@@ -91,9 +91,10 @@ type Options struct {
 	OpenTimeout time.Duration
 	// ReadOnly opens an existing file without write access and writes
 	// nothing to it (admin checks of a data directory or a backup): a
-	// missing file is an error wrapping fs.ErrNotExist, and a file that
-	// lacks a bucket (written by an older sealbox) is refused, since only a
-	// writer can add it.
+	// missing file is an error wrapping fs.ErrNotExist. A store of an older
+	// format is read through a migrated copy in a temporary directory
+	// (openMigratedCopy), never migrated in place; a file of this format
+	// that lacks a bucket is refused, since only a writer can add it.
 	ReadOnly bool
 	// MaxBatchSize and MaxBatchDelay tune the group commit of lifecycle ops
 	// (bbolt's Batch): concurrent ops share one transaction and its fsyncs.
@@ -137,6 +138,12 @@ type Store struct {
 	// engine is this process's alone; nil elsewhere, where they are kept
 	// in the store (see EnterPasswordAttempt).
 	localAttempts *localAttempts
+
+	// original is the engine of an older format a read-only store is
+	// copied from (openMigratedCopy), and scratchDir holds the migrated
+	// copy it reads; both are unset for any other store.
+	original   Engine
+	scratchDir string
 }
 
 // ErrLocked reports that another process holds the database file.
@@ -165,6 +172,9 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 		s.localAttempts = newLocalAttempts()
 	}
 	if err := s.prepare(opts); err != nil {
+		if opts.ReadOnly && errors.Is(err, ErrNeedsMigration) {
+			return openMigratedCopy(e, where, opts)
+		}
 		e.Close()
 		return nil, err
 	}
@@ -188,7 +198,7 @@ func (s *Store) prepare(opts Options) error {
 		return err
 	}
 	if len(pending) > 0 && (opts.ReadOnly || opts.NoMigrate) {
-		return fmt.Errorf("%w: %s has store format %d and this sealbox writes format %d (%s): back it up, then start sealbox serve on it once, without --no-migrate, to migrate it",
+		return fmt.Errorf("%w: %s has store format %d and this sealbox writes format %d (%s): back it up with this sealbox (`sealbox backup DEST` and `sealbox check` read an older store without changing it), then start sealbox serve on it once, without --no-migrate, to migrate it",
 			ErrNeedsMigration, s.where, f.version, FormatVersion, describeMigrations(pending))
 	}
 	if opts.ReadOnly {
@@ -348,7 +358,7 @@ func (s *Store) commitThenRefuse(fn func(tx Tx) (refusal, err error)) error {
 }
 
 // Close closes the store and its engine; pending transactions finish first.
-func (s *Store) Close() error { return s.engine.Close() }
+func (s *Store) Close() error { return errors.Join(s.engine.Close(), s.closeCopy()) }
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }
