@@ -126,16 +126,3 @@ func addDataFlag(cmd *cobra.Command) *Location {
 	addLocationFlags(cmd.PersistentFlags(), loc)
 	return loc
 }
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the sealbox version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := server.DefaultConfig()
-			fmt.Fprintf(cmd.OutOrStdout(), "sealbox %s (protocol %s to %s)\n", server.Version, cfg.ProtocolMin, cfg.ProtocolMax)
-			return nil
-		},
-	}
-}

@@ -36,7 +36,9 @@ func NewRootCmd() *cobra.Command {
 		Short:         "A self-hosted server for an end-to-end encrypted photo and media service",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(), newVersionCmd(), newHealthcheckCmd(), newDevCmd())
 	return root
 }
