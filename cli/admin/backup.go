@@ -78,7 +78,7 @@ type BackupReport struct {
 func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error) {
 	start := time.Now()
 	if err := os.MkdirAll(dest, 0o700); err != nil {
-		return BackupReport{Dest: dest}, err
+		return BackupReport{Dest: dest}, explainUnwritable(err, dest)
 	}
 	if same, err := sameDir(dest, o.DataDir); err != nil || same {
 		return BackupReport{Dest: dest}, errors.Join(err, fmt.Errorf("the backup destination must not be the data directory"))
