@@ -103,10 +103,12 @@ func newOps(loc Location, store *kv.Store, blobStore blobs.Engine, params passwo
 // serve's (cmd's other flags are its own and read nothing from the
 // environment).
 func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Admin) error) error {
-	for _, name := range []string{"data", "store", "blobs"} {
-		if err := bindFlagEnv(cmd.Flag(name)); err != nil {
-			return err
-		}
+	ignored, err := bindLocationEnv(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox:", ignoredLocationEnv(ignored))
 	}
 	if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 		return err

@@ -73,7 +73,8 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the sealbox server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
+			ignored, err := bindEnv(cmd)
+			if err != nil {
 				return err
 			}
 			name := flagNamer(cmd.Flags())
@@ -91,6 +92,9 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("%s must be one of %s, not %q", name("log-level"), strings.Join(logLevels, ", "), logLevel)
 			}
 			cfg.Log = newLogger(cmd.ErrOrStderr()).Level(level)
+			if len(ignored) > 0 {
+				cfg.Log.Warn().Strs("variables", ignored).Msg(ignoredLocationEnv(ignored))
+			}
 			for _, v := range unknownEnv(os.Environ(), cmd.Root()) {
 				cfg.Log.Warn().Str("variable", v).Msg("unknown SEALBOX_ environment variable ignored: no sealbox flag reads it (misspelt?)")
 			}
