@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -65,6 +66,11 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 			return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
 		}
 	}
+	if _, err := os.Stat(loc.Data); !loc.shared() && errors.Is(err, fs.ErrNotExist) {
+		// Opening would fail with a bare "open …: no such file or
+		// directory"; every admin command says it the one way instead.
+		return nil, nil, noStore(loc)
+	}
 	store, err := loc.openStore(ctx, kv.Options{
 		OpenTimeout: adminOpenTimeout, ReadOnly: mode == readOnly, Version: server.Version,
 		// Only serve migrates, after saying which migrations it runs.
@@ -74,7 +80,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", loc.Data, filepath.Join(loc.Data, adminSocket))
 	}
 	if mode == readOnly && errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", loc.Data, dbFile)
+		return nil, nil, noStore(loc)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -90,6 +96,12 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		fmt.Fprintf(w, "sealbox: no server is running; working on %s directly\n", loc.Data)
 	}
 	return newOps(loc, store, blobStore, password.Default), func() { store.Close() }, nil
+}
+
+// noStore is the one refusal of every admin command given a data directory
+// that holds no store.
+func noStore(loc Location) error {
+	return fmt.Errorf("%s holds no sealbox store (no %s): point at the instance's data directory with --data or SEALBOX_DATA (sealbox serve creates one on first start)", loc.Data, dbFile)
 }
 
 // newOps builds the operations over an open instance; new passwords are
@@ -125,6 +137,12 @@ func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Adm
 // every subcommand shares.
 func addDataFlag(cmd *cobra.Command) *Location {
 	loc := new(Location)
-	addLocationFlags(cmd.PersistentFlags(), loc)
+	flags := cmd.PersistentFlags()
+	addLocationFlags(flags, loc)
+	// An admin command works on an instance serve created; it never
+	// creates one (serve's help says its directory is created on first
+	// start).
+	flags.Lookup("data").Usage = "the instance's data directory (server key, transparency log key; by default also the database and the blobs)"
+	documentEnv(flags)
 	return loc
 }

@@ -209,7 +209,8 @@ A backup written by an older sealbox is migrated in the copy.`,
 	// restore writes a data directory: a store in PostgreSQL or blobs in a
 	// bucket are restored with those engines' own tools (see the README).
 	data := new(string)
-	cmd.Flags().StringVar(data, "data", DefaultDataDir, "the new data directory (or set SEALBOX_DATA)")
+	cmd.Flags().StringVar(data, "data", DefaultDataDir, "the new data directory, missing or empty")
+	documentEnv(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := bindFlagEnv(cmd.Flag("data")); err != nil {
 			return err
