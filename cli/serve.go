@@ -286,10 +286,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	defer stopAdmin()
 	log.Info().Str("url", srv.URL()).Str("data", s.Data).Str("store", s.describeStore()).Str("blobs", s.describeBlobs()).Int("store_format", format).
 		Str("registration", s.Config.Registration).Str("version", server.Version).Msg("sealbox listening")
-	if s.Config.Registration == "open" && !isLoopback(ln.Addr()) {
-		log.Warn().Str("listen", ln.Addr().String()).
-			Msg("registration is open on an address other hosts can reach: anyone who reaches it can create an account (--registration closed, then sealbox users add)")
-	}
+	warnOpenRegistration(log, s.Config, ln.Addr())
 	if s.MetricsListen != "" {
 		stopMetrics, err := serveMetrics(s.MetricsListen, srv.MetricsHandler())
 		if err != nil {
