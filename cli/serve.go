@@ -278,7 +278,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go onHangup(ctx, hup, reload, log)
-	stopAdmin, err := serveAdmin(filepath.Join(s.Data, adminSocket), newOps(s.Location, store, blobStore, s.Config.Argon2))
+	stopAdmin, err := serveAdmin(filepath.Join(s.Data, adminSocket), newOps(s.Location, store, blobStore, s.Config.Argon2), log)
 	if err != nil {
 		srv.Close(context.Background())
 		return err
@@ -423,13 +423,13 @@ func serveMetrics(addr string, h http.Handler) (func(), error) {
 }
 
 // serveAdmin serves the operator's operations on the unix socket at path
-// (mode 0600) and returns the function that stops it and removes the file.
-func serveAdmin(path string, ops *admin.Ops) (func(), error) {
+// (mode 0600), each leaving an audit line on log, and returns the function that stops it and removes the file.
+func serveAdmin(path string, ops *admin.Ops, log zerolog.Logger) (func(), error) {
 	ln, err := admin.Listen(path)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: admin.Handler(ops), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: admin.Handler(auditedAdmin{next: ops, log: log}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() {
 		srv.Close()
