@@ -122,6 +122,9 @@ func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Adm
 	if len(ignored) > 0 {
 		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox:", ignoredLocationEnv(ignored))
 	}
+	if passwordOnCommandLine(cmd.Flags()) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox: warning:", storePasswordAdvice)
+	}
 	if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 		return err
 	}

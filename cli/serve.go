@@ -95,6 +95,9 @@ func newServeCmd() *cobra.Command {
 			if len(ignored) > 0 {
 				cfg.Log.Warn().Strs("variables", ignored).Msg(ignoredLocationEnv(ignored))
 			}
+			if passwordOnCommandLine(cmd.Flags()) {
+				cfg.Log.Warn().Msg(storePasswordAdvice)
+			}
 			for _, v := range unknownEnv(os.Environ(), cmd.Root()) {
 				cfg.Log.Warn().Str("variable", v).Msg("unknown SEALBOX_ environment variable ignored: no sealbox flag reads it (misspelt?)")
 			}
