@@ -60,7 +60,13 @@ func TestReleaseBinaryRunsInAnEmptyRoot(t *testing.T) {
 	if err != nil || !strings.Contains(string(version), "commit:       "+strings.TrimSpace(string(head))+"\n") {
 		t.Fatalf("the release binary's version does not name HEAD %s: %v\n%s", head, err, version)
 	}
+	serveInEmptyRoot(t, bin)
+}
 
+// serveInEmptyRoot runs bin's serve chrooted into a directory holding only
+// the binary and /data, with no environment, probes it from outside and
+// from inside, and stops it.
+func serveInEmptyRoot(t *testing.T, bin string) {
 	root := t.TempDir()
 	raw, err := os.ReadFile(bin)
 	if err != nil {
