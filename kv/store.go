@@ -173,7 +173,11 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 	}
 	if err := s.prepare(opts); err != nil {
 		if opts.ReadOnly && errors.Is(err, ErrNeedsMigration) {
-			return openMigratedCopy(e, where, opts)
+			copied, err := openMigratedCopy(e, where, opts)
+			if err != nil {
+				e.Close()
+			}
+			return copied, err
 		}
 		e.Close()
 		return nil, err
