@@ -84,18 +84,30 @@ var locationFlags = []string{"data", "store", "blobs"}
 // that were set but not read for that reason, for the command to say so.
 func bindLocationEnv(flags *pflag.FlagSet) (ignored []string, err error) {
 	fromCommandLine := slices.ContainsFunc(locationFlags, func(name string) bool { return flags.Changed(name) })
+	var unused Location
 	for _, name := range locationFlags {
 		f := flags.Lookup(name)
 		if f == nil || f.Changed {
 			continue
 		}
-		if _, set := os.LookupEnv(envName(name)); set && fromCommandLine {
+		if v, set := os.LookupEnv(envName(name)); set && fromCommandLine {
 			ignored = append(ignored, envName(name))
+			switch name {
+			case "store":
+				unused.Store = v
+			case "blobs":
+				unused.Blobs = v
+			}
 			continue
 		}
 		if err := bindFlagEnv(f); err != nil {
 			return nil, err
 		}
+	}
+	// A variable left unused is still refused when it names no engine
+	// sealbox has: it is wrong wherever it is read.
+	if err := unused.validate(envName); err != nil {
+		return nil, err
 	}
 	return ignored, nil
 }
