@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -70,6 +71,11 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 			return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
 		}
 	}
+	if _, err := os.Stat(loc.Data); !loc.shared() && errors.Is(err, fs.ErrNotExist) {
+		// Opening would fail with a bare "open …: no such file or
+		// directory"; every admin command says it the one way instead.
+		return nil, nil, noStore(loc)
+	}
 	store, err := loc.openStore(ctx, kv.Options{
 		ReadOnly: mode == readOnly, Version: server.Version,
 		// Only serve migrates, after saying which migrations it runs.
@@ -79,7 +85,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", loc.Data, filepath.Join(loc.Data, adminSocket))
 	}
 	if mode == readOnly && errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", loc.Data, dbFile)
+		return nil, nil, noStore(loc)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -105,6 +111,12 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 	return newOps(loc, store, blobStore, password.Default), func() { store.Close() }, nil
 }
 
+// noStore is the one refusal of every admin command given a data directory
+// that holds no store.
+func noStore(loc Location) error {
+	return fmt.Errorf("%s holds no sealbox store (no %s): point at the instance's data directory with --data or SEALBOX_DATA (sealbox serve creates one on first start)", loc.Data, dbFile)
+}
+
 // newOps builds the operations over an open instance; new passwords are
 // hashed with params.
 func newOps(loc Location, store *kv.Store, blobStore blobs.Engine, params password.Params) *admin.Ops {
@@ -116,10 +128,15 @@ func newOps(loc Location, store *kv.Store, blobStore blobs.Engine, params passwo
 // serve's (cmd's other flags are its own and read nothing from the
 // environment).
 func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Admin) error) error {
-	for _, name := range []string{"data", "store", "blobs"} {
-		if err := bindFlagEnv(cmd.Flag(name)); err != nil {
-			return err
-		}
+	ignored, err := bindLocationEnv(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox:", ignoredLocationEnv(ignored))
+	}
+	if passwordOnCommandLine(cmd.Flags()) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox: warning:", storePasswordAdvice)
 	}
 	if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 		return err
@@ -136,19 +153,12 @@ func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Adm
 // every subcommand shares.
 func addDataFlag(cmd *cobra.Command) *Location {
 	loc := new(Location)
-	addLocationFlags(cmd.PersistentFlags(), loc)
+	flags := cmd.PersistentFlags()
+	addLocationFlags(flags, loc)
+	// An admin command works on an instance serve created; it never
+	// creates one (serve's help says its directory is created on first
+	// start).
+	flags.Lookup("data").Usage = "the instance's data directory (server key, transparency log key; by default also the database and the blobs)"
+	documentEnv(flags)
 	return loc
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the sealbox version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := server.DefaultConfig()
-			fmt.Fprintf(cmd.OutOrStdout(), "sealbox %s (protocol %s to %s)\n", server.Version, cfg.ProtocolMin, cfg.ProtocolMax)
-			return nil
-		},
-	}
 }

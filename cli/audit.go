@@ -78,7 +78,7 @@ lists every directory record of that account in the log, so its owner sees
 every key ever published for them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
+			if _, err := bindEnv(cmd); err != nil {
 				return &exitError{auditUsage, err}
 			}
 			if err := a.settle(cmd.Flags().Changed("quorum")); err != nil {

@@ -33,7 +33,7 @@ type Location struct {
 // read from its SEALBOX_* variable.
 func addLocationFlags(fs *pflag.FlagSet, l *Location) {
 	fs.StringVar(&l.Data, "data", DefaultDataDir, "data directory (server key, transparency log key; by default also the database and the blobs); created on first start")
-	fs.StringVar(&l.Store, "store", "", "keep records in PostgreSQL instead of the data directory's bbolt file: postgres://USER@HOST:PORT/DB?sslmode=...")
+	fs.StringVar(&l.Store, "store", "", "keep records in PostgreSQL instead of the data directory's bbolt file: postgres://USER@HOST:PORT/DB?sslmode=... (the password from PGPASSWORD or PGPASSFILE, not the URL: ps shows the command line)")
 	fs.StringVar(&l.Blobs, "blobs", "", "keep blobs in an S3-compatible bucket instead of the data directory: s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
 }
 
@@ -64,6 +64,9 @@ func (l Location) openStore(ctx context.Context, opts kv.Options, bo bolt.Option
 	if l.Store == "" {
 		path := filepath.Join(l.Data, dbFile)
 		bo.ReadOnly = opts.ReadOnly
+		// A read-only open of an older format (backup, check before an
+		// upgrade) reads a migrated scratch copy.
+		opts.ScratchEngine = bolt.OpenScratch
 		e, err := bolt.Open(path, bo)
 		if err != nil {
 			return nil, err

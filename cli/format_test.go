@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/server"
 )
 
@@ -43,8 +45,8 @@ func copyDir(t *testing.T, src, dst string) {
 
 // TestServeMigratesAnOlderStore: serve on a data directory of format 0 says
 // which migrations it runs, runs them, and serves what the store held; an
-// admin command on such a store, and serve with --no-migrate, refuse it
-// without writing.
+// admin command that writes, and serve with --no-migrate, refuse such a
+// store without writing, advising a backup by this binary first.
 func TestServeMigratesAnOlderStore(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, format0Dir, dir)
@@ -52,8 +54,8 @@ func TestServeMigratesAnOlderStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runCLI(t, "", "users", "list", "--data", dir); err == nil || !strings.Contains(err.Error(), "store format 0") {
-		t.Fatalf("users list on a format-0 store: %v", err)
+	if _, _, err := runCLI(t, "a long enough password\n", "users", "add", "carol@example.org", "--password-stdin", "--data", dir); err == nil || !strings.Contains(err.Error(), "store format 0") || !strings.Contains(err.Error(), "sealbox backup DEST") {
+		t.Fatalf("users add on a format-0 store: %v", err)
 	}
 	if _, err := runServeCmd(t.Context(), "--data", dir, "--listen", "127.0.0.1:0", "--no-migrate"); err == nil || !strings.Contains(err.Error(), "store format 0") {
 		t.Fatalf("serve --no-migrate on a format-0 store: %v", err)
@@ -83,5 +85,37 @@ func TestServeMigratesAnOlderStore(t *testing.T) {
 	}
 	if got := login(t, url, "alice@example.org", "correct horse battery"); got != http.StatusOK {
 		t.Fatalf("alice signs in after migrating: %d", got)
+	}
+}
+
+// TestBackupAndCheckReadAnOlderStore: "back up with the new binary, then
+// upgrade" works: check and backup read a data directory of format 0
+// without migrating it (not a byte of it changes), the backup keeps the
+// store's own format, and it restores (migrated in the copy).
+func TestBackupAndCheckReadAnOlderStore(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	copyDir(t, format0Dir, dir)
+	before, err := os.ReadFile(filepath.Join(dir, dbFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "", "check", "--deep", "--data", dir)
+	if out, _ := mustCLI(t, "", "users", "list", "--data", dir); !strings.Contains(out, "alice@example.org") {
+		t.Fatalf("users list on a format-0 store: %s", out)
+	}
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+	if after, _ := os.ReadFile(filepath.Join(dir, dbFile)); string(after) != string(before) {
+		t.Fatal("check or backup changed the older store")
+	}
+	if _, err := (Location{Data: backup}).openStore(context.Background(), kv.Options{NoMigrate: true}, bolt.Options{}); err == nil || !strings.Contains(err.Error(), "store format 0") {
+		t.Fatalf("the backup of a format-0 store is not of format 0: %v", err)
+	}
+	restored := filepath.Join(t.TempDir(), "restored")
+	mustCLI(t, "", "restore", backup, "--data", restored)
+	mustCLI(t, "", "check", "--deep", "--data", restored)
+	if out, _ := mustCLI(t, "", "users", "list", "--data", restored); !strings.Contains(out, "alice@example.org") {
+		t.Fatalf("users list on the restored backup: %s", out)
 	}
 }

@@ -8,14 +8,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 )
 
 func newHealthcheckCmd() *cobra.Command {
-	var url string
+	var target string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "healthcheck",
@@ -29,13 +31,13 @@ names a domain rather than the loopback address.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			insecure := false
-			if url == "" {
-				url, insecure = localReadyURL(os.Getenv)
+			if target == "" {
+				target, insecure = localReadyURL(os.Getenv)
 			}
-			return healthcheck(cmd.Context(), cmd.OutOrStdout(), url, timeout, insecure)
+			return healthcheck(cmd.Context(), cmd.OutOrStdout(), target, timeout, insecure)
 		},
 	}
-	cmd.Flags().StringVar(&url, "url", "", "the readiness URL to ask (default: this environment's server, /readyz)")
+	cmd.Flags().StringVar(&target, "url", "", "the readiness URL to ask, or the server's base URL (its /readyz); default: this environment's server")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
 	return cmd
 }
@@ -60,29 +62,46 @@ func localReadyURL(getenv func(string) string) (string, bool) {
 	return "http://" + addr + "/readyz", false
 }
 
-// healthcheck asks url and succeeds on 200.
-func healthcheck(ctx context.Context, w io.Writer, url string, timeout time.Duration, insecure bool) error {
+// healthcheck asks url and succeeds on 200. A base URL (no path) asks its
+// /readyz. An HTTPS server asked over HTTP, or the reverse, is named for
+// what it speaks instead of the bare protocol error.
+func healthcheck(ctx context.Context, w io.Writer, rawURL string, timeout time.Duration, insecure bool) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("--url %q: want an http:// or https:// URL (a base URL asks its /readyz)", rawURL)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/readyz"
+	}
+	target := u.String()
 	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure},
 		Proxy:           nil,
 	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := client.Do(req)
+	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		return fmt.Errorf("not healthy: %s speaks plain HTTP, not HTTPS: ask http://%s", u.Host, u.Host+u.RequestURI())
+	}
 	if err != nil {
 		return fmt.Errorf("not healthy: %w", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		var problem struct {
-			Checks map[string]string `json:"checks"`
-		}
-		json.Unmarshal(body, &problem)
-		return fmt.Errorf("not ready: %s answered %d %v", url, resp.StatusCode, problem.Checks)
+	if u.Scheme == "http" && resp.StatusCode == http.StatusBadRequest && strings.Contains(string(body), "HTTP request to an HTTPS server") {
+		return fmt.Errorf("not healthy: %s speaks HTTPS: ask https://%s", u.Host, u.Host+u.RequestURI())
 	}
-	fmt.Fprintf(w, "ready: %s answered 200\n", url)
+	var answer struct {
+		Checks map[string]string `json:"checks"`
+	}
+	json.Unmarshal(body, &answer)
+	checks, _ := json.Marshal(answer.Checks)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("not ready: %s answered %d %s", target, resp.StatusCode, checks)
+	}
+	fmt.Fprintf(w, "ready: %s answered 200 %s\n", target, checks)
 	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -23,7 +24,7 @@ func TestHealthcheckExitCodes(t *testing.T) {
 	if code := Execute([]string{"healthcheck", "--url", notReady.URL + "/readyz"}); code != 1 {
 		t.Fatalf("healthcheck of a server answering 503: exit %d", code)
 	}
-	if _, _, err := runCLI(t, "", "healthcheck", "--url", notReady.URL+"/readyz"); err == nil || err.Error() != "not ready: "+notReady.URL+"/readyz answered 503 map[blobs:unwritable disk:ok store:ok]" {
+	if _, _, err := runCLI(t, "", "healthcheck", "--url", notReady.URL+"/readyz"); err == nil || err.Error() != "not ready: "+notReady.URL+"/readyz answered 503 {\"blobs\":\"unwritable\",\"disk\":\"ok\",\"store\":\"ok\"}" {
 		t.Fatalf("the refusal does not say what failed: %v", err)
 	}
 	if code := Execute([]string{"healthcheck", "--url", "http://" + freeAddr(t) + "/readyz", "--timeout", "2s"}); code != 1 {
@@ -53,5 +54,31 @@ func TestHealthcheckFindsTheLocalServer(t *testing.T) {
 	t.Setenv("SEALBOX_LISTEN", startServe(t, t.TempDir())[len("http://"):])
 	if code := Execute([]string{"healthcheck"}); code != 0 {
 		t.Fatalf("healthcheck of the server SEALBOX_LISTEN names: exit %d", code)
+	}
+}
+
+// TestHealthcheckURLs: a base URL (no path) asks /readyz and prints the
+// checks as JSON; an HTTPS server asked over HTTP, and an HTTP one asked
+// over HTTPS, are named for the scheme they speak.
+func TestHealthcheckURLs(t *testing.T) {
+	url := startServe(t, t.TempDir())
+	for _, base := range []string{url, url + "/"} {
+		out, _, err := runCLI(t, "", "healthcheck", "--url", base)
+		if err != nil || out != "ready: "+url+"/readyz answered 200 {\"blobs\":\"ok\",\"disk\":\"ok\",\"store\":\"ok\"}\n" {
+			t.Fatalf("healthcheck --url %s: %q %v", base, out, err)
+		}
+	}
+	tlsServer := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsServer.Close()
+	host := strings.TrimPrefix(tlsServer.URL, "https://")
+	if _, _, err := runCLI(t, "", "healthcheck", "--url", "http://"+host); err == nil || !strings.Contains(err.Error(), host+" speaks HTTPS: ask https://"+host+"/readyz") {
+		t.Fatalf("healthcheck over HTTP of an HTTPS port: %v", err)
+	}
+	plainHost := strings.TrimPrefix(url, "http://")
+	if _, _, err := runCLI(t, "", "healthcheck", "--url", "https://"+plainHost); err == nil || !strings.Contains(err.Error(), "speaks plain HTTP") {
+		t.Fatalf("healthcheck over HTTPS of an HTTP port: %v", err)
+	}
+	if _, _, err := runCLI(t, "", "healthcheck", "--url", "localhost:8080"); err == nil || !strings.Contains(err.Error(), "want an http:// or https:// URL") {
+		t.Fatalf("healthcheck of a URL without a scheme: %v", err)
 	}
 }

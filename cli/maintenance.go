@@ -36,7 +36,11 @@ one holds, so it costs only its new blobs; once it is complete, the oldest
 generations beyond N are removed.
 
 Restore with sealbox restore DEST --data NEWDIR (the newest generation when DEST
-holds generations), or point the server at a backup: sealbox serve --data DEST.`,
+holds generations). Do not start the server on DEST itself: it would write into
+the backup (and in a folder of generations make a stray store); restore first.
+
+While a server runs, it writes the backup (this command asks it over the admin
+socket), so DEST must be writable by the server's user.`,
 		Args: cobra.ExactArgs(1),
 	}
 	data := addDataFlag(cmd)
@@ -213,11 +217,14 @@ restore that is interrupted is continued by running it again.`,
 	loc := new(Location)
 	addLocationFlags(cmd.Flags(), loc)
 	cmd.Flag("data").Usage = "the new data directory: receives the keys, and the records and blobs not sent to --store or --blobs"
+	documentEnv(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		for _, name := range []string{"data", "store", "blobs"} {
-			if err := bindFlagEnv(cmd.Flag(name)); err != nil {
-				return err
-			}
+		ignored, err := bindLocationEnv(cmd.Flags())
+		if err != nil {
+			return err
+		}
+		if len(ignored) > 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "restore: "+ignoredLocationEnv(ignored))
 		}
 		if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 			return err
@@ -244,6 +251,12 @@ restore that is interrupted is continued by running it again.`,
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %d blobs (%s) verified, in %s; start it with: sealbox serve --data %s\n",
 			rep.From, rep.Dest, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), rep.Dest)
+		switch {
+		case rep.Owner != "":
+			fmt.Fprintf(log, "restore: the restored files belong to %s, the owner of %s\n", rep.Owner, rep.Dest)
+		case os.Geteuid() == 0:
+			fmt.Fprintf(log, "restore: the restored files belong to root; if the server runs as another user, give them to it: chown -R USER: %s\n", rep.Dest)
+		}
 		return nil
 	}
 	return cmd

@@ -24,8 +24,10 @@ import (
 // addresses: 127.0.0.1:8080 becomes this test's server and 127.0.0.1:8081 a
 // second free port. A curl command answers what the comment right after it
 // shows ("# 204 …"), or a 2xx when none is shown; any other command must
-// exit 0. Blocks fenced otherwise (```console, ```cron, ```nginx, …) are
-// shown, not run: they start long-running servers or touch the system.
+// exit 0. The Quick start's ```bash blocks are a newcomer's install steps:
+// TestREADMEInstall runs them in a fresh shell (readme_install_test.go).
+// Blocks fenced otherwise (```console, ```cron, ```nginx, …) are shown, not
+// run: they start long-running servers or touch the system.
 
 // readmeBlock is one ```sh block: its lines and the README line of the first.
 type readmeBlock struct {

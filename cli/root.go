@@ -46,7 +46,9 @@ func NewRootCmd() *cobra.Command {
 		Short:         "A self-hosted server for an end-to-end encrypted photo and media service",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(), newCompactCmd(), newVersionCmd(), newHealthcheckCmd(), newDevCmd(), newAuditCmd())
 	return root
 }
@@ -66,15 +68,64 @@ func documentEnv(flags *pflag.FlagSet) {
 }
 
 // bindEnv gives every flag of cmd the value of its environment variable, as
-// bindFlagEnv does.
-func bindEnv(cmd *cobra.Command) error {
-	var err error
+// bindFlagEnv does, the location flags as bindLocationEnv does; it returns
+// the location variables that were set but not read.
+func bindEnv(cmd *cobra.Command) (ignored []string, err error) {
+	if ignored, err = bindLocationEnv(cmd.Flags()); err != nil {
+		return nil, err
+	}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err == nil {
+		if err == nil && !slices.Contains(locationFlags, f.Name) {
 			err = bindFlagEnv(f)
 		}
 	})
-	return err
+	return ignored, err
+}
+
+// locationFlags name one instance together: its data directory, and where
+// its records and blobs are when not in it.
+var locationFlags = []string{"data", "store", "blobs"}
+
+// bindLocationEnv gives --data, --store and --blobs their SEALBOX_* values
+// as one: when the command line gives any of them, the environment gives
+// none, since a flag always wins over the environment and together they
+// name one instance (an exported SEALBOX_STORE must not send `users add
+// --data DIR` to another instance's database). It returns the variables
+// that were set but not read for that reason, for the command to say so.
+func bindLocationEnv(flags *pflag.FlagSet) (ignored []string, err error) {
+	fromCommandLine := slices.ContainsFunc(locationFlags, func(name string) bool { return flags.Changed(name) })
+	var unused Location
+	for _, name := range locationFlags {
+		f := flags.Lookup(name)
+		if f == nil || f.Changed {
+			continue
+		}
+		if v, set := os.LookupEnv(envName(name)); set && fromCommandLine {
+			ignored = append(ignored, envName(name))
+			switch name {
+			case "store":
+				unused.Store = v
+			case "blobs":
+				unused.Blobs = v
+			}
+			continue
+		}
+		if err := bindFlagEnv(f); err != nil {
+			return nil, err
+		}
+	}
+	// A variable left unused is still refused when it names no engine
+	// sealbox has: it is wrong wherever it is read.
+	if err := unused.validate(envName); err != nil {
+		return nil, err
+	}
+	return ignored, nil
+}
+
+// ignoredLocationEnv is the sentence saying which location variables the
+// command line overrode.
+func ignoredLocationEnv(ignored []string) string {
+	return fmt.Sprintf("%s set but not used: the command line names the instance (--data, --store, --blobs); give the flag too to use it", strings.Join(ignored, " and "))
 }
 
 // bindFlagEnv gives flag f, if it was not set on the command line, the
@@ -98,7 +149,11 @@ func bindFlagEnv(f *pflag.Flag) error {
 // that value: "--registration" from the command line (or the default),
 // "SEALBOX_REGISTRATION" when the value came from the environment.
 func flagNamer(flags *pflag.FlagSet) func(flag string) string {
+	fromCommandLine := slices.ContainsFunc(locationFlags, func(name string) bool { return flags.Changed(name) })
 	return func(flag string) string {
+		if fromCommandLine && slices.Contains(locationFlags, flag) {
+			return "--" + flag
+		}
 		if f := flags.Lookup(flag); f != nil && !f.Changed {
 			if _, ok := os.LookupEnv(envName(flag)); ok {
 				return envName(flag)

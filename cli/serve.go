@@ -79,7 +79,8 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the sealbox server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
+			ignored, err := bindEnv(cmd)
+			if err != nil {
 				return err
 			}
 			name := flagNamer(cmd.Flags())
@@ -100,6 +101,12 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("%s must be one of %s, not %q", name("log-level"), strings.Join(logLevels, ", "), logLevel)
 			}
 			cfg.Log = newLogger(cmd.ErrOrStderr()).Level(level)
+			if len(ignored) > 0 {
+				cfg.Log.Warn().Strs("variables", ignored).Msg(ignoredLocationEnv(ignored))
+			}
+			if passwordOnCommandLine(cmd.Flags()) {
+				cfg.Log.Warn().Msg(storePasswordAdvice)
+			}
 			for _, v := range unknownEnv(os.Environ(), cmd.Root()) {
 				cfg.Log.Warn().Str("variable", v).Msg("unknown SEALBOX_ environment variable ignored: no sealbox flag reads it (misspelt?)")
 			}
@@ -306,10 +313,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	defer stopAdmin()
 	log.Info().Str("url", srv.URL()).Str("data", s.Data).Str("store", s.describeStore()).Str("blobs", s.describeBlobs()).Int("store_format", format).
 		Str("registration", s.Config.Registration).Str("version", server.Version).Msg("sealbox listening")
-	if s.Config.Registration == "open" && !isLoopback(ln.Addr()) {
-		log.Warn().Str("listen", ln.Addr().String()).
-			Msg("registration is open on an address other hosts can reach: anyone who reaches it can create an account (--registration closed, then sealbox users add)")
-	}
+	warnOpenRegistration(log, s.Config, ln.Addr())
 	if s.MetricsListen != "" {
 		stopMetrics, err := serveMetrics(s.MetricsListen, srv.MetricsHandler())
 		if err != nil {
@@ -440,9 +444,10 @@ func serveMetrics(addr string, h http.Handler) (func(), error) {
 }
 
 // serveAdmin serves the operator's operations on the unix socket at path
-// (mode 0600, and only to this process's user and root: admin.Listen) and
-// returns the function that stops it and removes the file. Each connection
-// refused is logged with its peer's uid.
+// (mode 0600, and only to this process's user and root: admin.Listen),
+// each command leaving an audit line on log, and returns the function that
+// stops it and removes the file. Each connection refused is logged with its
+// peer's uid.
 func serveAdmin(path string, ops *admin.Ops, log zerolog.Logger) (func(), error) {
 	ln, err := admin.Listen(path, admin.ListenOptions{
 		Refused: func(uid uint32, err error) {
@@ -457,7 +462,7 @@ func serveAdmin(path string, ops *admin.Ops, log zerolog.Logger) (func(), error)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: admin.Handler(ops), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: admin.Handler(auditedAdmin{next: ops, log: log}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() {
 		srv.Close()

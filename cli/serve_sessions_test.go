@@ -23,7 +23,7 @@ func TestServeSessionAndCodeLimitFlags(t *testing.T) {
 			t.Errorf("--%s help does not name its variable: %q", name, usage)
 		}
 	}
-	if err := bindEnv(cmd); err != nil {
+	if _, err := bindEnv(cmd); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Lookup("session-max-age").Value.String(); got != "2160h0m0s" {

@@ -46,7 +46,7 @@ func TestServeFlagsReadEnvironment(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--access-ttl", "7m"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := bindEnv(cmd); err != nil {
+	if _, err := bindEnv(cmd); err != nil {
 		t.Fatal(err)
 	}
 	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
@@ -337,7 +337,7 @@ func TestShareRateFlagTakesAFraction(t *testing.T) {
 	if err := cmd.ParseFlags(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := bindEnv(cmd); err != nil {
+	if _, err := bindEnv(cmd); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := cmd.Flags().GetFloat64("share-rate"); got != 0.5 {

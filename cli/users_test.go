@@ -301,13 +301,6 @@ func TestUsersDirectlyOnTheStore(t *testing.T) {
 	}
 }
 
-func TestVersionCommand(t *testing.T) {
-	out, _ := mustCLI(t, "", "version")
-	if !strings.HasPrefix(out, "sealbox "+server.Version) {
-		t.Fatalf("version: %q", out)
-	}
-}
-
 // An admin command on a store that another process holds, with no server
 // answering on the socket, gives up after the lock timeout and says why; it
 // never hangs.

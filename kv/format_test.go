@@ -88,7 +88,7 @@ func TestOpenMigratesFormat0(t *testing.T) {
 }
 
 // TestOpenRefusesWithoutWriting: a store that needs a migration, opened with
-// NoMigrate or read-only, and a store of a newer format, opened any way, are
+// NoMigrate, and a store of a newer format, opened any way, are
 // refused with both versions named, and not a byte of the file changes.
 func TestOpenRefusesWithoutWriting(t *testing.T) {
 	newer := func(t *testing.T) string {
@@ -111,8 +111,7 @@ func TestOpenRefusesWithoutWriting(t *testing.T) {
 		want  error
 		words []string
 	}{
-		{"older, --no-migrate", copyFixture, kv.Options{NoMigrate: true}, kv.ErrNeedsMigration, []string{"format 0", "writes format " + strconv.Itoa(kv.FormatVersion), "--no-migrate"}},
-		{"older, read-only", copyFixture, kv.Options{ReadOnly: true}, kv.ErrNeedsMigration, []string{"format 0", "sealbox serve"}},
+		{"older, --no-migrate", copyFixture, kv.Options{NoMigrate: true}, kv.ErrNeedsMigration, []string{"format 0", "writes format " + strconv.Itoa(kv.FormatVersion), "--no-migrate", "sealbox backup DEST"}},
 		{"newer", newer, kv.Options{}, kv.ErrFormatTooNew, tooNew},
 		{"newer, read-only", newer, kv.Options{ReadOnly: true}, kv.ErrFormatTooNew, tooNew},
 	} {
@@ -179,5 +178,51 @@ func TestOpenStoreCutBeforeItsFormat(t *testing.T) {
 	defer s.Close()
 	if v, _, err := s.Format(); err != nil || v != kv.FormatVersion {
 		t.Fatalf("format %d (%v), want %d", v, err, kv.FormatVersion)
+	}
+}
+
+// TestReadOnlyReadsAnOlderFormat: a read-only open of a store of an older
+// format reads it through a migrated copy (alice and her sessions are
+// there), writes not a byte of it, snapshots it in its own format (so a
+// backup of it also restores under the older binary), and leaves no copy
+// behind once closed.
+func TestReadOnlyReadsAnOlderFormat(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	path := copyFixture(t)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := kvtest.Open(path, kv.Options{ReadOnly: true, NoMigrate: true, Now: func() time.Time { return fixtureNow }})
+	if err != nil {
+		t.Fatalf("read-only open of a format-0 store: %v", err)
+	}
+	alice, err := s.AccountByEmail("alice@example.org")
+	if err != nil || alice == nil {
+		t.Fatalf("alice through the copy: %v", err)
+	}
+	if l, err := s.Ledger(alice.ID); err != nil || len(l.Sessions) != 3 {
+		t.Fatalf("alice's ledger through the copy: %+v (%v)", l, err)
+	}
+	var snap bytes.Buffer
+	if _, err := s.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a read-only open changed the older store")
+	}
+	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) != 0 {
+		t.Fatalf("the migrated copy was left behind: %v", left)
+	}
+	snapPath := filepath.Join(t.TempDir(), "sealbox.db")
+	if err := os.WriteFile(snapPath, snap.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = kvtest.Open(snapPath, kv.Options{NoMigrate: true})
+	if !errors.Is(err, kv.ErrNeedsMigration) || !strings.Contains(err.Error(), "format 0") {
+		t.Fatalf("the snapshot of a format-0 store is not of format 0: %v", err)
 	}
 }

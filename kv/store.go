@@ -101,9 +101,11 @@ type Options struct {
 	// Now is the clock; every transaction reads it once. Default time.Now.
 	Now func() time.Time
 	// ReadOnly writes nothing to the store (admin checks of a data
-	// directory or a backup; the engine is opened read-only too): a store
-	// that lacks a bucket (written by an older sealbox) is refused, since
-	// only a writer can add it.
+	// directory or a backup; the engine is opened read-only too). A store
+	// of an older format is read through a migrated copy in a temporary
+	// directory (openMigratedCopy, which needs ScratchEngine), never
+	// migrated in place; a store of this format that lacks a bucket is
+	// refused, since only a writer can add it.
 	ReadOnly bool
 	// ScratchEngine opens a new engine file at path that can write itself
 	// out (engine.Snapshotter), which nothing needs after a crash: the
@@ -146,6 +148,12 @@ type Store struct {
 	snapshot func(io.Writer) (int64, error)
 	// attempts keeps the password verifications in flight.
 	attempts attemptLedger
+
+	// original is the engine of an older format a read-only store is
+	// copied from (openMigratedCopy), and scratchDir holds the migrated
+	// copy it reads; both are unset for any other store.
+	original   Engine
+	scratchDir string
 }
 
 // ErrLocked reports that another process holds the database file
@@ -159,19 +167,31 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	s := newStore(e, where, opts)
+	if err := s.prepare(opts); err != nil {
+		if opts.ReadOnly && opts.ScratchEngine != nil && errors.Is(err, ErrNeedsMigration) {
+			copied, err := openMigratedCopy(e, where, opts)
+			if err != nil {
+				e.Close()
+			}
+			return copied, err
+		}
+		e.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// newStore makes the store over e, choosing once the strategies that depend
+// on the engine's abilities.
+func newStore(e Engine, where string, opts Options) *Store {
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
-	// The strategies that depend on the engine's abilities are chosen
-	// here, once.
 	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
 		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[sharedBlobRead]{}
 	}
 	s.attempts = newAttemptLedger(s, e)
 	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
-	if err := s.prepare(opts); err != nil {
-		e.Close()
-		return nil, err
-	}
-	return s, nil
+	return s
 }
 
 // prepare checks the store's format before anything is written, so a store
@@ -191,7 +211,7 @@ func (s *Store) prepare(opts Options) error {
 		return err
 	}
 	if len(pending) > 0 && (opts.ReadOnly || opts.NoMigrate) {
-		return fmt.Errorf("%w: %s has store format %d and this sealbox writes format %d (%s): back it up, then start sealbox serve on it once, without --no-migrate, to migrate it",
+		return fmt.Errorf("%w: %s has store format %d and this sealbox writes format %d (%s): back it up with this sealbox (`sealbox backup DEST` and `sealbox check` read an older store without changing it), then start sealbox serve on it once, without --no-migrate, to migrate it",
 			ErrNeedsMigration, s.where, f.version, FormatVersion, describeMigrations(pending))
 	}
 	if opts.ReadOnly {
@@ -351,7 +371,7 @@ func (s *Store) commitThenRefuse(fn func(tx Tx) (refusal, err error)) error {
 }
 
 // Close closes the store and its engine; pending transactions finish first.
-func (s *Store) Close() error { return s.engine.Close() }
+func (s *Store) Close() error { return errors.Join(s.engine.Close(), s.closeCopy()) }
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }

@@ -158,7 +158,7 @@ func (s *Server) withMiddleware(listener string, next http.Handler) http.Handler
 				Str("route", ri.route).
 				Int("status", status).
 				Int64("bytes", rec.bytes).
-				Dur("duration", elapsed).
+				Dur("duration_ms", elapsed).
 				Msg("request")
 		}()
 		next.ServeHTTP(rec, r)

@@ -76,7 +76,7 @@ type BackupReport struct {
 func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error) {
 	start := time.Now()
 	if err := os.MkdirAll(dest, 0o700); err != nil {
-		return BackupReport{Dest: dest}, err
+		return BackupReport{Dest: dest}, explainUnwritable(err, dest)
 	}
 	if err := checkPrivateDir(dest); err != nil {
 		return BackupReport{Dest: dest}, err

@@ -33,6 +33,9 @@ type RestoreReport struct {
 	Blobs   int           `json:"blobs"`
 	Bytes   int64         `json:"bytes"`
 	Elapsed time.Duration `json:"elapsed"`
+	// Owner is "uid:gid" when restore, run as root, gave the restored files
+	// to the target directory's owner; "" when it changed no owner.
+	Owner string `json:"owner,omitempty"`
 }
 
 // maxRestoreProblems bounds the problems a refused restore lists.
@@ -50,12 +53,8 @@ const maxRestoreProblems = 20
 func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress func(Progress)) (rep RestoreReport, err error) {
 	start := time.Now()
 	rep.Dest = dst
-	if !hasStore(src) {
-		newest := NewestGeneration(src)
-		if newest == "" {
-			return rep, fmt.Errorf("%s holds no backup: no %s, and no generations", src, DBFile)
-		}
-		src = newest
+	if src, err = backupSource(src); err != nil {
+		return rep, err
 	}
 	rep.From = src
 	// Everything that is not a blob is checked before anything is written:
@@ -107,6 +106,9 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		return rep, err
 	}
 	if err := markRestored(store, dstBlobs); err != nil {
+		return rep, err
+	}
+	if rep.Owner, err = giveToOwner(dst, existed); err != nil {
 		return rep, err
 	}
 	if err := blobs.SyncDir(dst); err != nil {
@@ -167,6 +169,24 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 		return nil
 	})
 	return problems, err
+}
+
+// backupSource is the backup restore reads from src: src itself when it is
+// a backup, its newest generation when it is a folder of generations.
+// A folder that is both is refused: its store is most likely a stray one a
+// server started on the folder made (serve --data), and restoring it would
+// restore an empty instance instead of the newest generation.
+func backupSource(src string) (string, error) {
+	newest := NewestGeneration(src)
+	switch {
+	case hasStore(src) && newest != "":
+		return "", fmt.Errorf("%s is both a backup (it holds %s) and a folder of backup generations (the newest is %s): a server started on the folder most likely made that %s; restore the generation itself (sealbox restore %s), and move the stray files out of the folder", src, DBFile, newest, DBFile, newest)
+	case hasStore(src):
+		return src, nil
+	case newest == "":
+		return "", fmt.Errorf("%s holds no backup: no %s, and no generations", src, DBFile)
+	}
+	return newest, nil
 }
 
 // prepareEmptyDir makes sure dir exists and is empty, and reports whether

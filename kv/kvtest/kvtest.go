@@ -21,6 +21,8 @@ func Open(path string, opts kv.Options) (*kv.Store, error) {
 // batch settings); bo.ReadOnly follows opts.ReadOnly.
 func OpenBolt(path string, opts kv.Options, bo bolt.Options) (*kv.Store, error) {
 	bo.ReadOnly = opts.ReadOnly
+	// A read-only open of an older format reads a migrated scratch copy.
+	opts.ScratchEngine = bolt.OpenScratch
 	e, err := bolt.Open(path, bo)
 	if err != nil {
 		return nil, err
