@@ -22,6 +22,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/crypto/acme/autocert"
 
 	"sealbox/cli/admin"
@@ -114,7 +115,18 @@ func newServeCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&logLevel, "log-level", "info", "least severe log lines written: "+strings.Join(logLevels, ", "))
+	addNodeFlags(f, s, &logLevel, &witnesses)
+	addConfigFlags(f, &s.Config)
+	documentEnv(f)
+	return cmd
+}
+
+// addNodeFlags gives serve the flags of the node itself: its data and
+// engines, listeners, TLS, the transparency log's origin and witnesses,
+// and logging.
+func addNodeFlags(f *pflag.FlagSet, s *Serve, logLevel *string, witnesses *[]string) {
+	cfg := &s.Config
+	f.StringVar(logLevel, "log-level", "info", "least severe log lines written: "+strings.Join(logLevels, ", "))
 	f.BoolVar(&s.NoMigrate, "no-migrate", false, "refuse to start on a store of an older format instead of migrating it")
 	addLocationFlags(f, &s.Location)
 	f.StringVar(&s.Listen, "listen", "127.0.0.1:8080", "address to listen on")
@@ -127,11 +139,17 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&s.TLS.ACMEEmail, "acme-email", "", "contact address given to the ACME server (expiry warnings), for --tls-domain")
 	f.StringVar(&s.TLS.ACMECAFile, "acme-ca", "", "PEM file of CA certificates to trust for the ACME server itself (a private ACME server)")
 	f.StringVar(&s.LogOrigin, "log-origin", "", "origin of the transparency log, fixed when its key is made at first start (default sealbox/<host name>)")
-	f.StringSliceVar(&witnesses, "witness", nil, "a witness that cosigns the transparency log's checkpoints, as VKEY=URL: its C2SP cosignature verifier key and its base URL (repeatable, or comma-separated)")
+	f.StringSliceVar(witnesses, "witness", nil, "a witness that cosigns the transparency log's checkpoints, as VKEY=URL: its C2SP cosignature verifier key and its base URL (repeatable, or comma-separated)")
 	f.IntVar(&cfg.WitnessQuorum, "witness-quorum", 0, "witnesses that must cosign a checkpoint before /v1/transparency/checkpoint serves it (default 1 when any --witness is given)")
 	f.DurationVar(&s.Witnessing.Interval, "checkpoint-interval", s.Witnessing.Interval, "least time between two signed checkpoints of the transparency log, and between two submissions to the witnesses")
 	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
+}
+
+// addConfigFlags gives serve the flags of the server's configuration:
+// bodies, limits, lifetimes and protocol dates, each defaulting to
+// server.DefaultConfig's value.
+func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
 	f.Var(sizeFlag{&cfg.MaxBody}, "max-body", "largest ordinary request body (e.g. 1MiB)")
 	f.Var(sizeFlag{&cfg.MaxBlob}, "max-blob", "largest uploaded blob (e.g. 16GiB)")
@@ -163,8 +181,6 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.WriteStall, "write-stall", cfg.WriteStall, "how long a response write (64 KiB at most) may make no progress before the connection is closed")
 	f.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", cfg.IPv6Prefix, "prefix length IPv6 client addresses are rate-limited by (one subscriber usually holds a /64)")
 	f.IntVar(&cfg.HashQueue, "hash-queue", cfg.HashQueue, "password checks that may wait for a hashing slot (GOMAXPROCS slots); beyond, 503")
-	documentEnv(f)
-	return cmd
 }
 
 // logLevels are the values --log-level takes, most verbose first.
