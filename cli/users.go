@@ -19,8 +19,16 @@ import (
 func newUsersCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "users", Short: "List and manage accounts"}
 	data := addDataFlag(cmd)
-	var asJSON, passwordStdin bool
+	cmd.AddCommand(newUsersListCmd(data), newUsersAddCmd(data), newReset2FACmd(data), newResetDirectoryCmd(data),
+		newSetDisabledCmd(data, "disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
+		newSetDisabledCmd(data, "enable", "Enable a disabled account", false, "enabled"),
+		newSetQuotaCmd(data))
+	return cmd
+}
 
+// newUsersListCmd is `users list`: every account, as a table or JSON.
+func newUsersListCmd(data *Location) *cobra.Command {
+	var asJSON bool
 	list := &cobra.Command{
 		Use: "list", Short: "List every account", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,7 +47,13 @@ func newUsersCmd() *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return list
+}
 
+// newUsersAddCmd is `users add EMAIL`, which works while registration is
+// closed.
+func newUsersAddCmd(data *Location) *cobra.Command {
+	var passwordStdin bool
 	add := &cobra.Command{
 		Use: "add EMAIL", Short: "Create an account (works while registration is closed)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,20 +68,25 @@ func newUsersCmd() *cobra.Command {
 		},
 	}
 	add.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
+	return add
+}
 
-	setDisabled := func(use, short string, disabled bool, verb string) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " EMAIL", Short: short, Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
-					u, err := a.SetDisabled(cmd.Context(), args[0], disabled)
-					return report(cmd, u, err, verb)
-				})
-			},
-		}
+// newSetDisabledCmd is `users disable` or `users enable`, as disabled says.
+func newSetDisabledCmd(data *Location, use, short string, disabled bool, verb string) *cobra.Command {
+	return &cobra.Command{
+		Use: use + " EMAIL", Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
+				u, err := a.SetDisabled(cmd.Context(), args[0], disabled)
+				return report(cmd, u, err, verb)
+			})
+		},
 	}
+}
 
-	quota := &cobra.Command{
+// newSetQuotaCmd is `users set-quota EMAIL SIZE`.
+func newSetQuotaCmd(data *Location) *cobra.Command {
+	return &cobra.Command{
 		Use: "set-quota EMAIL SIZE", Short: "Cap the bytes an account may hold (0 = unlimited), e.g. 50GiB", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := ParseSize(args[1])
@@ -80,8 +99,11 @@ func newUsersCmd() *cobra.Command {
 			})
 		},
 	}
+}
 
-	reset2FA := &cobra.Command{
+// newReset2FACmd is `users reset-2fa EMAIL`: for a lost authenticator.
+func newReset2FACmd(data *Location) *cobra.Command {
+	return &cobra.Command{
 		Use: "reset-2fa EMAIL", Short: "Remove an account's second factor (lost authenticator) and close its sessions", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
@@ -94,12 +116,6 @@ func newUsersCmd() *cobra.Command {
 			})
 		},
 	}
-
-	cmd.AddCommand(list, add, reset2FA, newResetDirectoryCmd(data),
-		setDisabled("disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
-		setDisabled("enable", "Enable a disabled account", false, "enabled"),
-		quota)
-	return cmd
 }
 
 // newResetDirectoryCmd is `users reset-directory EMAIL`: the operator's undo
