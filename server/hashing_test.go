@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -103,12 +104,30 @@ func abandon(t testing.TB, baseURL, path string, n int, wait time.Duration, body
 	wg.Wait()
 }
 
-// timedLogin signs in with the test password and returns how long it took.
+// timedLogin signs in with the test password as a client would and returns
+// how long it took. The server learns that an abandoning client left only
+// when it reads the closed connection, so right after abandon the queue
+// may still be full of waiters about to leave it: a 503 hash_queue answer
+// is then retried after its Retry-After, as a client does, and the wait
+// counts in the time taken.
 func timedLogin(t testing.TB, ts *TestServer, email string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	ts.Login(t, email)
-	return time.Since(start)
+	for range 5 {
+		r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: loginBody(email, nil)})
+		if r.Status != http.StatusServiceUnavailable {
+			tokensOf(t, r)
+			return time.Since(start)
+		}
+		r.WantProblem(t, http.StatusServiceUnavailable, "error.limit.hash_queue")
+		wait, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil {
+			t.Fatalf("a 503 without a Retry-After in seconds: %q", r.Header.Get("Retry-After"))
+		}
+		time.Sleep(time.Duration(wait) * time.Second)
+	}
+	t.Fatal("the hash queue stayed full for 5 tries")
+	return 0
 }
 
 // TestAbandonedPasswordWork: with the production argon2id parameters, 60
