@@ -71,22 +71,38 @@ func (sw *stallWriter) Write(b []byte) (int, error) {
 }
 
 // ReadFrom sends src in chunks of writeChunk, each under its own deadline,
-// through the wrapped writer's ReadFrom: net/http still uses sendfile for
-// an *os.File behind an io.LimitedReader.
+// through the wrapped writer's ReadFrom. net/http uses sendfile for an
+// *os.File behind one *io.LimitedReader, never behind two: a src that is
+// itself a LimitedReader (io.CopyN's, as blobhttp sends a range) is
+// chunked over the reader it limits, and its N kept true.
 func (sw *stallWriter) ReadFrom(src io.Reader) (int64, error) {
 	rf, ok := sw.ResponseWriter.(io.ReaderFrom)
 	if !ok {
 		return io.Copy(struct{ io.Writer }{sw}, src)
 	}
+	limited, isLimited := src.(*io.LimitedReader)
+	if isLimited {
+		src = limited.R
+	}
 	var total int64
 	for {
+		chunk := int64(writeChunk)
+		if isLimited {
+			chunk = min(chunk, limited.N)
+			if chunk <= 0 {
+				return total, nil
+			}
+		}
 		sw.arm()
-		n, err := rf.ReadFrom(io.LimitReader(src, writeChunk))
+		n, err := rf.ReadFrom(&io.LimitedReader{R: src, N: chunk})
 		total += n
+		if isLimited {
+			limited.N -= n
+		}
 		if err != nil {
 			return total, sw.stalled(err)
 		}
-		if n < writeChunk {
+		if n < chunk {
 			return total, nil
 		}
 	}
