@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
-	"sealbox/witness/witnesstest"
+	"sealbox/server/witness/witnesstest"
 )
 
 // runAudit runs `sealbox audit` with args and its state in stateDir, and

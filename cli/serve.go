@@ -29,7 +29,7 @@ import (
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/secrets"
-	"sealbox/witness"
+	"sealbox/server/witness"
 )
 
 // Serve runs the server on a data directory until its context ends.

@@ -17,7 +17,7 @@ import (
 	"sealbox/kv/bolt"
 	"sealbox/server"
 	"sealbox/server/secrets"
-	"sealbox/witness"
+	"sealbox/server/witness"
 )
 
 // open readies what the server runs on, in an order that keeps a failed

@@ -22,8 +22,8 @@ import (
 	"sealbox/cli/admin"
 	"sealbox/server"
 	"sealbox/server/hybridsig"
-	"sealbox/witness"
-	"sealbox/witness/witnesstest"
+	"sealbox/server/witness"
+	"sealbox/server/witness/witnesstest"
 )
 
 // witnessedLog is a served log under test: its data directory, the
@@ -46,7 +46,7 @@ type witnessedLog struct {
 // so witnesses can be told the key first, and returns its verifier key.
 func newLogKey(t *testing.T, dir string) string {
 	t.Helper()
-	key, err := loadLogKey(filepath.Join(dir, admin.LogKeyFile), "sealbox/witnessed.example")
+	key, err := loadLogKey(filepath.Join(dir, admin.LogKeyFile), "sealbox/server/witnessed.example")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 	"sealbox/kv/pgtest"
 	"sealbox/server"
 	"sealbox/server/password"
-	"sealbox/witness"
+	"sealbox/server/witness"
 )
 
 // TestMain runs the suite in kv's retry test mode when

@@ -12,7 +12,7 @@ import (
 // torchwood version testdata/tools/go.mod requires, so a new pin is never
 // served an old build.
 func TestVersionIsPinned(t *testing.T) {
-	path := filepath.Join("..", "..", "testdata", "tools", "go.mod")
+	path := filepath.Join("..", "..", "..", "testdata", "tools", "go.mod")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/kvtest"
-	"sealbox/witness"
+	"sealbox/server/witness"
 )
 
 func openStore(t *testing.T) *kv.Store {

@@ -253,7 +253,7 @@ func build() (string, error) {
 		return bin, nil
 	}
 	_, file, _, _ := runtime.Caller(0)
-	tools := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "tools")
+	tools := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "tools")
 	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
 	cmd := exec.Command("go", "build", "-o", tmp, "filippo.io/torchwood/cmd/litewitness")
 	cmd.Dir = tools
