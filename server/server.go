@@ -243,8 +243,8 @@ type Server struct {
 	log       zerolog.Logger
 	now       func() time.Time
 	router    *httprouter.Router
-	shared    map[string][]sharedRoute
-	routeList []route // every registration, in order (see route)
+	overlaps  map[string][]overlapRoute // by method (see overlapPrefix)
+	routeList []route                   // every registration, in order (see route)
 	handler   http.Handler
 	passwords *password.Hasher
 	metrics   *metrics
