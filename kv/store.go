@@ -130,9 +130,9 @@ type Store struct {
 	rerun  bool
 	engine Engine
 	now    func() time.Time
-	// sharedWriters counts the callers inside commitShared, so a lone one
+	// batchedWriters counts the callers inside commitBatched, so a lone one
 	// commits at once instead of waiting the batch delay for company.
-	sharedWriters atomic.Int64
+	batchedWriters atomic.Int64
 	// where names the store in messages (the bbolt file's path).
 	where string
 
@@ -143,7 +143,7 @@ type Store struct {
 	// only: nil elsewhere, where other processes write too.
 	writes       writeGen
 	sessionCache *readCache[*Session]
-	shareCache   *readCache[sharedBlobRead]
+	shareCache   *readCache[shareBlobRead]
 	// snapshot writes the store's snapshot (see WriteSnapshot).
 	snapshot func(io.Writer) (int64, error)
 	// attempts keeps the password verifications in flight.
@@ -187,7 +187,7 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 func newStore(e Engine, where string, opts Options) *Store {
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
 	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
-		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[sharedBlobRead]{}
+		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[shareBlobRead]{}
 	}
 	s.attempts = newAttemptLedger(s, e)
 	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
@@ -244,7 +244,7 @@ func (s *Store) prepare(opts Options) error {
 			// so every lease and verification in flight found now was a
 			// process's that is gone: a transfer its crash left claimed
 			// resumes at once instead of after the lease's ttl. On a
-			// shared engine they may be live nodes', and lapse instead.
+			// networked engine they may be live nodes', and lapse instead.
 			for _, b := range [][]byte{bucketLeases, bucketPasswordAttempts} {
 				if err := clearBucket(tx.Bucket(b)); err != nil {
 					return err
@@ -311,8 +311,8 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 	return v != nil, err
 }
 
-// commitShared runs fn in a write transaction shared with concurrent callers
-// (Engine.Batch), so many writers (lifecycle ops, relay posts) pay for one
+// commitBatched runs fn in one write transaction with concurrent callers'
+// functions (Engine.Batch: a group commit), so many writers (lifecycle ops, relay posts) pay for one
 // commit's fsyncs. A lone writer uses its own transaction at once: in a batch
 // it would wait the engine's batch delay for writers that are not coming.
 //
@@ -322,15 +322,15 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 // fails the batch, and Batch re-runs its functions, so fn must be idempotent
 // and set its results afresh on every run; the refusal returned is the one of
 // its last run.
-func (s *Store) commitShared(fn func(tx Tx) (refusal, err error)) error {
+func (s *Store) commitBatched(fn func(tx Tx) (refusal, err error)) error {
 	var refusal error
 	run := func(tx Tx) (err error) {
 		refusal, err = fn(tx)
 		return err
 	}
-	defer s.sharedWriters.Add(-1)
+	defer s.batchedWriters.Add(-1)
 	var err error
-	if s.sharedWriters.Add(1) == 1 || s.rerun {
+	if s.batchedWriters.Add(1) == 1 || s.rerun {
 		err = s.update(run)
 	} else {
 		err = s.engine.Batch(run)
@@ -343,7 +343,7 @@ func (s *Store) commitShared(fn func(tx Tx) (refusal, err error)) error {
 }
 
 // asRefusal sorts an error of a check that writes nothing, for
-// commitShared: a *fault.Error refuses the caller alone; any other error
+// commitBatched: a *fault.Error refuses the caller alone; any other error
 // fails the transaction.
 func asRefusal(err error) (refusal, failure error) {
 	var fe *fault.Error

@@ -142,13 +142,13 @@ func (s *Server) shareRead(h handlerFunc) handlerFunc {
 	}
 }
 
-type sharedMetadataResponse struct {
+type shareMetadataResponse struct {
 	MetadataHash        string `json:"metadata_hash"`
 	PassphraseProtected bool   `json:"passphrase_protected"`
 }
 
-// sharedLink is the live link the path's opaque_id names.
-func (s *Server) sharedLink(ps httprouter.Params) (*kv.Share, error) {
+// pathLink is the live link the path's opaque_id names.
+func (s *Server) pathLink(ps httprouter.Params) (*kv.Share, error) {
 	id, err := pathParam(ps, "opaque_id", isOpaqueID)
 	if err != nil {
 		return nil, err
@@ -158,11 +158,11 @@ func (s *Server) sharedLink(ps httprouter.Params) (*kv.Share, error) {
 
 // handles "GET /s/:opaque_id"
 func (s *Server) handleShareMetadata(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	sh, err := s.sharedLink(ps)
+	sh, err := s.pathLink(ps)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, sharedMetadataResponse{MetadataHash: sh.MetadataHash, PassphraseProtected: sh.WrappedSecret != nil})
+	return writeJSON(w, http.StatusOK, shareMetadataResponse{MetadataHash: sh.MetadataHash, PassphraseProtected: sh.WrappedSecret != nil})
 }
 
 // handles "GET /s/:opaque_id/blob/:hash" and its HEAD (the headers alone,
@@ -179,7 +179,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	rec, err := s.store.SharedBlob(id, hash)
+	rec, err := s.store.ShareBlob(id, hash)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 	if errors.Is(err, blobs.ErrNotFound) {
 		// The store says the blob exists: a missing file is damage to
 		// report (500, logged), not a 404 to hand the viewer.
-		return fmt.Errorf("shared blob %s is recorded but its file is missing: %v", hash, err)
+		return fmt.Errorf("blob %s of a share link is recorded but its file is missing: %v", hash, err)
 	}
 	if err != nil {
 		return err
@@ -203,7 +203,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 // registered. A link without a passphrase answers the same 404 as an unknown
 // link.
 func (s *Server) handleShareSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	sh, err := s.sharedLink(ps)
+	sh, err := s.pathLink(ps)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"sealbox/kv/fault"
 )
 
-// Value rules shared by several resources live here, once.
+// Value rules several resources use live here, once.
 
 // normalizeEmail and checkNewPassword are the account rules of kv.
 var (
