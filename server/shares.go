@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -210,11 +209,5 @@ func (s *Server) handleShareSecret(w http.ResponseWriter, r *http.Request, ps ht
 	if sh.WrappedSecret == nil {
 		return kv.ErrShareNotFound
 	}
-	h := w.Header()
-	h.Set("Content-Type", mediaOctet)
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(sh.WrappedSecret)))
-	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(sh.WrappedSecret)
-	return err
+	return writeBytes(w, mediaOctet, sh.WrappedSecret)
 }

@@ -56,6 +56,20 @@ func isCanonicalUUID(s string) bool {
 	return ok && canon == s
 }
 
+// isDigits reports whether s is exactly n ASCII digits (no sign, space or
+// other script's digits).
+func isDigits(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
