@@ -23,25 +23,16 @@ type entry[K comparable, V any] struct {
 func (l *List[K, V]) Len() int { return len(l.entries) }
 
 // Get returns key's value, without counting it as a use.
-func (l *List[K, V]) Get(key K) (V, bool) {
-	e, ok := l.entries[key]
-	if !ok {
-		var zero V
-		return zero, false
-	}
-	return e.value, true
-}
+func (l *List[K, V]) Get(key K) (V, bool) { return l.entries[key].get() }
 
 // Use returns key's value and makes key the most recently used.
 func (l *List[K, V]) Use(key K) (V, bool) {
-	e, ok := l.entries[key]
-	if !ok {
-		var zero V
-		return zero, false
+	e := l.entries[key]
+	if e != nil {
+		l.unlink(e)
+		l.pushNewest(e)
 	}
-	l.unlink(e)
-	l.pushNewest(e)
-	return e.value, true
+	return e.get()
 }
 
 // Put sets key's value and makes key the most recently used.
@@ -62,14 +53,12 @@ func (l *List[K, V]) Put(key K, value V) {
 
 // Remove forgets key and returns the value it had.
 func (l *List[K, V]) Remove(key K) (V, bool) {
-	e, ok := l.entries[key]
-	if !ok {
-		var zero V
-		return zero, false
+	e := l.entries[key]
+	if e != nil {
+		l.unlink(e)
+		delete(l.entries, key)
 	}
-	l.unlink(e)
-	delete(l.entries, key)
-	return e.value, true
+	return e.get()
 }
 
 // Oldest returns the least recently used key and its value; ok is false
@@ -79,6 +68,15 @@ func (l *List[K, V]) Oldest() (key K, value V, ok bool) {
 		return key, value, false
 	}
 	return l.oldest.key, l.oldest.value, true
+}
+
+// get is the value of e, which is nil for a key not held.
+func (e *entry[K, V]) get() (V, bool) {
+	if e == nil {
+		var zero V
+		return zero, false
+	}
+	return e.value, true
 }
 
 func (l *List[K, V]) pushNewest(e *entry[K, V]) {
