@@ -19,7 +19,7 @@ import (
 type groupCommit struct {
 	// callers counts the PutSmall calls under way. A lone call puts its
 	// blobs as Put does: a flush of the whole filesystem costs more than
-	// the few fsyncs of one file, and pays only when shared.
+	// the few fsyncs of one file, and pays only for a group.
 	callers atomic.Int64
 
 	mu      sync.Mutex

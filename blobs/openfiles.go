@@ -1,25 +1,27 @@
 package blobs
 
 import (
-	"container/list"
 	"io"
 	"os"
 	"sync"
+
+	"sealbox/internal/lru"
 )
 
 // maxIdleFiles bounds the read handles openFiles keeps between reads.
 const maxIdleFiles = 256
 
 // openFiles keeps the read handles of recently read blobs open between
-// reads, so a blob read often (a shared photo) costs no open, fstat and close
+// reads, so a blob read often (a photo behind a share link) costs no open, fstat and close
 // each time. A blob is immutable once stored, so a handle never shows stale
 // bytes; the pool only has to let go of a blob that is removed, so its disk
 // space is freed, and to give each handle to one reader at a time, since a
 // handle's offset is its reader's.
 type openFiles struct {
-	mu   sync.Mutex
-	lru  *list.List                 // of *blobFile, most recently returned first
-	idle map[string][]*list.Element // by hash
+	mu sync.Mutex
+	// handles are the idle handles in the order they were returned.
+	handles lru.List[*blobFile, struct{}]
+	idle    map[string][]*blobFile // by hash
 	// removals counts Remove and Collect: a handle opened before a removal
 	// is closed when its reader is done instead of being kept, whichever
 	// blob was removed.
@@ -51,13 +53,12 @@ func (f *blobFile) Close() error {
 func (p *openFiles) get(hash string) *blobFile {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	els := p.idle[hash]
-	if len(els) == 0 {
+	same := p.idle[hash]
+	if len(same) == 0 {
 		return nil
 	}
-	el := els[len(els)-1]
-	p.removeLocked(hash, el)
-	f := el.Value.(*blobFile)
+	f := same[len(same)-1]
+	p.removeLocked(f)
 	// Its blob has not been removed since it went idle (removed closes a
 	// removed blob's idle handles), so it counts as opened now.
 	f.removal = p.removals
@@ -71,19 +72,19 @@ func (p *openFiles) put(f *blobFile) error {
 		return f.File.Close()
 	}
 	p.mu.Lock()
-	if p.lru == nil {
-		p.lru, p.idle = list.New(), map[string][]*list.Element{}
+	if p.idle == nil {
+		p.idle = map[string][]*blobFile{}
 	}
 	if f.removal != p.removals {
 		p.mu.Unlock()
 		return f.File.Close()
 	}
-	p.idle[f.info.Hash] = append(p.idle[f.info.Hash], p.lru.PushFront(f))
+	p.handles.Put(f, struct{}{})
+	p.idle[f.info.Hash] = append(p.idle[f.info.Hash], f)
 	var evicted *blobFile
-	if p.lru.Len() > maxIdleFiles {
-		el := p.lru.Back()
-		evicted = el.Value.(*blobFile)
-		p.removeLocked(evicted.info.Hash, el)
+	if p.handles.Len() > maxIdleFiles {
+		evicted, _, _ = p.handles.Oldest()
+		p.removeLocked(evicted)
 	}
 	p.mu.Unlock()
 	if evicted != nil {
@@ -92,20 +93,21 @@ func (p *openFiles) put(f *blobFile) error {
 	return nil
 }
 
-// removeLocked takes el, an idle handle of hash, out of the pool.
-func (p *openFiles) removeLocked(hash string, el *list.Element) {
-	p.lru.Remove(el)
-	els := p.idle[hash]
-	for i, e := range els {
-		if e == el {
-			els = append(els[:i], els[i+1:]...)
+// removeLocked takes f, an idle handle, out of the pool.
+func (p *openFiles) removeLocked(f *blobFile) {
+	p.handles.Remove(f)
+	hash := f.info.Hash
+	same := p.idle[hash]
+	for i, g := range same {
+		if g == f {
+			same = append(same[:i], same[i+1:]...)
 			break
 		}
 	}
-	if len(els) == 0 {
+	if len(same) == 0 {
 		delete(p.idle, hash)
 	} else {
-		p.idle[hash] = els
+		p.idle[hash] = same
 	}
 }
 
@@ -115,9 +117,9 @@ func (p *openFiles) removed(hash string) {
 	p.mu.Lock()
 	p.removals++
 	var closing []*blobFile
-	for _, el := range p.idle[hash] {
-		closing = append(closing, el.Value.(*blobFile))
-		p.lru.Remove(el)
+	for _, f := range p.idle[hash] {
+		closing = append(closing, f)
+		p.handles.Remove(f)
 	}
 	delete(p.idle, hash)
 	p.mu.Unlock()

@@ -3,6 +3,7 @@ package blobs_test
 import (
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -187,5 +188,46 @@ func TestCloseTwiceKeepsOneReaderPerHandle(t *testing.T) {
 	defer b.Close()
 	if fdOf(t, a) == fdOf(t, b) {
 		t.Error("two readers got the same handle")
+	}
+}
+
+// TestIdleHandlesAreBounded: the pool keeps at most 256 idle handles and,
+// beyond, closes the one returned longest ago; taking a handle out and
+// returning it makes it the most recent.
+func TestIdleHandlesAreBounded(t *testing.T) {
+	const max = 256
+	s := MustOpenStore(t)
+	var handles []io.ReadSeekCloser // of blob i, returned to the pool
+	blob := func(i int) []byte { return []byte("blob " + strconv.Itoa(i)) }
+	readBlob := func(i int) {
+		t.Helper()
+		info, _, err := s.PutBytes(blob(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := s.Open(info.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		handles = append(handles, r)
+	}
+	for i := range max {
+		readBlob(i)
+	}
+	// Blob 0's handle is taken and returned again: blob 1's is the oldest.
+	info, _, _ := s.PutBytes(blob(0))
+	r, _, err := s.Open(info.Hash)
+	if err != nil || fdOf(t, r) != fdOf(t, handles[0]) {
+		t.Fatalf("blob 0 was not read through its idle handle (%v)", err)
+	}
+	r.Close()
+	readBlob(max)
+	readBlob(max + 1)
+	const closed = ^uintptr(0) // os.File.Fd of a closed file
+	for i, h := range handles {
+		if got, want := fdOf(t, h) == closed, i == 1 || i == 2; got != want {
+			t.Errorf("blob %d's idle handle: closed %v, want %v", i, got, want)
+		}
 	}
 }

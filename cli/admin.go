@@ -57,7 +57,7 @@ const (
 // tells on w which way it went. The returned function releases what it
 // opened.
 func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (admin.Admin, func(), error) {
-	if !loc.shared() {
+	if !loc.networked() {
 		sock := filepath.Join(loc.Data, adminSocket)
 		c, err := admin.Dial(sock, adminAnswerTimeout)
 		if err == nil {
@@ -71,7 +71,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 			return nil, nil, fmt.Errorf("%w; not opening the store directly while that process may hold it", err)
 		}
 	}
-	if _, err := os.Stat(loc.Data); !loc.shared() && errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(loc.Data); !loc.networked() && errors.Is(err, fs.ErrNotExist) {
 		// Opening would fail with a bare "open …: no such file or
 		// directory"; every admin command says it the one way instead.
 		return nil, nil, noStore(loc)
@@ -103,7 +103,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		store.Close()
 		return nil, nil, fmt.Errorf("refusing: %w", err)
 	}
-	if loc.shared() {
+	if loc.networked() {
 		fmt.Fprintf(w, "sealbox: working on %s directly\n", loc.describeStore())
 	} else {
 		fmt.Fprintf(w, "sealbox: no server is running; working on %s directly\n", loc.Data)

@@ -138,7 +138,7 @@ type crashLedger struct {
 	dirTried map[uint64][]byte
 	dirAcked uint64
 	blobs    map[string][]byte
-	shared   map[string]bool // blobs named by an acknowledged share
+	linked   map[string]bool // blobs named by an acknowledged share link
 	shares   []crashShare
 	ops      []crashOp
 }
@@ -188,7 +188,7 @@ func newCrashRig(t *testing.T, bin, dir string, seed uint64) *crashRig {
 		t: t, bin: bin, dir: dir,
 		rng:      mrand.New(mrand.NewPCG(seed, 0)),
 		client:   &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 16}},
-		ledger:   crashLedger{dirTried: map[uint64][]byte{}, blobs: map[string][]byte{}, shared: map[string]bool{}},
+		ledger:   crashLedger{dirTried: map[uint64][]byte{}, blobs: map[string][]byte{}, linked: map[string]bool{}},
 		owner:    crashAccount{"owner@example.org", "password-owner"},
 		dirOwner: crashAccount{"directory@example.org", "password-directory"},
 		dirKey:   hybridsig.NewDevKey([32]byte{'c', 'r', 'a', 's', 'h'}),
@@ -589,7 +589,7 @@ func writeShares(ctx context.Context, rig *crashRig, rng *mrand.Rand) {
 		rig.ledger.mu.Lock()
 		var serves []string
 		for h := range rig.ledger.blobs {
-			if !rig.ledger.shared[h] && len(serves) < 8 {
+			if !rig.ledger.linked[h] && len(serves) < 8 {
 				serves = append(serves, h)
 			}
 		}
@@ -635,7 +635,7 @@ func (l *crashLedger) addShare(sh crashShare) {
 	defer l.mu.Unlock()
 	l.shares = append(l.shares, sh)
 	for _, h := range sh.serves {
-		l.shared[h] = true
+		l.linked[h] = true
 	}
 }
 
@@ -645,14 +645,14 @@ func (l *crashLedger) addShare(sh crashShare) {
 // them all back.
 func verifyBlobs(rig *crashRig) {
 	rig.ledger.mu.Lock()
-	var unshared []string
+	var unlinked []string
 	for h := range rig.ledger.blobs {
-		if !rig.ledger.shared[h] {
-			unshared = append(unshared, h)
+		if !rig.ledger.linked[h] {
+			unlinked = append(unlinked, h)
 		}
 	}
 	rig.ledger.mu.Unlock()
-	for chunk := range slices.Chunk(unshared, 100) {
+	for chunk := range slices.Chunk(unlinked, 100) {
 		sh := newCrashShare(rig.rng, chunk)
 		if status, body, ok := rig.registerShare(sh); !ok || status != http.StatusCreated {
 			rig.t.Errorf("share over acknowledged blobs after the crash: %d %s", status, body)

@@ -49,9 +49,10 @@ func (l Location) validate(name func(flag string) string) error {
 	return nil
 }
 
-// shared reports whether the records live in an engine other processes
-// may use at the same time (no file lock, no admin socket needed).
-func (l Location) shared() bool { return l.Store != "" }
+// networked reports whether the records live in an engine other processes
+// (other nodes) may use at the same time: no file lock, no admin socket
+// needed.
+func (l Location) networked() bool { return l.Store != "" }
 
 func isPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")

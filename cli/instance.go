@@ -133,13 +133,13 @@ func markInstance(store *kv.Store, blobStore blobs.Engine, id string) (string, e
 	return id, store.AdoptInstance(id, false)
 }
 
-// refuseLocalStoreBeside refuses a shared store (--store) when the data
+// refuseLocalStoreBeside refuses a networked store (--store) when the data
 // directory holds a bbolt store with data of its own: serving would start on
 // an empty database and leave that data behind, its blobs unreferenced. A
 // store file that never served (a start without --store, nothing more) is
 // no data; one that cannot be read is taken for data.
 func (l Location) refuseLocalStoreBeside() error {
-	if !l.shared() {
+	if !l.networked() {
 		return nil
 	}
 	path := filepath.Join(l.Data, dbFile)

@@ -292,7 +292,7 @@ freed space by itself.`,
 			return err
 		}
 		out := cmd.OutOrStdout()
-		if loc.shared() {
+		if loc.networked() {
 			fmt.Fprintf(out, "the store is in PostgreSQL (%s): its autovacuum reuses freed space by itself; nothing to do\n", loc.describeStore())
 			return nil
 		}

@@ -24,7 +24,7 @@ import (
 	"sealbox/server"
 )
 
-// engineLocation is a location on the shared engines the test run has: a
+// engineLocation is a location on the networked engines the test run has: a
 // store in PostgreSQL (SEALBOX_TEST_PG) and/or blobs in a bucket
 // (SEALBOX_TEST_S3), and a data directory of its own. A run with neither
 // skips the test.
@@ -163,11 +163,11 @@ func TestRestoreIntoEngines(t *testing.T) {
 	}
 }
 
-// TestServeRefusesALocalStoreBesideASharedOne: serve --store postgres://
+// TestServeRefusesALocalStoreBesideANetworkedOne: serve --store postgres://
 // with a data directory that holds a store of its own refuses to start,
 // naming the file and the restore command, before it connects; a store
 // file that never served is no reason to refuse.
-func TestServeRefusesALocalStoreBesideASharedOne(t *testing.T) {
+func TestServeRefusesALocalStoreBesideANetworkedOne(t *testing.T) {
 	const nowhere = "postgres://sealbox@127.0.0.1:1/nowhere"
 	dir, _, _, _ := restoreFixture(t, 1)
 	err := serveFails(t, Location{Data: dir, Store: nowhere})
@@ -191,9 +191,9 @@ func TestGCRefusesAnotherInstancesBlobs(t *testing.T) {
 	if !pgtest.Enabled() {
 		t.Skip("SEALBOX_TEST_PG is not set")
 	}
-	shared := Location{Data: t.TempDir(), Store: pgtest.URL(t)}
-	base, stop := runServeAt(t, shared, openRegistration)
-	apiClient{t, base}.account("shared@example.org")
+	networked := Location{Data: t.TempDir(), Store: pgtest.URL(t)}
+	base, stop := runServeAt(t, networked, openRegistration)
+	apiClient{t, base}.account("networked@example.org")
 	stop()
 
 	folder := t.TempDir()
@@ -220,11 +220,11 @@ func TestGCRefusesAnotherInstancesBlobs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.damage()
-			_, _, err := runCLI(t, "", "gc", "--grace", "0s", "--store", shared.Store)
+			_, _, err := runCLI(t, "", "gc", "--grace", "0s", "--store", networked.Store)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), filepath.Join(DefaultDataDir, blobsDir)) {
 				t.Fatalf("gc on another instance's blobs: %v, want a refusal saying %q and where it looked", err, tc.want)
 			}
-			_, _, err = runCLI(t, "", "check", "--store", shared.Store)
+			_, _, err = runCLI(t, "", "check", "--store", networked.Store)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("check on another instance's blobs: %v", err)
 			}
@@ -282,7 +282,7 @@ func TestFailedFirstStartLeavesNothing(t *testing.T) {
 }
 
 // TestRestartReleasesItsLeases: a node killed mid-PATCH leaves the
-// transfer's lease in the shared store; the same node (same data
+// transfer's lease in the networked store; the same node (same data
 // directory) restarted releases it at start, so the client's resumed PATCH
 // is not refused for --tus-lease. The node's id is kept in its data
 // directory, and one process at a time may be that node.

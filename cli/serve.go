@@ -131,7 +131,7 @@ func addNodeFlags(f *pflag.FlagSet, s *Serve, logLevel *string, witnesses *[]str
 	addLocationFlags(f, &s.Location)
 	f.StringVar(&s.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	f.StringVar(&s.ShareListen, "share-listen", "", "second address answering only share links (/s/...) and /healthz, with the TLS of --listen (off when empty)")
-	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", nil, "origins (scheme://host[:port], comma-separated) whose pages may call the API; share links are open to every origin regardless")
+	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", cfg.CORSOrigins, "origins (scheme://host[:port], comma-separated) whose pages may call the API; share links are open to every origin regardless")
 	f.StringVar(&s.TLS.CertFile, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded on SIGHUP")
 	f.StringVar(&s.TLS.KeyFile, "tls-key", "", "the PEM private key of --tls-cert; reloaded on SIGHUP")
 	f.StringSliceVar(&s.TLS.Domains, "tls-domain", nil, "serve HTTPS with certificates from ACME (Let's Encrypt) for these domains (comma-separated); they must reach --listen on port 443")
@@ -140,10 +140,10 @@ func addNodeFlags(f *pflag.FlagSet, s *Serve, logLevel *string, witnesses *[]str
 	f.StringVar(&s.TLS.ACMECAFile, "acme-ca", "", "PEM file of CA certificates to trust for the ACME server itself (a private ACME server)")
 	f.StringVar(&s.LogOrigin, "log-origin", "", "origin of the transparency log, fixed when its key is made at first start (default sealbox/<host name>)")
 	f.StringSliceVar(witnesses, "witness", nil, "a witness that cosigns the transparency log's checkpoints, as VKEY=URL: its C2SP cosignature verifier key and its base URL (repeatable, or comma-separated)")
-	f.IntVar(&cfg.WitnessQuorum, "witness-quorum", 0, "witnesses that must cosign a checkpoint before /v1/transparency/checkpoint serves it (default 1 when any --witness is given)")
+	f.IntVar(&cfg.WitnessQuorum, "witness-quorum", cfg.WitnessQuorum, "witnesses that must cosign a checkpoint before /v1/transparency/checkpoint serves it (default 1 when any --witness is given)")
 	f.DurationVar(&s.Witnessing.Interval, "checkpoint-interval", s.Witnessing.Interval, "least time between two signed checkpoints of the transparency log, and between two submissions to the witnesses")
 	f.StringVar(&s.MetricsListen, "metrics-listen", "", "address for Prometheus metrics (off when empty; keep it private)")
-	f.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the last hop of X-Forwarded-For")
+	f.BoolVar(&cfg.TrustProxy, "trust-proxy", cfg.TrustProxy, "take the client address from the last hop of X-Forwarded-For")
 }
 
 // addConfigFlags gives serve the flags of the server's configuration:
@@ -168,7 +168,7 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.ProtocolMax, "protocol-max", cfg.ProtocolMax, "newest protocol date (YYYY-MM-DD) the server speaks")
 	f.DurationVar(&cfg.UpgradeWindow, "upgrade-window", cfg.UpgradeWindow, "how long a protocol-upgrade ceremony may wait for quiescence")
 	f.DurationVar(&cfg.TusLeaseTTL, "tus-lease", cfg.TusLeaseTTL, "how long a node's claim on a tus transfer outlives the node: after a node dies mid-PATCH, the upload resumes on another node at most this much later")
-	f.StringVar(&cfg.AlbumProtocol, "album-protocol", "", "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
+	f.StringVar(&cfg.AlbumProtocol, "album-protocol", cfg.AlbumProtocol, "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
 	f.IntVar(&cfg.RelayChannels, "relay-channels", cfg.RelayChannels, "enrollment relay channels one account may have open at once")
@@ -244,12 +244,13 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	if cfg.TusLeaseTTL < time.Second {
 		return fmt.Errorf("%s must be at least 1s", name("tus-lease"))
 	}
-	if cfg.AlbumProtocol == "" {
-		cfg.AlbumProtocol = cfg.ProtocolMax
-	}
+	// An empty --album-protocol follows --protocol-max (server.Config).
 	for _, d := range []struct{ flag, value string }{
 		{"protocol-min", cfg.ProtocolMin}, {"protocol-max", cfg.ProtocolMax}, {"album-protocol", cfg.AlbumProtocol},
 	} {
+		if d.flag == "album-protocol" && d.value == "" {
+			continue
+		}
 		if _, err := time.Parse(time.DateOnly, d.value); err != nil {
 			return fmt.Errorf("%s must be a date YYYY-MM-DD, not %q", name(d.flag), d.value)
 		}
@@ -258,7 +259,7 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	if cfg.ProtocolMin > cfg.ProtocolMax {
 		return fmt.Errorf("%s %s is after %s %s", name("protocol-min"), cfg.ProtocolMin, name("protocol-max"), cfg.ProtocolMax)
 	}
-	if cfg.AlbumProtocol < cfg.ProtocolMin || cfg.AlbumProtocol > cfg.ProtocolMax {
+	if cfg.AlbumProtocol != "" && (cfg.AlbumProtocol < cfg.ProtocolMin || cfg.AlbumProtocol > cfg.ProtocolMax) {
 		return fmt.Errorf("%s %s is outside %s..%s", name("album-protocol"), cfg.AlbumProtocol, cfg.ProtocolMin, cfg.ProtocolMax)
 	}
 	return nil

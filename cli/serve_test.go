@@ -234,9 +234,12 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 			t.Errorf("--%s default: got %q, want %q", name, got, want)
 		}
 	}
+	// An unset --album-protocol is accepted and left unset: the server
+	// pins new albums to --protocol-max then (server.Config, checked by
+	// server's TestAlbumProtocolDefaultsToProtocolMax).
 	cfg := server.DefaultConfig()
-	if err := validateConfig(&cfg, cliFlag); err != nil || cfg.AlbumProtocol != cfg.ProtocolMax {
-		t.Fatalf("an unset --album-protocol must be --protocol-max: %q, %v", cfg.AlbumProtocol, err)
+	if err := validateConfig(&cfg, cliFlag); err != nil || cfg.AlbumProtocol != "" {
+		t.Fatalf("an unset --album-protocol: %q, %v; want it accepted and left to the server", cfg.AlbumProtocol, err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -247,6 +250,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 		{"min after max", func(c *server.Config) { c.ProtocolMin = "2027-01-01" }},
 		{"album before min", func(c *server.Config) { c.AlbumProtocol = "2024-12-31" }},
 		{"album after max", func(c *server.Config) { c.AlbumProtocol = "2026-09-02" }},
+		{"album not a date", func(c *server.Config) { c.AlbumProtocol = "2026-9-1" }},
 		{"max-blob zero", func(c *server.Config) { c.MaxBlob = 0 }},
 		{"share-rate zero", func(c *server.Config) { c.ShareRate = 0 }},
 		{"share-rate negative", func(c *server.Config) { c.ShareRate = -1 }},

@@ -12,7 +12,7 @@ import (
 )
 
 // plainEngine is a bbolt engine with none of its optional abilities: an
-// engine.Engine and nothing more, as a shared engine is to the store.
+// engine.Engine and nothing more, as a networked engine is to the store.
 type plainEngine struct{ engine.Engine }
 
 // openWithAbilities opens a store on a bbolt file, with bbolt's abilities
@@ -61,7 +61,7 @@ func TestAttemptLedgerFollowsTheEngine(t *testing.T) {
 			t.Errorf("exclusive engine: %d entries stored, %d commits; want 0 and 0 (kept in memory)", stored, commits)
 		}
 		if !exclusive && stored != 1 {
-			t.Errorf("shared engine: %d entries stored, want 1", stored)
+			t.Errorf("networked engine: %d entries stored, want 1", stored)
 		}
 		if err := s.LeavePasswordAttempt("a@example.org", "e1"); err != nil {
 			t.Fatal(err)
@@ -79,7 +79,7 @@ func TestSnapshotFollowsTheEngine(t *testing.T) {
 		t.Fatalf("snapshot without a scratch engine: %v, want ErrNoSnapshot", err)
 	}
 	if plain.sessionCache != nil || plain.shareCache != nil {
-		t.Error("a store over a shared engine caches reads")
+		t.Error("a store over a networked engine caches reads")
 	}
 	copied := openWithAbilities(t, false, Options{ScratchEngine: bolt.OpenScratch})
 	var buf bytes.Buffer

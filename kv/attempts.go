@@ -26,7 +26,7 @@ type attemptLedger interface {
 // verification there is, and an entry means nothing after it ends: the
 // entries are kept in memory (memoryAttempts), the lockout is read in a
 // view, and a sign-in costs no more commits than without the ledger.
-// Elsewhere (PostgreSQL, shared by nodes) they are kept in the store
+// Elsewhere (PostgreSQL, a networked engine all nodes use) they are kept in the store
 // (storedAttempts), where every node counts them.
 func newAttemptLedger(s *Store, e Engine) attemptLedger {
 	if _, ok := e.(engine.Exclusive); ok {

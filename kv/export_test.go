@@ -13,7 +13,7 @@ func SetUsageForTests(tb testing.TB, s *Store, accountID string, bytes int64) {
 }
 
 // KeepAttemptsInStoreForTests makes s keep its password verifications in
-// flight in the store, as on a shared engine, though its engine is this
+// flight in the store, as on a networked engine, though its engine is this
 // process's alone: the bbolt suites then run the transactional path too.
 func KeepAttemptsInStoreForTests(s *Store) { s.attempts = storedAttempts{s: s} }
 

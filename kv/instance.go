@@ -116,7 +116,7 @@ func (s *Store) Served() (bool, error) {
 // servedIn is Served inside a transaction.
 func servedIn(tx Tx) (bool, error) {
 	served := false
-	for _, name := range allBuckets {
+	for _, name := range domainBuckets {
 		if housekeeping[string(name)] {
 			continue
 		}

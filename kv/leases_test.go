@@ -96,7 +96,7 @@ func twoNodes(t *testing.T) (a, b *kv.Store, c *clock) {
 	t.Helper()
 	url := pgtest.URL(t)
 	if url == "" {
-		t.Skip("two nodes need a shared engine: set SEALBOX_TEST_PG")
+		t.Skip("two nodes need a networked engine: set SEALBOX_TEST_PG")
 	}
 	c = &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	var nodes [2]*kv.Store

@@ -219,10 +219,10 @@ func (s *Store) CheckOp(accountID string, op *Op) (*OpResult, error) {
 // has already stored in the blob store. A manifest already applied is
 // answered from its first application, writing nothing.
 //
-// Concurrent ops share commits (commitShared).
+// Concurrent ops are committed together (commitBatched).
 func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 	var res *OpResult
-	err := s.commitShared(func(tx Tx) (error, error) {
+	err := s.commitBatched(func(tx Tx) (error, error) {
 		// Batch may run this function more than once (a batch whose
 		// transaction fails is retried), so every result is set afresh.
 		res = nil

@@ -21,7 +21,7 @@ func TestCachedKeepsNoMisses(t *testing.T) {
 		if _, err := s.Authenticate(token); err == nil {
 			t.Fatal("an unknown token was accepted")
 		}
-		if _, err := s.SharedBlob("0123456789abcdef0123456789abcdef", "ab"+token); err == nil {
+		if _, err := s.ShareBlob("0123456789abcdef0123456789abcdef", "ab"+token); err == nil {
 			t.Fatal("an unknown link served a blob")
 		}
 	}
@@ -29,6 +29,6 @@ func TestCachedKeepsNoMisses(t *testing.T) {
 		t.Errorf("%d sessions cached for unknown tokens, want 0", n)
 	}
 	if n := len(s.shareCache.entries); n != 0 {
-		t.Errorf("%d shared blobs cached for an unknown link, want 0", n)
+		t.Errorf("%d blobs of share links cached for an unknown link, want 0", n)
 	}
 }

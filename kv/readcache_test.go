@@ -66,7 +66,7 @@ func TestAuthenticateCopiesTheSession(t *testing.T) {
 	}
 }
 
-func TestSharedBlobRefusesARevokedLinkAtOnce(t *testing.T) {
+func TestShareBlobRefusesARevokedLinkAtOnce(t *testing.T) {
 	s, c := MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	for _, id := range []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"} {
@@ -74,12 +74,12 @@ func TestSharedBlobRefusesARevokedLinkAtOnce(t *testing.T) {
 			ExpiresAt: c.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.SharedBlob(id, hexHash('a')); err != nil {
+		if _, err := s.ShareBlob(id, hexHash('a')); err != nil {
 			t.Fatal(err)
 		}
-		stop := hammer(func() { s.SharedBlob(id, hexHash('a')) })
+		stop := hammer(func() { s.ShareBlob(id, hexHash('a')) })
 		err := s.RevokeShare("acct", id)
-		_, readErr := s.SharedBlob(id, hexHash('a'))
+		_, readErr := s.ShareBlob(id, hexHash('a'))
 		stop()
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func TestSharedBlobRefusesARevokedLinkAtOnce(t *testing.T) {
 	}
 }
 
-func TestSharedBlobExpiresWithoutAWrite(t *testing.T) {
+func TestShareBlobExpiresWithoutAWrite(t *testing.T) {
 	s, c := MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	const id = "0123456789abcdef0123456789abcdef"
@@ -98,11 +98,11 @@ func TestSharedBlobExpiresWithoutAWrite(t *testing.T) {
 		ExpiresAt: c.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SharedBlob(id, hexHash('a')); err != nil {
+	if _, err := s.ShareBlob(id, hexHash('a')); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(time.Hour) // nothing is written: only the clock moves
-	if _, err := s.SharedBlob(id, hexHash('a')); !errors.Is(err, kv.ErrShareNotFound) {
+	if _, err := s.ShareBlob(id, hexHash('a')); !errors.Is(err, kv.ErrShareNotFound) {
 		t.Fatalf("an expired link: got %v, want ErrShareNotFound", err)
 	}
 }
@@ -121,7 +121,7 @@ func TestNodesSeeEachOthersRevocations(t *testing.T) {
 	if _, err := b.Authenticate("at-1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.SharedBlob(id, hexHash('a')); err != nil {
+	if _, err := b.ShareBlob(id, hexHash('a')); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Logout("at-1"); err != nil {
@@ -133,7 +133,7 @@ func TestNodesSeeEachOthersRevocations(t *testing.T) {
 	if _, err := b.Authenticate("at-1"); fault.ErrorCode(err) != fault.ECodeUnauthenticated {
 		t.Errorf("the other node: a closed session's token got %v, want %s", err, fault.ECodeUnauthenticated)
 	}
-	if _, err := b.SharedBlob(id, hexHash('a')); !errors.Is(err, kv.ErrShareNotFound) {
+	if _, err := b.ShareBlob(id, hexHash('a')); !errors.Is(err, kv.ErrShareNotFound) {
 		t.Errorf("the other node: a revoked link got %v, want ErrShareNotFound", err)
 	}
 }

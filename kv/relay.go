@@ -251,9 +251,10 @@ func mailboxPrefix(key []byte, dir Direction) []byte {
 // that already holds lim.MailboxCapacity payloads refuses with
 // error.relay.mailbox_full; a payload that would take the bytes waiting in
 // all of the account's channels past lim.Bytes refuses with a limit
-// refusal. Posts to concurrent channels share commits (commitShared).
+// refusal. Posts to concurrent channels are committed together
+// (commitBatched).
 func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, lim RelayLimits) error {
-	return s.commitShared(func(tx Tx) (error, error) {
+	return s.commitBatched(func(tx Tx) (error, error) {
 		now := s.now()
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, now)
@@ -285,10 +286,10 @@ func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, lim
 
 // DrainRelay removes and returns every payload of one mailbox of a live
 // channel, in arrival order; the other mailbox is untouched. Drains of
-// concurrent channels share commits (commitShared).
+// concurrent channels are committed together (commitBatched).
 func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 	var out [][]byte
-	err := s.commitShared(func(tx Tx) (error, error) {
+	err := s.commitBatched(func(tx Tx) (error, error) {
 		out = nil
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())

@@ -280,12 +280,12 @@ func (s *Store) Share(opaqueID string) (*Share, error) {
 	return sh, err
 }
 
-// SharedBlob returns the record of blob hash when the live link named by
+// ShareBlob returns the record of blob hash when the live link named by
 // opaqueID serves it, else ErrShareNotFound. The caller streams the file
 // after this returns, so no read transaction stays open meanwhile.
-func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
+func (s *Store) ShareBlob(opaqueID, hash string) (Blob, error) {
 	key := HashToken(opaqueID)
-	read, err := cached(s, s.shareCache, string(key)+hash, func() (read sharedBlobRead, found bool, err error) {
+	read, err := cached(s, s.shareCache, string(key)+hash, func() (read shareBlobRead, found bool, err error) {
 		err = s.view(func(tx Tx) error {
 			share, err := getShare(tx, key)
 			if err != nil || share == nil {
@@ -299,7 +299,7 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 				return err
 			}
 			active, err := ownerActive(tx, share.AccountID)
-			read = sharedBlobRead{share: share, blob: rec, ownerDisabled: !active}
+			read = shareBlobRead{share: share, blob: rec, ownerDisabled: !active}
 			return err
 		})
 		return read, read.share != nil, err
@@ -320,11 +320,11 @@ func (s *Store) SharedBlob(opaqueID, hash string) (Blob, error) {
 	return *read.blob, nil
 }
 
-// sharedBlobRead is what SharedBlob reads of a link and one blob it names:
+// shareBlobRead is what ShareBlob reads of a link and one blob it names:
 // share is nil when the link is unknown or does not serve the blob, blob
 // nil when the blob has no record; ownerDisabled reports the link's owner
 // disabled when it was read.
-type sharedBlobRead struct {
+type shareBlobRead struct {
 	share         *shareRecord
 	blob          *Blob
 	ownerDisabled bool

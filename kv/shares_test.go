@@ -16,7 +16,7 @@ func TestShareStoredUnderTheHashOfItsID(t *testing.T) {
 	if err := s.CreateShare(id, &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SharedBlob(id, hexHash('a')); err != nil {
+	if _, err := s.ShareBlob(id, hexHash('a')); err != nil {
 		t.Fatal(err)
 	}
 	path := s.Path()
@@ -34,10 +34,10 @@ func TestShareLifecycleInStore(t *testing.T) {
 	if err := s.CreateShare(id, sh); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := s.SharedBlob(id, hexHash('b')); err != nil || b.Size != 2 || !b.StoredAt.Equal(c.Now()) {
-		t.Fatalf("shared blob: %+v, %v", b, err)
+	if b, err := s.ShareBlob(id, hexHash('b')); err != nil || b.Size != 2 || !b.StoredAt.Equal(c.Now()) {
+		t.Fatalf("blob of the link: %+v, %v", b, err)
 	}
-	if _, err := s.SharedBlob(id, hexHash('c')); !errors.Is(err, kv.ErrShareNotFound) {
+	if _, err := s.ShareBlob(id, hexHash('c')); !errors.Is(err, kv.ErrShareNotFound) {
 		t.Fatalf("a blob the link does not name: %v", err)
 	}
 	c.Advance(time.Hour)
@@ -52,7 +52,7 @@ func TestShareLifecycleInStore(t *testing.T) {
 	if err := s.CreateShare(id, &kv.Share{AccountID: "other", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')}}); err != nil {
 		t.Fatalf("reuse after expiry: %v", err)
 	}
-	if _, err := s.SharedBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
+	if _, err := s.ShareBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
 		t.Fatalf("the expired link's serves outlived it: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestShareSweepRevokedAndExpired(t *testing.T) {
 		if err := s.CreateShare(id, &sh); fault.ErrorCode(err) != fault.ECodeShareIDTaken {
 			t.Fatalf("registering link %s again as %s: %v, want error.share.id_taken", id, account, err)
 		}
-		if _, err := s.SharedBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
+		if _, err := s.ShareBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
 			t.Fatalf("link %s serves again: %v", id, err)
 		}
 	}
@@ -118,7 +118,7 @@ func TestShareSweepRevokedAndExpired(t *testing.T) {
 		if err := s.CreateShare(id, &kv.Share{AccountID: "other", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')}}); err != nil {
 			t.Fatalf("registering link %s anew: %v", id, err)
 		}
-		if _, err := s.SharedBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
+		if _, err := s.ShareBlob(id, hexHash('b')); !errors.Is(err, kv.ErrShareNotFound) {
 			t.Fatalf("the old link %s's blobs came back: %v", id, err)
 		}
 	}

@@ -19,82 +19,78 @@ import (
 	"github.com/fxamacker/cbor/v2"
 )
 
-// Bucket names. All are created at Open, so transactions may assume them.
+// Bucket names, each declared once, by newBucket. All are created at Open,
+// so transactions may assume them.
 var (
-	bucketAccounts          = []byte("accounts")
-	bucketAccountsByEmail   = []byte("accounts_by_email")
-	bucketSessions          = []byte("sessions")
-	bucketSessionsByAccount = []byte("sessions_by_account")
-	bucketAccessTokens      = []byte("access_tokens")
-	bucketRefreshTokens     = []byte("refresh_tokens")
-	bucketSpentRefresh      = []byte("spent_refresh")
-	bucketLockouts          = []byte("lockouts")
-	bucketMFAChallenges     = []byte("mfa_challenges")
-	bucketCohorts           = []byte("cohorts")
-	bucketExpiry            = []byte("expiry")
-	bucketAlbums            = []byte("albums")
-	bucketAlbumsByAccount   = []byte("albums_by_account")
-	bucketBlobs             = []byte("blobs")
-	bucketHoldings          = []byte("holdings")
-	bucketUploads           = []byte("uploads")
-	bucketUploadsByAlbum    = []byte("uploads_by_album")
-	bucketUploadsByAccount  = []byte("uploads_by_account")
-	bucketUploadBlobs       = []byte("upload_blobs")
-	bucketUsage             = []byte("usage")
-	bucketTotals            = []byte("totals")
-	bucketEscrow            = []byte("escrow")
-	bucketDirectories       = []byte("directories")
-	bucketRevokeChallenges  = []byte("revoke_challenges")
-	bucketEnrollCodes       = []byte("enroll_codes")
-	bucketEnrollFallbacks   = []byte("enroll_fallbacks")
-	bucketRelayChannels     = []byte("relay_channels")
-	bucketRelayMailboxes    = []byte("relay_mailboxes")
-	bucketShares            = []byte("shares")
-	bucketShareBlobs        = []byte("share_blobs")
-	bucketAssets            = []byte("assets")
-	bucketAppliedManifests  = []byte("applied_manifests")
-	bucketFeed              = []byte("feed")
-	bucketUpgrades          = []byte("upgrades")
-	bucketTombstones        = []byte("tombstones")
+	bucketAccounts          = newBucket("accounts")
+	bucketAccountsByEmail   = newBucket("accounts_by_email")
+	bucketSessions          = newBucket("sessions")
+	bucketSessionsByAccount = newBucket("sessions_by_account")
+	bucketAccessTokens      = newBucket("access_tokens")
+	bucketRefreshTokens     = newBucket("refresh_tokens")
+	bucketSpentRefresh      = newBucket("spent_refresh")
+	bucketLockouts          = newBucket("lockouts")
+	bucketMFAChallenges     = newBucket("mfa_challenges")
+	bucketCohorts           = newBucket("cohorts")
+	bucketExpiry            = newBucket("expiry")
+	bucketAlbums            = newBucket("albums")
+	bucketAlbumsByAccount   = newBucket("albums_by_account")
+	bucketBlobs             = newBucket("blobs")
+	bucketHoldings          = newBucket("holdings")
+	bucketUploads           = newBucket("uploads")
+	bucketUploadsByAlbum    = newBucket("uploads_by_album")
+	bucketUploadsByAccount  = newBucket("uploads_by_account")
+	bucketUploadBlobs       = newBucket("upload_blobs")
+	bucketUsage             = newBucket("usage")
+	bucketTotals            = newBucket("totals")
+	bucketEscrow            = newBucket("escrow")
+	bucketDirectories       = newBucket("directories")
+	bucketRevokeChallenges  = newBucket("revoke_challenges")
+	bucketEnrollCodes       = newBucket("enroll_codes")
+	bucketEnrollFallbacks   = newBucket("enroll_fallbacks")
+	bucketRelayChannels     = newBucket("relay_channels")
+	bucketRelayMailboxes    = newBucket("relay_mailboxes")
+	bucketShares            = newBucket("shares")
+	bucketShareBlobs        = newBucket("share_blobs")
+	bucketAssets            = newBucket("assets")
+	bucketAppliedManifests  = newBucket("applied_manifests")
+	bucketFeed              = newBucket("feed")
+	bucketUpgrades          = newBucket("upgrades")
+	bucketTombstones        = newBucket("tombstones")
 
-	bucketTransfers          = []byte("transfers")
-	bucketTransfersByUpload  = []byte("transfers_by_upload")
-	bucketTransfersByAccount = []byte("transfers_by_account")
-	bucketTransferRemovals   = []byte("transfer_removals")
+	bucketTransfers          = newBucket("transfers")
+	bucketTransfersByUpload  = newBucket("transfers_by_upload")
+	bucketTransfersByAccount = newBucket("transfers_by_account")
+	bucketTransferRemovals   = newBucket("transfer_removals")
 
-	bucketLeases           = []byte("leases")
-	bucketPasswordAttempts = []byte("password_attempts")
+	bucketLeases           = newBucket("leases")
+	bucketPasswordAttempts = newBucket("password_attempts")
 
 	// mfa_challenges_by_account: idPart(account)|challenge hash, so every
 	// pending sign-in of an account can be ended at once.
-	bucketMFAChallengesByAccount = []byte("mfa_challenges_by_account")
-	bucketTOTPAttempts           = []byte("totp_attempts")
-	bucketRefreshChains          = []byte("refresh_chains")
-	bucketShareTombstones        = []byte("share_tombstones")
-	bucketRelayChannelsByAccount = []byte("relay_channels_by_account")
+	bucketMFAChallengesByAccount = newBucket("mfa_challenges_by_account")
+	bucketTOTPAttempts           = newBucket("totp_attempts")
+	bucketRefreshChains          = newBucket("refresh_chains")
+	bucketShareTombstones        = newBucket("share_tombstones")
+	bucketRelayChannelsByAccount = newBucket("relay_channels_by_account")
 )
+
+// domainBuckets is every bucket newBucket declared, in declaration order:
+// all but the meta bucket.
+var domainBuckets [][]byte
+
+// newBucket declares the bucket name: it returns the name and lists it in
+// domainBuckets, so no bucket is left out of what Open creates and what a
+// backup copies.
+func newBucket(name string) []byte {
+	b := []byte(name)
+	domainBuckets = append(domainBuckets, b)
+	return b
+}
 
 // storeBuckets is every bucket a store has: the meta bucket (its format),
 // then the domain's.
-func storeBuckets() [][]byte { return append([][]byte{bucketMeta}, allBuckets...) }
-
-var allBuckets = [][]byte{
-	bucketAccounts, bucketAccountsByEmail, bucketSessions, bucketSessionsByAccount,
-	bucketAccessTokens, bucketRefreshTokens, bucketSpentRefresh, bucketLockouts,
-	bucketMFAChallenges, bucketCohorts, bucketExpiry,
-	bucketAlbums, bucketAlbumsByAccount, bucketBlobs, bucketHoldings,
-	bucketUploads, bucketUploadsByAlbum, bucketUploadBlobs, bucketUsage, bucketTotals,
-	bucketEscrow, bucketDirectories, bucketRevokeChallenges,
-	bucketEnrollCodes, bucketEnrollFallbacks, bucketRelayChannels, bucketRelayMailboxes,
-	bucketShares, bucketShareBlobs,
-	bucketAssets, bucketAppliedManifests, bucketFeed, bucketUpgrades, bucketTombstones,
-	bucketTransfers, bucketTransfersByUpload, bucketTransfersByAccount, bucketTransferRemovals,
-	bucketLog, bucketLogMeta,
-	bucketLeases, bucketPasswordAttempts,
-	bucketMFAChallengesByAccount, bucketTOTPAttempts, bucketRefreshChains,
-	bucketShareTombstones, bucketRelayChannelsByAccount,
-	bucketUploadsByAccount,
-}
+func storeBuckets() [][]byte { return append([][]byte{bucketMeta}, domainBuckets...) }
 
 // Options tune a Store. Zero values take the defaults.
 type Options struct {
@@ -130,9 +126,9 @@ type Store struct {
 	rerun  bool
 	engine Engine
 	now    func() time.Time
-	// sharedWriters counts the callers inside commitShared, so a lone one
+	// batchedWriters counts the callers inside commitBatched, so a lone one
 	// commits at once instead of waiting the batch delay for company.
-	sharedWriters atomic.Int64
+	batchedWriters atomic.Int64
 	// where names the store in messages (the bbolt file's path).
 	where string
 
@@ -143,7 +139,7 @@ type Store struct {
 	// only: nil elsewhere, where other processes write too.
 	writes       writeGen
 	sessionCache *readCache[*Session]
-	shareCache   *readCache[sharedBlobRead]
+	shareCache   *readCache[shareBlobRead]
 	// snapshot writes the store's snapshot (see WriteSnapshot).
 	snapshot func(io.Writer) (int64, error)
 	// attempts keeps the password verifications in flight.
@@ -187,7 +183,7 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 func newStore(e Engine, where string, opts Options) *Store {
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
 	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
-		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[sharedBlobRead]{}
+		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[shareBlobRead]{}
 	}
 	s.attempts = newAttemptLedger(s, e)
 	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
@@ -215,7 +211,7 @@ func (s *Store) prepare(opts Options) error {
 			ErrNeedsMigration, s.where, f.version, FormatVersion, describeMigrations(pending))
 	}
 	if opts.ReadOnly {
-		for _, name := range allBuckets {
+		for _, name := range domainBuckets {
 			if !existing[string(name)] {
 				return fmt.Errorf("store %s has no %s bucket: start sealbox serve on it once to bring it up to date", s.where, name)
 			}
@@ -244,7 +240,7 @@ func (s *Store) prepare(opts Options) error {
 			// so every lease and verification in flight found now was a
 			// process's that is gone: a transfer its crash left claimed
 			// resumes at once instead of after the lease's ttl. On a
-			// shared engine they may be live nodes', and lapse instead.
+			// networked engine they may be live nodes', and lapse instead.
 			for _, b := range [][]byte{bucketLeases, bucketPasswordAttempts} {
 				if err := clearBucket(tx.Bucket(b)); err != nil {
 					return err
@@ -311,8 +307,8 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 	return v != nil, err
 }
 
-// commitShared runs fn in a write transaction shared with concurrent callers
-// (Engine.Batch), so many writers (lifecycle ops, relay posts) pay for one
+// commitBatched runs fn in one write transaction with concurrent callers'
+// functions (Engine.Batch: a group commit), so many writers (lifecycle ops, relay posts) pay for one
 // commit's fsyncs. A lone writer uses its own transaction at once: in a batch
 // it would wait the engine's batch delay for writers that are not coming.
 //
@@ -322,15 +318,15 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 // fails the batch, and Batch re-runs its functions, so fn must be idempotent
 // and set its results afresh on every run; the refusal returned is the one of
 // its last run.
-func (s *Store) commitShared(fn func(tx Tx) (refusal, err error)) error {
+func (s *Store) commitBatched(fn func(tx Tx) (refusal, err error)) error {
 	var refusal error
 	run := func(tx Tx) (err error) {
 		refusal, err = fn(tx)
 		return err
 	}
-	defer s.sharedWriters.Add(-1)
+	defer s.batchedWriters.Add(-1)
 	var err error
-	if s.sharedWriters.Add(1) == 1 || s.rerun {
+	if s.batchedWriters.Add(1) == 1 || s.rerun {
 		err = s.update(run)
 	} else {
 		err = s.engine.Batch(run)
@@ -343,7 +339,7 @@ func (s *Store) commitShared(fn func(tx Tx) (refusal, err error)) error {
 }
 
 // asRefusal sorts an error of a check that writes nothing, for
-// commitShared: a *fault.Error refuses the caller alone; any other error
+// commitBatched: a *fault.Error refuses the caller alone; any other error
 // fails the transaction.
 func asRefusal(err error) (refusal, failure error) {
 	var fe *fault.Error

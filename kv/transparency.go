@@ -24,9 +24,9 @@ import (
 var (
 	// bucketLog maps a record index (8 bytes, big-endian) to the record's
 	// length (2 bytes, big-endian), the record, and its stored hashes.
-	bucketLog = []byte("log")
+	bucketLog = newBucket("log")
 	// bucketLogMeta holds the last signed checkpoint.
-	bucketLogMeta = []byte("log_meta")
+	bucketLogMeta = newBucket("log_meta")
 
 	logMetaCheckpoint = []byte("checkpoint")
 )

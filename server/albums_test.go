@@ -45,8 +45,10 @@ func TestAlbumProvisionAndList(t *testing.T) {
 	}
 }
 
+// TestAlbumProtocolDefaultsToProtocolMax: without AlbumProtocol, new albums
+// are pinned to the configured ProtocolMax, whatever it is.
 func TestAlbumProtocolDefaultsToProtocolMax(t *testing.T) {
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, func(c *server.Config) { c.ProtocolMax = "2026-05-01" })
 	tok := ts.Register(t, "a@example.org")
 	r := ts.Do(t, Req{Method: "POST", Path: "/v1/albums", Token: tok.Access,
 		Body: map[string]any{"album_id": "0f0e0d0c-0b0a-4908-8706-050403020100"}}).WantStatus(t, http.StatusCreated)

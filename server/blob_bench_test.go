@@ -31,19 +31,19 @@ func randomBytes(n int) []byte {
 	return b
 }
 
-// sharedBlob stores a blob of size bytes through the API and registers a
+// linkedBlob stores a blob of size bytes through the API and registers a
 // link serving it. It returns the blob's URL under /s/ and its file path
 // ("" when the suite runs on S3).
-func sharedBlob(b *testing.B, size int) (blobURL, file string) {
-	return sharedBlobOn(b, MustOpenServer(b, unlimitedShareReads), size)
+func linkedBlob(b *testing.B, size int) (blobURL, file string) {
+	return linkedBlobOn(b, MustOpenServer(b, unlimitedShareReads), size)
 }
 
 // unlimitedShareReads keeps the share-read limiter on the path but never
 // refusing.
 func unlimitedShareReads(c *server.Config) { c.ShareRate, c.ShareBurst = 1e9, 1<<30 }
 
-// sharedBlobOn is sharedBlob on the server ts.
-func sharedBlobOn(b *testing.B, ts *TestServer, size int) (blobURL, file string) {
+// linkedBlobOn is linkedBlob on the server ts.
+func linkedBlobOn(b *testing.B, ts *TestServer, size int) (blobURL, file string) {
 	tok := ts.Register(b, "bench@example.org")
 	data := randomBytes(size)
 	hash := ts.Upload(b, tok.Access, data)
@@ -105,14 +105,14 @@ func benchFetch(b *testing.B, url, rangeHeader string, wantStatus int, wantBytes
 // the full stack (middleware, router, rate limiter, store lookups, open,
 // blobhttp.Serve with sendfile). Compare with BenchmarkRawServeFile1MiB.
 func BenchmarkShareBlob1MiB(b *testing.B) {
-	url, _ := sharedBlob(b, 1<<20)
+	url, _ := linkedBlob(b, 1<<20)
 	benchFetch(b, url, "", http.StatusOK, 1<<20)
 }
 
 // BenchmarkRawServeFile1MiB: the same file through a bare ServeContent
 // handler.
 func BenchmarkRawServeFile1MiB(b *testing.B) {
-	_, file := sharedBlob(b, 1<<20)
+	_, file := linkedBlob(b, 1<<20)
 	skipWithoutFile(b, file)
 	benchFetch(b, rawFileServer(b, file), "", http.StatusOK, 1<<20)
 }
@@ -130,14 +130,14 @@ const range64KiB = "bytes=33554432-33619967" // 64 KiB from the middle of 64 MiB
 // BenchmarkShareBlobRange64KiB: a 64 KiB range of a 64 MiB blob through the
 // full stack. Compare with BenchmarkRawServeFileRange64KiB.
 func BenchmarkShareBlobRange64KiB(b *testing.B) {
-	url, _ := sharedBlob(b, 64<<20)
+	url, _ := linkedBlob(b, 64<<20)
 	benchFetch(b, url, range64KiB, http.StatusPartialContent, 64<<10)
 }
 
 // BenchmarkRawServeFileRange64KiB: the same range through a bare
 // ServeContent handler.
 func BenchmarkRawServeFileRange64KiB(b *testing.B) {
-	_, file := sharedBlob(b, 64<<20)
+	_, file := linkedBlob(b, 64<<20)
 	skipWithoutFile(b, file)
 	benchFetch(b, rawFileServer(b, file), range64KiB, http.StatusPartialContent, 64<<10)
 }

@@ -12,7 +12,7 @@ import (
 
 func (s *Server) registerDeviceRoutes() {
 	s.handle(http.MethodGet, "/v1/auth/devices", s.bearer(s.handleDevicesList))
-	s.handleShared(http.MethodDelete, "/v1/auth/devices/:session_id", s.bearer(s.handleDeviceDelete))
+	s.handleOverlapping(http.MethodDelete, "/v1/auth/devices/:session_id", s.bearer(s.handleDeviceDelete))
 }
 
 type sessionView struct {

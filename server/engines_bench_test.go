@@ -62,11 +62,11 @@ func BenchmarkEngines(b *testing.B) {
 			benchGET(b, ts.URL()+"/v1/auth/profile", tok.Access)
 		})
 		b.Run(e.name+"/ShareBlob1MiB", func(b *testing.B) {
-			url, _ := sharedBlobOn(b, e.open(b, unlimitedShareReads), 1<<20)
+			url, _ := linkedBlobOn(b, e.open(b, unlimitedShareReads), 1<<20)
 			benchFetch(b, url, "", http.StatusOK, 1<<20)
 		})
 		b.Run(e.name+"/ShareBlobRange64KiB", func(b *testing.B) {
-			url, _ := sharedBlobOn(b, e.open(b, unlimitedShareReads), 64<<20)
+			url, _ := linkedBlobOn(b, e.open(b, unlimitedShareReads), 64<<20)
 			benchFetch(b, url, range64KiB, http.StatusPartialContent, 64<<10)
 		})
 		for _, writers := range []int{1, 64} {

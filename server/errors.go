@@ -155,11 +155,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		body[k] = v
 	}
 	b, _ := marshalJSON(body)
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
+	writeBody(w, status, "application/problem+json", "no-store", b)
 }
 
 // mappedError translates the sentinel errors of packages that do not speak

@@ -21,7 +21,7 @@ import (
 )
 
 // The tests in this file hold server/openapi.yaml to the code: its operations
-// to the routes registered through handle and handleShared, its error catalog
+// to the routes registered through handle and handleOverlapping, its error catalog
 // to kv's codes and statusByCode, and each operation's error responses to the
 // catalog, with no exceptions.
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -61,9 +60,9 @@ type manifestEnvelope struct {
 type opAction string
 
 func (a *opAction) UnmarshalJSON(b []byte) error {
-	var v string
-	if json.Unmarshal(b, &v) != nil || v != kv.OpCreate && v != kv.OpReplace {
-		return &fieldError{field: "manifest_envelope.action", msg: "action must be create or replace"}
+	v, err := decodeEnum(b, "manifest_envelope.action", kv.OpCreate, kv.OpReplace)
+	if err != nil {
+		return err
 	}
 	*a = opAction(v)
 	return nil
@@ -73,9 +72,9 @@ func (a *opAction) UnmarshalJSON(b []byte) error {
 type keyMode string
 
 func (m *keyMode) UnmarshalJSON(b []byte) error {
-	var v string
-	if json.Unmarshal(b, &v) != nil || v != "derived" && v != "wrapped" {
-		return &fieldError{field: "manifest_envelope.key_mode", msg: "key_mode must be derived or wrapped"}
+	v, err := decodeEnum(b, "manifest_envelope.key_mode", "derived", "wrapped")
+	if err != nil {
+		return err
 	}
 	*m = keyMode(v)
 	return nil

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -19,7 +18,7 @@ func (s *Server) registerRelayRoutes() {
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/redeem", s.handleEnrollRedeem)
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayPost)
 	s.handle(http.MethodGet, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayDrain)
-	s.handleShared(http.MethodDelete, "/v1/auth/devices/enroll/channel/:channel_id", s.bearer(s.handleRelayClose))
+	s.handleOverlapping(http.MethodDelete, "/v1/auth/devices/enroll/channel/:channel_id", s.bearer(s.handleRelayClose))
 }
 
 // Figures of server/PROTOCOL.md §6.
@@ -55,17 +54,7 @@ func (s *Server) newFallback() string {
 
 // isFallbackShaped reports whether a presented code is spelled as a numeric
 // fallback: exactly fallbackDigits ASCII digits.
-func isFallbackShaped(code string) bool {
-	if len(code) != fallbackDigits {
-		return false
-	}
-	for i := 0; i < len(code); i++ {
-		if code[i] < '0' || code[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func isFallbackShaped(code string) bool { return isDigits(code, fallbackDigits) }
 
 type enrollmentCodeResponse struct {
 	Code         string `json:"code"`
@@ -153,14 +142,11 @@ func parseDirection(s string) (kv.Direction, bool) {
 type direction kv.Direction
 
 func (d *direction) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return &fieldError{field: "direction", msg: "direction must be a string"}
+	s, err := decodeEnum(b, "direction", "to_initiator", "to_enrollee")
+	if err != nil {
+		return err
 	}
-	dir, ok := parseDirection(s)
-	if !ok {
-		return &fieldError{field: "direction", msg: "direction must be to_initiator or to_enrollee"}
-	}
+	dir, _ := parseDirection(s)
 	*d = direction(dir)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -350,6 +351,23 @@ func malformedJSON(err error) error {
 type fieldError struct{ field, msg string }
 
 func (e *fieldError) Error() string { return e.msg }
+
+// decodeEnum decodes the JSON value b of field, which must be one of the
+// strings values. Anything else, another string or another JSON type, is
+// malformed (400) naming field, as server/PROTOCOL.md §1 decides for enums.
+func decodeEnum(b []byte, field string, values ...string) (string, error) {
+	var v string
+	if json.Unmarshal(b, &v) != nil || !slices.Contains(values, v) {
+		name := field[strings.LastIndexByte(field, '.')+1:]
+		last := len(values) - 1
+		choice := values[last]
+		if last > 0 {
+			choice = strings.Join(values[:last], ", ") + " or " + choice
+		}
+		return "", &fieldError{field: field, msg: name + " must be " + choice}
+	}
+	return v, nil
+}
 
 // required returns 422 naming field when a required value is missing or null.
 func required[T any](field string, v *T) error {

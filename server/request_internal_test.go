@@ -214,3 +214,36 @@ func TestDecodeStrictKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeEnum: an enum field takes exactly one of its strings; any other
+// string or JSON type is a malformed field naming every choice.
+func TestDecodeEnum(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		values     []string
+		want       string // the value, or the message of the refusal
+		refused    bool
+	}{
+		{"first", `"create"`, []string{"create", "replace"}, "create", false},
+		{"last", `"replace"`, []string{"create", "replace"}, "replace", false},
+		{"other string", `"delete"`, []string{"create", "replace"}, "action must be create or replace", true},
+		{"case differs", `"Create"`, []string{"create", "replace"}, "action must be create or replace", true},
+		{"empty string", `""`, []string{"create", "replace"}, "action must be create or replace", true},
+		{"number", `1`, []string{"create", "replace"}, "action must be create or replace", true},
+		{"null", `null`, []string{"create", "replace"}, "action must be create or replace", true},
+		{"object", `{"create":1}`, []string{"create", "replace"}, "action must be create or replace", true},
+		{"one value", `"x"`, []string{"only"}, "action must be only", true},
+		{"three values", `"x"`, []string{"a", "b", "c"}, "action must be a, b or c", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := decodeEnum([]byte(tc.json), "manifest_envelope.action", tc.values...)
+			var fe *fieldError
+			switch {
+			case !tc.refused && (err != nil || v != tc.want):
+				t.Fatalf("got %q, %v; want %q", v, err, tc.want)
+			case tc.refused && (!errors.As(err, &fe) || fe.field != "manifest_envelope.action" || fe.msg != tc.want):
+				t.Fatalf("got %q, %v; want the field error %q", v, err, tc.want)
+			}
+		})
+	}
+}

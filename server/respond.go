@@ -22,31 +22,33 @@ func marshalJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// writeBody writes every answer that has a body, problems included:
+// status, then b with its Content-Type, its Cache-Control and its exact
+// Content-Length.
+func writeBody(w http.ResponseWriter, status int, contentType, cacheControl string, b []byte) error {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", cacheControl)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, err := w.Write(b)
+	return err
+}
+
 // writeJSON answers a JSON body. JSON answers are never cached.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := marshalJSON(v)
 	if err != nil {
 		return err
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, err = w.Write(b)
-	return err
+	return writeBody(w, status, "application/json", "no-store", b)
 }
 
-// writeBytes answers opaque bytes exactly as stored. They are key material
-// of one account, so no cache may keep them.
+// writeBytes answers opaque bytes exactly as stored (a link's wrapped
+// secret, an escrow, a directory). They are key material of one account,
+// so no cache may keep them.
 func writeBytes(w http.ResponseWriter, contentType string, b []byte) error {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
-	return err
+	return writeBody(w, http.StatusOK, contentType, "no-store", b)
 }
 
 // noContent answers 204.

@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// TestRoutingBelowSharedPrefix: the DELETE routes below /v1/auth/devices
-// share one catch-all in the router, yet every path answers as if each route
+// TestRoutingBelowOverlapPrefix: the overlapping DELETE routes below
+// /v1/auth/devices are dispatched by one catch-all in the router, yet every path answers as if each route
 // were registered alone (server/PROTOCOL.md §1): a path no route of any method has the
 // shape of is 404 error.not_found for every method, OPTIONS included, and a
 // path with routes is 405 with exactly their methods in Allow.
-func TestRoutingBelowSharedPrefix(t *testing.T) {
+func TestRoutingBelowOverlapPrefix(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "routes@example.org")
 	const id = "6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b"
@@ -68,8 +68,8 @@ func TestRoutingBelowSharedPrefix(t *testing.T) {
 		})
 	}
 
-	// The shared routes themselves still reach their handlers, with the
-	// static segment winning over the parameter.
+	// The overlapping routes themselves still reach their handlers, with
+	// the static segment winning over the parameter.
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + id, Token: tok.Access}).WantProblem(t, http.StatusNotFound, "error.session.not_found")
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/directory", Token: tok.Access}).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
 	ts.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/enroll/channel/sbx_rl_x", Token: tok.Access}).WantProblem(t, http.StatusNotFound, "error.relay.channel_not_found")

@@ -232,6 +232,37 @@ func DefaultConfig() Config {
 	}
 }
 
+// withDefaults is c with what it leaves unset filled in: AlbumProtocol
+// follows ProtocolMax, a missing clock, random source or log key is the
+// production one (an ephemeral key), and a timeout or lease of zero takes
+// DefaultConfig's value. It is the one place a value missing from a Config
+// is decided.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Now == nil {
+		c.Now = d.Now
+	}
+	if c.Rand == nil {
+		c.Rand = d.Rand
+	}
+	if c.AlbumProtocol == "" {
+		c.AlbumProtocol = c.ProtocolMax
+	}
+	for _, dur := range []struct{ v, def *time.Duration }{
+		{&c.ReadHeaderTimeout, &d.ReadHeaderTimeout}, {&c.BodyTimeout, &d.BodyTimeout},
+		{&c.AnonBodyTimeout, &d.AnonBodyTimeout}, {&c.WriteStall, &d.WriteStall},
+		{&c.TusLeaseTTL, &d.TusLeaseTTL}, {&c.PasswordAttemptTTL, &d.PasswordAttemptTTL},
+	} {
+		if *dur.v <= 0 {
+			*dur.v = *dur.def
+		}
+	}
+	if c.LogKey.Signer == nil {
+		c.LogKey = ephemeralLogKey(c.Rand)
+	}
+	return c
+}
+
 // Server serves the sealbox API over one store and one blob store.
 type Server struct {
 	cfg     Config
@@ -243,8 +274,8 @@ type Server struct {
 	log       zerolog.Logger
 	now       func() time.Time
 	router    *httprouter.Router
-	shared    map[string][]sharedRoute
-	routeList []route // every registration, in order (see route)
+	overlaps  map[string][]overlapRoute // by method (see overlapPrefix)
+	routeList []route                   // every registration, in order (see route)
 	handler   http.Handler
 	passwords *password.Hasher
 	metrics   *metrics
@@ -288,36 +319,7 @@ type Server struct {
 // New builds a server over store and the blob store blobStore. The store's
 // clock should be cfg.Now.
 func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
-	if cfg.AlbumProtocol == "" {
-		cfg.AlbumProtocol = cfg.ProtocolMax
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
-	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = DefaultConfig().BodyTimeout
-	}
-	if cfg.AnonBodyTimeout <= 0 {
-		cfg.AnonBodyTimeout = DefaultConfig().AnonBodyTimeout
-	}
-	if cfg.WriteStall <= 0 {
-		cfg.WriteStall = DefaultConfig().WriteStall
-	}
-	if cfg.TusLeaseTTL <= 0 {
-		cfg.TusLeaseTTL = DefaultConfig().TusLeaseTTL
-	}
-	if cfg.PasswordAttemptTTL <= 0 {
-		cfg.PasswordAttemptTTL = DefaultConfig().PasswordAttemptTTL
-	}
-	if cfg.LogKey.Signer == nil {
-		cfg.LogKey = ephemeralLogKey(cfg.Rand)
-	}
+	cfg = cfg.withDefaults()
 	// serve checks server.key's length when it loads the file, so a key
 	// refused here is a programming error.
 	keeper, err := secrets.New(cfg.SealKey, cfg.Rand)

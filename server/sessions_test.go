@@ -371,7 +371,7 @@ func TestVersionAndUnknownRoutes(t *testing.T) {
 	}
 	ts.Do(t, Req{Method: "GET", Path: "/v1/nope"}).WantProblem(t, 404, "error.not_found")
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/login"}).WantProblem(t, 405, "error.method_not_allowed")
-	// The shared DELETE /v1/auth/devices/... dispatcher answers unknown
+	// The overlap DELETE /v1/auth/devices/... dispatcher answers unknown
 	// shapes like the router does.
 	tok := ts.Register(t, "routes@example.org")
 	for _, p := range []string{"/v1/auth/devices/a/b", "/v1/auth/devices/enroll/channel", "/v1/auth/devices/enroll/channel/x/y"} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -142,13 +141,13 @@ func (s *Server) shareRead(h handlerFunc) handlerFunc {
 	}
 }
 
-type sharedMetadataResponse struct {
+type shareMetadataResponse struct {
 	MetadataHash        string `json:"metadata_hash"`
 	PassphraseProtected bool   `json:"passphrase_protected"`
 }
 
-// sharedLink is the live link the path's opaque_id names.
-func (s *Server) sharedLink(ps httprouter.Params) (*kv.Share, error) {
+// pathLink is the live link the path's opaque_id names.
+func (s *Server) pathLink(ps httprouter.Params) (*kv.Share, error) {
 	id, err := pathParam(ps, "opaque_id", isOpaqueID)
 	if err != nil {
 		return nil, err
@@ -158,11 +157,11 @@ func (s *Server) sharedLink(ps httprouter.Params) (*kv.Share, error) {
 
 // handles "GET /s/:opaque_id"
 func (s *Server) handleShareMetadata(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	sh, err := s.sharedLink(ps)
+	sh, err := s.pathLink(ps)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, sharedMetadataResponse{MetadataHash: sh.MetadataHash, PassphraseProtected: sh.WrappedSecret != nil})
+	return writeJSON(w, http.StatusOK, shareMetadataResponse{MetadataHash: sh.MetadataHash, PassphraseProtected: sh.WrappedSecret != nil})
 }
 
 // handles "GET /s/:opaque_id/blob/:hash" and its HEAD (the headers alone,
@@ -179,7 +178,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	rec, err := s.store.SharedBlob(id, hash)
+	rec, err := s.store.ShareBlob(id, hash)
 	if err != nil {
 		return err
 	}
@@ -189,7 +188,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 	if errors.Is(err, blobs.ErrNotFound) {
 		// The store says the blob exists: a missing file is damage to
 		// report (500, logged), not a 404 to hand the viewer.
-		return fmt.Errorf("shared blob %s is recorded but its file is missing: %v", hash, err)
+		return fmt.Errorf("blob %s of a share link is recorded but its file is missing: %v", hash, err)
 	}
 	if err != nil {
 		return err
@@ -203,18 +202,12 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 // registered. A link without a passphrase answers the same 404 as an unknown
 // link.
 func (s *Server) handleShareSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	sh, err := s.sharedLink(ps)
+	sh, err := s.pathLink(ps)
 	if err != nil {
 		return err
 	}
 	if sh.WrappedSecret == nil {
 		return kv.ErrShareNotFound
 	}
-	h := w.Header()
-	h.Set("Content-Type", mediaOctet)
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(sh.WrappedSecret)))
-	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(sh.WrappedSecret)
-	return err
+	return writeBytes(w, mediaOctet, sh.WrappedSecret)
 }

@@ -16,8 +16,8 @@ import (
 	"sealbox/server"
 )
 
-// sharedLink is a registered link and what it serves.
-type sharedLink struct {
+// registeredLink is a registered link and what it serves.
+type registeredLink struct {
 	id       string
 	metadata []byte
 	content  []byte
@@ -37,10 +37,10 @@ var linkSeq int
 
 // newLink uploads a metadata blob and a content blob as the token's account
 // and registers a link serving both; edit adjusts the registration body.
-func (ts *TestServer) newLink(tb testing.TB, access string, edit ...func(map[string]any)) sharedLink {
+func (ts *TestServer) newLink(tb testing.TB, access string, edit ...func(map[string]any)) registeredLink {
 	tb.Helper()
 	linkSeq++
-	l := sharedLink{
+	l := registeredLink{
 		id:       fmt.Sprintf("%032x", 0xabc000+linkSeq),
 		metadata: []byte(fmt.Sprintf("sealed metadata %d", linkSeq)),
 		content:  patterned(1000),
@@ -514,7 +514,7 @@ func TestShareReferrerPolicyOnEveryAnswer(t *testing.T) {
 	}
 }
 
-// TestShareBlobHead: a HEAD of a shared blob answers the headers its GET
+// TestShareBlobHead: a HEAD of a blob a link serves answers the headers its GET
 // would (the size in Content-Length, a range's Content-Range, the ETag)
 // with no body, and a HEAD of a blob the link does not name is the same 404.
 func TestShareBlobHead(t *testing.T) {
@@ -554,12 +554,12 @@ func TestShareDisabledOwner(t *testing.T) {
 	ch := ts.openChannel(t, alice.Access)
 	ts.post(t, ch, "to_enrollee", "hello").WantStatus(t, http.StatusNoContent)
 	code, _ := ts.issueCode(t, alice.Access)
-	reads := func(l sharedLink) []string {
+	reads := func(l registeredLink) []string {
 		return []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + hashOf(l.content), "/s/" + l.id + "/wrapped-secret"}
 	}
 	nodes := []*TestServer{ts, other}
 	for _, node := range nodes {
-		for _, l := range []sharedLink{plain, expiring} {
+		for _, l := range []registeredLink{plain, expiring} {
 			for _, path := range reads(l) {
 				node.Do(t, Req{Method: "GET", Path: path}).WantStatus(t, http.StatusOK)
 			}
@@ -570,7 +570,7 @@ func TestShareDisabledOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, node := range nodes {
-		for _, l := range []sharedLink{plain, expiring} {
+		for _, l := range []registeredLink{plain, expiring} {
 			for _, path := range reads(l) {
 				if r := node.Do(t, Req{Method: "GET", Path: path}); r.Status != http.StatusNotFound || !bytes.Equal(r.Body, gone) {
 					t.Fatalf("%s of a disabled account's link: %d %s, want 404 %s", path, r.Status, r.Body, gone)

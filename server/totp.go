@@ -81,17 +81,7 @@ func checkTOTPCode(code *string) error {
 }
 
 // isTOTPCode: exactly six ASCII digits.
-func isTOTPCode(s string) bool {
-	if len(s) != 6 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func isTOTPCode(s string) bool { return isDigits(s, 6) }
 
 // handles "POST /v1/auth/totp/verify-enrollment"
 func (s *Server) handleTOTPVerifyEnrollment(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

@@ -95,12 +95,12 @@ func writeCheckpoint(w http.ResponseWriter, cp *kv.CosignedCheckpoint) error {
 	if cp == nil {
 		return fault.Errorf(fault.ECodeNotFound, "the log has no signed checkpoint yet")
 	}
-	return writeCacheable(w, "text/plain; charset=utf-8", cacheCheckpoint, cp.SignedNote())
+	return writeBody(w, http.StatusOK, "text/plain; charset=utf-8", cacheCheckpoint, cp.SignedNote())
 }
 
 // handles "GET /v1/transparency/key".
 func (s *Server) handleLogKey(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	return writeCacheable(w, "text/plain; charset=utf-8", "public, max-age=86400", []byte(s.cfg.LogKey.VerifierKey+"\n"))
+	return writeBody(w, http.StatusOK, "text/plain; charset=utf-8", "public, max-age=86400", []byte(s.cfg.LogKey.VerifierKey+"\n"))
 }
 
 // handles "GET /v1/transparency/tile/*path": a hash tile <L>/<N>[.p/<W>] or
@@ -118,7 +118,7 @@ func (s *Server) handleTile(w http.ResponseWriter, _ *http.Request, ps httproute
 	if err != nil {
 		return err
 	}
-	return writeCacheable(w, "application/octet-stream", cacheImmutable, data)
+	return writeBody(w, http.StatusOK, "application/octet-stream", cacheImmutable, data)
 }
 
 // parseTilePath reads a tlog-tiles path below tile/. x/mod's tlog spells the
@@ -143,17 +143,6 @@ func tilePath(t tlog.Tile) string {
 		return "entries/" + rest
 	}
 	return p
-}
-
-// writeCacheable writes a 200 answer shared caches may keep.
-func writeCacheable(w http.ResponseWriter, contentType, cacheControl string, b []byte) error {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Cache-Control", cacheControl)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
-	return err
 }
 
 // witnessCollector serves what the store knows of each configured witness,

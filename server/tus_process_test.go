@@ -118,11 +118,11 @@ func wantNoPartials(tb testing.TB, dataDir string) {
 	}
 }
 
-// wantSharedAt registers a share link serving data (held by access, with a
+// wantLinkServesAt registers a share link serving data (held by access, with a
 // small metadata blob put through the upload session) on the server at base,
 // and fails unless the link reads data back byte-identical: the path a
 // recipient's client takes.
-func wantSharedAt(tb testing.TB, base, access, uploadID string, data []byte) {
+func wantLinkServesAt(tb testing.TB, base, access, uploadID string, data []byte) {
 	tb.Helper()
 	metadata := []byte("sealed metadata of the video")
 	DoAt(tb, base, Req{Method: "PUT", Path: "/v1/uploads/" + uploadID + "/blobs/" + hashOf(metadata), Token: access,
@@ -298,7 +298,7 @@ func TestTusJSClientInterop(t *testing.T) {
 	if !strings.HasPrefix(got.URL, proxy+"/v1/uploads/"+up+"/tus/") {
 		t.Fatalf("upload URL %q", got.URL)
 	}
-	wantSharedAt(t, p.URL, access, up, data)
+	wantLinkServesAt(t, p.URL, access, up, data)
 	wantNoPartials(t, dataDir)
 	if r := DoAt(t, p.URL, Req{Method: "HEAD", Path: strings.TrimPrefix(got.URL, proxy), Token: access, Header: tusHeaders()}); r.Status != http.StatusNotFound {
 		t.Fatalf("the finished transfer still answers HEAD: %d", r.Status)

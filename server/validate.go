@@ -11,7 +11,7 @@ import (
 	"sealbox/kv/fault"
 )
 
-// Value rules shared by several resources live here, once.
+// Value rules several resources use live here, once.
 
 // normalizeEmail and checkNewPassword are the account rules of kv.
 var (
@@ -54,6 +54,20 @@ func parseUUID(s string) (string, bool) {
 func isCanonicalUUID(s string) bool {
 	canon, ok := parseUUID(s)
 	return ok && canon == s
+}
+
+// isDigits reports whether s is exactly n ASCII digits (no sign, space or
+// other script's digits).
+func isDigits(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {

@@ -7,8 +7,8 @@
 // bucket of its own. Unset, the suites run on local files and URL answers
 // "".
 //
-// versitygw is built once per version into the user's cache directory, so
-// repeated runs do not rebuild it. A gateway that cannot be built or
+// versitygw is built once per pinned version into the user's cache
+// directory (testtools.Build), so repeated runs do not rebuild it. A gateway that cannot be built or
 // started fails the test that asked for it, never skips it.
 package s3test
 
@@ -17,24 +17,18 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"sealbox/blobs/s3"
+	"sealbox/internal/testtools"
 )
-
-// Version is the versitygw release the tests run, as pinned in
-// testdata/tools/go.mod (TestVersionIsPinned keeps the two equal: the
-// cached binary is named by it).
-const Version = "v1.8.0"
 
 // The credentials of the gateway this process starts.
 const (
@@ -104,7 +98,7 @@ func start() (string, error) {
 		}
 		return strings.TrimSuffix(v, "/"), nil
 	}
-	bin, err := build()
+	bin, err := testtools.Build("versitygw", "github.com/versity/versitygw", "github.com/versity/versitygw/cmd/versitygw")
 	if err != nil {
 		return "", err
 	}
@@ -117,7 +111,7 @@ func start() (string, error) {
 			return "", err
 		}
 	}
-	addr, err := freeAddr()
+	addr, err := testtools.FreeAddr()
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +124,7 @@ func start() (string, error) {
 		return "", err
 	}
 	gateway.Stdout, gateway.Stderr = log, log
-	dieWithParent(gateway)
+	testtools.DieWithParent(gateway)
 	if err := gateway.Start(); err != nil {
 		return "", err
 	}
@@ -149,44 +143,4 @@ func start() (string, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// build returns versitygw's binary, building it from testdata/tools into
-// the user's cache directory when it is not there yet.
-func build() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		// No HOME or XDG_CACHE_HOME (some CI runners): a shared temp dir.
-		cache = os.TempDir()
-	}
-	if err := os.MkdirAll(filepath.Join(cache, "sealbox"), 0o700); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(cache, "sealbox", "versitygw-"+Version)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	_, file, _, _ := runtime.Caller(0)
-	tools := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "tools")
-	tmp := bin + ".tmp" + hex.EncodeToString([]byte(fmt.Sprint(os.Getpid())))
-	cmd := exec.Command("go", "build", "-o", tmp, "github.com/versity/versitygw/cmd/versitygw")
-	cmd.Dir = tools
-	// go.sum pins the tool's modules; -mod=mod lets the build use them
-	// whatever GOFLAGS the caller runs with.
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build versitygw %s in %s: %v\n%s", Version, tools, err, out)
-	}
-	// Renamed into place, so concurrent test processes never run a half
-	// written binary.
-	return bin, os.Rename(tmp, bin)
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

@@ -9,7 +9,7 @@ import (
 	"sealbox/kv/engine"
 )
 
-// batcher gives an engine whose commits are not shared by nature
+// batcher gives an engine that does not batch commits by nature
 // (PostgreSQL) what bbolt's Batch gives it: concurrent callers' functions
 // run together in one update transaction. On PostgreSQL that turns writers
 // who would conflict under SERIALIZABLE (every lifecycle op of an album
@@ -51,7 +51,7 @@ type batchCall struct {
 // to run alone.
 var errTrySolo = errors.New("kv: batch function returned an error and should be re-run solo")
 
-// Batch runs fn in an update shared with the calls that arrive meanwhile.
+// Batch runs fn in one update with the calls that arrive meanwhile.
 func (b *batcher) Batch(fn func(engine.Tx) error) error {
 	errc := make(chan error, 1)
 	b.mu.Lock()

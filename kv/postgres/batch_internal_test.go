@@ -51,7 +51,7 @@ func TestBatcherSharesTransactions(t *testing.T) {
 	}
 	wg.Wait()
 	if got := updates.Load(); got >= n {
-		t.Fatalf("%d callers used %d transactions: nothing was shared", n, got)
+		t.Fatalf("%d callers used %d transactions: nothing was batched", n, got)
 	}
 	var keys int
 	e.View(func(tx engine.Tx) error {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"sealbox/internal/lru"
 )
 
 // maxKeys is the most keys a Limiter tracks at once: about 16 MB of buckets
@@ -35,20 +37,17 @@ type Limiter struct {
 	now       func() time.Time
 	epoch     time.Time // times are kept as durations since epoch
 
-	mu      sync.Mutex
-	buckets map[string]*bucket
-	// newest and oldest are the ends of a list of the buckets in order of last
-	// use, so eviction looks only at the buckets it removes and at one more.
-	newest, oldest *bucket
+	mu sync.Mutex
+	// buckets is in order of last use, so eviction looks only at the
+	// buckets it removes and at one more.
+	buckets lru.List[string, *bucket]
 }
 
 type bucket struct {
-	key string
 	// tat is when, measured from the Limiter's epoch, the bucket will have
 	// earned back the token spent last; it is full once tat <= now, and holds
 	// burst - (tat-now)/interval tokens before.
-	tat          time.Duration
-	newer, older *bucket
+	tat time.Duration
 }
 
 // New returns a Limiter allowing each key burst requests at once and rate
@@ -71,7 +70,6 @@ func New(rate float64, burst int, now func() time.Time) *Limiter {
 		tolerance: time.Duration(burst-1) * iv,
 		now:       now,
 		epoch:     now(),
-		buckets:   make(map[string]*bucket),
 	}
 }
 
@@ -86,17 +84,15 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
-	b := l.buckets[key]
-	if b == nil {
-		if len(l.buckets) >= maxKeys {
-			l.remove(l.oldest)
+	b, ok := l.buckets.Use(key)
+	if !ok {
+		if l.buckets.Len() >= maxKeys {
+			oldest, _, _ := l.buckets.Oldest()
+			l.buckets.Remove(oldest)
 		}
-		b = &bucket{key: key, tat: now}
-		l.buckets[key] = b
-	} else {
-		l.unlink(b)
+		b = &bucket{tat: now}
+		l.buckets.Put(key, b)
 	}
-	l.pushNewest(b)
 
 	tat := max(b.tat, now)
 	if wait := tat - now - l.tolerance; wait > 0 {
@@ -114,36 +110,11 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 // Every bucket is full at most burst intervals after its last use, so after this
 // no bucket older than that remains.
 func (l *Limiter) evictFull(now time.Duration) {
-	for l.oldest != nil && l.oldest.tat <= now {
-		l.remove(l.oldest)
+	for {
+		key, b, ok := l.buckets.Oldest()
+		if !ok || b.tat > now {
+			return
+		}
+		l.buckets.Remove(key)
 	}
-}
-
-func (l *Limiter) remove(b *bucket) {
-	l.unlink(b)
-	delete(l.buckets, b.key)
-}
-
-func (l *Limiter) pushNewest(b *bucket) {
-	b.older = l.newest
-	if l.newest != nil {
-		l.newest.newer = b
-	} else {
-		l.oldest = b
-	}
-	l.newest = b
-}
-
-func (l *Limiter) unlink(b *bucket) {
-	if b.newer != nil {
-		b.newer.older = b.older
-	} else {
-		l.newest = b.older
-	}
-	if b.older != nil {
-		b.older.newer = b.newer
-	} else {
-		l.oldest = b.newer
-	}
-	b.newer, b.older = nil, nil
 }

@@ -1,9 +1,10 @@
 package ratelimit
 
 import (
-	"container/list"
 	"sync"
 	"time"
+
+	"sealbox/internal/lru"
 )
 
 // Window allows each key at most limit events within any span of time (a
@@ -23,14 +24,12 @@ type Window struct {
 	span  time.Duration
 	now   func() time.Time
 
-	mu   sync.Mutex
-	keys map[string]*list.Element // of *windowKey
-	// lru orders keys by their latest event, most recent at the front.
-	lru list.List
+	mu sync.Mutex
+	// keys is in the order of each key's latest event.
+	keys lru.List[string, *windowKey]
 }
 
 type windowKey struct {
-	key    string
 	events []time.Time // ascending, within the span, at most limit
 }
 
@@ -40,7 +39,7 @@ func NewWindow(limit int, span time.Duration, now func() time.Time) *Window {
 	if limit < 1 || span <= 0 {
 		panic("ratelimit: invalid window")
 	}
-	return &Window{limit: limit, span: span, now: now, keys: make(map[string]*list.Element)}
+	return &Window{limit: limit, span: span, now: now}
 }
 
 // Spend books one event for key at the current time and returns that time,
@@ -51,21 +50,20 @@ func (w *Window) Spend(key string) (at time.Time, retryAfter time.Duration, ok b
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.forgetIdle(now)
-	el := w.keys[key]
-	if el == nil {
-		if len(w.keys) >= maxKeys {
-			w.remove(w.lru.Back())
+	k, ok := w.keys.Get(key)
+	if !ok {
+		if w.keys.Len() >= maxKeys {
+			oldest, _, _ := w.keys.Oldest()
+			w.keys.Remove(oldest)
 		}
-		el = w.lru.PushFront(&windowKey{key: key})
-		w.keys[key] = el
+		k = &windowKey{}
 	}
-	k := el.Value.(*windowKey)
 	k.events = pruned(k.events, now.Add(-w.span))
 	if len(k.events) >= w.limit {
 		return time.Time{}, k.events[0].Add(w.span).Sub(now), false
 	}
 	k.events = append(k.events, now)
-	w.lru.MoveToFront(el)
+	w.keys.Put(key, k)
 	return now, 0, true
 }
 
@@ -73,11 +71,10 @@ func (w *Window) Spend(key string) (at time.Time, retryAfter time.Duration, ok b
 func (w *Window) Refund(key string, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	el := w.keys[key]
-	if el == nil {
+	k, ok := w.keys.Get(key)
+	if !ok {
 		return
 	}
-	k := el.Value.(*windowKey)
 	for i, t := range k.events {
 		if t.Equal(at) {
 			k.events = append(k.events[:i], k.events[i+1:]...)
@@ -85,7 +82,7 @@ func (w *Window) Refund(key string, at time.Time) {
 		}
 	}
 	if len(k.events) == 0 {
-		w.remove(el)
+		w.keys.Remove(key)
 	}
 }
 
@@ -98,20 +95,15 @@ func pruned(events []time.Time, cutoff time.Time) []time.Time {
 	return events[i:]
 }
 
-// forgetIdle forgets keys whose latest event has left the window; the list
-// is ordered by latest event, so it stops at the first key still in use.
+// forgetIdle forgets keys whose latest event has left the window; the keys
+// are ordered by latest event, so it stops at the first key still in use.
 func (w *Window) forgetIdle(now time.Time) {
 	cutoff := now.Add(-w.span)
-	for el := w.lru.Back(); el != nil; el = w.lru.Back() {
-		k := el.Value.(*windowKey)
-		if len(k.events) > 0 && k.events[len(k.events)-1].After(cutoff) {
+	for {
+		key, k, ok := w.keys.Oldest()
+		if !ok || len(k.events) > 0 && k.events[len(k.events)-1].After(cutoff) {
 			return
 		}
-		w.remove(el)
+		w.keys.Remove(key)
 	}
-}
-
-func (w *Window) remove(el *list.Element) {
-	w.lru.Remove(el)
-	delete(w.keys, el.Value.(*windowKey).key)
 }

@@ -85,13 +85,13 @@ func TestWindowMemoryIsBounded(t *testing.T) {
 	}
 	c.Advance(time.Minute)
 	w.Spend("late")
-	if got := len(w.keys); got != 1 {
+	if got := w.keys.Len(); got != 1 {
 		t.Fatalf("%d keys held after the others went idle, want 1", got)
 	}
 	for i := range maxKeys + 10 {
 		w.Spend("spray" + strconv.Itoa(i))
 	}
-	if got := len(w.keys); got != maxKeys {
+	if got := w.keys.Len(); got != maxKeys {
 		t.Fatalf("%d keys held, want at most %d", got, maxKeys)
 	}
 }

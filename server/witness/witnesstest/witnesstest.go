@@ -6,7 +6,8 @@
 // creates, the log at size 0 with the empty tree's hash, and the log's
 // verifier keys.
 //
-// litewitness is built once per version into the user's cache directory.
+// litewitness is built once per pinned version into the user's cache
+// directory (testtools.Build).
 // Without the build, ssh-agent or sqlite3 a test skips, and fails under
 // CI=true, where every component must be there.
 package witnesstest
@@ -22,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -31,12 +31,9 @@ import (
 	"filippo.io/torchwood"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/mod/sumdb/note"
-)
 
-// Version is the torchwood release whose litewitness the tests run, as
-// pinned in testdata/tools/go.mod (TestVersionIsPinned keeps the two equal:
-// the cached binary is named by it).
-const Version = "v0.6.1"
+	"sealbox/internal/testtools"
+)
 
 // Witness is a running litewitness.
 type Witness struct {
@@ -84,7 +81,7 @@ func Start(tb testing.TB, name, logKey string) *Witness {
 	if logKey != "" {
 		w.AddLog(tb, logKey)
 	}
-	if w.addr, err = freeAddr(); err != nil {
+	if w.addr, err = testtools.FreeAddr(); err != nil {
 		tb.Fatal(err)
 	}
 	w.URL = "http://" + w.addr
@@ -122,7 +119,7 @@ func (w *Witness) Restart(tb testing.TB) {
 	cmd := exec.Command(w.bin, "-db", filepath.Join(w.dir, "witness.db"), "-name", w.Name, "-key", w.fp,
 		"-ssh-agent", filepath.Join(w.dir, "agent.sock"), "-listen", w.addr)
 	cmd.Stdout, cmd.Stderr = log, log
-	dieWithParent(cmd)
+	testtools.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -159,7 +156,7 @@ func startAgent(tb testing.TB, dir string, priv ed25519.PrivateKey) {
 	}
 	sock := filepath.Join(dir, "agent.sock")
 	agent := exec.Command("ssh-agent", "-D", "-a", sock)
-	dieWithParent(agent)
+	testtools.DieWithParent(agent)
 	if err := agent.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -227,7 +224,7 @@ func need(tb testing.TB) string {
 				return
 			}
 		}
-		binary, missing = build()
+		binary, missing = testtools.Build("litewitness", "filippo.io/torchwood", "filippo.io/torchwood/cmd/litewitness")
 	})
 	if missing != nil {
 		if os.Getenv("CI") == "true" {
@@ -238,34 +235,6 @@ func need(tb testing.TB) string {
 	return binary
 }
 
-// build returns litewitness's binary, building it from testdata/tools into
-// the user's cache directory when it is not there yet.
-func build() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	if err := os.MkdirAll(filepath.Join(cache, "sealbox"), 0o700); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(cache, "sealbox", "litewitness-"+Version)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	_, file, _, _ := runtime.Caller(0)
-	tools := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "tools")
-	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, "filippo.io/torchwood/cmd/litewitness")
-	cmd.Dir = tools
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build litewitness %s in %s: %v\n%s", Version, tools, err, out)
-	}
-	// Renamed into place, so concurrent test processes never run a half
-	// written binary.
-	return bin, os.Rename(tmp, bin)
-}
-
 func waitFor(ok func() bool) error {
 	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -273,13 +242,4 @@ func waitFor(ok func() bool) error {
 		}
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
