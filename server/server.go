@@ -26,6 +26,7 @@ import (
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
 	"sealbox/server/secrets"
+	"sealbox/server/translog"
 )
 
 // Version is the server's semantic version, reported by GET /v1/version.
@@ -172,8 +173,9 @@ type Config struct {
 	// LogKey signs the transparency log's checkpoints. Without one, New
 	// makes a key that lives as long as the process (tests; serve always
 	// gives the one kept in the data directory). The server itself signs
-	// nothing: package witness does, in the background.
-	LogKey LogKey
+	// nothing: it serves what translog hands out, and the witness worker
+	// has translog sign, in the background.
+	LogKey translog.Key
 	// Witnesses are the verifier keys of the witnesses that cosign the
 	// log's checkpoints, whose state /readyz and the metrics report.
 	Witnesses []string
@@ -247,8 +249,10 @@ type Server struct {
 	routeList []route // every registration, in order (see route)
 	handler   http.Handler
 	passwords *password.Hasher
-	metrics   *metrics
-	redeem    *ratelimit.Redeem
+	// translog hands out the transparency log's checkpoints, key and tiles.
+	translog *translog.Log
+	metrics  *metrics
+	redeem   *ratelimit.Redeem
 	// attempts is where password verifications wait for the store to
 	// admit them.
 	attempts *ratelimit.Gate
@@ -316,7 +320,11 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		cfg.PasswordAttemptTTL = DefaultConfig().PasswordAttemptTTL
 	}
 	if cfg.LogKey.Signer == nil {
-		cfg.LogKey = ephemeralLogKey(cfg.Rand)
+		key, err := translog.NewKey(cfg.Rand, "sealbox/ephemeral")
+		if err != nil {
+			panic("server: " + err.Error())
+		}
+		cfg.LogKey = key
 	}
 	// serve checks server.key's length when it loads the file, so a key
 	// refused here is a programming error.
@@ -332,6 +340,7 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		log:          cfg.Log,
 		now:          cfg.Now,
 		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue),
+		translog:     translog.New(store, cfg.LogKey, cfg.WitnessQuorum),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
 		attempts:     ratelimit.NewGate(0, 0),
 		node:         nodeName(cfg.NodeID, ids.UUID(cfg.Rand)),
