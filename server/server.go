@@ -26,6 +26,7 @@ import (
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
 	"sealbox/server/secrets"
+	"sealbox/server/signin"
 	"sealbox/server/translog"
 )
 
@@ -248,14 +249,13 @@ type Server struct {
 	shared    map[string][]sharedRoute
 	routeList []route // every registration, in order (see route)
 	handler   http.Handler
-	passwords *password.Hasher
+	// signin runs the password work of sign-in, registration and
+	// password change.
+	signin *signin.Checker
 	// translog hands out the transparency log's checkpoints, key and tiles.
 	translog *translog.Log
 	metrics  *metrics
 	redeem   *ratelimit.Redeem
-	// attempts is where password verifications wait for the store to
-	// admit them.
-	attempts *ratelimit.Gate
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
 	// readyMu serializes readiness checks; readyLast is the latest verdict.
@@ -339,16 +339,20 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		blobs:        blobStore,
 		log:          cfg.Log,
 		now:          cfg.Now,
-		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue),
 		translog:     translog.New(store, cfg.LogKey, cfg.WitnessQuorum),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
-		attempts:     ratelimit.NewGate(0, 0),
 		node:         nodeName(cfg.NodeID, ids.UUID(cfg.Rand)),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
 	}
+	s.signin = signin.New(store, password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue), signin.Options{
+		Lockout:    kv.LockoutPolicy{Failures: cfg.LockoutFailures, Window: cfg.LockoutWindow},
+		AttemptTTL: cfg.PasswordAttemptTTL,
+		Entry:      s.claimID,
+		Log:        cfg.Log,
+	})
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
 	s.handler = s.withMiddleware("main", s.withCORS(s.router))
