@@ -11,7 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/cli/admin"
-	"sealbox/server"
+	"sealbox/server/translog"
 )
 
 // loadLogKey reads the transparency log's signing key (two lines: the note
@@ -19,7 +19,7 @@ import (
 // origin given, or sealbox/<host name>. The origin is the key's name and the
 // first line of every checkpoint, so it is fixed from then on: an origin
 // given later that differs is refused rather than silently ignored.
-func loadLogKey(path, origin string) (server.LogKey, error) {
+func loadLogKey(path, origin string) (translog.Key, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if origin == "" {
@@ -27,23 +27,23 @@ func loadLogKey(path, origin string) (server.LogKey, error) {
 		}
 		skey, vkey, err := note.GenerateKey(rand.Reader, origin)
 		if err != nil {
-			return server.LogKey{}, fmt.Errorf("--log-origin %q: %w", origin, err)
+			return translog.Key{}, fmt.Errorf("--log-origin %q: %w", origin, err)
 		}
 		if err := writeNewFile(path, []byte(skey+"\n"+vkey+"\n")); err != nil {
-			return server.LogKey{}, fmt.Errorf("create the transparency log key: %w", err)
+			return translog.Key{}, fmt.Errorf("create the transparency log key: %w", err)
 		}
 		raw = []byte(skey + "\n" + vkey + "\n")
 	} else if err != nil {
-		return server.LogKey{}, err
+		return translog.Key{}, err
 	}
 	signer, verifierKey, err := admin.ParseLogKey(raw)
 	if err != nil {
-		return server.LogKey{}, fmt.Errorf("%s: %w", path, err)
+		return translog.Key{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if origin != "" && origin != signer.Name() {
-		return server.LogKey{}, fmt.Errorf("the transparency log's origin is %q, fixed when its key was made; --log-origin %q differs", signer.Name(), origin)
+		return translog.Key{}, fmt.Errorf("the transparency log's origin is %q, fixed when its key was made; --log-origin %q differs", signer.Name(), origin)
 	}
-	return server.LogKey{Signer: signer, VerifierKey: verifierKey}, nil
+	return translog.Key{Signer: signer, VerifierKey: verifierKey}, nil
 }
 
 // defaultLogOrigin is sealbox/<host name>, or sealbox/localhost when the

@@ -29,6 +29,7 @@ import (
 	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/secrets"
+	"sealbox/server/translog"
 	"sealbox/server/witness"
 )
 
@@ -538,7 +539,7 @@ func (s *Serve) startWitness(store *kv.Store) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		witness.New(store, s.Config.LogKey.Signer, opts).Run(ctx)
+		witness.New(store, translog.New(store, s.Config.LogKey, s.Config.WitnessQuorum), opts).Run(ctx)
 	}()
 	return func() {
 		cancel()

@@ -17,7 +17,7 @@ import (
 	"sealbox/kv/bolt"
 	"sealbox/server"
 	"sealbox/server/secrets"
-	"sealbox/server/witness"
+	"sealbox/server/translog"
 )
 
 // open readies what the server runs on, in an order that keeps a failed
@@ -161,7 +161,7 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	}
 	// A checkpoint of the log as it is at start is served from the first
 	// request; the witness worker signs the next ones.
-	if _, err := witness.Sign(store, s.Config.LogKey.Signer); err != nil {
+	if _, err := translog.New(store, s.Config.LogKey, s.Config.WitnessQuorum).Sign(); err != nil {
 		return 0, fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
 	}
 	return format, nil

@@ -115,24 +115,26 @@ func checkOp(tx Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 		return nil, nil, fault.Errorf(fault.ECodeAlbumForbidden, "the album does not exist or belongs to another account")
 	}
 	if op.ProtocolVersion != a.ProtocolVersion {
-		return nil, nil, fault.FieldErrorf(fault.ECodeOpProtocolMismatch, "manifest_envelope.protocol_version",
-			"the manifest was written under protocol %s; the album is pinned to %s", op.ProtocolVersion, a.ProtocolVersion)
+		return nil, nil, refuse(RuleOpProtocol, op.ProtocolVersion, a.ProtocolVersion)
 	}
 	if op.CreatedByUser != accountID {
-		return nil, nil, fault.FieldErrorf(fault.ECodeOpForeignAuthor, "manifest_envelope.created_by_user", "created_by_user is not the caller")
+		return nil, nil, refuse(RuleOpAuthor)
 	}
 	if (op.Metadata == nil) != (op.MetadataBlobHash == "") {
-		return nil, nil, fault.FieldErrorf(fault.ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob must be sent exactly when the manifest commits to metadata_blob_hash")
+		return nil, nil, refuse(RuleOpMetadataSent)
 	}
 	if op.Metadata != nil && op.Metadata.Hash != op.MetadataBlobHash {
-		return nil, nil, fault.FieldErrorf(fault.ECodeOpMetadataMismatch, "metadata_blob", "metadata_blob does not hash to metadata_blob_hash")
+		return nil, nil, refuse(RuleOpMetadataHash)
 	}
 	if op.Action == OpReplace && op.OriginalBlobHash == "" {
-		return nil, nil, fault.FieldErrorf(fault.ECodeInvalid, "manifest_envelope.original_blob_hash", "original_blob_hash is required on a replace")
+		return nil, nil, refuse(RuleOpReplaceOriginal)
 	}
-	for _, h := range []struct{ field, hash string }{
-		{"manifest_envelope.ciphertext_hash", op.CiphertextHash},
-		{"manifest_envelope.original_blob_hash", op.OriginalBlobHash},
+	for _, h := range []struct {
+		rule Rule
+		hash string
+	}{
+		{RuleOpCiphertextHeld, op.CiphertextHash},
+		{RuleOpOriginalHeld, op.OriginalBlobHash},
 	} {
 		if h.hash == "" {
 			continue
@@ -140,7 +142,7 @@ func checkOp(tx Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 		if held, err := holds(tx, accountID, h.hash); err != nil {
 			return nil, nil, err
 		} else if !held {
-			return nil, nil, fault.FieldErrorf(fault.ECodeOpBlobMissing, h.field, "%s names a blob the caller does not hold", h.field)
+			return nil, nil, refuse(h.rule)
 		}
 	}
 	seq, err := tx.Bucket(bucketAppliedManifests).Get(appliedKey(op.AlbumID, op.Manifest.Hash))

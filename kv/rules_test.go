@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -41,14 +42,15 @@ func TestCheckNewPassword(t *testing.T) {
 		{strings.Repeat("é", 1024), true},
 		{strings.Repeat("x", 1025), false},
 	} {
-		err := kv.CheckNewPassword("new_password", tc.pw)
+		err := kv.CheckNewPassword(tc.pw)
 		if (err == nil) != tc.ok {
 			t.Errorf("%d characters: %v", len([]rune(tc.pw)), err)
 		}
 		if err != nil {
-			var e *fault.Error
-			if !asError(err, &e) || e.Field != "new_password" {
-				t.Errorf("the refusal names field %q", e.Field)
+			// The rule, not a request field: the server names the field.
+			var r *kv.Refusal
+			if !errors.As(err, &r) || r.Rule != kv.RuleNewPassword || fault.ErrorCode(err) != fault.ECodeInvalid {
+				t.Errorf("the refusal: %#v, want kv.RuleNewPassword with error.request.invalid", err)
 			}
 		}
 	}

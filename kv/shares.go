@@ -201,20 +201,20 @@ func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 		}
 		if old == nil {
 			if taken, err := tombstoned(tx, key, now); err != nil || taken {
-				return cmp.Or(err, error(fault.FieldErrorf(fault.ECodeShareIDTaken, "opaque_id", "the opaque_id is already registered")))
+				return cmp.Or(err, error(refuse(RuleShareIDFree)))
 			}
 		}
 		if old != nil {
 			if old.AccountID == sh.AccountID && !old.Revoked && bytes.Equal(old.Digest, digest) {
 				return nil
 			}
-			return fault.FieldErrorf(fault.ECodeShareIDTaken, "opaque_id", "the opaque_id is already registered")
+			return refuse(RuleShareIDFree)
 		}
 		for _, h := range serves {
 			if held, err := holds(tx, sh.AccountID, h); err != nil {
 				return err
 			} else if !held {
-				return fault.FieldErrorf(fault.ECodeShareBlobNotOwned, "serves", "serves names %s, which is not a blob the caller holds", h)
+				return refuse(RuleShareServesHeld, h)
 			}
 		}
 		rec := shareRecord{

@@ -182,8 +182,7 @@ func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.D
 		if live == nil {
 			// YYYY-MM-DD strings compare in date order.
 			if u.ToProtocolVersion <= a.ProtocolVersion {
-				return fault.FieldErrorf(fault.ECodeUpgradeBadTarget, "to_protocol_version",
-					"to_protocol_version %s is not newer than the album's protocol %s", u.ToProtocolVersion, a.ProtocolVersion)
+				return refuse(RuleUpgradeNewer, u.ToProtocolVersion, a.ProtocolVersion)
 			}
 			if err := deleteUpgrade(tx, albumID); err != nil {
 				return err

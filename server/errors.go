@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"sealbox/blobs"
+	"sealbox/kv"
 	"sealbox/kv/fault"
 )
 
@@ -105,7 +106,11 @@ const problemTypeBase = "https://sealbox.invalid/problems/"
 // bare 500 that reveals nothing.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ke *fault.Error
-	if !errors.As(err, &ke) {
+	var refusal *kv.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		ke = refusalProblem(refusal)
+	case !errors.As(err, &ke):
 		ke = mappedError(err)
 	}
 	if ke == nil {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/blobs"
 	"sealbox/blobs/s3"
@@ -31,7 +30,7 @@ import (
 	"sealbox/kv/pgtest"
 	"sealbox/server"
 	"sealbox/server/password"
-	"sealbox/server/witness"
+	"sealbox/server/translog"
 )
 
 // TestMain runs the suite in kv's retry test mode when
@@ -102,23 +101,19 @@ func NewTestConfig(clock *Clock) server.Config {
 }
 
 // NewLogKey makes a transparency log key named origin.
-func NewLogKey(origin string) server.LogKey {
-	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
+func NewLogKey(origin string) translog.Key {
+	key, err := translog.NewKey(rand.Reader, origin)
 	if err != nil {
 		panic(err)
 	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		panic(err)
-	}
-	return server.LogKey{Signer: signer, VerifierKey: vkey}
+	return key
 }
 
 // SignCheckpoint signs a checkpoint of the log as it is now, as the
 // background worker cli starts does once per interval.
 func (ts *TestServer) SignCheckpoint(tb testing.TB) {
 	tb.Helper()
-	if _, err := witness.Sign(ts.Store, ts.Config.LogKey.Signer); err != nil {
+	if _, err := translog.New(ts.Store, ts.Config.LogKey, ts.Config.WitnessQuorum).Sign(); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -255,7 +255,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 // TestOpenAPIErrorCatalog holds the document's catalog to kv's codes and to
 // statusByCode, in both directions, and each code to its status.
 func TestOpenAPIErrorCatalog(t *testing.T) {
-	// The catalog's codes are every ECode* constant of kv/fault/fault.go; each needs a
+	// The catalog's codes are every ECode* constant of kv/fault; each needs a
 	// status in statusByCode (writeError answers a code missing from it
 	// with 500).
 	kvCodes := kvErrorCodes(t)
@@ -266,7 +266,7 @@ func TestOpenAPIErrorCatalog(t *testing.T) {
 	}
 	for code := range statusByCode {
 		if !slices.Contains(kvCodes, code) {
-			t.Errorf("statusByCode maps %s, which kv/fault/fault.go does not define", code)
+			t.Errorf("statusByCode maps %s, which kv/fault does not define", code)
 		}
 	}
 
@@ -288,11 +288,25 @@ func TestOpenAPIErrorCatalog(t *testing.T) {
 	}
 }
 
-// kvErrorCodes parses the catalog, kv/fault/fault.go, for the values of its
-// ECode* constants.
+// catalogFiles are the files that declare the catalog: its domain part and
+// its HTTP part.
+var catalogFiles = []string{"fault.go", "http.go"}
+
+// kvErrorCodes parses the catalog, kv/fault's catalogFiles, for the values
+// of its ECode* constants.
 func kvErrorCodes(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "kv", "fault", "fault.go"), nil, 0)
+	var codes []string
+	for _, file := range catalogFiles {
+		codes = append(codes, fileErrorCodes(t, filepath.Join("..", "kv", "fault", file))...)
+	}
+	return codes
+}
+
+// fileErrorCodes parses one file for the values of its ECode* constants.
+func fileErrorCodes(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +332,7 @@ func kvErrorCodes(t *testing.T) []string {
 		}
 	}
 	if len(codes) == 0 {
-		t.Fatal("found no ECode constants in kv/fault/fault.go")
+		t.Fatalf("found no ECode constants in %s", path)
 	}
 	return codes
 }

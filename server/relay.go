@@ -1,9 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
-	"fmt"
-	"math"
 	"net/http"
 	"time"
 
@@ -11,6 +8,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server/secrets"
 )
 
 func (s *Server) registerRelayRoutes() {
@@ -32,29 +30,13 @@ const (
 	// More refused redemptions than these within redeemWindow answer 429:
 	// per client address, and across all addresses for fallback-shaped
 	// codes, whose 10^12 space is small enough to be worth spraying.
-	redeemRefusalsPerAddr   = 10
-	redeemFallbackRefusals  = 100
-	fallbackDigits          = 12
-	fallbackSpace           = 1_000_000_000_000
-	fallbackSamplingCeiling = math.MaxUint64 - math.MaxUint64%fallbackSpace
+	redeemRefusalsPerAddr  = 10
+	redeemFallbackRefusals = 100
 )
 
-// newFallback returns fallbackDigits uniformly random decimal digits. A
-// 64-bit draw at or above the largest multiple of 10^12 is drawn again, so
-// the modulo favours no value.
-func (s *Server) newFallback() string {
-	for {
-		var b [8]byte
-		s.mustRead(b[:])
-		if v := binary.BigEndian.Uint64(b[:]); v < fallbackSamplingCeiling {
-			return fmt.Sprintf("%0*d", fallbackDigits, v%fallbackSpace)
-		}
-	}
-}
-
 // isFallbackShaped reports whether a presented code is spelled as a numeric
-// fallback: exactly fallbackDigits ASCII digits.
-func isFallbackShaped(code string) bool { return isDigits(code, fallbackDigits) }
+// fallback: exactly secrets.FallbackDigits ASCII digits.
+func isFallbackShaped(code string) bool { return isDigits(code, secrets.FallbackDigits) }
 
 type enrollmentCodeResponse struct {
 	Code         string `json:"code"`
@@ -66,8 +48,8 @@ type enrollmentCodeResponse struct {
 // credential must have been presented recently (fresh).
 func (s *Server) handleEnrollIssue(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	sess := caller(r)
-	code, fallback := s.newToken(prefixEnrollCode), s.newFallback()
-	lookup := s.secrets.FallbackLookup(fallback)
+	code := s.newToken(prefixEnrollCode)
+	fallback, lookup := s.secrets.NewFallback()
 	expiresAt := kv.Deadline(s.now(), enrollCodeTTL)
 	if err := s.store.IssueEnrollmentCode(sess.AccountID, code, lookup, expiresAt); err != nil {
 		return err

@@ -26,6 +26,8 @@ import (
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
 	"sealbox/server/secrets"
+	"sealbox/server/signin"
+	"sealbox/server/translog"
 )
 
 // Version is the server's semantic version, reported by GET /v1/version.
@@ -172,8 +174,9 @@ type Config struct {
 	// LogKey signs the transparency log's checkpoints. Without one, New
 	// makes a key that lives as long as the process (tests; serve always
 	// gives the one kept in the data directory). The server itself signs
-	// nothing: package witness does, in the background.
-	LogKey LogKey
+	// nothing: it serves what translog hands out, and the witness worker
+	// has translog sign, in the background.
+	LogKey translog.Key
 	// Witnesses are the verifier keys of the witnesses that cosign the
 	// log's checkpoints, whose state /readyz and the metrics report.
 	Witnesses []string
@@ -258,7 +261,11 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.LogKey.Signer == nil {
-		c.LogKey = ephemeralLogKey(c.Rand)
+		key, err := translog.NewKey(c.Rand, "sealbox/ephemeral")
+		if err != nil {
+			panic("server: " + err.Error())
+		}
+		c.LogKey = key
 	}
 	return c
 }
@@ -277,12 +284,13 @@ type Server struct {
 	overlaps  map[string][]overlapRoute // by method (see overlapPrefix)
 	routeList []route                   // every registration, in order (see route)
 	handler   http.Handler
-	passwords *password.Hasher
-	metrics   *metrics
-	redeem    *ratelimit.Redeem
-	// attempts is where password verifications wait for the store to
-	// admit them.
-	attempts *ratelimit.Gate
+	// signin runs the password work of sign-in, registration and
+	// password change.
+	signin *signin.Checker
+	// translog hands out the transparency log's checkpoints, key and tiles.
+	translog *translog.Log
+	metrics  *metrics
+	redeem   *ratelimit.Redeem
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
 	// readyMu serializes readiness checks; readyLast is the latest verdict.
@@ -333,15 +341,20 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		blobs:        blobStore,
 		log:          cfg.Log,
 		now:          cfg.Now,
-		passwords:    password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue),
+		translog:     translog.New(store, cfg.LogKey, cfg.WitnessQuorum),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
-		attempts:     ratelimit.NewGate(0, 0),
 		node:         nodeName(cfg.NodeID, ids.UUID(cfg.Rand)),
 		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
 	}
+	s.signin = signin.New(store, password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue), signin.Options{
+		Lockout:    kv.LockoutPolicy{Failures: cfg.LockoutFailures, Window: cfg.LockoutWindow},
+		AttemptTTL: cfg.PasswordAttemptTTL,
+		Entry:      s.claimID,
+		Log:        cfg.Log,
+	})
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
 	s.handler = s.withMiddleware("main", s.withCORS(s.router))

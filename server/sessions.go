@@ -10,7 +10,6 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
-	"sealbox/server/password"
 )
 
 func (s *Server) registerAuthRoutes() {
@@ -128,21 +127,15 @@ func (s *Server) allowAuth(r *http.Request) error {
 	return nil
 }
 
-// hashRetry is the Retry-After of a full hashing queue: about one hash.
-const hashRetry = time.Second
-
 // errClientGone answers a request whose client left while its password
 // work waited or ran: nobody reads it, and it is no internal error.
 var errClientGone = fault.Errorf(fault.ECodeMalformed, "the client closed the request before its answer")
 
-// passwordWork turns the hasher's refusals into answers: a full queue is
-// 503 error.limit.hash_queue, counted under hash-queue; a request whose
-// client left is errClientGone.
-func passwordWork(err error) error {
-	switch {
-	case errors.Is(err, password.ErrBusy):
-		return fault.LimitErrorf(fault.ECodeHashQueueFull, "hash-queue", hashRetry, "every password check is busy; try again shortly")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+// clientGone answers password work that ended because its request's
+// context did (the client left) with errClientGone, and any other error as
+// it is.
+func clientGone(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errClientGone
 	}
 	return err
@@ -166,12 +159,12 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 	if err != nil {
 		return err
 	}
-	hash, err := s.passwords.Hash(r.Context(), *req.Password)
+	hash, err := s.signin.Hash(r.Context(), *req.Password)
 	if err == nil {
 		err = r.Context().Err()
 	}
 	if err != nil {
-		return passwordWork(err)
+		return clientGone(err)
 	}
 	acct := &kv.Account{ID: s.newUUID(), Email: email, PasswordHash: hash, CreatedAt: s.now()}
 	grant := s.newSession(r, acct.ID, "", "")
@@ -195,70 +188,6 @@ func (req *loginRequest) validate(passwordRule func(field, pw string) error) (em
 	return (&credentials{Email: req.Email, Password: req.Password}).validate(passwordRule)
 }
 
-// verifyPassword runs one counted password verification for the account
-// registered under email (which may not exist): the lockout check comes
-// first, and the store admits it only while failures counted plus
-// verifications in flight on every node stay under the limit (the attempt
-// gate is where it waits for that); then argon2id runs against
-// the stored or the dummy hash, and a wrong password is counted. It returns
-// the account when the password is right, error.auth.account_locked (423)
-// while locked or when the operator disabled the account (told only to a
-// caller who knows the password), and error.auth.invalid_credentials
-// otherwise.
-func (s *Server) verifyPassword(ctx context.Context, email, password string) (*kv.Account, error) {
-	var acct *kv.Account
-	entry := s.claimID()
-	err := s.attempts.Enter(ctx, func() (bool, error) {
-		a, admitted, err := s.store.EnterPasswordAttempt(email, entry, s.lockoutPolicy(), s.cfg.PasswordAttemptTTL)
-		acct = a
-		return admitted, err
-	})
-	if err != nil {
-		return nil, passwordWork(err)
-	}
-	ended := false
-	defer func() {
-		if !ended {
-			s.leaveAttempt(email, entry)
-		}
-	}()
-	stored := ""
-	if acct != nil {
-		stored = acct.PasswordHash
-	}
-	ok, err := s.passwords.Verify(ctx, stored, password)
-	if err != nil {
-		return nil, passwordWork(err)
-	}
-	if !ok {
-		// Counted and ended in one transaction; a failure to record it
-		// leaves the entry to the deferred leave.
-		if err := s.store.PasswordFailed(email, entry, s.lockoutPolicy()); err != nil {
-			return nil, err
-		}
-		ended = true
-		s.attempts.Left()
-		return nil, fault.Errorf(fault.ECodeInvalidCredentials, "the email or password is wrong")
-	}
-	if acct.Disabled {
-		return nil, fault.Errorf(fault.ECodeAccountLocked, "the operator has disabled this account")
-	}
-	return acct, nil
-}
-
-// leaveAttempt ends a verification the store admitted and wakes this
-// node's waiters. An entry the store could not delete lapses with its ttl.
-func (s *Server) leaveAttempt(email, entry string) {
-	if err := s.store.LeavePasswordAttempt(email, entry); err != nil {
-		s.log.Error().Err(err).Msg("end a password verification in flight")
-	}
-	s.attempts.Left()
-}
-
-func (s *Server) lockoutPolicy() kv.LockoutPolicy {
-	return kv.LockoutPolicy{Failures: s.cfg.LockoutFailures, Window: s.cfg.LockoutWindow}
-}
-
 // handles "POST /v1/auth/login"
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if err := s.allowAuth(r); err != nil {
@@ -272,9 +201,9 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
-	acct, err := s.verifyPassword(r.Context(), email, *req.Password)
+	acct, err := s.signin.Verify(r.Context(), email, *req.Password)
 	if err != nil {
-		return err
+		return clientGone(err)
 	}
 	if acct.TOTPSecret != nil {
 		return s.challengeSecondFactor(w, acct)
@@ -349,8 +278,8 @@ func (s *Server) handleReauthenticate(w http.ResponseWriter, r *http.Request, _ 
 	if err != nil {
 		return err
 	}
-	if _, err := s.verifyPassword(r.Context(), acct.Email, *req.Password); err != nil {
-		return err
+	if _, err := s.signin.Verify(r.Context(), acct.Email, *req.Password); err != nil {
+		return clientGone(err)
 	}
 	at := s.now()
 	if err := s.store.Reauthenticated(acct.Email, sess.ID, at); err != nil {
@@ -393,12 +322,12 @@ func (s *Server) handlePasswordChange(w http.ResponseWriter, r *http.Request, _ 
 	if err != nil {
 		return err
 	}
-	if _, err := s.verifyPassword(r.Context(), acct.Email, *req.CurrentPassword); err != nil {
-		return err
+	if _, err := s.signin.Verify(r.Context(), acct.Email, *req.CurrentPassword); err != nil {
+		return clientGone(err)
 	}
-	hash, err := s.passwords.Hash(r.Context(), *req.NewPassword)
+	hash, err := s.signin.Hash(r.Context(), *req.NewPassword)
 	if err != nil {
-		return passwordWork(err)
+		return clientGone(err)
 	}
 	if err := s.store.ChangePassword(acct.ID, sess.ID, hash, s.now()); err != nil {
 		return err

@@ -134,7 +134,7 @@ type secondFactorChallenge struct {
 // bounds code guessing too. The price: a user who abandons LockoutFailures
 // challenges in a row is locked like one who mistyped the password.
 func (s *Server) challengeSecondFactor(w http.ResponseWriter, acct *kv.Account) error {
-	if err := s.store.CountPasswordFailure(acct.Email, s.lockoutPolicy()); err != nil {
+	if err := s.signin.CountFailure(acct.Email); err != nil {
 		return err
 	}
 	token := s.newToken(prefixMFA)

@@ -2,53 +2,31 @@ package server
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server/translog"
 )
 
 // The transparency log of directory publishes is served in the C2SP
 // tlog-tiles layout, unauthenticated and cacheable, so any client or
 // monitor can audit it with golang.org/x/mod/sumdb/tlog: a signed checkpoint
 // (C2SP signed note: origin, tree size, root hash), hash tiles and entry
-// bundles of height 8, and the note verifier key.
+// bundles of height 8, and the note verifier key. The handlers parse paths
+// and serve the bytes translog hands out; translog signs and picks.
 
 func (s *Server) registerTransparencyRoutes() {
 	s.handle(http.MethodGet, "/v1/transparency/checkpoint", s.handleCheckpoint)
 	s.handle(http.MethodGet, "/v1/transparency/checkpoint/latest", s.handleLatestCheckpoint)
 	s.handle(http.MethodGet, "/v1/transparency/key", s.handleLogKey)
 	s.handle(http.MethodGet, "/v1/transparency/tile/*path", s.handleTile)
-}
-
-// LogKey signs the log's checkpoints. The signer's name is the log's
-// origin, the first line of every checkpoint.
-type LogKey struct {
-	Signer note.Signer
-	// VerifierKey is the signer's public key in the note verifier form,
-	// <name>+<hash>+<key>, as clients configure it.
-	VerifierKey string
-}
-
-// ephemeralLogKey makes a key for a server whose configuration has none.
-func ephemeralLogKey(rand io.Reader) LogKey {
-	skey, vkey, err := note.GenerateKey(rand, "sealbox/ephemeral")
-	if err != nil {
-		panic("server: " + err.Error())
-	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		panic("server: " + err.Error())
-	}
-	return LogKey{Signer: signer, VerifierKey: vkey}
 }
 
 // tileHeight is the height of every tile (tlog-tiles fixes it at 8).
@@ -64,43 +42,39 @@ const (
 	cacheCheckpoint = "public, max-age=5"
 )
 
-// handles "GET /v1/transparency/checkpoint": the newest checkpoint that
-// reached the witness quorum, with its cosignature lines; until one has (or
-// with no witnesses), the newest signed one.
+// handles "GET /v1/transparency/checkpoint": the checkpoint the log serves
+// by default, the newest that reached the witness quorum (translog.Signed).
 func (s *Server) handleCheckpoint(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	latest, witnessed, err := s.store.Checkpoints()
+	note, err := s.translog.Signed()
 	if err != nil {
-		return err
+		return checkpointError(err)
 	}
-	if s.cfg.WitnessQuorum > 0 && witnessed != nil && len(witnessed.Cosignatures) >= s.cfg.WitnessQuorum {
-		latest = witnessed
-	}
-	return writeCheckpoint(w, latest)
+	return writeBody(w, http.StatusOK, "text/plain; charset=utf-8", cacheCheckpoint, note)
 }
 
 // handles "GET /v1/transparency/checkpoint/latest": the newest signed
-// checkpoint with the cosignatures it has so far, fresher than the
-// witnessed one, for a client that wants a recent record proven included.
+// checkpoint with the cosignatures it has so far (translog.Latest).
 func (s *Server) handleLatestCheckpoint(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	latest, _, err := s.store.Checkpoints()
+	note, err := s.translog.Latest()
 	if err != nil {
-		return err
+		return checkpointError(err)
 	}
-	return writeCheckpoint(w, latest)
+	return writeBody(w, http.StatusOK, "text/plain; charset=utf-8", cacheCheckpoint, note)
 }
 
-// writeCheckpoint writes cp as one signed note; nil is the moment between a
-// new store's first start and its first signed checkpoint.
-func writeCheckpoint(w http.ResponseWriter, cp *kv.CosignedCheckpoint) error {
-	if cp == nil {
+// checkpointError answers the log's refusal to hand out a checkpoint: none
+// yet is the moment between a new store's first start and its first signed
+// checkpoint.
+func checkpointError(err error) error {
+	if errors.Is(err, translog.ErrNoCheckpoint) {
 		return fault.Errorf(fault.ECodeNotFound, "the log has no signed checkpoint yet")
 	}
-	return writeBody(w, http.StatusOK, "text/plain; charset=utf-8", cacheCheckpoint, cp.SignedNote())
+	return err
 }
 
 // handles "GET /v1/transparency/key".
 func (s *Server) handleLogKey(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	return writeBody(w, http.StatusOK, "text/plain; charset=utf-8", "public, max-age=86400", []byte(s.cfg.LogKey.VerifierKey+"\n"))
+	return writeBody(w, http.StatusOK, "text/plain; charset=utf-8", "public, max-age=86400", s.translog.VerifierKey())
 }
 
 // handles "GET /v1/transparency/tile/*path": a hash tile <L>/<N>[.p/<W>] or
@@ -111,7 +85,7 @@ func (s *Server) handleTile(w http.ResponseWriter, _ *http.Request, ps httproute
 	if !ok {
 		return fault.FieldErrorf(fault.ECodeMalformed, "path", "not a tile path: <L>/<N>[.p/<W>] or entries/<N>[.p/<W>]")
 	}
-	data, err := s.store.LogTile(t)
+	data, err := s.translog.Tile(t)
 	if errors.Is(err, kv.ErrTileNotFound) {
 		return fault.Errorf(fault.ECodeNotFound, "the log holds no such tile yet")
 	}

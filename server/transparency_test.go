@@ -19,6 +19,7 @@ import (
 	"sealbox/kv/fault"
 	"sealbox/server"
 	"sealbox/server/hybridsig"
+	"sealbox/server/translog"
 )
 
 // countingSigner counts the checkpoints signed.
@@ -33,7 +34,7 @@ func (c countingSigner) Sign(msg []byte) ([]byte, error) {
 }
 
 // newLogKey makes a log key named origin whose signatures are counted.
-func newLogKey(tb testing.TB, origin string) (server.LogKey, *atomic.Int64) {
+func newLogKey(tb testing.TB, origin string) (translog.Key, *atomic.Int64) {
 	tb.Helper()
 	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
 	if err != nil {
@@ -44,7 +45,7 @@ func newLogKey(tb testing.TB, origin string) (server.LogKey, *atomic.Int64) {
 		tb.Fatal(err)
 	}
 	n := new(atomic.Int64)
-	return server.LogKey{Signer: countingSigner{signer, n}, VerifierKey: vkey}, n
+	return translog.Key{Signer: countingSigner{signer, n}, VerifierKey: vkey}, n
 }
 
 // logClient reads the log over HTTP, as an auditor does: it is a

@@ -13,11 +13,18 @@ import (
 
 // Value rules several resources use live here, once.
 
-// normalizeEmail and checkNewPassword are the account rules of kv.
-var (
-	normalizeEmail   = kv.NormalizeEmail
-	checkNewPassword = kv.CheckNewPassword
-)
+// normalizeEmail is kv's rule for an email address (kv.RuleEmail, worded
+// by refusalWording).
+var normalizeEmail = kv.NormalizeEmail
+
+// checkNewPassword applies kv's rule for a password being set
+// (kv.RuleNewPassword) to the request field field: the refusal names it.
+func checkNewPassword(field, pw string) error {
+	if err := kv.CheckNewPassword(pw); err != nil {
+		return fault.FieldErrorf(fault.ErrorCode(err), field, "%s must be 8 to 1024 characters", field)
+	}
+	return nil
+}
 
 // checkPresentedPassword applies the rule for a password being verified:
 // any string up to 1024 characters (an empty one fails verification).

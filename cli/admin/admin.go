@@ -98,7 +98,7 @@ func (o *Ops) AddUser(ctx context.Context, email, pw string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	if err := kv.CheckNewPassword("password", pw); err != nil {
+	if err := kv.CheckNewPassword(pw); err != nil {
 		return User{}, err
 	}
 	hash, err := o.Hasher.Hash(ctx, pw)

@@ -1,7 +1,25 @@
 // Package fault is sealbox's one error model: the coded error type and the
-// error.* catalog that clients switch on. It is a leaf: kv, blobs, server,
-// the admin code and cli import it, and it imports none of them. It speaks
-// no HTTP: server/errors.go alone turns a code into a status.
+// error.* catalog that clients switch on. It speaks no HTTP:
+// server/errors.go alone turns a code into a status and a problem body.
+//
+// It is a leaf, imported by kv (the domain's refusals), by the server and
+// its non-HTTP packages (server/signin, server/ratelimit), and by cli and
+// cli/admin, whose admin socket carries a refusal's code to the operator's
+// command. blobs does not import it: the server maps blobs' sentinel
+// errors to codes.
+//
+// The catalog has two parts. This file holds the codes the domain may
+// return: kv and the workflows beside the handlers. http.go holds the codes
+// only the HTTP layer answers with: request syntax, media types, routing,
+// readiness, the protocol's headers and request checks. kv never returns
+// one of those and never names a request field (Error.Field), which kv's
+// TestDomainSpeaksNoWire checks; the server names fields (kv.Refusal).
+//
+// The package sits under kv because kv is the domain layer that everything
+// else sits on, so every importer is above it: the top level of the module
+// is fixed (no new folder), and the only other homes, under server/ (which
+// kv must never import) or blobs/, would point the dependency the wrong way.
+// A client never sees the path; the codes are the contract.
 package fault
 
 import (
@@ -17,7 +35,8 @@ import (
 type Error struct {
 	Code    string
 	Message string
-	// Field names the request field at fault, when there is one.
+	// Field names the request field at fault, when there is one. Only the
+	// server sets it: the domain names rules, not fields (kv.Refusal).
 	Field string
 	// RetryAfter, when positive, tells the caller when to try again.
 	RetryAfter time.Duration
@@ -42,7 +61,8 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// FieldErrorf builds an *Error about one request field.
+// FieldErrorf builds an *Error about one request field: the server's, never
+// the domain's.
 func FieldErrorf(code, field, format string, args ...any) *Error {
 	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
@@ -63,24 +83,18 @@ func ErrorCode(err error) string {
 	return ""
 }
 
-// The error catalog. Codes are part of the public contract: never rename one.
+// The error catalog's domain part: the codes kv and the workflows beside
+// the handlers return. Codes are part of the public contract: never rename
+// one.
 const (
-	ECodeMalformed        = "error.request.malformed"
-	ECodeInvalid          = "error.request.invalid"
-	ECodeTooLarge         = "error.request.too_large"
-	ECodeUnsupportedMedia = "error.request.unsupported_media_type"
-	ECodeNotFound         = "error.not_found"
-	ECodeMethodNotAllowed = "error.method_not_allowed"
-	ECodeRateLimited      = "error.rate_limited"
-	ECodeInternal         = "error.internal"
-	ECodeNotReady         = "error.not_ready"
+	ECodeInvalid     = "error.request.invalid"
+	ECodeRateLimited = "error.rate_limited"
 	// ECodeHashQueueFull: every password hashing slot is busy and the queue
 	// for one is full (503, Retry-After).
 	ECodeHashQueueFull = "error.limit.hash_queue"
 
-	ECodeRegistrationClosed = "error.registration.closed"
-	ECodeAccountExists      = "error.account.exists"
-	ECodeAccountNotFound    = "error.account.not_found"
+	ECodeAccountExists   = "error.account.exists"
+	ECodeAccountNotFound = "error.account.not_found"
 
 	ECodeInvalidCredentials = "error.auth.invalid_credentials"
 	ECodeUnauthenticated    = "error.auth.unauthenticated"
@@ -89,8 +103,6 @@ const (
 	ECodeChallengeExpired   = "error.auth.challenge_expired"
 	ECodeInvalidCode        = "error.auth.invalid_code"
 	ECodeCodeReplayed       = "error.auth.code_replayed"
-	ECodeReauthRequired     = "error.auth.reauth_required"
-	ECodeProofRequired      = "error.auth.proof_required"
 	ECodeSessionNotFound    = "error.session.not_found"
 
 	ECodeTOTPAlreadyActive        = "error.totp.already_active"
@@ -103,7 +115,6 @@ const (
 	ECodeHashMismatch             = "error.blob.hash_mismatch"
 	ECodeQuotaExceeded            = "error.quota.exceeded"
 	ECodeEscrowNotFound           = "error.escrow.not_found"
-	ECodeDirectoryMalformed       = "error.directory.malformed"
 	ECodeDirectoryNotFound        = "error.directory.not_found"
 	ECodeDirectoryVersionConflict = "error.directory.version_conflict"
 	ECodeIdentityKeyMismatch      = "error.directory.identity_key_mismatch"
@@ -121,7 +132,6 @@ const (
 	ECodeShareIDTaken      = "error.share.id_taken"
 	ECodeShareBlobNotOwned = "error.share.blob_not_owned"
 
-	ECodeProtocolUnsupported = "error.protocol.unsupported"
 	ECodeOpProtocolMismatch  = "error.op.protocol_mismatch"
 	ECodeOpStaleChain        = "error.op.stale_chain"
 	ECodeOpForeignAuthor     = "error.op.foreign_author"
@@ -134,7 +144,6 @@ const (
 	ECodeTransferNotFound = "error.transfer.not_found"
 	ECodeOffsetMismatch   = "error.transfer.offset_mismatch"
 	ECodeTransferLocked   = "error.transfer.locked"
-	ECodeTusVersion       = "error.tus.version"
 
 	ECodeLimitUploadSessions = "error.limit.upload_sessions"
 	ECodeLimitTransfers      = "error.limit.transfers"

@@ -1,7 +1,7 @@
 // Package secrets is the server's work with server.key, the one secret that
 // never enters the database: TOTP secrets sealed at rest, the TOTP code
-// check, and the keyed lookup form of enrollment fallback codes. The key's
-// length is checked once, by New.
+// check, and enrollment fallback codes (their draw and their keyed lookup
+// form). The key's length is checked once, by New.
 package secrets
 
 import (
@@ -10,14 +10,18 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/hotp"
+
+	"sealbox/server/ids"
 )
 
 // KeyLen is the length of server.key: an AES-256 key.
@@ -104,6 +108,32 @@ func MatchTOTP(secret []byte, code string, now time.Time) (uint64, bool, error) 
 		}
 	}
 	return 0, false, nil
+}
+
+// FallbackDigits is the length of an enrollment fallback code: decimal
+// digits a person can type on another device (server/PROTOCOL.md §6).
+const FallbackDigits = 12
+
+// fallbackSpace is how many fallback codes there are (10^FallbackDigits);
+// fallbackCeiling is the largest multiple of it a 64-bit draw can hold.
+const (
+	fallbackSpace   = 1_000_000_000_000
+	fallbackCeiling = math.MaxUint64 - math.MaxUint64%fallbackSpace
+)
+
+// NewFallback draws an enrollment fallback code, FallbackDigits uniformly
+// random decimal digits, and returns it with its lookup form (FallbackLookup),
+// which is all the store may keep. A 64-bit draw at or above fallbackCeiling
+// is drawn again, so the modulo favours no code.
+func (k *Keeper) NewFallback() (digits, lookup string) {
+	for {
+		var b [8]byte
+		ids.Fill(k.rand, b[:])
+		if v := binary.BigEndian.Uint64(b[:]); v < fallbackCeiling {
+			digits = fmt.Sprintf("%0*d", FallbackDigits, v%fallbackSpace)
+			return digits, k.FallbackLookup(digits)
+		}
+	}
 }
 
 // FallbackLookup is the form in which a numeric enrollment fallback code

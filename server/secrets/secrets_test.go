@@ -90,3 +90,47 @@ func TestFallbackLookup(t *testing.T) {
 		t.Fatal("the lookup form holds the code")
 	}
 }
+
+// TestNewFallback: a fallback code is FallbackDigits decimal digits, handed
+// out with its lookup form; a draw the modulo would favour (at or above the
+// largest multiple of 10^12 below 2^64) is drawn again rather than folded.
+func TestNewFallback(t *testing.T) {
+	key := bytes.Repeat([]byte{1}, 32)
+	var draws bytes.Buffer
+	draws.Write(bytes.Repeat([]byte{0xff}, 8))                                 // 2^64-1: above the ceiling
+	draws.Write([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff - 0x0f}) // still above
+	draws.Write([]byte{0, 0, 0, 0, 0, 0, 0, 42})
+	k, _ := secrets.New(key, &draws)
+	digits, lookup := k.NewFallback()
+	if digits != "000000000042" || lookup != k.FallbackLookup(digits) {
+		t.Fatalf("got %q %q, want 000000000042 and its lookup", digits, lookup)
+	}
+
+	// Every position holds each digit about as often as any other: 2,400
+	// codes put about 240 of each digit at each position (a standard
+	// deviation of 15); a bound of 120 either way fails only for a skew.
+	k, _ = secrets.New(key, rand.Reader)
+	const codes = 2400
+	var counts [secrets.FallbackDigits][10]int
+	seen := map[string]bool{}
+	for range codes {
+		digits, _ := k.NewFallback()
+		if len(digits) != secrets.FallbackDigits || seen[digits] {
+			t.Fatalf("code %q: want %d digits, never repeated", digits, secrets.FallbackDigits)
+		}
+		seen[digits] = true
+		for i, c := range []byte(digits) {
+			if c < '0' || c > '9' {
+				t.Fatalf("code %q holds a non-digit", digits)
+			}
+			counts[i][c-'0']++
+		}
+	}
+	for i, pos := range counts {
+		for d, n := range pos {
+			if n < codes/10-120 || n > codes/10+120 {
+				t.Errorf("position %d holds digit %d %d times in %d codes, want about %d", i, d, n, codes, codes/10)
+			}
+		}
+	}
+}

@@ -1,16 +1,15 @@
-// Package witness signs the transparency log's checkpoints in the
+// Package witness has the transparency log sign its checkpoints in the
 // background and has witnesses cosign them (C2SP tlog-witness and
 // tlog-cosignature), so that a client who trusts a witness, not the server,
 // knows every client is shown one history of the log (server/PROTOCOL.md
-// §16). cli starts it beside the HTTP server, which only serves what this
-// package stores: signing is never on the publish path, and happens at most
-// once per interval.
+// §16). cli starts it beside the HTTP server, which only serves the bytes
+// translog hands out: signing is never on the publish path, and happens at
+// most once per interval.
 package witness
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/kv"
+	"sealbox/server/translog"
 )
 
 // Witness is one witness the log submits its checkpoints to.
@@ -79,11 +79,11 @@ type Options struct {
 // every 5s at most.
 func DefaultOptions() Options { return Options{Interval: 5 * time.Second} }
 
-// Worker signs checkpoints and gathers cosignatures for them.
+// Worker has the log sign checkpoints and gathers cosignatures for them.
 type Worker struct {
-	store  *kv.Store
-	signer note.Signer
-	opts   Options
+	store *kv.Store
+	log   *translog.Log
+	opts  Options
 	// node holds the lease among the nodes sharing the store.
 	node string
 }
@@ -92,8 +92,8 @@ type Worker struct {
 // store, signs and submits.
 const lease = "witness"
 
-// New makes a worker over store that signs with signer.
-func New(store *kv.Store, signer note.Signer, opts Options) *Worker {
+// New makes a worker over store whose transparency log is log.
+func New(store *kv.Store, log *translog.Log, opts Options) *Worker {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultOptions().Interval
 	}
@@ -102,7 +102,7 @@ func New(store *kv.Store, signer note.Signer, opts Options) *Worker {
 	}
 	var b [16]byte
 	rand.Read(b[:])
-	return &Worker{store: store, signer: signer, opts: opts, node: "witness-" + hex.EncodeToString(b[:])}
+	return &Worker{store: store, log: log, opts: opts, node: "witness-" + hex.EncodeToString(b[:])}
 }
 
 // Run does a round at once and then one per interval until ctx ends, then
@@ -143,7 +143,7 @@ func (w *Worker) Round(ctx context.Context) bool {
 	if !held {
 		return false
 	}
-	cp, err := Sign(w.store, w.signer)
+	cp, err := w.log.Sign()
 	if err != nil {
 		w.opts.Log.Error().Err(err).Msg("sign a checkpoint of the transparency log")
 		return true
@@ -206,29 +206,6 @@ func (w *Worker) pending() (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// Sign signs a checkpoint of the tree when it has grown since the last one
-// and returns the newest checkpoint. Ed25519 signatures are deterministic,
-// so two nodes that sign one tree sign the same note.
-func Sign(store *kv.Store, signer note.Signer) (*kv.LogCheckpoint, error) {
-	last, err := store.LastCheckpoint()
-	if err != nil {
-		return nil, err
-	}
-	tree, err := store.LogTree()
-	if err != nil {
-		return nil, err
-	}
-	if last != nil && last.Size >= tree.N {
-		return last, nil
-	}
-	text := fmt.Sprintf("%s\n%d\n%s\n", signer.Name(), tree.N, base64.StdEncoding.EncodeToString(tree.Hash[:]))
-	msg, err := note.Sign(&note.Note{Text: text}, signer)
-	if err != nil {
-		return nil, err
-	}
-	return store.SaveCheckpoint(&kv.LogCheckpoint{Size: tree.N, Root: tree.Hash, Note: msg})
 }
 
 // cosignatureLine finds, among the signature lines a witness answered, the

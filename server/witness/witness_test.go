@@ -1,7 +1,6 @@
 package witness_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -11,10 +10,10 @@ import (
 	"time"
 
 	"filippo.io/torchwood"
-	"golang.org/x/mod/sumdb/note"
 
 	"sealbox/kv"
 	"sealbox/kv/kvtest"
+	"sealbox/server/translog"
 	"sealbox/server/witness"
 )
 
@@ -28,47 +27,23 @@ func openStore(t *testing.T) *kv.Store {
 	return s
 }
 
-func newSigner(t *testing.T) note.Signer {
+func newLog(t *testing.T, s *kv.Store) *translog.Log {
 	t.Helper()
-	skey, _, err := note.GenerateKey(rand.Reader, "sealbox/worker.example")
+	key, err := translog.NewKey(rand.Reader, "sealbox/worker.example")
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signer
-}
-
-// TestSignOncePerSize: a checkpoint is signed when the tree grew, and the
-// newest is returned unchanged while it has not.
-func TestSignOncePerSize(t *testing.T) {
-	s, signer := openStore(t), newSigner(t)
-	first, err := witness.Sign(s, signer)
-	if err != nil || first.Size != 0 {
-		t.Fatalf("the empty tree: %+v, %v", first, err)
-	}
-	if err := s.PublishDirectory("acct-1", &kv.Directory{Version: 1, Bytes: []byte("d"), IdentityKey: []byte("k")}, kv.PublishLimit{}); err != nil {
-		t.Fatal(err)
-	}
-	grown, err := witness.Sign(s, signer)
-	if err != nil || grown.Size != 1 || !bytes.Contains(grown.Note, []byte("sealbox/worker.example\n1\n")) {
-		t.Fatalf("after a publish: %+v, %v", grown, err)
-	}
-	again, err := witness.Sign(s, signer)
-	if err != nil || !bytes.Equal(again.Note, grown.Note) {
-		t.Fatalf("signed again at the same size: %q, was %q (%v)", again.Note, grown.Note, err)
-	}
+	return translog.New(s, key, 0)
 }
 
 // TestOneNodeSigns: of two workers sharing a store, only the lease holder
 // works a round; when it stops, the other takes over the next work. A round
 // with nothing to do takes no lease (an idle server writes nothing).
 func TestOneNodeSigns(t *testing.T) {
-	s, signer := openStore(t), newSigner(t)
-	a := witness.New(s, signer, witness.Options{Interval: time.Hour})
-	b := witness.New(s, signer, witness.Options{Interval: time.Hour})
+	s := openStore(t)
+	log := newLog(t, s)
+	a := witness.New(s, log, witness.Options{Interval: time.Hour})
+	b := witness.New(s, log, witness.Options{Interval: time.Hour})
 	if !a.Round(t.Context()) || b.Round(t.Context()) {
 		t.Fatal("both workers, or neither, held the lease")
 	}
