@@ -26,6 +26,7 @@ import (
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
 	"sealbox/server/secrets"
+	"sealbox/server/transfer"
 )
 
 // Version is the server's semantic version, reported by GET /v1/version.
@@ -247,6 +248,8 @@ type Server struct {
 	routeList []route // every registration, in order (see route)
 	handler   http.Handler
 	passwords *password.Hasher
+	// transfers writes resumable uploads (the tus handlers' data store).
+	transfers *transfer.Transfers
 	metrics   *metrics
 	redeem    *ratelimit.Redeem
 	// attempts is where password verifications wait for the store to
@@ -340,6 +343,7 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
 	}
+	s.transfers = transfer.New(store, blobStore, cfg.Log, cfg.TusLeaseTTL, uploadIdle)
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
 	s.handler = s.withMiddleware("main", s.withCORS(s.router))
@@ -522,6 +526,6 @@ func (s *Server) sweepOnce() bool {
 		s.log.Debug().Int("records", n).Msg("swept expired records")
 	}
 	// Expired sessions take their transfers with them.
-	s.removePartials()
+	s.transfers.RemovePartials()
 	return true
 }
