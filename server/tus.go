@@ -89,36 +89,13 @@ func (s *Server) handleTusCreate(w http.ResponseWriter, r *http.Request, ps http
 		return err
 	}
 	id := s.newUUID()
-	if length == 0 {
-		// A tus client considers an empty upload done once it is created
-		// and sends no PATCH, so it is stored now, as an empty PUT is.
-		if err := s.storeEmpty(sess.AccountID, uploadID, hash); err != nil {
-			return err
-		}
-	} else if err := s.store.CreateTransfer(sess.AccountID, uploadID, &kv.Transfer{ID: id, Hash: hash, Length: length}, uploadIdle,
+	if err := s.transfers.Create(sess.AccountID, uploadID, &kv.Transfer{ID: id, Hash: hash, Length: length},
 		kv.TransferLimits{MaxOpen: s.cfg.MaxTransfers, MaxPendingBytes: s.cfg.MaxPendingBytes}); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/uploads/"+uploadID+"/tus/"+id)
 	w.WriteHeader(http.StatusCreated)
 	return nil
-}
-
-// storeEmpty stores the empty blob for the session, refusing a declared hash
-// that is not the empty one.
-func (s *Server) storeEmpty(accountID, uploadID, hash string) error {
-	if _, err := s.store.Upload(accountID, uploadID); err != nil {
-		return err
-	}
-	if hash != blobs.AddressOf(nil) {
-		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "an empty upload does not hash to the declared hash; nothing was stored")
-	}
-	info, _, err := s.blobs.Put(strings.NewReader(""), hash, 0)
-	if err != nil {
-		return err
-	}
-	_, err = s.store.AddUploadBlob(accountID, uploadID, kv.Blob{Hash: info.Hash, Size: info.Size}, uploadIdle)
-	return err
 }
 
 // handles "HEAD /v1/uploads/:upload_id/tus/:transfer_id": the acknowledged

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,29 @@ type Transfers struct {
 // it), and each write to a session keeps it open for idle more.
 func New(store *kv.Store, engine blobs.Engine, log zerolog.Logger, leaseTTL, idle time.Duration) *Transfers {
 	return &Transfers{store: store, blobs: engine, log: log, leaseTTL: leaseTTL, idle: idle}
+}
+
+// Create records the transfer t (ID, Hash and Length set) in the account's
+// session uploadID, within lim and the account's quota (see
+// kv.Store.CreateTransfer). An empty one is stored at once, as an empty PUT
+// is: a tus client considers an empty upload done once it is created and
+// sends no bytes; its hash must be the empty blob's.
+func (ts *Transfers) Create(accountID, uploadID string, t *kv.Transfer, lim kv.TransferLimits) error {
+	if t.Length > 0 {
+		return ts.store.CreateTransfer(accountID, uploadID, t, ts.idle, lim)
+	}
+	if _, err := ts.store.Upload(accountID, uploadID); err != nil {
+		return err
+	}
+	if t.Hash != blobs.AddressOf(nil) {
+		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "an empty upload does not hash to the declared hash; nothing was stored")
+	}
+	info, _, err := ts.blobs.Put(strings.NewReader(""), t.Hash, 0)
+	if err != nil {
+		return err
+	}
+	_, err = ts.store.AddUploadBlob(accountID, uploadID, kv.Blob{Hash: info.Hash, Size: info.Size}, ts.idle)
+	return err
 }
 
 // Claim is one writer's hold of a transfer: its lease, renewed until
