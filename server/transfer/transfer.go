@@ -316,29 +316,33 @@ func (c *Claim) complete(p blobs.Partial, h hash.Hash, accountID, uploadID strin
 	return nil
 }
 
-// RemovePartials deletes the partial files of deleted transfers. The store
-// queues them because no file is touched inside a transaction; what fails
-// here is logged and stays queued for the next call (the maintenance runner
-// calls it on every tick).
-func (ts *Transfers) RemovePartials() {
+// RemovePartials deletes the partial files of deleted transfers (see
+// RemovePartials, the function).
+func (ts *Transfers) RemovePartials() { RemovePartials(ts.store, ts.blobs, ts.log) }
+
+// RemovePartials deletes the partial files of deleted transfers from engine.
+// The store queues them because no file is touched inside a transaction;
+// what fails here is logged and stays queued for the next call (the
+// maintenance runner calls it on every tick).
+func RemovePartials(store *kv.Store, engine blobs.Engine, log zerolog.Logger) {
 	const page = 100
 	for {
-		ids, err := ts.store.TransferRemovals(page)
+		ids, err := store.TransferRemovals(page)
 		if err != nil {
-			ts.log.Error().Err(err).Msg("list partial files to remove")
+			log.Error().Err(err).Msg("list partial files to remove")
 			return
 		}
 		var gone []string
 		for _, id := range ids {
-			if err := ts.blobs.RemovePartial(id); err != nil {
-				ts.log.Error().Err(err).Msg("remove a partial file")
+			if err := engine.RemovePartial(id); err != nil {
+				log.Error().Err(err).Msg("remove a partial file")
 				continue
 			}
 			gone = append(gone, id)
 		}
 		if len(gone) > 0 {
-			if err := ts.store.ForgetTransferRemovals(gone); err != nil {
-				ts.log.Error().Err(err).Msg("forget removed partial files")
+			if err := store.ForgetTransferRemovals(gone); err != nil {
+				log.Error().Err(err).Msg("forget removed partial files")
 				return
 			}
 		}
