@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,7 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/kv/fault"
+	"sealbox/kv/pgtest"
 	"sealbox/server"
 )
 
@@ -319,9 +323,11 @@ func TestGCRemovesOnlyOldOrphans(t *testing.T) {
 	var ahead atomic.Int64
 	clock := func(c *server.Config) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-		c.SweepInterval = time.Hour
 	}
-	api := apiClient{t, startServe(t, dir, openRegistration, clock)}
+	hourly := func(s *Serve) { s.Maintenance.Interval = time.Hour }
+	url, stop := runServeWith(t, Location{Data: dir}, hourly, openRegistration, clock)
+	t.Cleanup(stop)
+	api := apiClient{t, url}
 	token, upload := api.account("gc@example.org")
 	api.put(token, upload, blob(1))
 	// Orphans: files in the blob store that no account holds, one old and
@@ -536,5 +542,59 @@ func TestAdminCommandsReadSealboxData(t *testing.T) {
 	other := t.TempDir()
 	if _, _, err := runCLI(t, "", "users", "list", "--data", other); err == nil || !strings.Contains(err.Error(), other) {
 		t.Errorf("--data %s must win over SEALBOX_DATA: got %v", other, err)
+	}
+}
+
+// TestServeRunsMaintenance: serve starts the maintenance runner beside the
+// server, which deletes expired records and the partial files of the
+// transfers they took with them, and stops it on shutdown, giving up the
+// sweep lease so another node sweeps at once.
+func TestServeRunsMaintenance(t *testing.T) {
+	dir := t.TempDir()
+	var ahead atomic.Int64
+	clock := func(c *server.Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	}
+	often := func(s *Serve) { s.Maintenance.Interval = 10 * time.Millisecond }
+	// On PostgreSQL the lease outlives the process; a reopened bbolt file
+	// drops every lease a dead process left, so there the last check
+	// passes either way.
+	loc := Location{Data: dir}
+	if pgtest.Enabled() {
+		loc.Store = pgtest.URL(t)
+	}
+	base, stop := runServeWith(t, loc, often, openRegistration, clock)
+	t.Cleanup(stop)
+	api := apiClient{t, base}
+	token, upload := api.account("sweep@example.org")
+	data := blob(3)
+	transfer := createTransfer(t, base, token, upload, data)
+	resp := tusRequest(t, "PATCH", base+transfer, token, data[:100], map[string]string{"Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"})
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH: %d", resp.StatusCode)
+	}
+	partial := filepath.Join(dir, "blobs", "tus", filepath.Base(transfer))
+	if _, err := os.Stat(partial); err != nil {
+		t.Fatalf("the transfer's partial file: %v", err)
+	}
+	ahead.Store(int64(2 * time.Hour))            // the upload session expired
+	deadline := time.Now().Add(10 * time.Second) // a wait for the runner's ticks, not for an expiry
+	for {
+		if _, err := os.Stat(partial); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve's maintenance left the partial file of an expired transfer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	store, err := loc.openStore(context.Background(), kv.Options{}, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if holder, _, err := store.LeaseHolder("sweep"); err != nil || holder != "" {
+		t.Fatalf("after shutdown the sweep lease is held by %q (%v)", holder, err)
 	}
 }

@@ -25,9 +25,12 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/crypto/acme/autocert"
 
+	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/server"
+	"sealbox/server/ids"
+	"sealbox/server/maintenance"
 	"sealbox/server/secrets"
 	"sealbox/server/translog"
 	"sealbox/server/witness"
@@ -54,6 +57,9 @@ type Serve struct {
 	// cosign them; Config.Witnesses and Config.WitnessQuorum are set from
 	// it.
 	Witnessing witness.Options
+	// Maintenance sweeps expired records in the background; its lease
+	// holder is named from Config.NodeID.
+	Maintenance maintenance.Options
 	// Ready, when set, is called with the base URL once the server listens.
 	Ready func(url string)
 }
@@ -72,7 +78,7 @@ const (
 const shutdownGrace = 30 * time.Second
 
 func newServeCmd() *cobra.Command {
-	s := &Serve{Config: server.DefaultConfig(), Witnessing: witness.DefaultOptions()}
+	s := &Serve{Config: server.DefaultConfig(), Witnessing: witness.DefaultOptions(), Maintenance: maintenance.DefaultOptions()}
 	cfg := &s.Config
 	var logLevel string
 	var witnesses []string
@@ -316,6 +322,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	s.settleWitnesses()
 	srv := server.New(s.Config, store, blobStore)
 	defer s.startWitness(store)() // stopped before the store closes
+	defer s.startMaintenance(store, blobStore)()
 	s.start(srv, ln, shareLn, tlsConfig)
 	// SIGHUP is caught whatever the configuration: its default action ends
 	// the process, and `systemctl reload` (the README's unit) sends it.
@@ -540,6 +547,27 @@ func (s *Serve) startWitness(store *kv.Store) (stop func()) {
 	go func() {
 		defer close(done)
 		witness.New(store, translog.New(store, s.Config.LogKey, s.Config.WitnessQuorum), opts).Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// startMaintenance starts the runner that sweeps expired records beside the
+// server, and returns the function that stops it and waits for it (it gives
+// its lease up, so another node sweeps at once).
+func (s *Serve) startMaintenance(store *kv.Store, engine blobs.Engine) (stop func()) {
+	opts := s.Maintenance
+	opts.Log = s.Config.Log
+	// A holder of this run alone, under the node's id, so the node's next
+	// run releases it at start (kv.Store.ReleaseLeasesOf).
+	opts.Holder = s.Config.NodeID + "/" + ids.UUID(s.Config.Rand)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		maintenance.New(store, engine, opts).Run(ctx)
 	}()
 	return func() {
 		cancel()

@@ -30,9 +30,16 @@ type leaseRecord struct {
 // reports whether holder holds it now. A lease another holder keeps live is
 // left as it is: false, nil.
 func (s *Store) TryLease(name, holder string, ttl time.Duration) (bool, error) {
-	var held bool
+	other, err := s.tryLease(name, holder, ttl)
+	return other == nil && err == nil, err
+}
+
+// tryLease is TryLease, which also returns the live lease of another holder
+// that kept holder from taking it (nil when holder holds it now).
+func (s *Store) tryLease(name, holder string, ttl time.Duration) (*leaseRecord, error) {
+	var other *leaseRecord
 	err := s.update(func(tx Tx) error {
-		held = false
+		other = nil
 		now := s.now()
 		key := []byte(name)
 		rec, err := getRecord[leaseRecord](tx, bucketLeases, key)
@@ -41,6 +48,7 @@ func (s *Store) TryLease(name, holder string, ttl time.Duration) (bool, error) {
 		}
 		if rec != nil {
 			if rec.Holder != holder && !reached(rec.ExpiresAt, now) {
+				other = rec
 				return nil
 			}
 			if err := deleteExpiry(tx, rec.ExpiresAt, kindLease, key); err != nil {
@@ -51,10 +59,25 @@ func (s *Store) TryLease(name, holder string, ttl time.Duration) (bool, error) {
 		if err := tx.Bucket(bucketLeases).Put(key, encode(&next)); err != nil {
 			return err
 		}
-		held = true
 		return putExpiry(tx, next.ExpiresAt, kindLease, key)
 	})
-	return held && err == nil, err
+	return other, err
+}
+
+// heldBy reports whether holder holds the lease name live at now, inside
+// tx; when not, it returns the end of the live lease of whoever holds it
+// instead (zero when none does). A write fenced by a lease checks it in
+// the same transaction that writes, so a holder that lost its lease (its
+// ttl passed, another took it) writes nothing more.
+func heldBy(tx Tx, name, holder string, now time.Time) (bool, time.Time, error) {
+	rec, err := getRecord[leaseRecord](tx, bucketLeases, []byte(name))
+	if err != nil || rec == nil || reached(rec.ExpiresAt, now) {
+		return false, time.Time{}, err
+	}
+	if rec.Holder != holder {
+		return false, rec.ExpiresAt, nil
+	}
+	return true, time.Time{}, nil
 }
 
 // ReleaseLease gives up holder's lease name, so another holder may take it at
@@ -124,4 +147,32 @@ func (s *Store) ReleaseLeasesOf(prefix string) (int, error) {
 		return nil
 	})
 	return released, err
+}
+
+// renewLease moves the expiry of holder's live lease name to ttl from now
+// and returns it; false when the lease is not holder's, or expired: another
+// holder may have held it meanwhile, so a holder that let it lapse has lost
+// it even when none holds it now.
+func (s *Store) renewLease(name, holder string, ttl time.Duration) (bool, time.Time, error) {
+	var held bool
+	var until time.Time
+	err := s.update(func(tx Tx) error {
+		held = false
+		now := s.now()
+		key := []byte(name)
+		rec, err := getRecord[leaseRecord](tx, bucketLeases, key)
+		if err != nil || rec == nil || rec.Holder != holder || reached(rec.ExpiresAt, now) {
+			return err
+		}
+		if err := deleteExpiry(tx, rec.ExpiresAt, kindLease, key); err != nil {
+			return err
+		}
+		held = true
+		until = now.Add(ttl)
+		if err := tx.Bucket(bucketLeases).Put(key, encode(&leaseRecord{Holder: holder, ExpiresAt: until})); err != nil {
+			return err
+		}
+		return putExpiry(tx, until, kindLease, key)
+	})
+	return held && err == nil, until, err
 }

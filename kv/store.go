@@ -96,6 +96,10 @@ func storeBuckets() [][]byte { return append([][]byte{bucketMeta}, domainBuckets
 type Options struct {
 	// Now is the clock; every transaction reads it once. Default time.Now.
 	Now func() time.Time
+	// Ticker makes the ticks a self-renewing Lease renews itself on, every
+	// d, and the function that stops them; tests tick by hand. Default
+	// time.NewTicker's.
+	Ticker func(d time.Duration) (ticks <-chan time.Time, stop func())
 	// ReadOnly writes nothing to the store (admin checks of a data
 	// directory or a backup; the engine is opened read-only too). A store
 	// of an older format is read through a migrated copy in a temporary
@@ -126,6 +130,7 @@ type Store struct {
 	rerun  bool
 	engine Engine
 	now    func() time.Time
+	ticker func(time.Duration) (<-chan time.Time, func())
 	// batchedWriters counts the callers inside commitBatched, so a lone one
 	// commits at once instead of waiting the batch delay for company.
 	batchedWriters atomic.Int64
@@ -181,7 +186,10 @@ func OpenEngine(e Engine, where string, opts Options) (*Store, error) {
 // newStore makes the store over e, choosing once the strategies that depend
 // on the engine's abilities.
 func newStore(e Engine, where string, opts Options) *Store {
-	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
+	s := &Store{engine: e, now: opts.Now, ticker: opts.Ticker, rerun: rerunUpdates.Load(), where: where}
+	if s.ticker == nil {
+		s.ticker = realTicker
+	}
 	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
 		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[shareBlobRead]{}
 	}

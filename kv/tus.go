@@ -237,16 +237,42 @@ func (s *Store) Transfer(accountID, uploadToken, id string) (*Transfer, error) {
 	return t, err
 }
 
+// fencedTransfer is liveTransfer for a writer that must hold the transfer's
+// lease (fence): when its holder no longer holds it live, the write is
+// refused with error.transfer.locked, whose Retry-After is the time left on
+// the lease of whoever holds it now (a second when none does).
+func fencedTransfer(tx Tx, accountID string, uploadKey []byte, id string, fence Fence, now time.Time) (*Upload, *Transfer, error) {
+	u, t, err := liveTransfer(tx, accountID, uploadKey, id, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	held, until, err := heldBy(tx, fence.Lease, fence.Holder, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !held {
+		retry := time.Second
+		if !until.IsZero() {
+			retry = max(until.Sub(now), time.Second)
+		}
+		return nil, nil, &fault.Error{Code: fault.ECodeTransferLocked, RetryAfter: retry,
+			Message: "this request lost its claim on the transfer; retry from the offset HEAD gives"}
+	}
+	return u, t, nil
+}
+
 // AdvanceTransfer acknowledges bytes from..to of the transfer: the caller has
 // made them durable in the partial file, and state is the SHA-256 state after
 // byte to. It moves the session's expiry to now+idle, as any write to the
-// session does. The offset must still be from (error.transfer.offset_mismatch
+// session does. The caller must hold the transfer's lease named by fence
+// (error.transfer.locked otherwise: another writer may own the transfer
+// now). The offset must still be from (error.transfer.offset_mismatch
 // otherwise: another request moved it), and to must not pass the length.
-func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int64, state []byte, idle time.Duration) error {
+func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, fence Fence, from, to int64, state []byte, idle time.Duration) error {
 	return s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
-		u, t, err := liveTransfer(tx, accountID, key, id, now)
+		u, t, err := fencedTransfer(tx, accountID, key, id, fence, now)
 		if err != nil {
 			return err
 		}
@@ -266,13 +292,14 @@ func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, from, to int6
 // placed in the blob store: the transfer is deleted (its partial file queued
 // for removal), and, as AddUploadBlob does, the account holds the blob, the
 // session's hash set gains it and its expiry moves to now+idle. newlyHeld is
-// false when the account already held the blob. The offset must still be
-// from, else error.transfer.offset_mismatch.
-func (s *Store) CompleteTransfer(accountID, uploadToken, id string, from int64, idle time.Duration) (newlyHeld bool, err error) {
+// false when the account already held the blob. The caller must hold the
+// transfer's lease named by fence, else error.transfer.locked; the offset
+// must still be from, else error.transfer.offset_mismatch.
+func (s *Store) CompleteTransfer(accountID, uploadToken, id string, fence Fence, from int64, idle time.Duration) (newlyHeld bool, err error) {
 	err = s.update(func(tx Tx) error {
 		now := s.now()
 		key := HashToken(uploadToken)
-		u, t, err := liveTransfer(tx, accountID, key, id, now)
+		u, t, err := fencedTransfer(tx, accountID, key, id, fence, now)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -37,6 +38,17 @@ func removals(tb testing.TB, s *kv.Store) []string {
 	return ids
 }
 
+// writer holds the lease of the transfer id, as the server's writer of it
+// does, and returns the fence its writes name.
+func writer(tb testing.TB, s *kv.Store, id string) kv.Fence {
+	tb.Helper()
+	f := kv.Fence{Lease: "tus/" + id, Holder: "node/1"}
+	if ok, err := s.TryLease(f.Lease, f.Holder, 24*time.Hour); err != nil || !ok {
+		tb.Fatalf("the writer's lease: %v %v", ok, err)
+	}
+	return f
+}
+
 func TestTransferLifecycle(t *testing.T) {
 	s, c := MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
@@ -59,7 +71,8 @@ func TestTransferLifecycle(t *testing.T) {
 	}
 
 	c.Advance(50 * time.Minute)
-	if err := s.AdvanceTransfer(a.ID, up, "t-1", 0, 60, []byte("state@60"), time.Hour); err != nil {
+	w1 := writer(t, s, "t-1")
+	if err := s.AdvanceTransfer(a.ID, up, "t-1", w1, 0, 60, []byte("state@60"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Transfer(a.ID, up, "t-1"); got.Offset != 60 || string(got.HashState) != "state@60" {
@@ -69,13 +82,13 @@ func TestTransferLifecycle(t *testing.T) {
 		t.Fatalf("acknowledging bytes did not move the session's expiry: %v", u.ExpiresAt)
 	}
 	// A stale start offset, a step back and a step past the length are refused.
-	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 0, 70, nil, time.Hour), fault.ECodeOffsetMismatch)
-	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 60, 50, nil, time.Hour), fault.ECodeOffsetMismatch)
-	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", 60, 101, nil, time.Hour), fault.ECodeOffsetMismatch)
-	_, err = s.CompleteTransfer(a.ID, up, "t-1", 0, time.Hour)
+	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", w1, 0, 70, nil, time.Hour), fault.ECodeOffsetMismatch)
+	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", w1, 60, 50, nil, time.Hour), fault.ECodeOffsetMismatch)
+	wantCode(t, s.AdvanceTransfer(a.ID, up, "t-1", w1, 60, 101, nil, time.Hour), fault.ECodeOffsetMismatch)
+	_, err = s.CompleteTransfer(a.ID, up, "t-1", w1, 0, time.Hour)
 	wantCode(t, err, fault.ECodeOffsetMismatch)
 
-	newlyHeld, err := s.CompleteTransfer(a.ID, up, "t-1", 60, time.Hour)
+	newlyHeld, err := s.CompleteTransfer(a.ID, up, "t-1", w1, 60, time.Hour)
 	if err != nil || !newlyHeld {
 		t.Fatalf("complete: %v, %v", newlyHeld, err)
 	}
@@ -117,6 +130,7 @@ func TestTransferRefusedOutsideItsSession(t *testing.T) {
 	}
 	// Another account through its own session, another account naming the
 	// owner's session, and the owner through another of its sessions.
+	wa := writer(t, s, "t-a")
 	for _, tc := range []struct{ account, upload, code string }{
 		{b.ID, "sbx_up_b", fault.ECodeTransferNotFound},
 		{b.ID, "sbx_up_a1", fault.ECodeUploadNotFound},
@@ -124,9 +138,9 @@ func TestTransferRefusedOutsideItsSession(t *testing.T) {
 	} {
 		_, err := s.Transfer(tc.account, tc.upload, "t-a")
 		wantCode(t, err, tc.code)
-		wantCode(t, s.AdvanceTransfer(tc.account, tc.upload, "t-a", 0, 1, nil, time.Hour), tc.code)
+		wantCode(t, s.AdvanceTransfer(tc.account, tc.upload, "t-a", wa, 0, 1, nil, time.Hour), tc.code)
 		wantCode(t, s.DiscardTransfer(tc.account, tc.upload, "t-a"), tc.code)
-		_, err = s.CompleteTransfer(tc.account, tc.upload, "t-a", 0, time.Hour)
+		_, err = s.CompleteTransfer(tc.account, tc.upload, "t-a", wa, 0, time.Hour)
 		wantCode(t, err, tc.code)
 	}
 	_, err := s.Transfer(a.ID, "sbx_up_a1", "no-such-transfer")
@@ -205,7 +219,7 @@ func TestTransfersEndWithTheirSession(t *testing.T) {
 	}
 	// The expiring session stays open while it is written to.
 	c.Advance(59 * time.Minute)
-	if err := s.AdvanceTransfer(a.ID, "sbx_up_expiring", "t-e", 0, 5, []byte("s"), time.Hour); err != nil {
+	if err := s.AdvanceTransfer(a.ID, "sbx_up_expiring", "t-e", writer(t, s, "t-e"), 0, 5, []byte("s"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(59 * time.Minute)
@@ -253,5 +267,55 @@ func TestTransfersPaging(t *testing.T) {
 	rest, _ := s.Transfers(first[len(first)-1], 2)
 	if !slices.Equal(first, []string{"t-1", "t-2"}) || !slices.Equal(rest, []string{"t-3"}) {
 		t.Fatalf("pages %q, %q", first, rest)
+	}
+}
+
+// TestTransferWritesAreFenced: a writer whose lease on the transfer lapsed
+// (its node stalled past the ttl) and was taken by another node can neither
+// advance the offset nor complete the transfer: the store refuses it in the
+// transaction that would write, with the new holder's remaining time as
+// Retry-After, and the new holder writes from the offset left as it was.
+// A lapsed lease no one took is refused the same way.
+func TestTransferWritesAreFenced(t *testing.T) {
+	s, c := MustOpenStore(t)
+	a := mustAccount(t, s, c, 1)
+	const up = "sbx_up_fenced"
+	openTransferSession(t, s, a.ID, "album", up)
+	if err := s.CreateTransfer(a.ID, up, &kv.Transfer{ID: "t-f", Hash: hexHash('f'), Length: 100}, time.Hour, kv.TransferLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 30 * time.Second
+	stale := kv.Fence{Lease: "tus/t-f", Holder: "node-a/1"}
+	if ok, err := s.TryLease(stale.Lease, stale.Holder, ttl); err != nil || !ok {
+		t.Fatalf("node a's lease: %v %v", ok, err)
+	}
+	if err := s.AdvanceTransfer(a.ID, up, "t-f", stale, 0, 10, []byte("a@10"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(ttl)
+	wantLocked := func(err error, retry time.Duration) {
+		t.Helper()
+		var f *fault.Error
+		if !errors.As(err, &f) || f.Code != fault.ECodeTransferLocked || f.RetryAfter != retry {
+			t.Fatalf("a write under a lost lease: %v, want %s with Retry-After %v", err, fault.ECodeTransferLocked, retry)
+		}
+	}
+	wantLocked(s.AdvanceTransfer(a.ID, up, "t-f", stale, 10, 20, []byte("a@20"), time.Hour), time.Second)
+	taker := kv.Fence{Lease: "tus/t-f", Holder: "node-b/1"}
+	if ok, err := s.TryLease(taker.Lease, taker.Holder, ttl); err != nil || !ok {
+		t.Fatalf("node b's lease: %v %v", ok, err)
+	}
+	c.Advance(10 * time.Second)
+	wantLocked(s.AdvanceTransfer(a.ID, up, "t-f", stale, 10, 20, []byte("a@20"), time.Hour), 20*time.Second)
+	_, err := s.CompleteTransfer(a.ID, up, "t-f", stale, 10, time.Hour)
+	wantLocked(err, 20*time.Second)
+	if got, err := s.Transfer(a.ID, up, "t-f"); err != nil || got.Offset != 10 || string(got.HashState) != "a@10" {
+		t.Fatalf("after the refused writes: %+v (%v), want offset 10", got, err)
+	}
+	if err := s.AdvanceTransfer(a.ID, up, "t-f", taker, 10, 100, []byte("b@100"), time.Hour); err != nil {
+		t.Fatalf("the new holder: %v", err)
+	}
+	if _, err := s.CompleteTransfer(a.ID, up, "t-f", taker, 100, time.Hour); err != nil {
+		t.Fatalf("the new holder completes: %v", err)
 	}
 }

@@ -93,7 +93,6 @@ func NewTestConfig(clock *Clock) server.Config {
 	// set their production values.
 	cfg.AuthRate, cfg.AuthBurst = 1e6, 1e6
 	cfg.HashQueue = 1 << 10
-	cfg.SweepInterval = time.Hour
 	cfg.SealKey = make([]byte, 32)
 	rand.Read(cfg.SealKey)
 	cfg.LogKey = NewLogKey("sealbox/test")

@@ -27,6 +27,7 @@ import (
 	"sealbox/server/ratelimit"
 	"sealbox/server/secrets"
 	"sealbox/server/signin"
+	"sealbox/server/transfer"
 	"sealbox/server/translog"
 )
 
@@ -127,11 +128,6 @@ type Config struct {
 	DirectoryPublishes int
 	DirectoryBurst     int
 
-	// SweepInterval is how often expired records are deleted. Of the nodes
-	// sharing a store, the one holding the "sweep" lease (taken for three
-	// intervals, renewed on every tick) sweeps.
-	SweepInterval time.Duration
-
 	// TusLeaseTTL is how long a tus PATCH or DELETE holds its transfer's
 	// lease in the store without renewing it; a writing request renews it
 	// every third of that. A node killed mid-PATCH leaves the transfer
@@ -221,7 +217,6 @@ func DefaultConfig() Config {
 		AuthBurst:          5,
 		HashQueue:          password.DefaultQueue(),
 		UpgradeWindow:      15 * time.Minute,
-		SweepInterval:      time.Minute,
 		TusLeaseTTL:        30 * time.Second,
 		PasswordAttemptTTL: time.Minute,
 		ReadHeaderTimeout:  10 * time.Second,
@@ -291,6 +286,8 @@ type Server struct {
 	translog *translog.Log
 	metrics  *metrics
 	redeem   *ratelimit.Redeem
+	// transfers writes resumable uploads (the tus handlers' data store).
+	transfers *transfer.Transfers
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
 	// readyMu serializes readiness checks; readyLast is the latest verdict.
@@ -307,7 +304,6 @@ type Server struct {
 
 	ln       net.Listener
 	httpSrv  *http.Server
-	stop     chan struct{}
 	bg       sync.WaitGroup
 	closeErr error
 	once     sync.Once
@@ -344,7 +340,6 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		translog:     translog.New(store, cfg.LogKey, cfg.WitnessQuorum),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
 		node:         nodeName(cfg.NodeID, ids.UUID(cfg.Rand)),
-		stop:         make(chan struct{}),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
@@ -355,6 +350,7 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		Entry:      s.claimID,
 		Log:        cfg.Log,
 	})
+	s.transfers = transfer.New(store, blobStore, cfg.Log, cfg.TusLeaseTTL, uploadIdle)
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
 	s.handler = s.withMiddleware("main", s.withCORS(s.router))
@@ -380,7 +376,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) ShareHandler() http.Handler { return s.shareHandler }
 
 // Open listens on addr and serves in the background: a busy port fails
-// here, at once. It also starts the expiry sweeper.
+// here, at once.
 func (s *Server) Open(addr string) error {
 	ln, err := Listen(addr)
 	if err != nil {
@@ -401,21 +397,16 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Start serves on ln, which the server owns from now on, and starts the
-// expiry sweeper.
+// Start serves on ln, which the server owns from now on.
 func (s *Server) Start(ln net.Listener) {
 	s.ln = ln
 	s.httpSrv = s.newHTTPServer(s.handler)
-	s.bg.Add(2)
+	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error().Err(err).Msg("serve")
 		}
-	}()
-	go func() {
-		defer s.bg.Done()
-		s.sweepLoop()
 	}()
 }
 
@@ -477,11 +468,10 @@ func (s *Server) ShareURL() string {
 }
 
 // Close stops accepting connections, lets in-flight requests finish (until
-// ctx ends) and stops background work. The store stays open: its owner
+// ctx ends) and waits for the goroutines serving them. The store stays open: its owner
 // closes it.
 func (s *Server) Close(ctx context.Context) error {
 	s.once.Do(func() {
-		close(s.stop)
 		if s.shareSrv != nil {
 			s.closeErr = s.shareSrv.Shutdown(ctx)
 		}
@@ -489,54 +479,6 @@ func (s *Server) Close(ctx context.Context) error {
 			s.closeErr = errors.Join(s.closeErr, s.httpSrv.Shutdown(ctx))
 		}
 		s.bg.Wait()
-		if s.ln != nil {
-			// Another node may sweep at once instead of after the lease
-			// lapses.
-			if err := s.store.ReleaseLease(sweepLease, s.node); err != nil {
-				s.log.Error().Err(err).Msg("release the sweep lease")
-			}
-		}
 	})
 	return s.closeErr
-}
-
-// sweepLease names the lease of the expiry sweeper: of the nodes sharing a
-// store, only its holder sweeps.
-const sweepLease = "sweep"
-
-func (s *Server) sweepLoop() {
-	t := time.NewTicker(s.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.sweepOnce()
-		}
-	}
-}
-
-// sweepOnce takes or renews the sweep lease and, holding it, deletes the
-// expired records and the partial files of the transfers they took with
-// them. It reports whether it swept. The lease lasts three intervals, so a
-// holder that misses a tick keeps it, and a holder that died hands it on
-// after at most that long.
-func (s *Server) sweepOnce() bool {
-	held, err := s.store.TryLease(sweepLease, s.node, 3*s.cfg.SweepInterval)
-	if err != nil {
-		s.log.Error().Err(err).Msg("take the sweep lease")
-		return false
-	}
-	if !held {
-		return false
-	}
-	if n, err := s.store.Sweep(); err != nil {
-		s.log.Error().Err(err).Msg("sweep expired records")
-	} else if n > 0 {
-		s.log.Debug().Int("records", n).Msg("swept expired records")
-	}
-	// Expired sessions take their transfers with them.
-	s.removePartials()
-	return true
 }

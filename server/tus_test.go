@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/maintenance"
 )
 
 // tusMetadata is the Upload-Metadata header declaring hash.
@@ -449,7 +450,14 @@ func TestTusTermination(t *testing.T) {
 }
 
 func TestTusExpiry(t *testing.T) {
-	ts := MustOpenServer(t, func(c *server.Config) { c.AccessTTL = 24 * time.Hour; c.SweepInterval = 10 * time.Millisecond })
+	ts := MustOpenServer(t, func(c *server.Config) { c.AccessTTL = 24 * time.Hour })
+	// The maintenance runner cli starts beside the server, ticking in real
+	// time.
+	ctx, stop := context.WithCancel(context.Background())
+	runner := maintenance.New(ts.Store, ts.Blobs, maintenance.Options{Interval: 10 * time.Millisecond, Holder: "node/run"})
+	done := make(chan struct{})
+	go func() { defer close(done); runner.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
 	tok := ts.Register(t, "a@example.org")
 	album := ts.NewAlbum(t, tok.Access)
 	up := ts.OpenUpload(t, tok.Access, album)

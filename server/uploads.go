@@ -134,6 +134,6 @@ func (s *Server) handleUploadClose(w http.ResponseWriter, r *http.Request, ps ht
 	if err := s.store.CloseUpload(sess.AccountID, uploadID); err != nil {
 		return err
 	}
-	s.removePartials() // of the transfers the session still had open
+	s.transfers.RemovePartials() // of the transfers the session still had open
 	return noContent(w)
 }

@@ -38,55 +38,27 @@ const (
 // store, holds the gc lease.
 var ErrGCRunning = errors.New("another gc is running on this store")
 
-// gcClaim is one run's hold of the gc lease.
-type gcClaim struct {
-	store   *kv.Store
-	holder  string
-	renewed time.Time
-}
-
-func (o *Ops) claimGC() (*gcClaim, error) {
+// claimGC takes the gc lease for this run; it renews itself until released.
+func (o *Ops) claimGC() (*kv.Lease, error) {
 	src := o.Rand
 	if src == nil {
 		src = rand.Reader
 	}
-	c := &gcClaim{store: o.Store, holder: "gc/" + ids.UUID(src), renewed: time.Now()}
-	held, err := o.Store.TryLease(gcLease, c.holder, gcLeaseTTL)
-	if err != nil {
-		return nil, err
-	}
-	if !held {
-		holder, until, err := o.Store.LeaseHolder(gcLease)
-		if err != nil {
-			return nil, err
-		}
-		if holder == "" { // it ended meanwhile
-			return nil, fmt.Errorf("%w: wait for it to finish, then run gc again", ErrGCRunning)
-		}
+	lease, err := o.Store.TakeLease(gcLease, "gc/"+ids.UUID(src), gcLeaseTTL)
+	if held := (*kv.LeaseHeldError)(nil); errors.As(err, &held) {
 		return nil, fmt.Errorf("%w (its lease, %s, lasts until %s unless renewed): wait for it to finish; a gc that died frees it by then",
-			ErrGCRunning, holder, until.UTC().Format(time.RFC3339))
+			ErrGCRunning, held.Holder, held.Until.UTC().Format(time.RFC3339))
 	}
-	return c, nil
+	return lease, err
 }
 
-// renew renews the lease when a third of its ttl has passed since the last
-// renewal; a run whose lease passed to another stops.
-func (c *gcClaim) renew() error {
-	if time.Since(c.renewed) < gcLeaseTTL/3 {
-		return nil
-	}
-	held, err := c.store.TryLease(gcLease, c.holder, gcLeaseTTL)
-	if err != nil {
-		return err
-	}
-	if !held {
+// gcLost is the error of a run whose lease passed to another: it stops.
+func gcLost(err error) error {
+	if errors.Is(err, kv.ErrLeaseLost) {
 		return fmt.Errorf("%w: this run's lease lapsed and another took it, so this one stops", ErrGCRunning)
 	}
-	c.renewed = time.Now()
-	return nil
+	return err
 }
-
-func (c *gcClaim) release() error { return c.store.ReleaseLease(gcLease, c.holder) }
 
 // GC deletes expired records, partial files of transfers that no longer
 // exist, and blob files that no account holds and
@@ -101,18 +73,28 @@ func (c *gcClaim) release() error { return c.store.ReleaseLease(gcLease, c.holde
 // removes nothing and takes no lease.
 func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCReport, err error) {
 	rep = GCReport{DryRun: dryRun}
-	renew := func() error { return nil }
+	// held says whether the run still holds its lease, without waiting:
+	// the walk asks it at every blob.
+	held, confirm := func() error { return nil }, func() error { return nil }
 	if !dryRun {
-		claim, err := o.claimGC()
+		lease, err := o.claimGC()
 		if err != nil {
 			return rep, err
 		}
 		defer func() {
-			if rerr := claim.release(); err == nil {
+			if rerr := lease.Release(); err == nil {
 				err = rerr
 			}
 		}()
-		renew = claim.renew
+		held = func() error {
+			select {
+			case <-lease.Lost():
+				return gcLost(kv.ErrLeaseLost)
+			default:
+				return nil
+			}
+		}
+		confirm = func() error { return gcLost(lease.Confirm()) }
 	}
 	// File times are wall-clock facts, so the cutoff is too.
 	cutoff := time.Now().Add(-grace)
@@ -124,10 +106,10 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCR
 	if err != nil {
 		return rep, err
 	}
-	if err := o.collectUnrecorded(ctx, dryRun, cutoff, renew, &rep); err != nil {
+	if err := o.collectUnrecorded(ctx, dryRun, cutoff, held, &rep); err != nil {
 		return rep, err
 	}
-	if err := renew(); err != nil {
+	if err := confirm(); err != nil {
 		return rep, err
 	}
 	if err := o.collectPartials(dryRun, cutoff, &rep); err != nil {
@@ -147,14 +129,14 @@ func (o *Ops) GC(ctx context.Context, dryRun bool, grace time.Duration) (rep GCR
 // collectUnrecorded walks the blob store and removes (in a dry run, counts)
 // every blob older than cutoff that the store does not record. Candidates
 // are checked against the store a page at a time, one read transaction per
-// page, as the walk lists them; renew keeps gc's lease while it walks.
-func (o *Ops) collectUnrecorded(ctx context.Context, dryRun bool, cutoff time.Time, renew func() error, rep *GCReport) error {
+// page, as the walk lists them; held stops the walk once gc's lease is lost.
+func (o *Ops) collectUnrecorded(ctx context.Context, dryRun bool, cutoff time.Time, held func() error, rep *GCReport) error {
 	page := make([]blobs.Info, 0, blobPage)
 	err := o.Blobs.Walk(func(info blobs.Info) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := renew(); err != nil {
+		if err := held(); err != nil {
 			return err
 		}
 		if !info.ModTime.Before(cutoff) {

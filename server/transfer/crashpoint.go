@@ -1,6 +1,6 @@
 //go:build !crashpoints
 
-package server
+package transfer
 
 // crashPoint marks a step between two writes that must each survive a
 // crash on their own. It does nothing: the crash test builds the binary

@@ -1,4 +1,4 @@
-package server
+package maintenance_test
 
 import (
 	"path/filepath"
@@ -9,6 +9,7 @@ import (
 	"sealbox/kv"
 	"sealbox/kv/kvtest"
 	"sealbox/kv/pgtest"
+	"sealbox/server/maintenance"
 )
 
 // testClock is a clock tests move instead of sleeping.
@@ -56,13 +57,13 @@ func twoNodeStores(t *testing.T) ([2]*kv.Store, *testClock) {
 // once the holder has stopped for longer than the lease (three intervals).
 func TestOneNodeSweeps(t *testing.T) {
 	stores, c := twoNodeStores(t)
-	cfg := keyedConfig()
-	cfg.Now = c.Now
-	cfg.SweepInterval = time.Minute
-	a, b := New(cfg, stores[0], nil), New(cfg, stores[1], nil)
-	tick := func(n *Server, name string, want bool) {
+	opts := func(holder string) maintenance.Options {
+		return maintenance.Options{Interval: time.Minute, Holder: holder}
+	}
+	a, b := maintenance.New(stores[0], nil, opts("node-a/run")), maintenance.New(stores[1], nil, opts("node-b/run"))
+	tick := func(n *maintenance.Runner, name string, want bool) {
 		t.Helper()
-		if got := n.sweepOnce(); got != want {
+		if got := n.Tick(); got != want {
 			t.Fatalf("node %s swept: %v, want %v", name, got, want)
 		}
 	}

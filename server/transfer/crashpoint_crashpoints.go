@@ -1,6 +1,6 @@
 //go:build crashpoints && unix
 
-package server
+package transfer
 
 import (
 	"os"
