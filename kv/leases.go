@@ -18,7 +18,9 @@ import (
 //   - leases: name -> leaseRecord
 //
 // An expired lease is swept through the expiry index, so claims of
-// transfers whose node died do not pile up.
+// transfers whose node died do not pile up. Work holds a lease through a
+// Lease (TakeLease, lease.go), which renews itself and reports its loss;
+// TryLease is the one compare-and-set underneath.
 
 type leaseRecord struct {
 	Holder    string    `cbor:"1,keyasint"`

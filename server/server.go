@@ -296,9 +296,9 @@ type Server struct {
 	// authLimiter holds each client address to its rate of registrations
 	// and logins.
 	authLimiter *ratelimit.Limiter
-	// node names this Server among the nodes sharing the store: leases and
-	// verifications in flight are held by node, or by node and a claim
-	// number (nextClaim) for one request's.
+	// node names this Server among the nodes sharing the store: a
+	// request's lease on a transfer and its password verification in
+	// flight are held by node and a claim number (nextClaim).
 	node      string
 	nextClaim atomic.Uint64
 
