@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"path/filepath"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,17 +15,15 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/kvtest"
+	"sealbox/kv/pgtest"
 	"sealbox/witness"
 )
 
-func openStore(t *testing.T) *kv.Store {
-	t.Helper()
-	s, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+// TestMain stops the PostgreSQL cluster a test started (SEALBOX_TEST_PG=1).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
 func newSigner(t *testing.T) note.Signer {
@@ -44,7 +42,8 @@ func newSigner(t *testing.T) note.Signer {
 // TestSignOncePerSize: a checkpoint is signed when the tree grew, and the
 // newest is returned unchanged while it has not.
 func TestSignOncePerSize(t *testing.T) {
-	s, signer := openStore(t), newSigner(t)
+	s, _ := kvtest.MustOpenStore(t)
+	signer := newSigner(t)
 	first, err := witness.Sign(s, signer)
 	if err != nil || first.Size != 0 {
 		t.Fatalf("the empty tree: %+v, %v", first, err)
@@ -66,7 +65,8 @@ func TestSignOncePerSize(t *testing.T) {
 // works a round; when it stops, the other takes over the next work. A round
 // with nothing to do takes no lease (an idle server writes nothing).
 func TestOneNodeSigns(t *testing.T) {
-	s, signer := openStore(t), newSigner(t)
+	s, _ := kvtest.MustOpenStore(t)
+	signer := newSigner(t)
 	a := witness.New(s, signer, witness.Options{Interval: time.Hour})
 	b := witness.New(s, signer, witness.Options{Interval: time.Hour})
 	if !a.Round(t.Context()) || b.Round(t.Context()) {
