@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // wantShareCORS fails unless r carries the headers every /s/ answer must:
@@ -43,8 +44,8 @@ func TestShareReadsAreCrossOrigin(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.ShareBurst = 10; c.ShareRate = 1e-3 })
 	tok := ts.Register(t, "cors@example.org")
 	l := ts.newLink(t, tok.Access)
-	blob := "/s/" + l.id + "/blob/" + hashOf(l.content)
-	etag := `"` + hashOf(l.content) + `"`
+	blob := "/s/" + l.id + "/blob/" + servertest.HashOf(l.content)
+	etag := `"` + servertest.HashOf(l.content) + `"`
 	origin := map[string]string{"Origin": "https://viewer.example"}
 	with := func(kv ...string) map[string]string {
 		h := map[string]string{"Origin": "https://viewer.example"}
@@ -207,23 +208,23 @@ func TestShareListener(t *testing.T) {
 	tok := ts.Register(t, "listener@example.org")
 	l := ts.newLink(t, tok.Access)
 
-	DoAt(t, shares, Req{Method: "GET", Path: "/healthz"}).WantStatus(t, http.StatusOK)
-	wantShareCORS(t, DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK))
-	DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(l.content)}).WantStatus(t, http.StatusOK)
-	DoAt(t, shares, Req{Method: "OPTIONS", Path: "/s/" + l.id, Header: map[string]string{"Origin": "https://x.example"}}).WantStatus(t, http.StatusNoContent)
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/healthz"}).WantStatus(t, http.StatusOK)
+	wantShareCORS(t, servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK))
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + servertest.HashOf(l.content)}).WantStatus(t, http.StatusOK)
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "OPTIONS", Path: "/s/" + l.id, Header: map[string]string{"Origin": "https://x.example"}}).WantStatus(t, http.StatusNoContent)
 	for _, req := range []Req{
 		{Method: "GET", Path: "/readyz"},
 		{Method: "GET", Path: "/v1/version"},
 		{Method: "GET", Path: "/v1/openapi.yaml"},
 		{Method: "GET", Path: "/metrics"},
 		{Method: "GET", Path: "/v1/albums", Token: tok.Access},
-		{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "listener@example.org", "password": testPassword}},
+		{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "listener@example.org", "password": servertest.Password}},
 		{Method: "DELETE", Path: "/v1/shares/" + l.id, Token: tok.Access},
 		{Method: "OPTIONS", Path: "/v1/albums", Header: map[string]string{"Origin": "https://x.example", "Access-Control-Request-Method": "GET"}},
 		{Method: "GET", Path: "/"},
 		{Method: "GET", Path: "/s"},
 	} {
-		r := DoAt(t, shares, req)
+		r := servertest.Client{BaseURL: shares}.Do(t, req)
 		r.WantProblem(t, http.StatusNotFound, "error.not_found")
 		if acao := r.Header.Get("Access-Control-Allow-Origin"); acao != "" {
 			t.Errorf("%s %s: Access-Control-Allow-Origin %q", req.Method, req.Path, acao)
@@ -233,9 +234,9 @@ func TestShareListener(t *testing.T) {
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
 
 	// One bucket per address across both listeners: 5 tokens, 4 spent.
-	DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
-	r := DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id})
+	r := servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id})
 	r.WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
 	wantShareCORS(t, r)
 

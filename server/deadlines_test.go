@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // bigShare registers a share link serving a blob of size bytes and returns
@@ -22,9 +23,9 @@ func bigShare(t testing.TB, ts *TestServer, size int) string {
 	blob := bytes.Repeat([]byte("sealed "), size/7+1)[:size]
 	ts.Upload(t, tok.Access, blob)
 	l := ts.newLink(t, tok.Access, func(body map[string]any) {
-		body["serves"] = []string{body["metadata_hash"].(string), hashOf(blob)}
+		body["serves"] = []string{body["metadata_hash"].(string), servertest.HashOf(blob)}
 	})
-	return "/s/" + l.id + "/blob/" + hashOf(blob)
+	return "/s/" + l.id + "/blob/" + servertest.HashOf(blob)
 }
 
 // rawGet opens a connection with a small receive buffer, sends a GET of

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -83,7 +84,7 @@ func TestEscrowRefusals(t *testing.T) {
 	if r.Status != 413 || len(r.Body) != 0 {
 		t.Fatalf("over the limit: got %d with %d body bytes, want 413 with none", r.Status, len(r.Body))
 	}
-	pr, pw := ioPipe()
+	pr, pw := io.Pipe()
 	go func() {
 		pw.Write(over)
 		pw.Close()

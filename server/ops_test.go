@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // The album of an op fixture is pinned to opPin, older than the server's
@@ -68,7 +69,7 @@ func (f *opFixture) createBody(asset string) map[string]any {
 	env := map[string]any{
 		"crypto_suite_id": 1, "protocol_version": opPin, "album_id": f.album, "file_id": asset,
 		"amk_version": 0, "ciphertext_hash": f.ciphertext, "plaintext_size": 1234, "chunk_size": 65536,
-		"key_mode": "derived", "metadata_blob_hash": hashOf(metadata),
+		"key_mode": "derived", "metadata_blob_hash": servertest.HashOf(metadata),
 		"created_by_user": f.userID, "created_by_device": "7d1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b",
 		"client_version": "sealbox-test/1.0", "timestamp": "2026-11-22T10:00:00Z", "action": "create",
 	}
@@ -91,7 +92,7 @@ func (f *opFixture) replaceBody(asset, prior string) map[string]any {
 
 func manifestHash(body map[string]any) string {
 	raw, _ := base64.StdEncoding.DecodeString(body["manifest_cbor"].(string))
-	return hashOf(raw)
+	return servertest.HashOf(raw)
 }
 
 // createAsset creates asset with a fresh op and returns its chain head.
@@ -164,11 +165,11 @@ func TestOpCreateAndReplace(t *testing.T) {
 		raw, _ := base64.StdEncoding.DecodeString(body["manifest_cbor"].(string))
 		meta, _ := base64.StdEncoding.DecodeString(body["metadata_blob"].(string))
 		for _, b := range [][]byte{raw, meta} {
-			if _, err := f.ts.Blobs.Stat(hashOf(b)); err != nil {
-				t.Fatalf("blob %s not stored", hashOf(b))
+			if _, err := f.ts.Blobs.Stat(servertest.HashOf(b)); err != nil {
+				t.Fatalf("blob %s not stored", servertest.HashOf(b))
 			}
-			if held, _ := f.ts.Store.Holds(f.userID, hashOf(b)); !held {
-				t.Fatalf("blob %s not held by the caller", hashOf(b))
+			if held, _ := f.ts.Store.Holds(f.userID, servertest.HashOf(b)); !held {
+				t.Fatalf("blob %s not held by the caller", servertest.HashOf(b))
 			}
 		}
 	}
@@ -260,15 +261,15 @@ func TestOpBattery(t *testing.T) {
 		{name: "6 hash without metadata blob", edit: func(b map[string]any) { delete(b, "metadata_blob") }, status: 422, code: "error.op.metadata_mismatch"},
 		{name: "6 metadata blob hashes otherwise", edit: func(b map[string]any) { b["metadata_blob"] = b64([]byte("other")) }, status: 422, code: "error.op.metadata_mismatch"},
 		{name: "6 replace without original", edit: env(func(e map[string]any) {
-			e["action"], e["prior_provenance_hash"] = "replace", hashOf([]byte("x"))
+			e["action"], e["prior_provenance_hash"] = "replace", servertest.HashOf([]byte("x"))
 		}), status: 422, code: "error.request.invalid", field: "manifest_envelope.original_blob_hash"},
 		// Step 7: blobs the caller holds.
-		{name: "7 ciphertext not held", edit: set("ciphertext_hash", hashOf([]byte("never uploaded"))), status: 422, code: "error.op.blob_missing", field: "manifest_envelope.ciphertext_hash"},
+		{name: "7 ciphertext not held", edit: set("ciphertext_hash", servertest.HashOf([]byte("never uploaded"))), status: 422, code: "error.op.blob_missing", field: "manifest_envelope.ciphertext_hash"},
 		{name: "7 ciphertext held by another account", edit: set("ciphertext_hash", bob.ciphertext), status: 422, code: "error.op.blob_missing", field: "manifest_envelope.ciphertext_hash"},
 		{name: "7 original not held", edit: set("original_blob_hash", bob.original), status: 422, code: "error.op.blob_missing", field: "manifest_envelope.original_blob_hash"},
 		// Step 9: the chain (step 8, replay, is an answer, not a refusal).
 		{name: "9 replace of a missing asset", edit: env(func(e map[string]any) {
-			e["action"], e["prior_provenance_hash"], e["original_blob_hash"] = "replace", hashOf([]byte("x")), f.original
+			e["action"], e["prior_provenance_hash"], e["original_blob_hash"] = "replace", servertest.HashOf([]byte("x")), f.original
 		}), status: 409, code: "error.op.stale_chain"},
 	}
 	for _, tc := range cases {
@@ -358,7 +359,7 @@ func TestOpStaleChain(t *testing.T) {
 		body map[string]any
 	}{
 		{"create of an existing asset", f.createBody(assetA)},
-		{"replace from a stale head", f.replaceBody(assetA, hashOf([]byte("an older head")))},
+		{"replace from a stale head", f.replaceBody(assetA, servertest.HashOf([]byte("an older head")))},
 		{"replace with no prior", func() map[string]any {
 			b := f.replaceBody(assetA, head)
 			delete(b["manifest_envelope"].(map[string]any), "prior_provenance_hash")

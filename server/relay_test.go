@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // issueCode asks for an enrollment code and returns both spellings.
@@ -94,10 +95,10 @@ func TestEnrollmentFreshnessGate(t *testing.T) {
 	ts.Clock.Advance(time.Second)
 	enroll(tok.Access).WantProblem(t, 403, "error.auth.reauth_required")
 	// Refresh does not renew the presentation time.
-	next := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	next := servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
 	enroll(next.Access).WantProblem(t, 403, "error.auth.reauth_required")
 	// Reauthenticate does.
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: next.Access, Body: map[string]any{"password": testPassword}}).WantStatus(t, 200)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: next.Access, Body: map[string]any{"password": servertest.Password}}).WantStatus(t, 200)
 	enroll(next.Access).WantStatus(t, 200)
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll"}).WantProblem(t, 401, "error.auth.unauthenticated")
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"sealbox/server/servertest"
 	"strings"
 	"testing"
 )
@@ -18,7 +19,7 @@ func TestServerMintedTokensInRequests(t *testing.T) {
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
 	long := func(prefix string) string { return prefix + strings.Repeat("Zz9-_", 20) }
 	const unknownUUID = "6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b"
-	hash := hashOf([]byte("x"))
+	hash := servertest.HashOf([]byte("x"))
 	tusCreate := func(upload string) Req {
 		return Req{Method: "POST", Path: "/v1/uploads/" + upload + "/tus", Token: tok.Access,
 			Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", tusMetadata(hash))}

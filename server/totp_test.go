@@ -16,6 +16,7 @@ import (
 
 	"sealbox/kv/fault"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 var testTOTPOpts = totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
@@ -90,7 +91,7 @@ func (ts *TestServer) RegisterWithTOTP(tb testing.TB, email string) (Tokens, str
 // the mfa_token.
 func (ts *TestServer) LoginChallenge(tb testing.TB, email string, extra ...map[string]any) string {
 	tb.Helper()
-	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: loginBody(email, extra)}).WantStatus(tb, http.StatusAccepted)
+	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: servertest.LoginBody(email, extra...)}).WantStatus(tb, http.StatusAccepted)
 	m := r.JSON(tb)
 	token, _ := m["mfa_token"].(string)
 	if len(m) != 2 || !strings.HasPrefix(token, "sbx_mfa_") {
@@ -130,7 +131,7 @@ func TestSecondFactorSignIn(t *testing.T) {
 	}
 
 	device := "6F9619FF-8B86-4D11-B42D-00C04FC964FF"
-	pair := tokensOf(t, ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0), map[string]any{"cohort_hash": "at-verify", "device_id": device}))
+	pair := servertest.TokensOf(t, ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0), map[string]any{"cohort_hash": "at-verify", "device_id": device}))
 	sessions, cohorts = ts.Ledger(t, pair.Access)
 	if len(sessions) != 3 {
 		t.Fatalf("sessions after verify-totp: got %d, want 3", len(sessions))
@@ -143,7 +144,7 @@ func TestSecondFactorSignIn(t *testing.T) {
 		t.Fatalf("cohorts: got %v, want only the one verify-totp carried", cohorts)
 	}
 	// The refresh token of the new pair works.
-	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": pair.Refresh}}))
+	servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": pair.Refresh}}))
 
 	// A challenge is good once.
 	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 1)).WantProblem(t, http.StatusUnauthorized, fault.ECodeChallengeExpired)
@@ -161,12 +162,12 @@ func TestVerifyTOTPAfterDisable(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, fault.ECodeChallengeExpired)
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": testPassword}}).
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": servertest.Password}}).
 		WantProblem(t, http.StatusLocked, fault.ECodeAccountLocked)
 	if _, err := ts.Store.SetDisabled("alice@example.com", false); err != nil {
 		t.Fatal(err)
 	}
-	tokensOf(t, ts.VerifyTOTP(t, ts.LoginChallenge(t, "alice@example.com"), ts.Code(t, secret, 0)))
+	servertest.TokensOf(t, ts.VerifyTOTP(t, ts.LoginChallenge(t, "alice@example.com"), ts.Code(t, secret, 0)))
 }
 
 func TestTOTPConflicts(t *testing.T) {
@@ -411,7 +412,7 @@ func TestSecondFactorLockout(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		ts.LoginChallenge(t, "alice@example.com")
 	}
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": testPassword}}).
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": servertest.Password}}).
 		WantProblem(t, http.StatusLocked, fault.ECodeAccountLocked)
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // tusMetadata is the Upload-Metadata header declaring hash.
@@ -49,7 +50,7 @@ func openTransfer(tb testing.TB, data []byte) (ts *TestServer, tok Tokens, locat
 func (ts *TestServer) TusCreate(tb testing.TB, access, uploadID string, data []byte) string {
 	tb.Helper()
 	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/uploads/" + uploadID + "/tus", Token: access,
-		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(hashOf(data)))})
+		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(servertest.HashOf(data)))})
 	r.WantStatus(tb, http.StatusCreated)
 	return r.Header.Get("Location")
 }
@@ -77,13 +78,13 @@ func (ts *TestServer) TusHead(tb testing.TB, access, location string) int {
 // S3).
 func (ts *TestServer) partialPath(tb testing.TB, location string) string {
 	tb.Helper()
-	return filepath.Join(ts.localBlobs(tb).Path(), "tus", path.Base(location))
+	return filepath.Join(ts.LocalBlobs(tb).Path(), "tus", path.Base(location))
 }
 
 // wantStored fails unless the blob store holds exactly data under its hash.
 func (ts *TestServer) wantStored(tb testing.TB, data []byte) {
 	tb.Helper()
-	f, _, err := ts.Blobs.Open(hashOf(data))
+	f, _, err := ts.Blobs.Open(servertest.HashOf(data))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestTusRoundTrip(t *testing.T) {
 	data := randomData(3<<20 + 5)
 
 	r := ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: alice.Access,
-		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", "filename ZmlsZS5tcDQ=,hash "+base64.StdEncoding.EncodeToString([]byte(hashOf(data)))+",empty")})
+		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", "filename ZmlsZS5tcDQ=,hash "+base64.StdEncoding.EncodeToString([]byte(servertest.HashOf(data)))+",empty")})
 	r.WantStatus(t, http.StatusCreated)
 	loc := r.Header.Get("Location")
 	if !strings.HasPrefix(loc, "/v1/uploads/"+up+"/tus/") || len(path.Base(loc)) != 36 {
@@ -149,7 +150,7 @@ func TestTusRoundTrip(t *testing.T) {
 	// only the hash pair: a file name is plaintext the server does not keep.
 	r = ts.Do(t, Req{Method: "HEAD", Path: loc, Token: alice.Access, Header: tusHeaders()}).WantStatus(t, http.StatusOK)
 	wantHeaders(t, r, map[string]string{"Upload-Offset": "0", "Upload-Length": strconv.Itoa(len(data)), "Cache-Control": "no-store", "Tus-Resumable": "1.0.0",
-		"Upload-Metadata": "hash " + base64.StdEncoding.EncodeToString([]byte(hashOf(data)))})
+		"Upload-Metadata": "hash " + base64.StdEncoding.EncodeToString([]byte(servertest.HashOf(data)))})
 
 	half := len(data) / 2
 	r = ts.TusPatch(t, alice.Access, loc, 0, data[:half]).WantStatus(t, http.StatusNoContent)
@@ -162,7 +163,7 @@ func TestTusRoundTrip(t *testing.T) {
 	if got := ts.TusHead(t, alice.Access, loc); got != half {
 		t.Fatalf("HEAD after an empty PATCH: %d", got)
 	}
-	if _, err := ts.Blobs.Stat(hashOf(data)); err == nil {
+	if _, err := ts.Blobs.Stat(servertest.HashOf(data)); err == nil {
 		t.Fatal("the blob is in the store before its last byte arrived")
 	}
 	r = ts.TusPatch(t, alice.Access, loc, half, data[half:]).WantStatus(t, http.StatusNoContent)
@@ -170,10 +171,10 @@ func TestTusRoundTrip(t *testing.T) {
 
 	ts.wantStored(t, data)
 	user := ts.UserID(t, alice.Access)
-	if held, _ := ts.Store.Holds(user, hashOf(data)); !held {
+	if held, _ := ts.Store.Holds(user, servertest.HashOf(data)); !held {
 		t.Fatal("the uploader does not hold the blob")
 	}
-	if hashes, _ := ts.Store.UploadBlobs(user, up); !slices.Equal(hashes, []string{hashOf(data)}) {
+	if hashes, _ := ts.Store.UploadBlobs(user, up); !slices.Equal(hashes, []string{servertest.HashOf(data)}) {
 		t.Fatalf("the session's hash set: %q", hashes)
 	}
 	// The transfer is gone, its partial file with it; the session stays open.
@@ -195,11 +196,11 @@ func TestTusEmptyUpload(t *testing.T) {
 	// An empty upload is complete once created: tus clients send no PATCH.
 	ts.TusCreate(t, tok.Access, up, nil)
 	ts.wantStored(t, nil)
-	if held, _ := ts.Store.Holds(ts.UserID(t, tok.Access), hashOf(nil)); !held {
+	if held, _ := ts.Store.Holds(ts.UserID(t, tok.Access), servertest.HashOf(nil)); !held {
 		t.Fatal("the empty blob is not held")
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access,
-		Header: tusHeaders("Upload-Length", "0", "Upload-Metadata", tusMetadata(hashOf([]byte("x"))))}).
+		Header: tusHeaders("Upload-Length", "0", "Upload-Metadata", tusMetadata(servertest.HashOf([]byte("x"))))}).
 		WantProblem(t, http.StatusUnprocessableEntity, "error.blob.hash_mismatch")
 }
 
@@ -207,7 +208,7 @@ func TestTusVersionRequired(t *testing.T) {
 	ts, tok, loc, data := openTransfer(t, []byte("some bytes"))
 	for _, version := range []string{"", "0.2.2", "1.0"} {
 		for _, req := range []Req{
-			{Method: "POST", Path: path.Dir(loc), Header: map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMetadata(hashOf(data))}},
+			{Method: "POST", Path: path.Dir(loc), Header: map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMetadata(servertest.HashOf(data))}},
 			{Method: "HEAD", Path: loc},
 			{Method: "PATCH", Path: loc, Body: data, ContentType: "application/offset+octet-stream", Header: map[string]string{"Upload-Offset": "0"}},
 			{Method: "DELETE", Path: loc},
@@ -246,7 +247,7 @@ func TestTusCreateValidation(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.MaxBlob = 1024 })
 	tok := ts.Register(t, "a@example.org")
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	hash := hashOf([]byte("x"))
+	hash := servertest.HashOf([]byte("x"))
 	good := tusMetadata(hash)
 	unknown := "sbx_up_" + strings.Repeat("A", 43)
 	cases := []struct {
@@ -303,7 +304,7 @@ func TestTusQuota(t *testing.T) {
 	ts.PutBlob(t, tok.Access, up, bytes.Repeat([]byte{1}, 300)).WantStatus(t, http.StatusCreated)
 	create := func(n int) *Response {
 		return ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access,
-			Header: tusHeaders("Upload-Length", strconv.Itoa(n), "Upload-Metadata", tusMetadata(hashOf(bytes.Repeat([]byte{2}, n))))})
+			Header: tusHeaders("Upload-Length", strconv.Itoa(n), "Upload-Metadata", tusMetadata(servertest.HashOf(bytes.Repeat([]byte{2}, n))))})
 	}
 	create(701).WantProblem(t, http.StatusForbidden, "error.quota.exceeded")
 	loc := create(400).WantStatus(t, http.StatusCreated).Header.Get("Location")
@@ -388,7 +389,7 @@ func TestTusForeignAccount(t *testing.T) {
 		ts.Do(t, Req{Method: "DELETE", Path: tc.path, Token: bob.Access, Header: tusHeaders()}).WantProblem(t, http.StatusNotFound, tc.code)
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + aliceUp + "/tus", Token: bob.Access,
-		Header: tusHeaders("Upload-Length", "100", "Upload-Metadata", tusMetadata(hashOf(data)))}).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+		Header: tusHeaders("Upload-Length", "100", "Upload-Metadata", tusMetadata(servertest.HashOf(data)))}).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
 	if files := blobFiles(t, ts); len(files) != 0 {
 		t.Fatalf("refused requests wrote files: %q", files)
 	}
@@ -412,7 +413,7 @@ func TestTusHashMismatchStoresNothing(t *testing.T) {
 		t.Fatalf("a refused transfer left files: %q", files)
 	}
 	user := ts.UserID(t, tok.Access)
-	for _, h := range []string{hashOf(meant), hashOf(arrived)} {
+	for _, h := range []string{servertest.HashOf(meant), servertest.HashOf(arrived)} {
 		if held, _ := ts.Store.Holds(user, h); held {
 			t.Fatal("a refused transfer's blob is held")
 		}
@@ -576,7 +577,7 @@ func TestTusResumeAfterRestart(t *testing.T) {
 		t.Fatalf("HEAD after the restart: %d, want %d", got, acked)
 	}
 	r := ts.Do(t, Req{Method: "HEAD", Path: loc, Token: tok.Access, Header: tusHeaders()}).WantStatus(t, http.StatusOK)
-	wantHeaders(t, r, map[string]string{"Upload-Metadata": tusMetadata(hashOf(data))})
+	wantHeaders(t, r, map[string]string{"Upload-Metadata": tusMetadata(servertest.HashOf(data))})
 	ts.TusPatch(t, tok.Access, loc, acked, data[acked:acked+1000]).WantStatus(t, http.StatusNoContent)
 	ts.TusPatch(t, tok.Access, loc, acked+1000, data[acked+1000:]).WantStatus(t, http.StatusNoContent)
 	ts.wantStored(t, data)
@@ -645,13 +646,13 @@ func randomData(n int) []byte {
 // bucket): a second node, as far as the blobs are concerned.
 func (ts *TestServer) secondNode(tb testing.TB) *TestServer {
 	tb.Helper()
-	blobStore := mustOpenBlobs(tb, ts.Dir, nil)
+	blobStore := servertest.MustOpenBlobs(tb, ts.Dir, nil)
 	srv := server.New(ts.Config, ts.Store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { srv.Close(context.Background()) })
-	return &TestServer{Server: srv, Store: ts.Store, Blobs: blobStore, Clock: ts.Clock, Config: ts.Config, Dir: ts.Dir}
+	return &TestServer{ts.Node(srv, ts.Store, blobStore)}
 }
 
 // TestTusAlternatesNodes: a transfer whose PATCHes alternate between two

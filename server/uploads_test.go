@@ -12,6 +12,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // blobFiles lists every regular file under the test server's blob
@@ -60,7 +61,7 @@ func TestUploadRoundTrip(t *testing.T) {
 		t.Fatalf("open: %s", r.Body)
 	}
 	data := []byte("ciphertext bytes, sealed on the client")
-	hash := hashOf(data)
+	hash := servertest.HashOf(data)
 	want := `{"hash":"` + hash + `","size":38}`
 	r = ts.PutBlob(t, alice.Access, up, data).WantStatus(t, http.StatusCreated)
 	if string(r.Body) != want {
@@ -107,7 +108,7 @@ func TestUploadHashMismatchKeepsNothing(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	claimed := hashOf([]byte("what the client meant to send"))
+	claimed := servertest.HashOf([]byte("what the client meant to send"))
 	r := ts.Do(t, Req{Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + claimed, Token: tok.Access,
 		Body: []byte("what arrived"), ContentType: "application/octet-stream"})
 	r.WantProblem(t, http.StatusUnprocessableEntity, "error.blob.hash_mismatch")
@@ -115,7 +116,7 @@ func TestUploadHashMismatchKeepsNothing(t *testing.T) {
 		t.Fatalf("a refused blob left files: %v", files)
 	}
 	user := ts.UserID(t, tok.Access)
-	for _, h := range []string{claimed, hashOf([]byte("what arrived"))} {
+	for _, h := range []string{claimed, servertest.HashOf([]byte("what arrived"))} {
 		if held, _ := ts.Store.Holds(user, h); held {
 			t.Fatalf("a refused blob was recorded as held: %s", h)
 		}
@@ -225,7 +226,7 @@ func TestUploadRequestValidation(t *testing.T) {
 	album := ts.NewAlbum(t, tok.Access)
 	up := ts.OpenUpload(t, tok.Access, album)
 	data := []byte("x")
-	hash := hashOf(data)
+	hash := servertest.HashOf(data)
 	unknown := "sbx_up_" + strings.Repeat("A", 43)
 	cases := []struct {
 		name, method, path, token, contentType string
