@@ -118,44 +118,33 @@ func TestRegistrationRules(t *testing.T) {
 	ts := MustOpenServer(t)
 	ts.Register(t, "taken@example.org")
 	long := strings.Repeat("x", 1025)
-	cases := []struct {
-		name        string
-		body        any
-		contentType string
-		status      int
-		code        string
-	}{
-		{"not JSON", "{", "", 400, "error.request.malformed"},
-		{"empty body", "", "application/json", 400, "error.request.malformed"},
-		{"array", `[]`, "", 400, "error.request.malformed"},
-		{"null", `null`, "", 400, "error.request.malformed"},
-		{"trailing data", `{"email":"a@b.c","password":"12345678"} {}`, "", 400, "error.request.malformed"},
-		{"unknown key", map[string]any{"email": "a@b.c", "password": "12345678", "admin": true}, "", 400, "error.request.malformed"},
-		{"wrong type", map[string]any{"email": 5, "password": "12345678"}, "", 400, "error.request.malformed"},
+	cases := []servertest.Scenario{
+		{Name: "not JSON", Body: "{", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "empty body", Body: "", ContentType: "application/json", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "array", Body: `[]`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "null", Body: `null`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "trailing data", Body: `{"email":"a@b.c","password":"12345678"} {}`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Body: map[string]any{"email": "a@b.c", "password": "12345678", "admin": true}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "wrong type", Body: map[string]any{"email": 5, "password": "12345678"}, WantStatus: 400, WantCode: "error.request.malformed"},
 		// encoding/json alone would accept these three.
-		{"key in another case", `{"EMAIL":"a@b.c","password":"12345678"}`, "", 400, "error.request.malformed"},
-		{"key twice", `{"email":"a@b.c","email":"d@e.f","password":"12345678"}`, "", 400, "error.request.malformed"},
-		{"invalid UTF-8", "{\"email\":\"a@b.c\",\"password\":\"\xff2345678\"}", "", 400, "error.request.malformed"},
-		{"missing email", map[string]any{"password": "12345678"}, "", 422, "error.request.invalid"},
-		{"null password", map[string]any{"email": "a@b.c", "password": nil}, "", 422, "error.request.invalid"},
-		{"email without @", map[string]any{"email": "abc", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"email two @", map[string]any{"email": "a@b@c", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"email empty domain", map[string]any{"email": "ab@", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"email too long", map[string]any{"email": strings.Repeat("a", 250) + "@b.cd", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"short password", map[string]any{"email": "a@b.c", "password": "1234567"}, "", 422, "error.request.invalid"},
-		{"long password", map[string]any{"email": "a@b.c", "password": long}, "", 422, "error.request.invalid"},
-		{"taken", map[string]any{"email": "TAKEN@example.org", "password": "12345678"}, "", 409, "error.account.exists"},
-		{"wrong content type", `{"email":"a@b.c","password":"12345678"}`, "text/plain", 415, "error.request.unsupported_media_type"},
-		{"no content type", `{"email":"a@b.c","password":"12345678"}`, "-", 415, "error.request.unsupported_media_type"},
+		{Name: "key in another case", Body: `{"EMAIL":"a@b.c","password":"12345678"}`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "key twice", Body: `{"email":"a@b.c","email":"d@e.f","password":"12345678"}`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "invalid UTF-8", Body: "{\"email\":\"a@b.c\",\"password\":\"\xff2345678\"}", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "missing email", Body: map[string]any{"password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "null password", Body: map[string]any{"email": "a@b.c", "password": nil}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email without @", Body: map[string]any{"email": "abc", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email two @", Body: map[string]any{"email": "a@b@c", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email empty domain", Body: map[string]any{"email": "ab@", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email too long", Body: map[string]any{"email": strings.Repeat("a", 250) + "@b.cd", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "short password", Body: map[string]any{"email": "a@b.c", "password": "1234567"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "long password", Body: map[string]any{"email": "a@b.c", "password": long}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "taken", Body: map[string]any{"email": "TAKEN@example.org", "password": "12345678"}, WantStatus: 409, WantCode: "error.account.exists"},
+		{Name: "wrong content type", Body: `{"email":"a@b.c","password":"12345678"}`, ContentType: "text/plain", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "no content type", Body: `{"email":"a@b.c","password":"12345678"}`, Header: map[string]string{"Content-Type": ""}, WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := Req{Method: "POST", Path: "/v1/auth/register", Body: tc.body, ContentType: tc.contentType}
-			if tc.contentType == "-" {
-				req.ContentType, req.Header = "", map[string]string{"Content-Type": ""}
-			}
-			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path = "POST", "/v1/auth/register"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// Parameters such as charset are allowed.
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", ContentType: "application/json; charset=utf-8",
@@ -230,24 +219,18 @@ func TestLockoutDoesNotRevealAccounts(t *testing.T) {
 func TestLoginValidation(t *testing.T) {
 	ts := MustOpenServer(t)
 	ts.Register(t, "a@example.org")
-	cases := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"malformed", "{]", 400, "error.request.malformed"},
-		{"unknown key", map[string]any{"email": "a@example.org", "password": "x", "otp": "1"}, 400, "error.request.malformed"},
-		{"missing password", map[string]any{"email": "a@example.org"}, 422, "error.request.invalid"},
-		{"bad email", map[string]any{"email": "nope", "password": "x"}, 422, "error.request.invalid"},
-		{"password too long", map[string]any{"email": "a@example.org", "password": strings.Repeat("p", 1025)}, 422, "error.request.invalid"},
-		{"wrong password", map[string]any{"email": "a@example.org", "password": "not it"}, 401, "error.auth.invalid_credentials"},
-		{"unknown account", map[string]any{"email": "b@example.org", "password": servertest.Password}, 401, "error.auth.invalid_credentials"},
+	cases := []servertest.Scenario{
+		{Name: "malformed", Body: "{]", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Body: map[string]any{"email": "a@example.org", "password": "x", "otp": "1"}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "missing password", Body: map[string]any{"email": "a@example.org"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "bad email", Body: map[string]any{"email": "nope", "password": "x"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "password too long", Body: map[string]any{"email": "a@example.org", "password": strings.Repeat("p", 1025)}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "wrong password", Body: map[string]any{"email": "a@example.org", "password": "not it"}, WantStatus: 401, WantCode: "error.auth.invalid_credentials"},
+		{Name: "unknown account", Body: map[string]any{"email": "b@example.org", "password": servertest.Password}, WantStatus: 401, WantCode: "error.auth.invalid_credentials"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: tc.body}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path = "POST", "/v1/auth/login"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", ContentType: "text/plain", Body: `{"email":"a@example.org","password":"x"}`}).
 		WantProblem(t, 415, "error.request.unsupported_media_type")

@@ -410,47 +410,37 @@ func TestShareCreateValidation(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("%064x", i)
 	}
-	cases := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-		field  string
-	}{
-		{"not JSON", "{", 400, "error.request.malformed", ""},
-		{"unknown key", valid(func(b map[string]any) { b["title"] = "x" }), 400, "error.request.malformed", "title"},
-		{"serves not an array", valid(func(b map[string]any) { b["serves"] = m }), 400, "error.request.malformed", "serves"},
-		{"opaque_id a number", valid(func(b map[string]any) { b["opaque_id"] = 5 }), 400, "error.request.malformed", "opaque_id"},
-		{"opaque_id missing", valid(func(b map[string]any) { delete(b, "opaque_id") }), 422, "error.request.invalid", "opaque_id"},
-		{"opaque_id uppercase", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("D", 32) }), 422, "error.request.invalid", "opaque_id"},
-		{"opaque_id short", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 31) }), 422, "error.request.invalid", "opaque_id"},
-		{"opaque_id long", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 33) }), 422, "error.request.invalid", "opaque_id"},
-		{"metadata_hash null", valid(func(b map[string]any) { b["metadata_hash"] = nil }), 422, "error.request.invalid", "metadata_hash"},
-		{"metadata_hash malformed", valid(func(b map[string]any) { b["metadata_hash"] = strings.ToUpper(m) }), 422, "error.request.invalid", "metadata_hash"},
-		{"metadata_hash not served", valid(func(b map[string]any) { b["serves"] = []string{c} }), 422, "error.request.invalid", "metadata_hash"},
-		{"serves missing", valid(func(b map[string]any) { delete(b, "serves") }), 422, "error.request.invalid", "serves"},
-		{"serves empty", valid(func(b map[string]any) { b["serves"] = []string{} }), 422, "error.request.invalid", "serves"},
-		{"serves malformed", valid(func(b map[string]any) { b["serves"] = []string{m, c[:63]} }), 422, "error.request.invalid", "serves"},
-		{"serves null element", valid(func(b map[string]any) { b["serves"] = []any{m, nil} }), 422, "error.request.invalid", "serves"},
-		{"serves 10,001 distinct", valid(func(b map[string]any) { b["serves"] = append([]string{m}, many[:10_000]...) }), 422, "error.request.invalid", "serves"},
-		{"wrapped_secret not base64", valid(func(b map[string]any) { b["wrapped_secret"] = "not base64!" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret url alphabet", valid(func(b map[string]any) { b["wrapped_secret"] = "-_-_" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret unpadded", valid(func(b map[string]any) { b["wrapped_secret"] = "YWI" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret empty", valid(func(b map[string]any) { b["wrapped_secret"] = "" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret over 16 KiB", valid(func(b map[string]any) {
+	cases := []servertest.Scenario{
+		{Name: "not JSON", Body: "{", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Body: valid(func(b map[string]any) { b["title"] = "x" }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "title"},
+		{Name: "serves not an array", Body: valid(func(b map[string]any) { b["serves"] = m }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "serves"},
+		{Name: "opaque_id a number", Body: valid(func(b map[string]any) { b["opaque_id"] = 5 }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "opaque_id"},
+		{Name: "opaque_id missing", Body: valid(func(b map[string]any) { delete(b, "opaque_id") }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "opaque_id uppercase", Body: valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("D", 32) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "opaque_id short", Body: valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 31) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "opaque_id long", Body: valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 33) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "metadata_hash null", Body: valid(func(b map[string]any) { b["metadata_hash"] = nil }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_hash"},
+		{Name: "metadata_hash malformed", Body: valid(func(b map[string]any) { b["metadata_hash"] = strings.ToUpper(m) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_hash"},
+		{Name: "metadata_hash not served", Body: valid(func(b map[string]any) { b["serves"] = []string{c} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_hash"},
+		{Name: "serves missing", Body: valid(func(b map[string]any) { delete(b, "serves") }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves empty", Body: valid(func(b map[string]any) { b["serves"] = []string{} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves malformed", Body: valid(func(b map[string]any) { b["serves"] = []string{m, c[:63]} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves null element", Body: valid(func(b map[string]any) { b["serves"] = []any{m, nil} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves 10,001 distinct", Body: valid(func(b map[string]any) { b["serves"] = append([]string{m}, many[:10_000]...) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "wrapped_secret not base64", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "not base64!" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret url alphabet", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "-_-_" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret unpadded", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "YWI" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret empty", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret over 16 KiB", Body: valid(func(b map[string]any) {
 			b["wrapped_secret"] = base64.StdEncoding.EncodeToString(make([]byte, 16<<10+1))
-		}), 422, "error.request.invalid", "wrapped_secret"},
-		{"expires_at not RFC 3339", valid(func(b map[string]any) { b["expires_at"] = "2027-01-01" }), 422, "error.request.invalid", "expires_at"},
-		{"expires_at now", valid(func(b map[string]any) { b["expires_at"] = "2026-11-22T10:00:00Z" }), 422, "error.request.invalid", "expires_at"},
-		{"expires_at past", valid(func(b map[string]any) { b["expires_at"] = "2020-01-01T00:00:00Z" }), 422, "error.request.invalid", "expires_at"},
+		}), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "expires_at not RFC 3339", Body: valid(func(b map[string]any) { b["expires_at"] = "2027-01-01" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "expires_at"},
+		{Name: "expires_at now", Body: valid(func(b map[string]any) { b["expires_at"] = "2026-11-22T10:00:00Z" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "expires_at"},
+		{Name: "expires_at past", Body: valid(func(b map[string]any) { b["expires_at"] = "2020-01-01T00:00:00Z" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "expires_at"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access, Body: tc.body}).WantProblem(t, tc.status, tc.code)
-			if tc.field != "" && p["field"] != tc.field {
-				t.Fatalf("field: got %v, want %s", p["field"], tc.field)
-			}
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path, sc.Token = "POST", "/v1/shares", tok.Access
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Body: valid(func(map[string]any) {})}).WantProblem(t, 401, "error.auth.unauthenticated")
 	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access, Body: `{}`, ContentType: "text/plain"}).WantProblem(t, 415, "error.request.unsupported_media_type")
