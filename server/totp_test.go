@@ -215,27 +215,21 @@ func TestPendingEnrollmentReplaced(t *testing.T) {
 }
 
 func TestCodeRequestValidation(t *testing.T) {
-	tests := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"missing code", map[string]any{}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"null code", map[string]any{"totp_code": nil}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"five digits", map[string]any{"totp_code": "12345"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"letters", map[string]any{"totp_code": "12a456"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"spaced", map[string]any{"totp_code": "123 456"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"a number", map[string]any{"totp_code": 123456}, http.StatusBadRequest, fault.ECodeMalformed},
-		{"unknown key", map[string]any{"totp_code": "123456", "extra": 1}, http.StatusBadRequest, fault.ECodeMalformed},
+	tests := []servertest.Scenario{
+		{Name: "missing code", Body: map[string]any{}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "null code", Body: map[string]any{"totp_code": nil}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "five digits", Body: map[string]any{"totp_code": "12345"}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "letters", Body: map[string]any{"totp_code": "12a456"}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "spaced", Body: map[string]any{"totp_code": "123 456"}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "a number", Body: map[string]any{"totp_code": 123456}, WantStatus: http.StatusBadRequest, WantCode: fault.ECodeMalformed},
+		{Name: "unknown key", Body: map[string]any{"totp_code": "123456", "extra": 1}, WantStatus: http.StatusBadRequest, WantCode: fault.ECodeMalformed},
 	}
 	ts := MustOpenServer(t)
 	tok, _ := ts.RegisterWithTOTP(t, "alice@example.com")
-	for _, tt := range tests {
+	for _, sc := range tests {
 		for _, path := range []string{"/v1/auth/totp/verify-enrollment", "/v1/auth/totp/disable"} {
-			t.Run(tt.name+" "+path, func(t *testing.T) {
-				ts.Do(t, Req{Method: "POST", Path: path, Token: tok.Access, Body: tt.body}).WantProblem(t, tt.status, tt.code)
-			})
+			sc.Method, sc.Path, sc.Token = "POST", path, tok.Access
+			t.Run(sc.Name+" "+path, func(t *testing.T) { sc.Test(t, ts.Client) })
 		}
 	}
 	t.Run("no token", func(t *testing.T) {

@@ -250,37 +250,25 @@ func TestTusCreateValidation(t *testing.T) {
 	hash := servertest.HashOf([]byte("x"))
 	good := tusMetadata(hash)
 	unknown := "sbx_up_" + strings.Repeat("A", 43)
-	cases := []struct {
-		name, upload, token, length, metadata string
-		status                                int
-		code                                  string
-	}{
-		{"no token", up, "", "1", good, 401, "error.auth.unauthenticated"},
-		{"upload id malformed", "sbx_up_sh~rt", tok.Access, "1", good, 400, "error.request.malformed"},
-		{"upload id well-formed but short, unknown", "sbx_up_short", tok.Access, "1", good, 404, "error.upload.not_found"},
-		{"unknown upload", unknown, tok.Access, "1", good, 404, "error.upload.not_found"},
-		{"no Upload-Length", up, tok.Access, "", good, 400, "error.request.malformed"},
-		{"negative Upload-Length", up, tok.Access, "-1", good, 400, "error.request.malformed"},
-		{"signed Upload-Length", up, tok.Access, "+1", good, 400, "error.request.malformed"},
-		{"Upload-Length not a number", up, tok.Access, "1e3", good, 400, "error.request.malformed"},
-		{"Upload-Length past int64", up, tok.Access, "9223372036854775808", good, 400, "error.request.malformed"},
-		{"no Upload-Metadata", up, tok.Access, "1", "", 422, "error.request.invalid"},
-		{"metadata without hash", up, tok.Access, "1", "filename ZmlsZQ==", 422, "error.request.invalid"},
-		{"hash not base64", up, tok.Access, "1", "hash !!!", 400, "error.request.malformed"},
-		{"hash uppercase", up, tok.Access, "1", tusMetadata(strings.ToUpper(hash)), 422, "error.request.invalid"},
-		{"hash short", up, tok.Access, "1", tusMetadata(hash[:63]), 422, "error.request.invalid"},
+	cases := []servertest.Scenario{
+		{Name: "no token", Path: "/v1/uploads/" + up + "/tus", Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "upload id malformed", Path: "/v1/uploads/sbx_up_sh~rt/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "upload id well-formed but short, unknown", Path: "/v1/uploads/sbx_up_short/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 404, WantCode: "error.upload.not_found"},
+		{Name: "unknown upload", Path: "/v1/uploads/" + unknown + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 404, WantCode: "error.upload.not_found"},
+		{Name: "no Upload-Length", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "negative Upload-Length", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "-1", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "signed Upload-Length", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "+1", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "Upload-Length not a number", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1e3", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "Upload-Length past int64", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "9223372036854775808", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "no Upload-Metadata", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1"), WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "metadata without hash", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", "filename ZmlsZQ=="), WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "hash not base64", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", "hash !!!"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "hash uppercase", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", tusMetadata(strings.ToUpper(hash))), WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "hash short", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", tusMetadata(hash[:63])), WantStatus: 422, WantCode: "error.request.invalid"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := tusHeaders()
-			if tc.length != "" {
-				h["Upload-Length"] = tc.length
-			}
-			if tc.metadata != "" {
-				h["Upload-Metadata"] = tc.metadata
-			}
-			ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + tc.upload + "/tus", Token: tc.token, Header: h}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method = "POST"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// Over --max-blob: 413 with no body, before the session is even read.
 	wantEmpty413(t, ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access,
@@ -318,36 +306,20 @@ func TestTusPatchValidation(t *testing.T) {
 	ts, tok, loc, data := openTransfer(t, randomData(1000))
 	ts.TusPatch(t, tok.Access, loc, 0, data[:100]).WantStatus(t, http.StatusNoContent)
 	octet := "application/offset+octet-stream"
-	cases := []struct {
-		name, path, contentType, offset string
-		body                            []byte
-		status                          int
-		code                            string
-	}{
-		{"no token", loc, octet, "100", data[100:200], 401, "error.auth.unauthenticated"},
-		{"octet-stream", loc, "application/octet-stream", "100", data[100:200], 415, "error.request.unsupported_media_type"},
-		{"no media type", loc, "-", "100", data[100:200], 415, "error.request.unsupported_media_type"},
-		{"no Upload-Offset", loc, octet, "", data[100:200], 400, "error.request.malformed"},
-		{"negative Upload-Offset", loc, octet, "-100", data[100:200], 400, "error.request.malformed"},
-		{"offset behind", loc, octet, "0", data[:100], 409, "error.transfer.offset_mismatch"},
-		{"offset ahead", loc, octet, "200", data[200:300], 409, "error.transfer.offset_mismatch"},
-		{"transfer id malformed", path.Dir(loc) + "/not-a-uuid", octet, "100", data[100:200], 400, "error.request.malformed"},
-		{"unknown transfer", path.Dir(loc) + "/9f0e0d0c-0b0a-4908-8706-050403020100", octet, "100", data[100:200], 404, "error.transfer.not_found"},
+	cases := []servertest.Scenario{
+		{Name: "no token", Path: loc, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "100"), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "octet-stream", Path: loc, Token: tok.Access, Body: data[100:200], ContentType: "application/octet-stream", Header: tusHeaders("Upload-Offset", "100"), WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "no media type", Path: loc, Token: tok.Access, Body: data[100:200], Header: tusHeaders("Content-Type", "", "Upload-Offset", "100"), WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "no Upload-Offset", Path: loc, Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders(), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "negative Upload-Offset", Path: loc, Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "-100"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "offset behind", Path: loc, Token: tok.Access, Body: data[:100], ContentType: octet, Header: tusHeaders("Upload-Offset", "0"), WantStatus: 409, WantCode: "error.transfer.offset_mismatch"},
+		{Name: "offset ahead", Path: loc, Token: tok.Access, Body: data[200:300], ContentType: octet, Header: tusHeaders("Upload-Offset", "200"), WantStatus: 409, WantCode: "error.transfer.offset_mismatch"},
+		{Name: "transfer id malformed", Path: path.Dir(loc) + "/not-a-uuid", Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "100"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown transfer", Path: path.Dir(loc) + "/9f0e0d0c-0b0a-4908-8706-050403020100", Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "100"), WantStatus: 404, WantCode: "error.transfer.not_found"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := Req{Method: "PATCH", Path: tc.path, Body: tc.body, ContentType: tc.contentType, Header: tusHeaders()}
-			if tc.name != "no token" {
-				req.Token = tok.Access
-			}
-			if tc.contentType == "-" {
-				req.ContentType, req.Header["Content-Type"] = "", ""
-			}
-			if tc.offset != "" {
-				req.Header["Upload-Offset"] = tc.offset
-			}
-			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method = "PATCH"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// A body past the declared length: announced, refused before a byte is
 	// read; chunked, refused when it overruns, acknowledging nothing of it.
