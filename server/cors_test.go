@@ -54,38 +54,35 @@ func TestShareReadsAreCrossOrigin(t *testing.T) {
 		}
 		return h
 	}
-	for _, tc := range []struct {
-		name, method, path string
-		header             map[string]string
-		status             int
-	}{
-		{"metadata 200", "GET", "/s/" + l.id, origin, http.StatusOK},
-		{"blob 200", "GET", blob, origin, http.StatusOK},
-		{"blob 206", "GET", blob, with("Range", "bytes=10-19"), http.StatusPartialContent},
-		{"blob 304", "GET", blob, with("If-None-Match", etag), http.StatusNotModified},
-		{"blob HEAD 200", "HEAD", blob, origin, http.StatusOK},
-		{"secret 200", "GET", "/s/" + l.id + "/wrapped-secret", origin, http.StatusOK},
-		{"malformed id 400", "GET", "/s/NOT-AN-ID", origin, http.StatusBadRequest},
-		{"unknown link 404", "GET", "/s/" + strings.Repeat("f", 32), origin, http.StatusNotFound},
-		{"unknown blob 404", "GET", "/s/" + l.id + "/blob/" + strings.Repeat("e", 64), origin, http.StatusNotFound},
-		{"no route 404", "GET", "/s/" + l.id + "/nothing/here", origin, http.StatusNotFound},
-		{"wrong method 405", "POST", "/s/" + l.id, origin, http.StatusMethodNotAllowed},
-		{"no Origin", "GET", "/s/" + l.id, nil, http.StatusOK},
-		{"rate limited 429", "GET", blob, origin, http.StatusTooManyRequests},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.status == http.StatusTooManyRequests {
-				for ts.Do(t, Req{Method: "GET", Path: tc.path}).Status != http.StatusTooManyRequests {
+	cases := []servertest.Scenario{
+		{Name: "metadata 200", Method: "GET", Path: "/s/" + l.id, Header: origin, WantStatus: http.StatusOK},
+		{Name: "blob 200", Method: "GET", Path: blob, Header: origin, WantStatus: http.StatusOK},
+		{Name: "blob 206", Method: "GET", Path: blob, Header: with("Range", "bytes=10-19"), WantStatus: http.StatusPartialContent},
+		{Name: "blob 304", Method: "GET", Path: blob, Header: with("If-None-Match", etag), WantStatus: http.StatusNotModified},
+		{Name: "blob HEAD 200", Method: "HEAD", Path: blob, Header: origin, WantStatus: http.StatusOK},
+		{Name: "secret 200", Method: "GET", Path: "/s/" + l.id + "/wrapped-secret", Header: origin, WantStatus: http.StatusOK},
+		{Name: "malformed id 400", Method: "GET", Path: "/s/NOT-AN-ID", Header: origin, WantStatus: http.StatusBadRequest},
+		{Name: "unknown link 404", Method: "GET", Path: "/s/" + strings.Repeat("f", 32), Header: origin, WantStatus: http.StatusNotFound},
+		{Name: "unknown blob 404", Method: "GET", Path: "/s/" + l.id + "/blob/" + strings.Repeat("e", 64), Header: origin, WantStatus: http.StatusNotFound},
+		{Name: "no route 404", Method: "GET", Path: "/s/" + l.id + "/nothing/here", Header: origin, WantStatus: http.StatusNotFound},
+		{Name: "wrong method 405", Method: "POST", Path: "/s/" + l.id, Header: origin, WantStatus: http.StatusMethodNotAllowed},
+		{Name: "no Origin", Method: "GET", Path: "/s/" + l.id, WantStatus: http.StatusOK},
+		{Name: "rate limited 429", Method: "GET", Path: blob, Header: origin, WantStatus: http.StatusTooManyRequests},
+	}
+	for _, sc := range cases {
+		t.Run(sc.Name, func(t *testing.T) {
+			if sc.WantStatus == http.StatusTooManyRequests {
+				for ts.Do(t, Req{Method: "GET", Path: sc.Path}).Status != http.StatusTooManyRequests {
 				}
 			}
-			r := ts.Do(t, Req{Method: tc.method, Path: tc.path, Header: tc.header}).WantStatus(t, tc.status)
+			r := sc.Test(t, ts.Client)
 			wantShareCORS(t, r)
-			if strings.Contains(tc.path, "/blob/") && tc.status < 400 {
+			if strings.Contains(sc.Path, "/blob/") && sc.WantStatus < 400 {
 				if cc := r.Header.Get("Cache-Control"); cc != "private, no-cache" {
 					t.Errorf("blob Cache-Control: got %q, want private, no-cache (validation only)", cc)
 				}
 			}
-			if tc.status == http.StatusTooManyRequests && r.Header.Get("Retry-After") == "" {
+			if sc.WantStatus == http.StatusTooManyRequests && r.Header.Get("Retry-After") == "" {
 				t.Error("429 without Retry-After")
 			}
 		})
