@@ -53,8 +53,7 @@ func TestLoginFloodPeakRSS(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: accounts * perAccount}}
 	defer client.CloseIdleConnections()
 	post := func(path string, i int) int {
-		resp, err := client.Post(ts.URL()+path, "application/json",
-			strings.NewReader(fmt.Sprintf(`{"email":"flood%d@example.org","password":%q}`, i, servertest.Password)))
+		resp, err := client.Post(ts.URL()+path, "application/json", strings.NewReader(fmt.Sprintf(`{"email":"flood%d@example.org","password":%q}`, i, servertest.Password)))
 		if err != nil {
 			t.Error(err)
 			return 0
