@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 
 	"sealbox/server"
 	"sealbox/server/password"
+	"sealbox/server/servertest"
 )
 
 // TestShareLinksInABrowser reads a share link from a page in a real browser
@@ -285,35 +285,22 @@ func (o *browserOwner) revoke(link string) { o.call("DELETE", "/v1/shares/"+link
 // answer into out.
 func (o *browserOwner) call(method, path string, body any, want int, out any) {
 	o.t.Helper()
-	var rd io.Reader
-	contentType := ""
+	req := servertest.Req{Method: method, Path: path, Token: o.token}
 	switch b := body.(type) {
 	case string:
 		if b != "" {
-			rd, contentType = strings.NewReader(b), "application/json"
+			req.Body, req.ContentType = b, "application/json"
 		}
 	case []byte:
-		rd, contentType = bytes.NewReader(b), "application/octet-stream"
+		req.Body, req.ContentType = b, "application/octet-stream"
 	}
-	req, _ := http.NewRequest(method, o.api+path, rd)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if o.token != "" {
-		req.Header.Set("Authorization", "Bearer "+o.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		o.t.Fatalf("%s %s: %d, want %d: %.300s", method, path, resp.StatusCode, want, raw)
+	r := servertest.Client{BaseURL: o.api}.Do(o.t, req)
+	if r.Status != want {
+		o.t.Fatalf("%s %s: %d, want %d: %.300s", method, path, r.Status, want, r.Body)
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			o.t.Fatalf("%s %s: %v: %.300s", method, path, err, raw)
+		if err := json.Unmarshal(r.Body, out); err != nil {
+			o.t.Fatalf("%s %s: %v: %.300s", method, path, err, r.Body)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"sealbox/server/hybridsig"
+	"sealbox/server/servertest"
 )
 
 // TestCrashConsistency runs the real binary, drives concurrent writers
@@ -312,29 +313,15 @@ func (rig *crashRig) check() {
 // send makes one request. ok is false when no complete answer arrived (the
 // server died): such a write is not acknowledged.
 func (rig *crashRig) send(method, path, token, contentType string, body []byte, header map[string]string) (status int, resp []byte, ok bool) {
-	req, err := http.NewRequest(method, rig.url+path, bytes.NewReader(body))
-	if err != nil {
-		rig.t.Fatal(err)
+	req := servertest.Req{Method: method, Path: path, Token: token, ContentType: contentType, Header: header}
+	if len(body) > 0 {
+		req.Body = body
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	r, err := rig.client.Do(req)
+	r, err := servertest.Client{BaseURL: rig.url, HTTP: rig.client}.Send(req)
 	if err != nil {
 		return 0, nil, false
 	}
-	defer r.Body.Close()
-	resp, err = io.ReadAll(r.Body)
-	if err != nil {
-		return 0, nil, false
-	}
-	return r.StatusCode, resp, true
+	return r.Status, r.Body, true
 }
 
 func (rig *crashRig) sendJSON(method, path, token string, body any) (int, []byte, bool) {

@@ -27,37 +27,33 @@ import (
 	"sealbox/kv/fault"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 func openRegistration(c *server.Config) { c.Registration = "open" }
 
-// apiClient drives the HTTP API of a test server.
+// apiClient drives the HTTP API of a test server with servertest's Client.
 type apiClient struct {
 	t   *testing.T
 	url string
 }
 
+// do sends body (none when empty) and returns the status and the answer
+// decoded as a JSON object (nil when it is none). A transport error fails
+// the test without stopping it, so writer goroutines may call do.
 func (c apiClient) do(method, path, token, contentType string, body []byte) (int, map[string]any) {
-	req, err := http.NewRequest(method, c.url+path, bytes.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
+	req := servertest.Req{Method: method, Path: path, Token: token, ContentType: contentType}
+	if len(body) > 0 {
+		req.Body = body
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	r, err := servertest.Client{BaseURL: c.url}.Send(req)
 	if err != nil {
 		c.t.Error(err)
 		return 0, nil
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	var m map[string]any
-	json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
+	json.Unmarshal(r.Body, &m)
+	return r.Status, m
 }
 
 func (c apiClient) json(method, path, token string, body any) (int, map[string]any) {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sealbox/server/servertest"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,12 +108,12 @@ func TestREADMENginxInFront(t *testing.T) {
 	const link = "0123456789abcdef0123456789abcdef"
 	api.json("POST", "/v1/shares", token, `{"opaque_id":"`+link+`","metadata_hash":"`+hash+`","serves":["`+hash+`"]}`, 201)
 	whole := api.do("GET", "/s/"+link+"/blob/"+hash, "", nil, nil, 200)
-	if got := whole.body; !bytes.Equal(got, video) {
+	if got := whole.Body; !bytes.Equal(got, video) {
 		t.Fatalf("the blob read back through nginx differs (%d bytes)", len(got))
 	}
 	ranged := api.do("GET", "/s/"+link+"/blob/"+hash, "", nil, map[string]string{"Range": "bytes=40000000-40065535"}, 206)
-	if !bytes.Equal(ranged.body, video[40000000:40065536]) || ranged.Header.Get("Content-Range") != fmt.Sprintf("bytes 40000000-40065535/%d", len(video)) {
-		t.Fatalf("ranged read through nginx: %d bytes, Content-Range %q", len(ranged.body), ranged.Header.Get("Content-Range"))
+	if !bytes.Equal(ranged.Body, video[40000000:40065536]) || ranged.Header.Get("Content-Range") != fmt.Sprintf("bytes 40000000-40065535/%d", len(video)) {
+		t.Fatalf("ranged read through nginx: %d bytes, Content-Range %q", len(ranged.Body), ranged.Header.Get("Content-Range"))
 	}
 }
 
@@ -139,33 +140,19 @@ type proxyAPI struct {
 	base   string
 }
 
-type proxyResponse struct {
-	*http.Response
-	body []byte
-}
-
-func (a proxyAPI) do(method, path, token string, body []byte, headers map[string]string, want int) proxyResponse {
+// do sends body (none when empty) with the headers and fails the test
+// unless the answer has the status want.
+func (a proxyAPI) do(method, path, token string, body []byte, headers map[string]string, want int) *servertest.Response {
 	a.t.Helper()
-	req, err := http.NewRequest(method, a.base+path, bytes.NewReader(body))
-	if err != nil {
-		a.t.Fatal(err)
+	req := servertest.Req{Method: method, Path: path, Token: token, Header: headers}
+	if len(body) > 0 {
+		req.Body = body
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	r := servertest.Client{BaseURL: a.base, HTTP: a.client}.Do(a.t, req)
+	if r.Status != want {
+		a.t.Fatalf("%s %s through nginx: %d, want %d: %.300s", method, path, r.Status, want, r.Body)
 	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		a.t.Fatalf("%s %s through nginx: %d, want %d: %.300s", method, path, resp.StatusCode, want, raw)
-	}
-	return proxyResponse{resp, raw}
+	return r
 }
 
 func (a proxyAPI) json(method, path, token, body string, want int) map[string]any {
@@ -175,7 +162,7 @@ func (a proxyAPI) json(method, path, token, body string, want int) map[string]an
 		headers["Content-Type"] = "application/json"
 	}
 	var m map[string]any
-	json.Unmarshal(a.do(method, path, token, []byte(body), headers, want).body, &m)
+	json.Unmarshal(a.do(method, path, token, []byte(body), headers, want).Body, &m)
 	return m
 }
 
@@ -285,18 +272,18 @@ func TestREADMENginxShareListener(t *testing.T) {
 
 	meta := api.do("GET", "/s/"+link, "", nil, map[string]string{"Origin": "https://viewer.example"}, 200)
 	ranged := api.do("GET", "/s/"+link+"/blob/"+hashHex(blob), "", nil, map[string]string{"Range": "bytes=100-199"}, 206)
-	if !bytes.Equal(ranged.body, blob[100:200]) {
-		t.Fatalf("ranged read through nginx: %q", ranged.body)
+	if !bytes.Equal(ranged.Body, blob[100:200]) {
+		t.Fatalf("ranged read through nginx: %q", ranged.Body)
 	}
-	for _, r := range []proxyResponse{meta, ranged} {
+	for _, r := range []*servertest.Response{meta, ranged} {
 		if r.Header.Get("Access-Control-Allow-Origin") != "*" || r.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
 			t.Errorf("share answer through nginx without its CORS headers: %v", r.Header)
 		}
 	}
 	api.do("GET", "/healthz", "", nil, nil, 200)
 	for _, path := range []string{"/readyz", "/v1/version", "/v1/albums"} {
-		if r := api.do("GET", path, owner.token, nil, nil, 404); !strings.Contains(string(r.body), `"error.not_found"`) {
-			t.Errorf("%s through nginx: %s", path, r.body)
+		if r := api.do("GET", path, owner.token, nil, nil, 404); !strings.Contains(string(r.Body), `"error.not_found"`) {
+			t.Errorf("%s through nginx: %s", path, r.Body)
 		}
 	}
 }

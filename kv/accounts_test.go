@@ -5,12 +5,13 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestAccounts: an address is registered once; accounts are found by id and
 // email; the display name is set and cleared.
 func TestAccounts(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	if err := s.AddAccount(&kv.Account{ID: "acct-dup", Email: a.Email}); fault.ErrorCode(err) != fault.ECodeAccountExists {
 		t.Fatalf("a second account for one address: %v", err)

@@ -5,12 +5,13 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestAdminOperations: the operator's listing, disabling (which closes every
 // session), quota and second-factor reset.
 func TestAdminOperations(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	b := mustAccount(t, s, c, 1)                                               // u1@example.org, one session
 	holdVia(t, s, "acct-a", "album-a", kv.Blob{Hash: hexHash('a'), Size: 100}) // acct-a@example.org
 	a, err := s.AccountByEmail("acct-a@example.org")

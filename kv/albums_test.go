@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 func TestProvisionAlbum(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a, created, err := s.ProvisionAlbum("acct", "album", "2026-01-01")
 	if err != nil || !created || a.OwnerID != "acct" || a.ProtocolVersion != "2026-01-01" || !a.CreatedAt.Equal(c.Now()) {
 		t.Fatalf("create: %+v, %v, %v", a, created, err)
@@ -29,7 +30,7 @@ func TestProvisionAlbum(t *testing.T) {
 
 // TestAlbumsOldestFirst: an account lists its own albums, oldest first.
 func TestAlbumsOldestFirst(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	const first, second = "0f0e0d0c-0b0a-4908-8706-050403020100", "00000000-0b0a-4908-8706-050403020100"
 	s.ProvisionAlbum("acct-a", first, "2026-09-01")
 	c.Advance(time.Second)

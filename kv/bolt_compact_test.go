@@ -17,7 +17,7 @@ import (
 // live relay channel, "sbx_rl_1"; its path is returned.
 func boltStoreWithData(t *testing.T, fill func(s *kv.Store)) string {
 	t.Helper()
-	c := &clock{now: time.Now()}
+	c := kvtest.NewClockAt(time.Now())
 	path := filepath.Join(t.TempDir(), "sealbox.db")
 	s, err := kvtest.Open(path, kv.Options{Now: c.Now})
 	if err != nil {

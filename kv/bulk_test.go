@@ -7,12 +7,13 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestBulk: records written in one transaction are all there; a failing
 // function leaves nothing; the email index stays unique.
 func TestBulk(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	now := c.Now()
 	err := s.Bulk(func(b *kv.Bulk) error {
 		a := &kv.Account{ID: "bulk-1", Email: "bulk1@example.org", CreatedAt: now}

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"sealbox/kv/kvtest"
 	"testing"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // the first stays; a sign-in without one records nothing; the ledger lists
 // sessions oldest first and cohorts by first sighting.
 func TestLedgerCohorts(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	first := c.Now()
 	signIn := func(id, cohort string) {

@@ -6,12 +6,13 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestDirectory: the first publish pins the key; versions only go up; a
 // refusal stores and logs nothing; each publish gets the next log index.
 func TestDirectory(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	if _, err := s.Directory(a.ID); fault.ErrorCode(err) != fault.ECodeDirectoryNotFound {
 		t.Fatalf("before a publish: %v", err)

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestEscrow: stored verbatim, replaced by the next one with replaced set,
 // and kept per account.
 func TestEscrow(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a, b := mustAccount(t, s, c, 1), mustAccount(t, s, c, 2)
 	if _, err := s.Escrow(a.ID); fault.ErrorCode(err) != fault.ECodeEscrowNotFound {
 		t.Fatalf("before any: %v", err)

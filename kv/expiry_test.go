@@ -6,13 +6,14 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestSweepProcessesOnlyWhatIsDue: nothing is due before its expiry;
 // afterwards DueExpiries counts what Sweep then removes, and the records are
 // gone.
 func TestSweepProcessesOnlyWhatIsDue(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	s.PutRevokeChallenge(a.ID, "sbx_ch_due", kv.Deadline(c.Now(), 5*time.Minute))
 	s.CountPasswordFailure(a.Email, kv.LockoutPolicy{Failures: 10, Window: 15 * time.Minute})

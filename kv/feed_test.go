@@ -6,12 +6,13 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestFeedPages: entries after a sync_seq, oldest first, a page at a time,
 // with has_more; another account's album is refused.
 func TestFeedPages(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	acct := mustAccount(t, s, c, 1)
 	holdVia(t, s, acct.ID, "album", kv.Blob{Hash: hexHash('c'), Size: 10})
 	for i := range 5 {

@@ -9,6 +9,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // holdVia stores b as held by accountID through a fresh upload session, the
@@ -45,7 +46,7 @@ func hexHash(c byte) string { return strings.Repeat(string(c), 64) }
 // TestBlobsRecorded: a page of hashes is checked in one call, held or not,
 // an empty page included.
 func TestBlobsRecorded(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct-1", "album-1", kv.Blob{Hash: hexHash('a'), Size: 1})
 	holdVia(t, s, "acct-2", "album-2", kv.Blob{Hash: hexHash('c'), Size: 3})
 	for _, tc := range []struct {
@@ -68,7 +69,7 @@ func TestBlobsRecorded(t *testing.T) {
 }
 
 func TestHoldingsPerAccount(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	// "acct-1" is a prefix of "acct-10": their rows must not mix.
 	holdVia(t, s, "acct-1", "album-1", kv.Blob{Hash: hexHash('a'), Size: 100})
 	holdVia(t, s, "acct-1", "album-1", kv.Blob{Hash: hexHash('b'), Size: 20})
@@ -108,7 +109,7 @@ func TestHoldingsPerAccount(t *testing.T) {
 }
 
 func TestQuotaRefusesAndWritesNothing(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 60})
 	if room, err := s.QuotaRoom("acct", hexHash('b')); room != math.MaxInt64 || err != nil {
 		t.Fatalf("an unlimited quota bounds nothing: got %d, %v", room, err)
@@ -151,7 +152,7 @@ func TestQuotaRefusesAndWritesNothing(t *testing.T) {
 // record that drifted from them is reported, naming the account and both
 // figures.
 func TestUsageProblems(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct-a", "album-a", kv.Blob{Hash: strings.Repeat("a", 64), Size: 100})
 	holdVia(t, s, "acct-a", "album-a", kv.Blob{Hash: strings.Repeat("b", 64), Size: 20})
 	holdVia(t, s, "acct-b", "album-b", kv.Blob{Hash: strings.Repeat("a", 64), Size: 100})

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 // TestInstanceAndServed: a fresh store has no id and never served (its
 // leases are housekeeping); AdoptInstance records an id once and refuses
 // another; an account makes the store one that served.
 func TestInstanceAndServed(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	if in, err := s.Instance(); err != nil || in != (kv.Instance{}) {
 		t.Fatalf("a fresh store: %+v %v", in, err)
 	}
@@ -51,14 +52,14 @@ func TestInstanceAndServed(t *testing.T) {
 // keeps the target's mark and id; FinishRestore ends it; a store that holds
 // records is refused.
 func TestRestoreIntoAStore(t *testing.T) {
-	src, _ := MustOpenStore(t)
+	src, _ := kvtest.MustOpenStore(t)
 	if err := src.AdoptInstance("the-backups-instance", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.AddAccount(&kv.Account{ID: "acct-1", Email: "one@example.org"}); err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := MustOpenStore(t)
+	dst, _ := kvtest.MustOpenStore(t)
 	if err := dst.AdoptInstance("started-once", false); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestRestoreIntoAStore(t *testing.T) {
 // TestReleaseLeasesOf: a node's restart releases every lease a holder of
 // its id holds, and no other.
 func TestReleaseLeasesOf(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	for name, holder := range map[string]string{"tus/a": "node-1/old-run/1", "sweep": "node-1/old-run", "tus/b": "node-10/run/1", "tus/c": "node-2/run/1"} {
 		if held, err := s.TryLease(name, holder, time.Minute); err != nil || !held {
 			t.Fatalf("take %s: %v %v", name, held, err)

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 // TestAccountKeysArePrefixSafe: ids of any length are taken, so an account
 // whose id is a prefix of another's ("acct-1" of "acct-10") must never see,
 // nor revoke, the other's rows through a prefix scan.
 func TestAccountKeysArePrefixSafe(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	short := mustAccount(t, s, c, 1)
 	long := mustAccount(t, s, c, 10)
 	withCohort := newSession(c, long.ID, "sess-10-1")

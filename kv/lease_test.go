@@ -2,13 +2,12 @@ package kv_test
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/bolt"
 	"sealbox/kv/kvtest"
-	"sealbox/kv/pgtest"
 )
 
 // handTicker is the ticks of every Lease of one store, sent by the test:
@@ -45,22 +44,11 @@ func (h handTicker) tick(t *testing.T, s *kv.Store, l *kv.Lease, want time.Time)
 
 // mustOpenTickedStore is MustOpenStore whose leases renew on the test's
 // ticks.
-func mustOpenTickedStore(t *testing.T) (*kv.Store, *clock, handTicker) {
+func mustOpenTickedStore(t *testing.T) (*kv.Store, *kvtest.Clock, handTicker) {
 	t.Helper()
-	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	c := kvtest.NewClock()
 	h := make(handTicker)
-	opts := kv.Options{Now: c.Now, Ticker: h.ticker}
-	var s *kv.Store
-	var err error
-	if url := pgtest.URL(t); url != "" {
-		s, err = kvtest.OpenPostgres(url, opts)
-	} else {
-		s, err = kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), opts)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := kvtest.LocationIn(t, t.TempDir()).MustOpen(t, kv.Options{Now: c.Now, Ticker: h.ticker}, bolt.Options{})
 	return s, c, h
 }
 

@@ -16,7 +16,7 @@ import (
 // clock moves; nothing sleeps) or when its holder releases it, and swept
 // once expired.
 func TestLease(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	try := func(holder string, want bool) {
 		t.Helper()
 		if got, err := s.TryLease("sweep", holder, time.Minute); err != nil || got != want {
@@ -59,7 +59,7 @@ func TestLease(t *testing.T) {
 // TestLeaseOneHolderAtATime: holders racing for a free lease, one take
 // each, leave exactly one holder.
 func TestLeaseOneHolderAtATime(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	racers := []*kv.Store{s, s, s, s, s, s, s, s}
 	if won := raceForLease(t, racers); won != 1 {
 		t.Fatalf("%d holders took one lease", won)
@@ -92,21 +92,13 @@ func raceForLease(t *testing.T, stores []*kv.Store) int {
 
 // twoNodes opens two Stores on one PostgreSQL schema with one clock: two
 // nodes of one instance. It skips without SEALBOX_TEST_PG.
-func twoNodes(t *testing.T) (a, b *kv.Store, c *clock) {
+func twoNodes(t *testing.T) (a, b *kv.Store, c *kvtest.Clock) {
 	t.Helper()
-	url := pgtest.URL(t)
-	if url == "" {
+	if !pgtest.Enabled() {
 		t.Skip("two nodes need a networked engine: set SEALBOX_TEST_PG")
 	}
-	c = &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	var nodes [2]*kv.Store
-	for i := range nodes {
-		var err error
-		if nodes[i], err = kvtest.OpenPostgres(url, kv.Options{Now: c.Now}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nodes[i].Close() })
-	}
+	c = kvtest.NewClock()
+	nodes := kvtest.TwoNodes(t, kv.Options{Now: c.Now})
 	return nodes[0], nodes[1], c
 }
 

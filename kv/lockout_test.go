@@ -9,13 +9,14 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestLockout: failures count per address, known or not; the limit locks
 // the address for the window (with the time left), the lock ends on its
 // own, and a count whose last failure left the window starts again.
 func TestLockout(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	p := kv.LockoutPolicy{Failures: 3, Window: 15 * time.Minute}
 	for _, email := range []string{a.Email, "nobody@example.org"} {
@@ -56,17 +57,17 @@ func TestLockout(t *testing.T) {
 // PostgreSQL), and with them kept in the store whatever the engine.
 func TestPasswordAttemptsInFlight(t *testing.T) {
 	t.Run("as the engine has them", func(t *testing.T) {
-		s, c := MustOpenStore(t)
+		s, c := kvtest.MustOpenStore(t)
 		testPasswordAttemptsInFlight(t, s, c)
 	})
 	t.Run("in the store", func(t *testing.T) {
-		s, c := MustOpenStore(t)
+		s, c := kvtest.MustOpenStore(t)
 		kv.KeepAttemptsInStoreForTests(s)
 		testPasswordAttemptsInFlight(t, s, c)
 	})
 }
 
-func testPasswordAttemptsInFlight(t *testing.T, s *kv.Store, c *clock) {
+func testPasswordAttemptsInFlight(t *testing.T, s *kv.Store, c *kvtest.Clock) {
 	a := mustAccount(t, s, c, 1)
 	p := kv.LockoutPolicy{Failures: 3, Window: 15 * time.Minute}
 	const ttl = time.Minute

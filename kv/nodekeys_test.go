@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 // TestBindNodeKeys: the first start records the keys; the same keys are
@@ -13,7 +14,7 @@ import (
 // the store served (naming which key, recording nothing), and bound to the
 // new keys while it never served.
 func TestBindNodeKeys(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	seal, logKey := []byte("fingerprint-of-the-first-key"), "sealbox/test+12345678+AAAA"
 	if rebound, err := s.BindNodeKeys([]byte("keys of a first start that failed"), "sealbox/test+0+0"); err != nil || rebound {
 		t.Fatalf("first start: %v, rebound %v", err, rebound)

@@ -35,7 +35,7 @@ func BenchmarkApplyOp(b *testing.B) {
 }
 
 func benchApplyOp(b *testing.B, bo bolt.Options, writers int) {
-	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	c := kvtest.NewClock()
 	s, err := kvtest.OpenBolt(filepath.Join(b.TempDir(), "sealbox.db"), kv.Options{Now: c.Now}, bo)
 	if err != nil {
 		b.Fatal(err)

@@ -7,13 +7,14 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestApplyOpBatchedRefusals: refused and applied ops share batches. A
 // refusal must neither fail nor re-run its batch: every create applies once,
 // exactly one replace of the head wins, and sync_seq stays contiguous.
 func TestApplyOpBatchedRefusals(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	acct := mustAccount(t, s, c, 1)
 	holdVia(t, s, acct.ID, "album", kv.Blob{Hash: hexHash('c'), Size: 10})
 	op := func(asset, action, prior string, n int) *kv.Op {

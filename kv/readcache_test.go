@@ -9,6 +9,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // hammer calls read from a few goroutines until the returned stop is called,
@@ -27,7 +28,7 @@ func hammer(read func()) (stop func()) {
 }
 
 func TestAuthenticateRefusesAClosedSessionAtOnce(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	for n := 1; n <= 20; n++ {
 		a := mustAccount(t, s, c, n)
 		token := "at-" + a.ID[len("acct-"):]
@@ -50,7 +51,7 @@ func TestAuthenticateRefusesAClosedSessionAtOnce(t *testing.T) {
 }
 
 func TestAuthenticateCopiesTheSession(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	mustAccount(t, s, c, 1)
 	first, err := s.Authenticate("at-1")
 	if err != nil {
@@ -67,7 +68,7 @@ func TestAuthenticateCopiesTheSession(t *testing.T) {
 }
 
 func TestShareBlobRefusesARevokedLinkAtOnce(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	for _, id := range []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"} {
 		if err := s.CreateShare(id, &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')},
@@ -91,7 +92,7 @@ func TestShareBlobRefusesARevokedLinkAtOnce(t *testing.T) {
 }
 
 func TestShareBlobExpiresWithoutAWrite(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	const id = "0123456789abcdef0123456789abcdef"
 	if err := s.CreateShare(id, &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')},

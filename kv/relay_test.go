@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"sealbox/kv"
+	"sealbox/kv/kvtest"
 )
 
 func TestEnrollmentFallbackCollisionRefused(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	exp := c.Now().Add(10 * time.Minute)
 	if err := s.IssueEnrollmentCode("a", "sbx_en_first", "123456789012", exp); err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestEnrollmentFallbackCollisionRefused(t *testing.T) {
 }
 
 func TestRelaySecretsAreStoredOnlyAsHashes(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	exp := c.Now().Add(10 * time.Minute)
 	code, fallback, channel, challenge := "sbx_en_SECRETCODE0123456789", "987654321098", "sbx_rl_SECRETCHANNEL0123456789", "sbx_ch_SECRETCHALLENGE0123456789"
 	if err := s.IssueEnrollmentCode("a", code, fallback, exp); err != nil {
@@ -66,7 +67,7 @@ func TestRelaySecretsAreStoredOnlyAsHashes(t *testing.T) {
 }
 
 func TestSweepRemovesExpiredChannelsWithTheirMailboxes(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	if err := s.IssueEnrollmentCode("a", "sbx_en_1", "222222222222", c.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}

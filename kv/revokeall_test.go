@@ -7,13 +7,14 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestRevokeChallenge: a challenge is spent by its first use, whatever the
 // outcome; an expired one is refused and spent too; it names the account and
 // its pinned key (none before a directory).
 func TestRevokeChallenge(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	if err := s.PutRevokeChallenge(a.ID, "sbx_ch_one", c.Now().Add(5*time.Minute)); err != nil {
 		t.Fatal(err)

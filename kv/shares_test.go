@@ -7,10 +7,11 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 func TestShareStoredUnderTheHashOfItsID(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	const id = "0123456789abcdef0123456789abcdef"
 	if err := s.CreateShare(id, &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')}}); err != nil {
@@ -26,7 +27,7 @@ func TestShareStoredUnderTheHashOfItsID(t *testing.T) {
 }
 
 func TestShareLifecycleInStore(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('b'), Size: 2})
 	const id = "fedcba9876543210fedcba9876543210"
@@ -65,7 +66,7 @@ func TestShareLifecycleInStore(t *testing.T) {
 // goes at that expiry, and the id is free again, without the old link's
 // blobs.
 func TestShareSweepRevokedAndExpired(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('b'), Size: 2})
 	holdVia(t, s, "other", "album-2", kv.Blob{Hash: hexHash('a'), Size: 1})

@@ -9,52 +9,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
 	"sealbox/kv/kvtest"
-	"sealbox/kv/pgtest"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// MustOpenStore opens a store with a test clock: a real bbolt file in a
-// temp dir, or with SEALBOX_TEST_PG set a schema of its own on a real
-// PostgreSQL (kv/pgtest).
-func MustOpenStore(tb testing.TB) (*kv.Store, *clock) {
-	tb.Helper()
-	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	var s *kv.Store
-	var err error
-	if url := pgtest.URL(tb); url != "" {
-		s, err = kvtest.OpenPostgres(url, kv.Options{Now: c.Now})
-	} else {
-		s, err = kvtest.Open(filepath.Join(tb.TempDir(), "sealbox.db"), kv.Options{Now: c.Now})
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	return s, c
-}
 
 // maxAge is the absolute session lifetime the tests refresh under.
 const maxAge = 365 * 24 * time.Hour
 
-func newSession(c *clock, accountID, id string) *kv.Session {
+func newSession(c *kvtest.Clock, accountID, id string) *kv.Session {
 	now := c.Now()
 	return &kv.Session{
 		ID: id, AccountID: accountID, CreatedAt: now, AuthenticatedAt: now,
@@ -62,7 +28,7 @@ func newSession(c *clock, accountID, id string) *kv.Session {
 	}
 }
 
-func mustAccount(tb testing.TB, s *kv.Store, c *clock, n int) *kv.Account {
+func mustAccount(tb testing.TB, s *kv.Store, c *kvtest.Clock, n int) *kv.Account {
 	tb.Helper()
 	a := &kv.Account{ID: fmt.Sprintf("acct-%d", n), Email: fmt.Sprintf("u%d@example.org", n), PasswordHash: "h", CreatedAt: c.Now()}
 	if err := s.CreateAccount(a, newSession(c, a.ID, fmt.Sprintf("sess-%d-0", n)), fmt.Sprintf("at-%d", n), fmt.Sprintf("rt-%d", n)); err != nil {
@@ -72,7 +38,7 @@ func mustAccount(tb testing.TB, s *kv.Store, c *clock, n int) *kv.Account {
 }
 
 func TestCreateAccountDuplicateEmail(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	mustAccount(t, s, c, 1)
 	dup := &kv.Account{ID: "other", Email: "u1@example.org", CreatedAt: c.Now()}
 	err := s.CreateAccount(dup, newSession(c, "other", "s2"), "a2", "r2")
@@ -85,7 +51,7 @@ func TestCreateAccountDuplicateEmail(t *testing.T) {
 }
 
 func TestTokensAreStoredOnlyAsHashes(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := &kv.Account{ID: "a", Email: "a@example.org", CreatedAt: c.Now()}
 	access, refresh := "sbx_at_SECRETACCESS0123456789", "sbx_rt_SECRETREFRESH0123456789"
 	if err := s.CreateAccount(a, newSession(c, "a", "s"), access, refresh); err != nil {
@@ -97,7 +63,7 @@ func TestTokensAreStoredOnlyAsHashes(t *testing.T) {
 }
 
 func TestAuthenticateExpiry(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	mustAccount(t, s, c, 1)
 	if _, err := s.Authenticate("at-1"); err != nil {
 		t.Fatalf("live token refused: %v", err)
@@ -109,7 +75,7 @@ func TestAuthenticateExpiry(t *testing.T) {
 }
 
 func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	c.Advance(time.Minute)
 	next := newSession(c, "", "sess-2")
@@ -141,7 +107,7 @@ func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
 }
 
 func TestSweepRemovesExpiredSessionsOnly(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	mustAccount(t, s, c, 1)
 	c.Advance(12 * time.Hour)
 	mustAccount(t, s, c, 2)
@@ -171,7 +137,7 @@ func TestSweepRemovesExpiredSessionsOnly(t *testing.T) {
 }
 
 func TestSessionsOldestFirstPrefixScan(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	mustAccount(t, s, c, 10) // shares the "acct-1" prefix as a string
 	for i := 1; i <= 3; i++ {
@@ -191,7 +157,7 @@ func TestSessionsOldestFirstPrefixScan(t *testing.T) {
 }
 
 func TestLockoutWindowAndReset(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	p := kv.LockoutPolicy{Failures: 3, Window: 15 * time.Minute}
 	failures := func() int {
@@ -253,7 +219,7 @@ func TestLockoutWindowAndReset(t *testing.T) {
 }
 
 func TestLockoutCountsUnknownAddresses(t *testing.T) {
-	s, _ := MustOpenStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	p := kv.LockoutPolicy{Failures: 2, Window: time.Minute}
 	for i := 0; i < 2; i++ {
 		if err := s.CountPasswordFailure("ghost@example.org", p); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // openTransferSession provisions an album for the account and opens an upload
@@ -50,7 +51,7 @@ func writer(tb testing.TB, s *kv.Store, id string) kv.Fence {
 }
 
 func TestTransferLifecycle(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	const up = "sbx_up_transfers"
 	openTransferSession(t, s, a.ID, "album", up)
@@ -118,7 +119,7 @@ func TestTransferLifecycle(t *testing.T) {
 }
 
 func TestTransferRefusedOutsideItsSession(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a, b := mustAccount(t, s, c, 1), mustAccount(t, s, c, 2)
 	openTransferSession(t, s, a.ID, "album-a", "sbx_up_a1")
 	if _, err := s.OpenUpload(a.ID, "album-a", "sbx_up_a2", time.Hour, 0); err != nil {
@@ -161,7 +162,7 @@ func TestTransferRefusedOutsideItsSession(t *testing.T) {
 }
 
 func TestTransferQuota(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	const up = "sbx_up_quota"
 	openTransferSession(t, s, a.ID, "album", up)
@@ -200,7 +201,7 @@ func TestTransferQuota(t *testing.T) {
 }
 
 func TestTransfersEndWithTheirSession(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	openTransferSession(t, s, a.ID, "album", "sbx_up_closed")
 	if _, err := s.OpenUpload(a.ID, "album", "sbx_up_expiring", time.Hour, 0); err != nil {
@@ -255,7 +256,7 @@ func TestTransfersEndWithTheirSession(t *testing.T) {
 }
 
 func TestTransfersPaging(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	openTransferSession(t, s, a.ID, "album", "sbx_up_paging")
 	for _, id := range []string{"t-3", "t-1", "t-2"} {
@@ -277,7 +278,7 @@ func TestTransfersPaging(t *testing.T) {
 // Retry-After, and the new holder writes from the offset left as it was.
 // A lapsed lease no one took is refused the same way.
 func TestTransferWritesAreFenced(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	const up = "sbx_up_fenced"
 	openTransferSession(t, s, a.ID, "album", up)

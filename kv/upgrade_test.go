@@ -6,6 +6,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // TestUpgradeCeremony: start, the same intent again, another intent refused,
@@ -13,7 +14,7 @@ import (
 // flight, commit re-pins the album, and a window that closes ends the
 // ceremony.
 func TestUpgradeCeremony(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	const album = "0f0e0d0c-0b0a-4908-8706-050403020100"
 	if _, _, err := s.ProvisionAlbum(a.ID, album, "2025-01-15"); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 // wantLimit fails unless err is the refusal of the limit named by flag,
@@ -26,7 +27,7 @@ func wantLimit(tb testing.TB, err error, code, flag string, retryAfter time.Dura
 // session (not yet swept) or a closed one frees its place, and another
 // account is not affected.
 func TestUploadSessionCap(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a, b := mustAccount(t, s, c, 1), mustAccount(t, s, c, 2)
 	for _, acct := range []*kv.Account{a, b} {
 		if _, _, err := s.ProvisionAlbum(acct.ID, "album-"+acct.ID, "2026-09-01"); err != nil {
@@ -63,7 +64,7 @@ func TestUploadSessionCap(t *testing.T) {
 // TestUploadSessionCapHoldsUnderConcurrency: parallel openings, each in its
 // own transaction, never pass the cap together.
 func TestUploadSessionCapHoldsUnderConcurrency(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	if _, _, err := s.ProvisionAlbum(a.ID, "album", "2026-09-01"); err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestUploadSessionCapHoldsUnderConcurrency(t *testing.T) {
 // MaxPendingBytes of declared lengths across all its sessions, with no
 // quota set; a finished or discarded transfer frees its share.
 func TestTransferCaps(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	a := mustAccount(t, s, c, 1)
 	openTransferSession(t, s, a.ID, "album-1", "sbx_up_1")
 	openTransferSession(t, s, a.ID, "album-2", "sbx_up_2")

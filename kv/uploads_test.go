@@ -6,10 +6,11 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/kv/kvtest"
 )
 
 func TestUploadSessionLifecycle(t *testing.T) {
-	s, c := MustOpenStore(t)
+	s, c := kvtest.MustOpenStore(t)
 	ensureAccount(t, s, "acct")
 	const token = "sbx_up_SECRETUPLOADTOKEN0123456789"
 	if _, err := s.OpenUpload("acct", "album", token, time.Hour, 0); fault.ErrorCode(err) != fault.ECodeAlbumNotFound {

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // The tests in this file load and abuse a real server on a loopback
@@ -52,8 +53,7 @@ func TestLoginFloodPeakRSS(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: accounts * perAccount}}
 	defer client.CloseIdleConnections()
 	post := func(path string, i int) int {
-		resp, err := client.Post(ts.URL()+path, "application/json",
-			strings.NewReader(fmt.Sprintf(`{"email":"flood%d@example.org","password":%q}`, i, testPassword)))
+		resp, err := client.Post(ts.URL()+path, "application/json", strings.NewReader(fmt.Sprintf(`{"email":"flood%d@example.org","password":%q}`, i, servertest.Password)))
 		if err != nil {
 			t.Error(err)
 			return 0
@@ -117,7 +117,7 @@ func TestShareReadsAtTheRateLimit(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.ShareBurst = burst; c.ShareRate = 1 })
 	tok := ts.Register(t, "share@example.org")
 	link := ts.newLink(t, tok.Access)
-	paths := []string{"/s/" + link.id, "/s/" + link.id + "/blob/" + hashOf(link.content), "/s/" + link.id + "/wrapped-secret",
+	paths := []string{"/s/" + link.id, "/s/" + link.id + "/blob/" + servertest.HashOf(link.content), "/s/" + link.id + "/wrapped-secret",
 		"/s/ffffffffffffffffffffffffffffffff", "/s/not-an-id"}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	defer client.CloseIdleConnections()
@@ -230,7 +230,7 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 	tok := ts.Register(t, "slow@example.org")
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
 	blob := bytes.Repeat([]byte("s"), 1000)
-	blobHead := "PUT /v1/uploads/" + up + "/blobs/" + hashOf(blob) + " HTTP/1.1\r\nHost: sealbox\r\n" +
+	blobHead := "PUT /v1/uploads/" + up + "/blobs/" + servertest.HashOf(blob) + " HTTP/1.1\r\nHost: sealbox\r\n" +
 		"Authorization: Bearer " + tok.Access + "\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n"
 	// send writes head and the start of a body, then stalls, and returns
 	// how long after the head the server closed the connection.
@@ -316,7 +316,7 @@ func TestOversizedBodiesAre413WithoutBody(t *testing.T) {
 		{"escrow", "PUT", "/v1/auth/escrow", "application/octet-stream", bytes.Repeat([]byte{1}, 64<<10+1), nil},
 		{"directory", "POST", "/v1/auth/devices/directory", "application/cbor", bytes.Repeat([]byte{0}, 256<<10+1),
 			map[string]string{"X-Service-Identity-Key": aliceKey.PublicKeyBase64()}},
-		{"blob", "PUT", "/v1/uploads/" + up + "/blobs/" + hashOf(bigBlob), "application/octet-stream", bigBlob, nil},
+		{"blob", "PUT", "/v1/uploads/" + up + "/blobs/" + servertest.HashOf(bigBlob), "application/octet-stream", bigBlob, nil},
 		{"wrong media type", "POST", "/v1/auth/login", "text/plain", bytes.Repeat([]byte("z"), 17<<10), nil},
 	}
 	for _, tc := range cases {
@@ -444,7 +444,7 @@ func newFixture(tb testing.TB, ts *TestServer) fixture {
 		upload:  ts.OpenUpload(tb, tok.Access, ts.NewAlbum(tb, tok.Access)),
 		channel: ts.openChannel(tb, tok.Access),
 		link:    link.id,
-		hash:    hashOf(link.content),
+		hash:    servertest.HashOf(link.content),
 	}
 }
 

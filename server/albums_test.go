@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 func TestAlbumProvisionAndList(t *testing.T) {
@@ -60,35 +61,31 @@ func TestAlbumProtocolDefaultsToProtocolMax(t *testing.T) {
 func TestAlbumProvisionValidation(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
-	cases := []struct {
-		name        string
-		token       string
-		body        any
-		contentType string
-		status      int
-		code        string
-	}{
-		{"no token", "", map[string]any{"album_id": "0f0e0d0c-0b0a-4908-8706-050403020100"}, "", 401, "error.auth.unauthenticated"},
-		{"not JSON", tok.Access, "{", "", 400, "error.request.malformed"},
-		{"unknown key", tok.Access, map[string]any{"album_id": "0f0e0d0c-0b0a-4908-8706-050403020100", "name": "x"}, "", 400, "error.request.malformed"},
-		{"wrong type", tok.Access, map[string]any{"album_id": 7}, "", 400, "error.request.malformed"},
-		{"wrong media type", tok.Access, `{"album_id":"0f0e0d0c-0b0a-4908-8706-050403020100"}`, "text/plain", 415, "error.request.unsupported_media_type"},
-		{"missing", tok.Access, map[string]any{}, "", 422, "error.request.invalid"},
-		{"null", tok.Access, map[string]any{"album_id": nil}, "", 422, "error.request.invalid"},
-		{"uppercase", tok.Access, map[string]any{"album_id": "0F0E0D0C-0B0A-4908-8706-050403020100"}, "", 422, "error.request.invalid"},
-		{"no hyphens", tok.Access, map[string]any{"album_id": "0f0e0d0c0b0a49088706050403020100"}, "", 422, "error.request.invalid"},
-		{"braces", tok.Access, map[string]any{"album_id": "{0f0e0d0c-0b0a-4908-8706-050403020100}"}, "", 422, "error.request.invalid"},
-		{"empty", tok.Access, map[string]any{"album_id": ""}, "", 422, "error.request.invalid"},
+	const id = "0f0e0d0c-0b0a-4908-8706-050403020100"
+	malformed := func(name string, body any) servertest.Scenario {
+		return servertest.Scenario{Name: name, Token: tok.Access, Body: body, WantStatus: 400, WantCode: "error.request.malformed"}
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := ts.Do(t, Req{Method: "POST", Path: "/v1/albums", Token: tc.token, Body: tc.body, ContentType: tc.contentType})
-			p := r.WantProblem(t, tc.status, tc.code)
-			if tc.status == 422 && p["field"] != "album_id" {
-				t.Fatalf("field: got %v", p["field"])
-			}
-		})
+	invalid := func(name string, body any) servertest.Scenario {
+		return servertest.Scenario{Name: name, Token: tok.Access, Body: body, WantStatus: 422, WantCode: "error.request.invalid", WantField: "album_id"}
 	}
+	cases := []servertest.Scenario{
+		{Name: "no token", Body: map[string]any{"album_id": id}, WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		malformed("not JSON", "{"),
+		malformed("unknown key", map[string]any{"album_id": id, "name": "x"}),
+		malformed("wrong type", map[string]any{"album_id": 7}),
+		{Name: "wrong media type", Token: tok.Access, Body: `{"album_id":"` + id + `"}`, ContentType: "text/plain",
+			WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		invalid("missing", map[string]any{}),
+		invalid("null", map[string]any{"album_id": nil}),
+		invalid("uppercase", map[string]any{"album_id": "0F0E0D0C-0B0A-4908-8706-050403020100"}),
+		invalid("no hyphens", map[string]any{"album_id": "0f0e0d0c0b0a49088706050403020100"}),
+		invalid("braces", map[string]any{"album_id": "{" + id + "}"}),
+		invalid("empty", map[string]any{"album_id": ""}),
+	}
+	for i := range cases {
+		cases[i].Method, cases[i].Path = "POST", "/v1/albums"
+	}
+	servertest.RunScenarios(t, ts.Client, cases)
 	if r := ts.Do(t, Req{Method: "GET", Path: "/v1/albums", Token: tok.Access}); string(r.Body) != `{"albums":[]}` {
 		t.Fatalf("a refused provision wrote an album: %s", r.Body)
 	}

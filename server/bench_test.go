@@ -22,6 +22,7 @@ import (
 	"sealbox/kv/kvtest"
 	"sealbox/server"
 	"sealbox/server/password"
+	"sealbox/server/servertest"
 )
 
 // benchClient keeps enough idle connections for b.RunParallel.
@@ -91,7 +92,7 @@ func BenchmarkLoginProductionCost(b *testing.B) {
 func benchLogin(b *testing.B, edit ...func(*server.Config)) {
 	ts := MustOpenServer(b, edit...)
 	ts.Register(b, "bench@example.org")
-	body := map[string]any{"email": "bench@example.org", "password": testPassword}
+	body := map[string]any{"email": "bench@example.org", "password": servertest.Password}
 	b.ResetTimer()
 	for b.Loop() {
 		if r := ts.Do(b, Req{Method: "POST", Path: "/v1/auth/login", Body: body}); r.Status != http.StatusOK {
@@ -108,7 +109,7 @@ func BenchmarkLoginParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		email := fmt.Sprintf("bench%d@example.org", next.Add(1))
 		ts.Register(b, email)
-		body := map[string]any{"email": email, "password": testPassword}
+		body := map[string]any{"email": email, "password": servertest.Password}
 		for pb.Next() {
 			if r := ts.Do(b, Req{Method: "POST", Path: "/v1/auth/login", Body: body}); r.Status != http.StatusOK {
 				b.Fatalf("status %d", r.Status)
@@ -131,7 +132,7 @@ func BenchmarkConcurrentLoginsRSS(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ts.Do(b, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "flood@example.org", "password": testPassword}})
+				ts.Do(b, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "flood@example.org", "password": servertest.Password}})
 			}()
 		}
 		wg.Wait()

@@ -9,6 +9,7 @@ import (
 	"sealbox/kv"
 	"sealbox/kv/fault"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 func (ts *TestServer) refresh(tb testing.TB, refresh string) *Response {
@@ -29,7 +30,7 @@ func TestSessionMaxAge(t *testing.T) {
 	for _, at := range []time.Duration{29 * day, 58 * day} {
 		ts.Clock.Advance(at - ts.Clock.Now().Sub(signIn))
 		r := ts.refresh(t, tok.Refresh)
-		tok = tokensOf(t, r)
+		tok = servertest.TokensOf(t, r)
 		if got, want := r.JSON(t)["expires_by"], float64(ts.Clock.Now().Add(15*time.Minute).Unix()); got != want {
 			t.Fatalf("expires_by at day %d: got %v, want %v", at/day, got, want)
 		}
@@ -37,7 +38,7 @@ func TestSessionMaxAge(t *testing.T) {
 	// Ten minutes before the end, the access token gets the ten minutes left.
 	ts.Clock.Advance(end.Add(-10 * time.Minute).Sub(ts.Clock.Now()))
 	r := ts.refresh(t, tok.Refresh)
-	tok = tokensOf(t, r)
+	tok = servertest.TokensOf(t, r)
 	if got, want := r.JSON(t)["expires_by"], float64(end.Unix()); got != want {
 		t.Fatalf("expires_by just before the end: got %v, want %v (the chain's end)", got, want)
 	}
@@ -69,7 +70,7 @@ func TestSessionMaxAgeLowered(t *testing.T) {
 func TestRefreshTokensNameTheirChain(t *testing.T) {
 	ts := MustOpenServer(t)
 	first := ts.Register(t, "a@example.org")
-	next := tokensOf(t, ts.refresh(t, first.Refresh))
+	next := servertest.TokensOf(t, ts.refresh(t, first.Refresh))
 	other := ts.Login(t, "a@example.org")
 	c1, ok1 := kv.RefreshChain(first.Refresh)
 	c2, ok2 := kv.RefreshChain(next.Refresh)
@@ -91,7 +92,7 @@ func TestRefreshTokensNameTheirChain(t *testing.T) {
 	if err := ts.Store.LoginSucceeded(acct.Email, old, "sbx_at_legacy", legacy); err != nil {
 		t.Fatal(err)
 	}
-	upgraded := tokensOf(t, ts.refresh(t, legacy))
+	upgraded := servertest.TokensOf(t, ts.refresh(t, legacy))
 	if _, ok := kv.RefreshChain(upgraded.Refresh); !ok {
 		t.Fatalf("a pre-chain token refreshed into %q, which names no chain", upgraded.Refresh)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sealbox/kv/fault"
+	"sealbox/server/servertest"
 )
 
 // TestPendingChallengeEndsWithTheOwnersIntent: a sign-in held at its second
@@ -22,7 +23,7 @@ func TestPendingChallengeEndsWithTheOwnersIntent(t *testing.T) {
 	}{
 		{name: "password change", end: func(t *testing.T, ts *TestServer, tok Tokens, secret string) string {
 			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/password", Token: tok.Access,
-				Body: map[string]any{"current_password": testPassword, "new_password": testPassword}}).WantStatus(t, http.StatusNoContent)
+				Body: map[string]any{"current_password": servertest.Password, "new_password": servertest.Password}}).WantStatus(t, http.StatusNoContent)
 			return secret
 		}},
 		{name: "global sign-out", end: func(t *testing.T, ts *TestServer, tok Tokens, secret string) string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // wantShareCORS fails unless r carries the headers every /s/ answer must:
@@ -43,8 +44,8 @@ func TestShareReadsAreCrossOrigin(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.ShareBurst = 10; c.ShareRate = 1e-3 })
 	tok := ts.Register(t, "cors@example.org")
 	l := ts.newLink(t, tok.Access)
-	blob := "/s/" + l.id + "/blob/" + hashOf(l.content)
-	etag := `"` + hashOf(l.content) + `"`
+	blob := "/s/" + l.id + "/blob/" + servertest.HashOf(l.content)
+	etag := `"` + servertest.HashOf(l.content) + `"`
 	origin := map[string]string{"Origin": "https://viewer.example"}
 	with := func(kv ...string) map[string]string {
 		h := map[string]string{"Origin": "https://viewer.example"}
@@ -53,38 +54,35 @@ func TestShareReadsAreCrossOrigin(t *testing.T) {
 		}
 		return h
 	}
-	for _, tc := range []struct {
-		name, method, path string
-		header             map[string]string
-		status             int
-	}{
-		{"metadata 200", "GET", "/s/" + l.id, origin, http.StatusOK},
-		{"blob 200", "GET", blob, origin, http.StatusOK},
-		{"blob 206", "GET", blob, with("Range", "bytes=10-19"), http.StatusPartialContent},
-		{"blob 304", "GET", blob, with("If-None-Match", etag), http.StatusNotModified},
-		{"blob HEAD 200", "HEAD", blob, origin, http.StatusOK},
-		{"secret 200", "GET", "/s/" + l.id + "/wrapped-secret", origin, http.StatusOK},
-		{"malformed id 400", "GET", "/s/NOT-AN-ID", origin, http.StatusBadRequest},
-		{"unknown link 404", "GET", "/s/" + strings.Repeat("f", 32), origin, http.StatusNotFound},
-		{"unknown blob 404", "GET", "/s/" + l.id + "/blob/" + strings.Repeat("e", 64), origin, http.StatusNotFound},
-		{"no route 404", "GET", "/s/" + l.id + "/nothing/here", origin, http.StatusNotFound},
-		{"wrong method 405", "POST", "/s/" + l.id, origin, http.StatusMethodNotAllowed},
-		{"no Origin", "GET", "/s/" + l.id, nil, http.StatusOK},
-		{"rate limited 429", "GET", blob, origin, http.StatusTooManyRequests},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.status == http.StatusTooManyRequests {
-				for ts.Do(t, Req{Method: "GET", Path: tc.path}).Status != http.StatusTooManyRequests {
+	cases := []servertest.Scenario{
+		{Name: "metadata 200", Method: "GET", Path: "/s/" + l.id, Header: origin, WantStatus: http.StatusOK},
+		{Name: "blob 200", Method: "GET", Path: blob, Header: origin, WantStatus: http.StatusOK},
+		{Name: "blob 206", Method: "GET", Path: blob, Header: with("Range", "bytes=10-19"), WantStatus: http.StatusPartialContent},
+		{Name: "blob 304", Method: "GET", Path: blob, Header: with("If-None-Match", etag), WantStatus: http.StatusNotModified},
+		{Name: "blob HEAD 200", Method: "HEAD", Path: blob, Header: origin, WantStatus: http.StatusOK},
+		{Name: "secret 200", Method: "GET", Path: "/s/" + l.id + "/wrapped-secret", Header: origin, WantStatus: http.StatusOK},
+		{Name: "malformed id 400", Method: "GET", Path: "/s/NOT-AN-ID", Header: origin, WantStatus: http.StatusBadRequest},
+		{Name: "unknown link 404", Method: "GET", Path: "/s/" + strings.Repeat("f", 32), Header: origin, WantStatus: http.StatusNotFound},
+		{Name: "unknown blob 404", Method: "GET", Path: "/s/" + l.id + "/blob/" + strings.Repeat("e", 64), Header: origin, WantStatus: http.StatusNotFound},
+		{Name: "no route 404", Method: "GET", Path: "/s/" + l.id + "/nothing/here", Header: origin, WantStatus: http.StatusNotFound},
+		{Name: "wrong method 405", Method: "POST", Path: "/s/" + l.id, Header: origin, WantStatus: http.StatusMethodNotAllowed},
+		{Name: "no Origin", Method: "GET", Path: "/s/" + l.id, WantStatus: http.StatusOK},
+		{Name: "rate limited 429", Method: "GET", Path: blob, Header: origin, WantStatus: http.StatusTooManyRequests},
+	}
+	for _, sc := range cases {
+		t.Run(sc.Name, func(t *testing.T) {
+			if sc.WantStatus == http.StatusTooManyRequests {
+				for ts.Do(t, Req{Method: "GET", Path: sc.Path}).Status != http.StatusTooManyRequests {
 				}
 			}
-			r := ts.Do(t, Req{Method: tc.method, Path: tc.path, Header: tc.header}).WantStatus(t, tc.status)
+			r := sc.Test(t, ts.Client)
 			wantShareCORS(t, r)
-			if strings.Contains(tc.path, "/blob/") && tc.status < 400 {
+			if strings.Contains(sc.Path, "/blob/") && sc.WantStatus < 400 {
 				if cc := r.Header.Get("Cache-Control"); cc != "private, no-cache" {
 					t.Errorf("blob Cache-Control: got %q, want private, no-cache (validation only)", cc)
 				}
 			}
-			if tc.status == http.StatusTooManyRequests && r.Header.Get("Retry-After") == "" {
+			if sc.WantStatus == http.StatusTooManyRequests && r.Header.Get("Retry-After") == "" {
 				t.Error("429 without Retry-After")
 			}
 		})
@@ -207,23 +205,23 @@ func TestShareListener(t *testing.T) {
 	tok := ts.Register(t, "listener@example.org")
 	l := ts.newLink(t, tok.Access)
 
-	DoAt(t, shares, Req{Method: "GET", Path: "/healthz"}).WantStatus(t, http.StatusOK)
-	wantShareCORS(t, DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK))
-	DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(l.content)}).WantStatus(t, http.StatusOK)
-	DoAt(t, shares, Req{Method: "OPTIONS", Path: "/s/" + l.id, Header: map[string]string{"Origin": "https://x.example"}}).WantStatus(t, http.StatusNoContent)
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/healthz"}).WantStatus(t, http.StatusOK)
+	wantShareCORS(t, servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK))
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + servertest.HashOf(l.content)}).WantStatus(t, http.StatusOK)
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "OPTIONS", Path: "/s/" + l.id, Header: map[string]string{"Origin": "https://x.example"}}).WantStatus(t, http.StatusNoContent)
 	for _, req := range []Req{
 		{Method: "GET", Path: "/readyz"},
 		{Method: "GET", Path: "/v1/version"},
 		{Method: "GET", Path: "/v1/openapi.yaml"},
 		{Method: "GET", Path: "/metrics"},
 		{Method: "GET", Path: "/v1/albums", Token: tok.Access},
-		{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "listener@example.org", "password": testPassword}},
+		{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "listener@example.org", "password": servertest.Password}},
 		{Method: "DELETE", Path: "/v1/shares/" + l.id, Token: tok.Access},
 		{Method: "OPTIONS", Path: "/v1/albums", Header: map[string]string{"Origin": "https://x.example", "Access-Control-Request-Method": "GET"}},
 		{Method: "GET", Path: "/"},
 		{Method: "GET", Path: "/s"},
 	} {
-		r := DoAt(t, shares, req)
+		r := servertest.Client{BaseURL: shares}.Do(t, req)
 		r.WantProblem(t, http.StatusNotFound, "error.not_found")
 		if acao := r.Header.Get("Access-Control-Allow-Origin"); acao != "" {
 			t.Errorf("%s %s: Access-Control-Allow-Origin %q", req.Method, req.Path, acao)
@@ -233,9 +231,9 @@ func TestShareListener(t *testing.T) {
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
 
 	// One bucket per address across both listeners: 5 tokens, 4 spent.
-	DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
+	servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
-	r := DoAt(t, shares, Req{Method: "GET", Path: "/s/" + l.id})
+	r := servertest.Client{BaseURL: shares}.Do(t, Req{Method: "GET", Path: "/s/" + l.id})
 	r.WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
 	wantShareCORS(t, r)
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // bigShare registers a share link serving a blob of size bytes and returns
@@ -22,9 +23,9 @@ func bigShare(t testing.TB, ts *TestServer, size int) string {
 	blob := bytes.Repeat([]byte("sealed "), size/7+1)[:size]
 	ts.Upload(t, tok.Access, blob)
 	l := ts.newLink(t, tok.Access, func(body map[string]any) {
-		body["serves"] = []string{body["metadata_hash"].(string), hashOf(blob)}
+		body["serves"] = []string{body["metadata_hash"].(string), servertest.HashOf(blob)}
 	})
-	return "/s/" + l.id + "/blob/" + hashOf(blob)
+	return "/s/" + l.id + "/blob/" + servertest.HashOf(blob)
 }
 
 // rawGet opens a connection with a small receive buffer, sends a GET of
@@ -88,21 +89,17 @@ func TestWriteStall(t *testing.T) {
 // anon-body-timeout).
 func TestAnonymousBodies(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.AnonBodyTimeout = 300 * time.Millisecond })
-	for _, tc := range []struct {
-		path string
-		size int
-	}{
-		{"/v1/auth/login", 16<<10 + 1},
-		{"/v1/auth/register", 16<<10 + 1},
-		{"/v1/auth/refresh", 16<<10 + 1},
-		{"/v1/auth/devices/enroll/redeem", 16<<10 + 1},
-		{"/v1/auth/devices/enroll/channel/sbx_rl_" + strings.Repeat("a", 43), 68<<10 + 1},
-	} {
-		r := ts.Do(t, Req{Method: "POST", Path: tc.path, Body: `{"x":"` + strings.Repeat("a", tc.size) + `"}`})
-		if r.Status != http.StatusRequestEntityTooLarge {
-			t.Errorf("%s with %d bytes: got %d, want 413", tc.path, tc.size, r.Status)
-		}
+	oversized := func(path string, size int) servertest.Scenario {
+		return servertest.Scenario{Name: path, Method: "POST", Path: path, Body: `{"x":"` + strings.Repeat("a", size) + `"}`,
+			WantStatus: http.StatusRequestEntityTooLarge}
 	}
+	servertest.RunScenarios(t, ts.Client, []servertest.Scenario{
+		oversized("/v1/auth/login", 16<<10+1),
+		oversized("/v1/auth/register", 16<<10+1),
+		oversized("/v1/auth/refresh", 16<<10+1),
+		oversized("/v1/auth/devices/enroll/redeem", 16<<10+1),
+		oversized("/v1/auth/devices/enroll/channel/sbx_rl_"+strings.Repeat("a", 43), 68<<10+1),
+	})
 	// A valid login body still fits.
 	ts.Register(t, "a@example.org")
 	ts.Login(t, "a@example.org")

@@ -72,7 +72,7 @@ func cachedFillerStore(b *testing.B, n int) string {
 	start := time.Now()
 	partial := fmt.Sprintf("%s.%d.partial", path, os.Getpid())
 	defer os.Remove(partial)
-	clock := NewClock()
+	clock := kvtest.NewClock()
 	store, err := kvtest.Open(partial, kv.Options{Now: clock.Now})
 	if err != nil {
 		b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sealbox/kv/fault"
+	"sealbox/server/servertest"
 )
 
 // Ledger fetches GET /v1/auth/devices.
@@ -40,8 +41,8 @@ func TestDevicesLedger(t *testing.T) {
 	ts := MustOpenServer(t)
 	t0 := ts.Clock.Now()
 	// No User-Agent: the optional member is then absent.
-	first := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Header: map[string]string{"User-Agent": ""},
-		Body: map[string]any{"email": "alice@example.com", "password": testPassword}}))
+	first := servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Header: map[string]string{"User-Agent": ""},
+		Body: map[string]any{"email": "alice@example.com", "password": servertest.Password}}))
 	ts.Clock.Advance(time.Minute)
 	zeta := ts.Login(t, "alice@example.com", map[string]any{"cohort_hash": "zeta"})
 	ts.Clock.Advance(time.Minute)
@@ -102,7 +103,7 @@ func TestDevicesLedger(t *testing.T) {
 
 	// A refresh rotates the session but is not a sighting.
 	ts.Clock.Advance(time.Minute)
-	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": alpha.Refresh}}))
+	servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": alpha.Refresh}}))
 	_, cohorts = ts.Ledger(t, first.Access)
 	assertCohorts(t, cohorts, wantCohorts)
 }
@@ -162,7 +163,7 @@ func TestAdvisoryIdentifiersDropped(t *testing.T) {
 		t.Run("verify-totp "+u.name, func(t *testing.T) {
 			ts.Clock.Advance(step)
 			mfa := ts.LoginChallenge(t, "bob@example.com")
-			tok := tokensOf(t, ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0), map[string]any{"cohort_hash": u.cohort, "device_id": u.device}))
+			tok := servertest.TokensOf(t, ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0), map[string]any{"cohort_hash": u.cohort, "device_id": u.device}))
 			assertNoAdvisory(t, ts, tok)
 		})
 	}
@@ -252,7 +253,7 @@ func TestLedgerWithSubSecondClock(t *testing.T) {
 	ts.Clock.Advance(1250 * time.Millisecond)
 	b := ts.Login(t, "alice@example.com")
 	ts.Clock.Advance(1250 * time.Millisecond)
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: a.Access, Body: map[string]any{"password": testPassword}}).WantStatus(t, http.StatusOK)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: a.Access, Body: map[string]any{"password": servertest.Password}}).WantStatus(t, http.StatusOK)
 	if sessions, _ := ts.Ledger(t, a.Access); len(sessions) != 2 {
 		t.Fatalf("sessions after reauthenticate: got %d, want 2: %v", len(sessions), sessions)
 	}

@@ -12,6 +12,7 @@ import (
 	"sealbox/kv/fault"
 	"sealbox/server"
 	"sealbox/server/hybridsig"
+	"sealbox/server/servertest"
 )
 
 // Test identity keys. Deriving one costs an ML-DSA key generation, so they
@@ -164,59 +165,45 @@ func TestDirectoryPublishRefusals(t *testing.T) {
 	}
 	deep := append(cborHead("\xa2", dvKey, "\x01", "\x61x"), bytes.Repeat([]byte{0x81}, 100)...)
 	deep = append(deep, 0x00)
-	cases := []struct {
-		name        string
-		token       string
-		key         string
-		body        []byte
-		contentType string
-		status      int
-		code        string
-	}{
-		{"no token", "", key, directoryBody(t, 1, 1), "", 401, "error.auth.unauthenticated"},
-		{"no identity key", tok.Access, "", directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
-		{"identity key too short", tok.Access, key[:len(key)-4], directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
-		{"identity key URL alphabet", tok.Access, strings.NewReplacer("+", "-", "/", "_").Replace(key), directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
-		{"identity key unpadded", tok.Access, strings.TrimRight(key, "="), directoryBody(t, 1, 1), "", 400, "error.request.malformed"},
-		{"wrong content type", tok.Access, key, directoryBody(t, 1, 1), "application/octet-stream", 415, "error.request.unsupported_media_type"},
-		{"empty body", tok.Access, key, []byte{}, "", 400, "error.directory.malformed"},
-		{"not CBOR", tok.Access, key, []byte("\xff\xff"), "", 400, "error.directory.malformed"},
-		{"truncated", tok.Access, key, directoryBody(t, 1, 1)[:20], "", 400, "error.directory.malformed"},
-		{"trailing data", tok.Access, key, append(directoryBody(t, 1, 1), 0x00), "", 400, "error.directory.malformed"},
-		{"array", tok.Access, key, mustCBOR([]any{1, 2}), "", 400, "error.directory.malformed"},
-		{"unsigned integer", tok.Access, key, mustCBOR(7), "", 400, "error.directory.malformed"},
-		{"null", tok.Access, key, []byte{0xf6}, "", 400, "error.directory.malformed"},
-		{"no version", tok.Access, key, mustCBOR(map[string]any{"devices": []byte{1}}), "", 400, "error.directory.malformed"},
-		{"version zero", tok.Access, key, mustCBOR(map[string]any{"directory_version": 0}), "", 400, "error.directory.malformed"},
-		{"version negative", tok.Access, key, mustCBOR(map[string]any{"directory_version": -1}), "", 400, "error.directory.malformed"},
-		{"version text", tok.Access, key, mustCBOR(map[string]any{"directory_version": "1"}), "", 400, "error.directory.malformed"},
-		{"version float", tok.Access, key, mustCBOR(map[string]any{"directory_version": 1.0}), "", 400, "error.directory.malformed"},
-		{"version tagged", tok.Access, key, cborHead("\xa1", dvKey, "\xc2\x41\x01"), "", 400, "error.directory.malformed"},
-		{"version in a self-describe tag", tok.Access, key, cborHead("\xa1", dvKey, "\xd9\xd9\xf7\x01"), "", 400, "error.directory.malformed"},
-		{"version key in a self-describe tag", tok.Access, key, cborHead("\xa1\xd9\xd9\xf7", dvKey, "\x01"), "", 400, "error.directory.malformed"},
-		{"version in a nested map only", tok.Access, key, mustCBOR(map[string]any{"inner": map[string]any{"directory_version": 1}}), "", 400, "error.directory.malformed"},
-		{"version key in another case", tok.Access, key, mustCBOR(map[string]any{"Directory_Version": 1}), "", 400, "error.directory.malformed"},
-		{"version key as bytes", tok.Access, key, cborHead("\xa1\x51directory_version\x01"), "", 400, "error.directory.malformed"},
-		{"duplicate version key", tok.Access, key, cborHead("\xa2", dvKey, "\x01", dvKey, "\x02"), "", 400, "error.directory.malformed"},
-		{"duplicate other key", tok.Access, key, cborHead("\xa3", dvKey, "\x01", "\x01\x01", "\x01\x02"), "", 400, "error.directory.malformed"},
-		{"duplicate version key, one in chunks", tok.Access, key, cborHead("\xa2", dvKey, "\x01", "\x7f\x69directory\x68_version\xff", "\x02"), "", 400, "error.directory.malformed"},
-		{"duplicate byte-string key", tok.Access, key, cborHead("\xa3", dvKey, "\x01", "\x41k\x01", "\x41k\x02"), "", 400, "error.directory.malformed"},
-		{"map inside a self-describe tag", tok.Access, key, cborHead("\xd9\xd9\xf7\xa1", dvKey, "\x01"), "", 400, "error.directory.malformed"},
-		{"map inside another tag", tok.Access, key, cborHead("\xd8\x20\xa1", dvKey, "\x01"), "", 400, "error.directory.malformed"},
-		{"nesting too deep", tok.Access, key, deep, "", 400, "error.directory.malformed"},
+	cases := []servertest.Scenario{
+		{Name: "no token", Header: map[string]string{"X-Service-Identity-Key": key}, Body: directoryBody(t, 1, 1), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "no identity key", Token: tok.Access, Body: directoryBody(t, 1, 1), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "identity key too short", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key[:len(key)-4]}, Body: directoryBody(t, 1, 1), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "identity key URL alphabet", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": strings.NewReplacer("+", "-", "/", "_").Replace(key)}, Body: directoryBody(t, 1, 1), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "identity key unpadded", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": strings.TrimRight(key, "=")}, Body: directoryBody(t, 1, 1), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "wrong content type", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: directoryBody(t, 1, 1), ContentType: "application/octet-stream", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "empty body", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: []byte{}, WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "not CBOR", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: []byte("\xff\xff"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "truncated", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: directoryBody(t, 1, 1)[:20], WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "trailing data", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: append(directoryBody(t, 1, 1), 0x00), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "array", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR([]any{1, 2}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "unsigned integer", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(7), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "null", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: []byte{0xf6}, WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "no version", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(map[string]any{"devices": []byte{1}}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version zero", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(map[string]any{"directory_version": 0}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version negative", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(map[string]any{"directory_version": -1}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version text", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(map[string]any{"directory_version": "1"}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version float", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(map[string]any{"directory_version": 1.0}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version tagged", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa1", dvKey, "\xc2\x41\x01"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version in a self-describe tag", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa1", dvKey, "\xd9\xd9\xf7\x01"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version key in a self-describe tag", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa1\xd9\xd9\xf7", dvKey, "\x01"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version in a nested map only", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(map[string]any{"inner": map[string]any{"directory_version": 1}}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version key in another case", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: mustCBOR(map[string]any{"Directory_Version": 1}), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "version key as bytes", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa1\x51directory_version\x01"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "duplicate version key", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa2", dvKey, "\x01", dvKey, "\x02"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "duplicate other key", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa3", dvKey, "\x01", "\x01\x01", "\x01\x02"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "duplicate version key, one in chunks", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa2", dvKey, "\x01", "\x7f\x69directory\x68_version\xff", "\x02"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "duplicate byte-string key", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xa3", dvKey, "\x01", "\x41k\x01", "\x41k\x02"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "map inside a self-describe tag", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xd9\xd9\xf7\xa1", dvKey, "\x01"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "map inside another tag", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: cborHead("\xd8\x20\xa1", dvKey, "\x01"), WantStatus: 400, WantCode: "error.directory.malformed"},
+		{Name: "nesting too deep", Token: tok.Access, Header: map[string]string{"X-Service-Identity-Key": key}, Body: deep, WantStatus: 400, WantCode: "error.directory.malformed"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ct := tc.contentType
-			if ct == "" {
-				ct = "application/cbor"
-			}
-			req := Req{Method: "POST", Path: "/v1/auth/devices/directory", Token: tc.token, Body: tc.body, ContentType: ct}
-			if tc.key != "" {
-				req.Header = map[string]string{"X-Service-Identity-Key": tc.key}
-			}
-			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path = "POST", "/v1/auth/devices/directory"
+		if sc.ContentType == "" {
+			sc.ContentType = "application/cbor"
+		}
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// Over 256 KiB: 413 with no body.
 	big := mustCBOR(map[string]any{"directory_version": 1, "pad": make([]byte, 256<<10)})
@@ -237,25 +224,18 @@ func TestDirectoryVersionBound(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
 	key := aliceKey.PublicKeyBase64()
-	cases := []struct {
-		name    string
-		version uint64
-		status  int
-	}{
-		{"2^64-1", 1<<64 - 1, 422},
-		{"2^63", 1 << 63, 422},
-		{"2^53", 1 << 53, 422},
-		{"2^53-1", 1<<53 - 1, 200},
+	publish := func(name string, version uint64) servertest.Scenario {
+		return servertest.Scenario{Name: name, Method: "POST", Path: "/v1/auth/devices/directory", Token: tok.Access,
+			Body: directoryBody(t, version, 1), ContentType: "application/cbor", Header: map[string]string{"X-Service-Identity-Key": key},
+			WantStatus: 422, WantCode: fault.ECodeInvalid, WantField: "directory_version"}
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := ts.publish(t, tok.Access, key, directoryBody(t, tc.version, 1))
-			if tc.status == 200 {
-				r.WantStatus(t, 200)
+	accepted := publish("2^53-1", 1<<53-1)
+	accepted.WantStatus, accepted.WantCode, accepted.WantField = 200, "", ""
+	for _, sc := range []servertest.Scenario{publish("2^64-1", 1<<64-1), publish("2^63", 1<<63), publish("2^53", 1<<53), accepted} {
+		t.Run(sc.Name, func(t *testing.T) {
+			sc.Test(t, ts.Client)
+			if sc.WantCode == "" {
 				return
-			}
-			if p := r.WantProblem(t, tc.status, fault.ECodeInvalid); p["field"] != "directory_version" {
-				t.Fatalf("problem field %v, want directory_version", p["field"])
 			}
 			ts.Do(t, Req{Method: "GET", Path: "/v1/auth/devices/directory/" + ts.UserID(t, tok.Access), Token: tok.Access}).
 				WantProblem(t, 404, fault.ECodeDirectoryNotFound)
@@ -316,21 +296,16 @@ func TestDirectoryGetRefusals(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
 	noDir := ts.Register(t, "b@example.org")
-	cases := []struct {
-		name, path, token string
-		status            int
-		code              string
-	}{
-		{"no token", "/v1/auth/devices/directory/6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b", "", 401, "error.auth.unauthenticated"},
-		{"not a UUID", "/v1/auth/devices/directory/alice", tok.Access, 400, "error.request.malformed"},
-		{"UUID without hyphens", "/v1/auth/devices/directory/6f1c2b9e3d4a4e5f8a7b1c2d3e4f5a6b", tok.Access, 400, "error.request.malformed"},
-		{"unknown account", "/v1/auth/devices/directory/6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b", tok.Access, 404, "error.directory.not_found"},
-		{"account without a directory", "/v1/auth/devices/directory/" + ts.UserID(t, noDir.Access), tok.Access, 404, "error.directory.not_found"},
+	cases := []servertest.Scenario{
+		{Name: "no token", Path: "/v1/auth/devices/directory/6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b", WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "not a UUID", Path: "/v1/auth/devices/directory/alice", Token: tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "UUID without hyphens", Path: "/v1/auth/devices/directory/6f1c2b9e3d4a4e5f8a7b1c2d3e4f5a6b", Token: tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown account", Path: "/v1/auth/devices/directory/6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b", Token: tok.Access, WantStatus: 404, WantCode: "error.directory.not_found"},
+		{Name: "account without a directory", Path: "/v1/auth/devices/directory/" + ts.UserID(t, noDir.Access), Token: tok.Access, WantStatus: 404, WantCode: "error.directory.not_found"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.Do(t, Req{Method: "GET", Path: tc.path, Token: tc.token}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method = "GET"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 }
 

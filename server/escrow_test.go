@@ -2,11 +2,14 @@ package server_test
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"sealbox/server/servertest"
 )
 
 // randomBinary returns n reproducible random bytes that include zero bytes,
@@ -55,27 +58,18 @@ func TestEscrowRoundTripAndReplace(t *testing.T) {
 func TestEscrowRefusals(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
-	cases := []struct {
-		name        string
-		method      string
-		token       string
-		body        any
-		contentType string
-		status      int
-		code        string
-	}{
-		{"GET with none stored", "GET", tok.Access, nil, "", 404, "error.escrow.not_found"},
-		{"GET without a token", "GET", "", nil, "", 401, "error.auth.unauthenticated"},
-		{"PUT without a token", "PUT", "", []byte{1}, "application/octet-stream", 401, "error.auth.unauthenticated"},
-		{"empty body", "PUT", tok.Access, []byte{}, "application/octet-stream", 400, "error.request.malformed"},
-		{"no body", "PUT", tok.Access, nil, "", 400, "error.request.malformed"},
-		{"JSON content type", "PUT", tok.Access, []byte(`{"k":1}`), "application/json", 415, "error.request.unsupported_media_type"},
-		{"CBOR content type", "PUT", tok.Access, []byte{0xa0}, "application/cbor", 415, "error.request.unsupported_media_type"},
+	cases := []servertest.Scenario{
+		{Name: "GET with none stored", Method: "GET", Token: tok.Access, WantStatus: 404, WantCode: "error.escrow.not_found"},
+		{Name: "GET without a token", Method: "GET", WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "PUT without a token", Method: "PUT", Body: []byte{1}, ContentType: "application/octet-stream", WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "empty body", Method: "PUT", Token: tok.Access, Body: []byte{}, ContentType: "application/octet-stream", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "no body", Method: "PUT", Token: tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "JSON content type", Method: "PUT", Token: tok.Access, Body: []byte(`{"k":1}`), ContentType: "application/json", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "CBOR content type", Method: "PUT", Token: tok.Access, Body: []byte{0xa0}, ContentType: "application/cbor", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.Do(t, Req{Method: tc.method, Path: "/v1/auth/escrow", Token: tc.token, Body: tc.body, ContentType: tc.contentType}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Path = "/v1/auth/escrow"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// One byte over 64 KiB: 413 with no body, with and without Content-Length.
 	over := randomBinary(64<<10+1, 3)
@@ -83,7 +77,7 @@ func TestEscrowRefusals(t *testing.T) {
 	if r.Status != 413 || len(r.Body) != 0 {
 		t.Fatalf("over the limit: got %d with %d body bytes, want 413 with none", r.Status, len(r.Body))
 	}
-	pr, pw := ioPipe()
+	pr, pw := io.Pipe()
 	go func() {
 		pw.Write(over)
 		pw.Close()

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"sealbox/server/servertest"
 )
 
 func (f *opFixture) feed(tb testing.TB, query string) map[string]any {
@@ -99,24 +101,20 @@ func TestFeedPaging(t *testing.T) {
 func TestFeedRefusals(t *testing.T) {
 	f := newOpFixture(t)
 	bob := newOpAccount(t, f.ts, "bob@example.org")
-	for _, tc := range []struct {
-		name, path, token string
-		status            int
-		code              string
-	}{
-		{"after negative", "/v1/albums/" + f.album + "/feed?after=-1", f.tok.Access, 400, "error.request.malformed"},
-		{"after not a number", "/v1/albums/" + f.album + "/feed?after=x", f.tok.Access, 400, "error.request.malformed"},
-		{"after too large", "/v1/albums/" + f.album + "/feed?after=18446744073709551616", f.tok.Access, 400, "error.request.malformed"},
-		{"limit zero", "/v1/albums/" + f.album + "/feed?limit=0", f.tok.Access, 400, "error.request.malformed"},
-		{"limit over max", "/v1/albums/" + f.album + "/feed?limit=5001", f.tok.Access, 400, "error.request.malformed"},
-		{"limit not a number", "/v1/albums/" + f.album + "/feed?limit=ten", f.tok.Access, 400, "error.request.malformed"},
-		{"album id malformed", "/v1/albums/xyz/feed", f.tok.Access, 400, "error.request.malformed"},
-		{"another account's album", "/v1/albums/" + bob.album + "/feed", f.tok.Access, 403, "error.album.forbidden"},
-		{"unknown album", "/v1/albums/0f0e0d0c-0b0a-4908-8706-0504030201ff/feed", f.tok.Access, 403, "error.album.forbidden"},
-		{"no token", "/v1/albums/" + f.album + "/feed", "", 401, "error.auth.unauthenticated"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f.ts.Do(t, Req{Method: "GET", Path: tc.path, Token: tc.token}).WantProblem(t, tc.status, tc.code)
-		})
+	cases := []servertest.Scenario{
+		{Name: "after negative", Path: "/v1/albums/" + f.album + "/feed?after=-1", Token: f.tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "after not a number", Path: "/v1/albums/" + f.album + "/feed?after=x", Token: f.tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "after too large", Path: "/v1/albums/" + f.album + "/feed?after=18446744073709551616", Token: f.tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "limit zero", Path: "/v1/albums/" + f.album + "/feed?limit=0", Token: f.tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "limit over max", Path: "/v1/albums/" + f.album + "/feed?limit=5001", Token: f.tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "limit not a number", Path: "/v1/albums/" + f.album + "/feed?limit=ten", Token: f.tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "album id malformed", Path: "/v1/albums/xyz/feed", Token: f.tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "another account's album", Path: "/v1/albums/" + bob.album + "/feed", Token: f.tok.Access, WantStatus: 403, WantCode: "error.album.forbidden"},
+		{Name: "unknown album", Path: "/v1/albums/0f0e0d0c-0b0a-4908-8706-0504030201ff/feed", Token: f.tok.Access, WantStatus: 403, WantCode: "error.album.forbidden"},
+		{Name: "no token", Path: "/v1/albums/" + f.album + "/feed", WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+	}
+	for _, sc := range cases {
+		sc.Method = "GET"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, f.ts.Client) })
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sealbox/kv/fault"
 	"sealbox/server"
 	"sealbox/server/password"
+	"sealbox/server/servertest"
 )
 
 // Registrations and logins share one bucket per client address: a burst
@@ -28,7 +29,7 @@ func TestAuthRateLimit(t *testing.T) {
 		c.TrustProxy = true
 	})
 	from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
-	body := map[string]any{"email": "a@example.org", "password": testPassword}
+	body := map[string]any{"email": "a@example.org", "password": servertest.Password}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: body, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
 	for range 4 {
 		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: body, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
@@ -60,7 +61,7 @@ func TestHashQueueFullIsRefused(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			results <- ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login",
-				Body: map[string]any{"email": fmt.Sprintf("nobody%d@example.org", i), "password": testPassword}})
+				Body: map[string]any{"email": fmt.Sprintf("nobody%d@example.org", i), "password": servertest.Password}})
 		})
 	}
 	wg.Wait()
@@ -121,9 +122,9 @@ func timedLogin(t testing.TB, ts *TestServer, email string) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for range 5 {
-		r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: loginBody(email, nil)})
+		r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: servertest.LoginBody(email)})
 		if r.Status != http.StatusServiceUnavailable {
-			tokensOf(t, r)
+			servertest.TokensOf(t, r)
 			return time.Since(start)
 		}
 		r.WantProblem(t, http.StatusServiceUnavailable, "error.limit.hash_queue")
@@ -160,12 +161,12 @@ func TestAbandonedPasswordWork(t *testing.T) {
 	hangUp := 5 * time.Millisecond
 
 	abandon(t, ts.URL(), "/v1/auth/login", n, hangUp, func(i int) any {
-		return map[string]any{"email": fmt.Sprintf("nobody%d@example.org", i), "password": testPassword}
+		return map[string]any{"email": fmt.Sprintf("nobody%d@example.org", i), "password": servertest.Password}
 	})
 	afterLogins := timedLogin(t, ts, "normal@example.org")
 
 	abandon(t, ts.URL(), "/v1/auth/register", n, hangUp, func(i int) any {
-		return map[string]any{"email": fmt.Sprintf("left%d@example.org", i), "password": testPassword}
+		return map[string]any{"email": fmt.Sprintf("left%d@example.org", i), "password": servertest.Password}
 	})
 	afterRegistrations := timedLogin(t, ts, "normal@example.org")
 	t.Logf("login: quiet %v, after %d abandoned logins %v, after %d abandoned registrations %v",

@@ -19,6 +19,7 @@ import (
 
 	"sealbox/blobs/s3"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -75,7 +76,7 @@ func TestReadinessNeedsWritableBlobs(t *testing.T) {
 				t.Skip("root ignores file modes")
 			}
 			ts := MustOpenServer(t)
-			tmp := filepath.Join(ts.localBlobs(t).Path(), "tmp")
+			tmp := filepath.Join(ts.LocalBlobs(t).Path(), "tmp")
 			ready := ts.Do(t, Req{Method: "GET", Path: "/readyz"}).WantStatus(t, 200).JSON(t)
 			if checks, _ := ready["checks"].(map[string]any); checks["blobs"] != "ok" {
 				t.Fatalf("readyz: %v", ready)
@@ -251,7 +252,7 @@ func TestLogsNeverHoldShareIDsOrTokens(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.Log = zerolog.New(logs) })
 	tok := ts.Register(t, "a@example.org")
 	link := ts.newLink(t, tok.Access)
-	for _, p := range []string{"/s/" + link.id, "/s/" + link.id + "/blob/" + hashOf(link.content), "/s/" + link.id + "/wrapped-secret"} {
+	for _, p := range []string{"/s/" + link.id, "/s/" + link.id + "/blob/" + servertest.HashOf(link.content), "/s/" + link.id + "/wrapped-secret"} {
 		ts.Do(t, Req{Method: "GET", Path: p}).WantStatus(t, 200)
 	}
 	routes := map[any]bool{}
@@ -375,7 +376,7 @@ func TestBlobRequestMetrics(t *testing.T) {
 	if want := `sealbox_s3_request_duration_seconds_count{op="PutObject",outcome="ok"}`; !strings.Contains(body, want) {
 		t.Fatalf("metrics lack %q", want)
 	}
-	if strings.Contains(body, hashOf(data)) {
+	if strings.Contains(body, servertest.HashOf(data)) {
 		t.Fatal("a blob's hash is in a metric label")
 	}
 }

@@ -46,7 +46,7 @@ func startHTTP2(t *testing.T, ts *TestServer) (*TestServer, *http.Client) {
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
 		ForceAttemptHTTP2: true,
 	}}
-	return &TestServer{Server: srv, Store: ts.Store, Blobs: ts.Blobs, Clock: ts.Clock, Config: ts.Config, Dir: ts.Dir}, client
+	return &TestServer{ts.Node(srv, ts.Store, ts.Blobs)}, client
 }
 
 // TestHTTP2StreamsAreBounded: over HTTP/2 a stalled login body is cut off

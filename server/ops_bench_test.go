@@ -15,13 +15,14 @@ import (
 
 	"sealbox/kv/bolt"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // openBenchServer is MustOpenServer with the store's batch options: the
 // benchmark compares the tuned group commit with bbolt's defaults.
 func openBenchServer(b *testing.B, bo bolt.Options) *TestServer {
 	b.Helper()
-	return mustOpenServerWith(b, b.TempDir(), bo, func(c *server.Config) { c.AlbumProtocol = opPin })
+	return &TestServer{servertest.MustOpenServerWith(b, b.TempDir(), bo, func(c *server.Config) { c.AlbumProtocol = opPin })}
 }
 
 // BenchmarkOpCreate: creates of distinct assets in one album over HTTP, each

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // The album of an op fixture is pinned to opPin, older than the server's
@@ -68,7 +69,7 @@ func (f *opFixture) createBody(asset string) map[string]any {
 	env := map[string]any{
 		"crypto_suite_id": 1, "protocol_version": opPin, "album_id": f.album, "file_id": asset,
 		"amk_version": 0, "ciphertext_hash": f.ciphertext, "plaintext_size": 1234, "chunk_size": 65536,
-		"key_mode": "derived", "metadata_blob_hash": hashOf(metadata),
+		"key_mode": "derived", "metadata_blob_hash": servertest.HashOf(metadata),
 		"created_by_user": f.userID, "created_by_device": "7d1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b",
 		"client_version": "sealbox-test/1.0", "timestamp": "2026-11-22T10:00:00Z", "action": "create",
 	}
@@ -91,7 +92,7 @@ func (f *opFixture) replaceBody(asset, prior string) map[string]any {
 
 func manifestHash(body map[string]any) string {
 	raw, _ := base64.StdEncoding.DecodeString(body["manifest_cbor"].(string))
-	return hashOf(raw)
+	return servertest.HashOf(raw)
 }
 
 // createAsset creates asset with a fresh op and returns its chain head.
@@ -100,6 +101,13 @@ func (f *opFixture) createAsset(tb testing.TB, asset string) string {
 	create := f.createBody(asset)
 	f.op(tb, create).WantStatus(tb, http.StatusOK)
 	return manifestHash(create)
+}
+
+// edited is a create of assetA as createBody makes it, changed by edit.
+func (f *opFixture) edited(edit func(body map[string]any)) map[string]any {
+	b := f.createBody(assetA)
+	edit(b)
+	return b
 }
 
 func (f *opFixture) op(tb testing.TB, body any) *Response {
@@ -164,11 +172,11 @@ func TestOpCreateAndReplace(t *testing.T) {
 		raw, _ := base64.StdEncoding.DecodeString(body["manifest_cbor"].(string))
 		meta, _ := base64.StdEncoding.DecodeString(body["metadata_blob"].(string))
 		for _, b := range [][]byte{raw, meta} {
-			if _, err := f.ts.Blobs.Stat(hashOf(b)); err != nil {
-				t.Fatalf("blob %s not stored", hashOf(b))
+			if _, err := f.ts.Blobs.Stat(servertest.HashOf(b)); err != nil {
+				t.Fatalf("blob %s not stored", servertest.HashOf(b))
 			}
-			if held, _ := f.ts.Store.Holds(f.userID, hashOf(b)); !held {
-				t.Fatalf("blob %s not held by the caller", hashOf(b))
+			if held, _ := f.ts.Store.Holds(f.userID, servertest.HashOf(b)); !held {
+				t.Fatalf("blob %s not held by the caller", servertest.HashOf(b))
 			}
 		}
 	}
@@ -190,108 +198,88 @@ func TestOpBattery(t *testing.T) {
 	}
 	set := func(k string, v any) func(map[string]any) { return env(func(e map[string]any) { e[k] = v }) }
 	del := func(k string) func(map[string]any) { return env(func(e map[string]any) { delete(e, k) }) }
-	cases := []struct {
-		name        string
-		edit        func(body map[string]any)
-		raw         string // sent instead of the body when set
-		contentType string
-		album       string // instead of the fixture's album
-		status      int
-		code        string
-		field       string
-	}{
+	cases := []servertest.Scenario{
 		// Step 1: strict JSON.
-		{name: "1 not JSON", raw: "{", status: 400, code: "error.request.malformed"},
-		{name: "1 not an object", raw: "[]", status: 400, code: "error.request.malformed"},
-		{name: "1 trailing data", raw: `{} {}`, status: 400, code: "error.request.malformed"},
-		{name: "1 unknown key", edit: func(b map[string]any) { b["extra"] = 1 }, status: 400, code: "error.request.malformed", field: "extra"},
-		{name: "1 unknown envelope key", edit: set("caption", "x"), status: 400, code: "error.request.malformed", field: "manifest_envelope.caption"},
-		{name: "1 envelope key in another case", edit: func(b map[string]any) {
+		{Name: "1 not JSON", Body: "{", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "1 not an object", Body: "[]", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "1 trailing data", Body: `{} {}`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "1 unknown key", Body: f.edited(func(b map[string]any) { b["extra"] = 1 }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "extra"},
+		{Name: "1 unknown envelope key", Body: f.edited(set("caption", "x")), WantStatus: 400, WantCode: "error.request.malformed", WantField: "manifest_envelope.caption"},
+		{Name: "1 envelope key in another case", Body: f.edited(func(b map[string]any) {
 			e := b["manifest_envelope"].(map[string]any)
 			e["ACTION"] = e["action"]
 			delete(e, "action")
-		}, status: 400, code: "error.request.malformed", field: "manifest_envelope.ACTION"},
-		{name: "1 top-level key in another case", edit: func(b map[string]any) { b["Manifest_CBOR"] = b["manifest_cbor"]; delete(b, "manifest_cbor") }, status: 400, code: "error.request.malformed", field: "Manifest_CBOR"},
-		{name: "1 wrong type", edit: set("crypto_suite_id", "1"), status: 400, code: "error.request.malformed", field: "manifest_envelope.crypto_suite_id"},
-		{name: "1 fractional integer", edit: set("plaintext_size", 1.5), status: 400, code: "error.request.malformed", field: "manifest_envelope.plaintext_size"},
-		{name: "1 envelope not an object", edit: func(b map[string]any) { b["manifest_envelope"] = "x" }, status: 400, code: "error.request.malformed"},
-		{name: "1 wrong media type", raw: `{}`, contentType: "text/plain", status: 415, code: "error.request.unsupported_media_type"},
-		{name: "1 no envelope", edit: func(b map[string]any) { delete(b, "manifest_envelope") }, status: 422, code: "error.request.invalid", field: "manifest_envelope"},
-		{name: "1 null manifest_cbor", edit: func(b map[string]any) { b["manifest_cbor"] = nil }, status: 422, code: "error.request.invalid", field: "manifest_cbor"},
+		}), WantStatus: 400, WantCode: "error.request.malformed", WantField: "manifest_envelope.ACTION"},
+		{Name: "1 top-level key in another case", Body: f.edited(func(b map[string]any) { b["Manifest_CBOR"] = b["manifest_cbor"]; delete(b, "manifest_cbor") }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "Manifest_CBOR"},
+		{Name: "1 wrong type", Body: f.edited(set("crypto_suite_id", "1")), WantStatus: 400, WantCode: "error.request.malformed", WantField: "manifest_envelope.crypto_suite_id"},
+		{Name: "1 fractional integer", Body: f.edited(set("plaintext_size", 1.5)), WantStatus: 400, WantCode: "error.request.malformed", WantField: "manifest_envelope.plaintext_size"},
+		{Name: "1 envelope not an object", Body: f.edited(func(b map[string]any) { b["manifest_envelope"] = "x" }), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "1 wrong media type", Body: `{}`, ContentType: "text/plain", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "1 no envelope", Body: f.edited(func(b map[string]any) { delete(b, "manifest_envelope") }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope"},
+		{Name: "1 null manifest_cbor", Body: f.edited(func(b map[string]any) { b["manifest_cbor"] = nil }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_cbor"},
 		// Step 2: base64.
-		{name: "2 manifest not base64", edit: func(b map[string]any) { b["manifest_cbor"] = "not base64!" }, status: 422, code: "error.request.invalid", field: "manifest_cbor"},
-		{name: "2 manifest url alphabet", edit: func(b map[string]any) { b["manifest_cbor"] = "-_8=" }, status: 422, code: "error.request.invalid", field: "manifest_cbor"},
-		{name: "2 manifest empty", edit: func(b map[string]any) { b["manifest_cbor"] = "" }, status: 422, code: "error.request.invalid", field: "manifest_cbor"},
-		{name: "2 metadata not base64", edit: func(b map[string]any) { b["metadata_blob"] = "%%" }, status: 422, code: "error.request.invalid", field: "metadata_blob"},
+		{Name: "2 manifest not base64", Body: f.edited(func(b map[string]any) { b["manifest_cbor"] = "not base64!" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_cbor"},
+		{Name: "2 manifest url alphabet", Body: f.edited(func(b map[string]any) { b["manifest_cbor"] = "-_8=" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_cbor"},
+		{Name: "2 manifest empty", Body: f.edited(func(b map[string]any) { b["manifest_cbor"] = "" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_cbor"},
+		{Name: "2 metadata not base64", Body: f.edited(func(b map[string]any) { b["metadata_blob"] = "%%" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_blob"},
 		// Step 3: envelope rules.
-		{name: "3 album_id missing", edit: del("album_id"), status: 422, code: "error.request.invalid", field: "manifest_envelope.album_id"},
-		{name: "3 album_id null", edit: set("album_id", nil), status: 422, code: "error.request.invalid", field: "manifest_envelope.album_id"},
-		{name: "3 album_id not the path's", edit: set("album_id", bob.album), status: 422, code: "error.request.invalid", field: "manifest_envelope.album_id"},
-		{name: "3 action outside the set", edit: set("action", "delete"), status: 400, code: "error.request.malformed", field: "manifest_envelope.action"},
-		{name: "3 action wrong case", edit: set("action", "Create"), status: 400, code: "error.request.malformed", field: "manifest_envelope.action"},
-		{name: "3 key_mode outside the set", edit: set("key_mode", "raw"), status: 400, code: "error.request.malformed", field: "manifest_envelope.key_mode"},
-		{name: "3 action missing", edit: del("action"), status: 422, code: "error.request.invalid", field: "manifest_envelope.action"},
-		{name: "3 timestamp missing", edit: del("timestamp"), status: 422, code: "error.request.invalid", field: "manifest_envelope.timestamp"},
-		{name: "3 file_id not a UUID", edit: set("file_id", "asset-1"), status: 422, code: "error.request.invalid", field: "manifest_envelope.file_id"},
-		{name: "3 device not a UUID", edit: set("created_by_device", "phone"), status: 422, code: "error.request.invalid", field: "manifest_envelope.created_by_device"},
-		{name: "3 hash upper case", edit: set("ciphertext_hash", strings.ToUpper(f.ciphertext)), status: 422, code: "error.request.invalid", field: "manifest_envelope.ciphertext_hash"},
-		{name: "3 prior hash short", edit: set("prior_provenance_hash", "abc"), status: 422, code: "error.request.invalid", field: "manifest_envelope.prior_provenance_hash"},
-		{name: "3 crypto suite 0", edit: set("crypto_suite_id", 0), status: 422, code: "error.request.invalid", field: "manifest_envelope.crypto_suite_id"},
-		{name: "3 amk_version negative", edit: set("amk_version", -1), status: 422, code: "error.request.invalid", field: "manifest_envelope.amk_version"},
-		{name: "3 plaintext_size negative", edit: set("plaintext_size", -1), status: 422, code: "error.request.invalid", field: "manifest_envelope.plaintext_size"},
-		{name: "3 chunk_size 0", edit: set("chunk_size", 0), status: 422, code: "error.request.invalid", field: "manifest_envelope.chunk_size"},
-		{name: "3 chunk_size over 16 MiB", edit: set("chunk_size", 16<<20+1), status: 422, code: "error.request.invalid", field: "manifest_envelope.chunk_size"},
-		{name: "3 protocol not a date", edit: set("protocol_version", "2026-1-01"), status: 422, code: "error.request.invalid", field: "manifest_envelope.protocol_version"},
-		{name: "3 timestamp not RFC 3339", edit: set("timestamp", "22/11/2026"), status: 422, code: "error.request.invalid", field: "manifest_envelope.timestamp"},
-		{name: "3 retention not RFC 3339", edit: set("retention_until", "soon"), status: 422, code: "error.request.invalid", field: "manifest_envelope.retention_until"},
-		{name: "3 client_version empty", edit: set("client_version", ""), status: 422, code: "error.request.invalid", field: "manifest_envelope.client_version"},
-		{name: "3 client_version 129", edit: set("client_version", strings.Repeat("v", 129)), status: 422, code: "error.request.invalid", field: "manifest_envelope.client_version"},
+		{Name: "3 album_id missing", Body: f.edited(del("album_id")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.album_id"},
+		{Name: "3 album_id null", Body: f.edited(set("album_id", nil)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.album_id"},
+		{Name: "3 album_id not the path's", Body: f.edited(set("album_id", bob.album)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.album_id"},
+		{Name: "3 action outside the set", Body: f.edited(set("action", "delete")), WantStatus: 400, WantCode: "error.request.malformed", WantField: "manifest_envelope.action"},
+		{Name: "3 action wrong case", Body: f.edited(set("action", "Create")), WantStatus: 400, WantCode: "error.request.malformed", WantField: "manifest_envelope.action"},
+		{Name: "3 key_mode outside the set", Body: f.edited(set("key_mode", "raw")), WantStatus: 400, WantCode: "error.request.malformed", WantField: "manifest_envelope.key_mode"},
+		{Name: "3 action missing", Body: f.edited(del("action")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.action"},
+		{Name: "3 timestamp missing", Body: f.edited(del("timestamp")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.timestamp"},
+		{Name: "3 file_id not a UUID", Body: f.edited(set("file_id", "asset-1")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.file_id"},
+		{Name: "3 device not a UUID", Body: f.edited(set("created_by_device", "phone")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.created_by_device"},
+		{Name: "3 hash upper case", Body: f.edited(set("ciphertext_hash", strings.ToUpper(f.ciphertext))), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.ciphertext_hash"},
+		{Name: "3 prior hash short", Body: f.edited(set("prior_provenance_hash", "abc")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.prior_provenance_hash"},
+		{Name: "3 crypto suite 0", Body: f.edited(set("crypto_suite_id", 0)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.crypto_suite_id"},
+		{Name: "3 amk_version negative", Body: f.edited(set("amk_version", -1)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.amk_version"},
+		{Name: "3 plaintext_size negative", Body: f.edited(set("plaintext_size", -1)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.plaintext_size"},
+		{Name: "3 chunk_size 0", Body: f.edited(set("chunk_size", 0)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.chunk_size"},
+		{Name: "3 chunk_size over 16 MiB", Body: f.edited(set("chunk_size", 16<<20+1)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.chunk_size"},
+		{Name: "3 protocol not a date", Body: f.edited(set("protocol_version", "2026-1-01")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.protocol_version"},
+		{Name: "3 timestamp not RFC 3339", Body: f.edited(set("timestamp", "22/11/2026")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.timestamp"},
+		{Name: "3 retention not RFC 3339", Body: f.edited(set("retention_until", "soon")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.retention_until"},
+		{Name: "3 client_version empty", Body: f.edited(set("client_version", "")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.client_version"},
+		{Name: "3 client_version 129", Body: f.edited(set("client_version", strings.Repeat("v", 129))), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.client_version"},
 		// Step 4: protocol.
-		{name: "4 protocol before the range", edit: set("protocol_version", "2024-12-31"), status: 426, code: "error.protocol.unsupported"},
-		{name: "4 protocol after the range", edit: set("protocol_version", "2026-09-02"), status: 426, code: "error.protocol.unsupported"},
+		{Name: "4 protocol before the range", Body: f.edited(set("protocol_version", "2024-12-31")), WantStatus: 426, WantCode: "error.protocol.unsupported"},
+		{Name: "4 protocol after the range", Body: f.edited(set("protocol_version", "2026-09-02")), WantStatus: 426, WantCode: "error.protocol.unsupported"},
 		// The album check: unknown or another account's album.
-		{name: "unknown album", album: "0f0e0d0c-0b0a-4908-8706-0504030201ff", edit: set("album_id", "0f0e0d0c-0b0a-4908-8706-0504030201ff"), status: 403, code: "error.album.forbidden"},
-		{name: "another account's album", album: bob.album, edit: set("album_id", bob.album), status: 403, code: "error.album.forbidden"},
-		{name: "4 protocol not the album's pin", edit: set("protocol_version", "2026-09-01"), status: 409, code: "error.op.protocol_mismatch"},
+		{Name: "unknown album", Path: "/v1/albums/" + "0f0e0d0c-0b0a-4908-8706-0504030201ff" + "/ops", Body: f.edited(set("album_id", "0f0e0d0c-0b0a-4908-8706-0504030201ff")), WantStatus: 403, WantCode: "error.album.forbidden"},
+		{Name: "another account's album", Path: "/v1/albums/" + bob.album + "/ops", Body: f.edited(set("album_id", bob.album)), WantStatus: 403, WantCode: "error.album.forbidden"},
+		{Name: "4 protocol not the album's pin", Body: f.edited(set("protocol_version", "2026-09-01")), WantStatus: 409, WantCode: "error.op.protocol_mismatch"},
 		// Step 5: author.
-		{name: "5 foreign author", edit: set("created_by_user", bob.userID), status: 403, code: "error.op.foreign_author"},
+		{Name: "5 foreign author", Body: f.edited(set("created_by_user", bob.userID)), WantStatus: 403, WantCode: "error.op.foreign_author"},
 		// Step 6: metadata and original.
-		{name: "6 metadata blob without hash", edit: del("metadata_blob_hash"), status: 422, code: "error.op.metadata_mismatch"},
-		{name: "6 hash without metadata blob", edit: func(b map[string]any) { delete(b, "metadata_blob") }, status: 422, code: "error.op.metadata_mismatch"},
-		{name: "6 metadata blob hashes otherwise", edit: func(b map[string]any) { b["metadata_blob"] = b64([]byte("other")) }, status: 422, code: "error.op.metadata_mismatch"},
-		{name: "6 replace without original", edit: env(func(e map[string]any) {
-			e["action"], e["prior_provenance_hash"] = "replace", hashOf([]byte("x"))
-		}), status: 422, code: "error.request.invalid", field: "manifest_envelope.original_blob_hash"},
+		{Name: "6 metadata blob without hash", Body: f.edited(del("metadata_blob_hash")), WantStatus: 422, WantCode: "error.op.metadata_mismatch"},
+		{Name: "6 hash without metadata blob", Body: f.edited(func(b map[string]any) { delete(b, "metadata_blob") }), WantStatus: 422, WantCode: "error.op.metadata_mismatch"},
+		{Name: "6 metadata blob hashes otherwise", Body: f.edited(func(b map[string]any) { b["metadata_blob"] = b64([]byte("other")) }), WantStatus: 422, WantCode: "error.op.metadata_mismatch"},
+		{Name: "6 replace without original", Body: f.edited(env(func(e map[string]any) {
+			e["action"], e["prior_provenance_hash"] = "replace", servertest.HashOf([]byte("x"))
+		})), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.original_blob_hash"},
 		// Step 7: blobs the caller holds.
-		{name: "7 ciphertext not held", edit: set("ciphertext_hash", hashOf([]byte("never uploaded"))), status: 422, code: "error.op.blob_missing", field: "manifest_envelope.ciphertext_hash"},
-		{name: "7 ciphertext held by another account", edit: set("ciphertext_hash", bob.ciphertext), status: 422, code: "error.op.blob_missing", field: "manifest_envelope.ciphertext_hash"},
-		{name: "7 original not held", edit: set("original_blob_hash", bob.original), status: 422, code: "error.op.blob_missing", field: "manifest_envelope.original_blob_hash"},
+		{Name: "7 ciphertext not held", Body: f.edited(set("ciphertext_hash", servertest.HashOf([]byte("never uploaded")))), WantStatus: 422, WantCode: "error.op.blob_missing", WantField: "manifest_envelope.ciphertext_hash"},
+		{Name: "7 ciphertext held by another account", Body: f.edited(set("ciphertext_hash", bob.ciphertext)), WantStatus: 422, WantCode: "error.op.blob_missing", WantField: "manifest_envelope.ciphertext_hash"},
+		{Name: "7 original not held", Body: f.edited(set("original_blob_hash", bob.original)), WantStatus: 422, WantCode: "error.op.blob_missing", WantField: "manifest_envelope.original_blob_hash"},
 		// Step 9: the chain (step 8, replay, is an answer, not a refusal).
-		{name: "9 replace of a missing asset", edit: env(func(e map[string]any) {
-			e["action"], e["prior_provenance_hash"], e["original_blob_hash"] = "replace", hashOf([]byte("x")), f.original
-		}), status: 409, code: "error.op.stale_chain"},
+		{Name: "9 replace of a missing asset", Body: f.edited(env(func(e map[string]any) {
+			e["action"], e["prior_provenance_hash"], e["original_blob_hash"] = "replace", servertest.HashOf([]byte("x")), f.original
+		})), WantStatus: 409, WantCode: "error.op.stale_chain"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, sc := range cases {
+		sc.Method, sc.Token = "POST", f.tok.Access
+		if sc.Path == "" {
+			sc.Path = "/v1/albums/" + f.album + "/ops"
+		}
+		t.Run(sc.Name, func(t *testing.T) {
 			before := f.state(t)
-			var body any = tc.raw
-			if tc.raw == "" {
-				b := f.createBody(assetA)
-				if tc.edit != nil {
-					tc.edit(b)
-				}
-				body = b
-			}
-			album := f.album
-			if tc.album != "" {
-				album = tc.album
-			}
-			r := f.ts.Do(t, Req{Method: "POST", Path: "/v1/albums/" + album + "/ops", Token: f.tok.Access, Body: body, ContentType: tc.contentType})
-			p := r.WantProblem(t, tc.status, tc.code)
-			if tc.field != "" && p["field"] != tc.field {
-				t.Errorf("field: got %v, want %s", p["field"], tc.field)
-			}
-			switch tc.code {
+			r := f.ts.Do(t, sc.Req())
+			p := sc.Check(t, r)
+			switch sc.WantCode {
 			case "error.protocol.unsupported":
 				if p["protocol_min"] != f.ts.Config.ProtocolMin || p["protocol_max"] != f.ts.Config.ProtocolMax {
 					t.Errorf("ProtocolRangeProblem members: %s", r.Body)
@@ -358,7 +346,7 @@ func TestOpStaleChain(t *testing.T) {
 		body map[string]any
 	}{
 		{"create of an existing asset", f.createBody(assetA)},
-		{"replace from a stale head", f.replaceBody(assetA, hashOf([]byte("an older head")))},
+		{"replace from a stale head", f.replaceBody(assetA, servertest.HashOf([]byte("an older head")))},
 		{"replace with no prior", func() map[string]any {
 			b := f.replaceBody(assetA, head)
 			delete(b["manifest_envelope"].(map[string]any), "prior_provenance_hash")

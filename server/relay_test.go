@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // issueCode asks for an enrollment code and returns both spellings.
@@ -94,10 +95,10 @@ func TestEnrollmentFreshnessGate(t *testing.T) {
 	ts.Clock.Advance(time.Second)
 	enroll(tok.Access).WantProblem(t, 403, "error.auth.reauth_required")
 	// Refresh does not renew the presentation time.
-	next := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	next := servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
 	enroll(next.Access).WantProblem(t, 403, "error.auth.reauth_required")
 	// Reauthenticate does.
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: next.Access, Body: map[string]any{"password": testPassword}}).WantStatus(t, 200)
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: next.Access, Body: map[string]any{"password": servertest.Password}}).WantStatus(t, 200)
 	enroll(next.Access).WantStatus(t, 200)
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll"}).WantProblem(t, 401, "error.auth.unauthenticated")
 }
@@ -144,26 +145,19 @@ func TestFallbackNotGuessableFromDatabase(t *testing.T) {
 
 func TestRedeemRefusals(t *testing.T) {
 	ts := MustOpenServer(t)
-	cases := []struct {
-		name   string
-		body   any
-		ct     string
-		status int
-		code   string
-	}{
-		{"unknown code", map[string]any{"code": "sbx_en_never-issued"}, "", 404, "error.enrollment.code_refused"},
-		{"unknown fallback", map[string]any{"code": "000000000000"}, "", 404, "error.enrollment.code_refused"},
-		{"empty code", map[string]any{"code": ""}, "", 404, "error.enrollment.code_refused"},
-		{"long code", map[string]any{"code": strings.Repeat("x", 129)}, "", 404, "error.enrollment.code_refused"},
-		{"missing code", map[string]any{}, "", 422, "error.request.invalid"},
-		{"code of the wrong type", map[string]any{"code": 123456789012}, "", 400, "error.request.malformed"},
-		{"unknown key", map[string]any{"code": "x", "account": "y"}, "", 400, "error.request.malformed"},
-		{"wrong content type", `{"code":"x"}`, "text/plain", 415, "error.request.unsupported_media_type"},
+	cases := []servertest.Scenario{
+		{Name: "unknown code", Body: map[string]any{"code": "sbx_en_never-issued"}, WantStatus: 404, WantCode: "error.enrollment.code_refused"},
+		{Name: "unknown fallback", Body: map[string]any{"code": "000000000000"}, WantStatus: 404, WantCode: "error.enrollment.code_refused"},
+		{Name: "empty code", Body: map[string]any{"code": ""}, WantStatus: 404, WantCode: "error.enrollment.code_refused"},
+		{Name: "long code", Body: map[string]any{"code": strings.Repeat("x", 129)}, WantStatus: 404, WantCode: "error.enrollment.code_refused"},
+		{Name: "missing code", Body: map[string]any{}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "code of the wrong type", Body: map[string]any{"code": 123456789012}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Body: map[string]any{"code": "x", "account": "y"}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "wrong content type", Body: `{"code":"x"}`, ContentType: "text/plain", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll/redeem", Body: tc.body, ContentType: tc.ct}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path = "POST", "/v1/auth/devices/enroll/redeem"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 }
 
@@ -282,35 +276,24 @@ func TestRelayRefusals(t *testing.T) {
 	}
 	max := strings.Repeat("p", 64<<10)
 	ts.post(t, ch, "to_initiator", max).WantStatus(t, 204)
-	cases := []struct {
-		name   string
-		method string
-		path   string
-		body   any
-		status int
-		code   string
-	}{
-		{"direction outside the enum", "POST", channelPath(ch), map[string]any{"direction": "to_server", "payload": "x"}, 400, "error.request.malformed"},
-		{"direction of the wrong type", "POST", channelPath(ch), map[string]any{"direction": 1, "payload": "x"}, 400, "error.request.malformed"},
-		{"direction missing", "POST", channelPath(ch), map[string]any{"payload": "x"}, 422, "error.request.invalid"},
-		{"payload missing", "POST", channelPath(ch), map[string]any{"direction": "to_initiator"}, 422, "error.request.invalid"},
-		{"payload empty", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": ""}, 422, "error.request.invalid"},
-		{"payload over 64 KiB", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": max + "p"}, 422, "error.request.invalid"},
-		{"payload not text", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": []int{1}}, 400, "error.request.malformed"},
-		{"unknown key", "POST", channelPath(ch), map[string]any{"direction": "to_initiator", "payload": "x", "x": 1}, 400, "error.request.malformed"},
-		{"mailbox full", "POST", channelPath(full), map[string]any{"direction": "to_enrollee", "payload": "x"}, 422, "error.relay.mailbox_full"},
-		{"post to an unknown channel", "POST", channelPath("sbx_rl_unknown"), map[string]any{"direction": "to_enrollee", "payload": "x"}, 404, "error.relay.channel_not_found"},
-		{"post to a handle no channel can have", "POST", channelPath("x"), map[string]any{"direction": "to_enrollee", "payload": "x"}, 400, "error.request.malformed"},
-		{"drain without direction", "GET", channelPath(ch), nil, 400, "error.request.malformed"},
-		{"drain with direction outside the enum", "GET", channelPath(ch) + "?direction=both", nil, 400, "error.request.malformed"},
-		{"drain an unknown channel", "GET", channelPath("sbx_rl_unknown") + "?direction=to_enrollee", nil, 404, "error.relay.channel_not_found"},
-		{"close without a token", "DELETE", channelPath(ch), nil, 401, "error.auth.unauthenticated"},
+	cases := []servertest.Scenario{
+		{Name: "direction outside the enum", Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": "to_server", "payload": "x"}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "direction of the wrong type", Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": 1, "payload": "x"}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "direction missing", Method: "POST", Path: channelPath(ch), Body: map[string]any{"payload": "x"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "payload missing", Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": "to_initiator"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "payload empty", Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": "to_initiator", "payload": ""}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "payload over 64 KiB", Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": "to_initiator", "payload": max + "p"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "payload not text", Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": "to_initiator", "payload": []int{1}}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Method: "POST", Path: channelPath(ch), Body: map[string]any{"direction": "to_initiator", "payload": "x", "x": 1}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "mailbox full", Method: "POST", Path: channelPath(full), Body: map[string]any{"direction": "to_enrollee", "payload": "x"}, WantStatus: 422, WantCode: "error.relay.mailbox_full"},
+		{Name: "post to an unknown channel", Method: "POST", Path: channelPath("sbx_rl_unknown"), Body: map[string]any{"direction": "to_enrollee", "payload": "x"}, WantStatus: 404, WantCode: "error.relay.channel_not_found"},
+		{Name: "post to a handle no channel can have", Method: "POST", Path: channelPath("x"), Body: map[string]any{"direction": "to_enrollee", "payload": "x"}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "drain without direction", Method: "GET", Path: channelPath(ch), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "drain with direction outside the enum", Method: "GET", Path: channelPath(ch) + "?direction=both", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "drain an unknown channel", Method: "GET", Path: channelPath("sbx_rl_unknown") + "?direction=to_enrollee", WantStatus: 404, WantCode: "error.relay.channel_not_found"},
+		{Name: "close without a token", Method: "DELETE", Path: channelPath(ch), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.Do(t, Req{Method: tc.method, Path: tc.path, Body: tc.body}).WantProblem(t, tc.status, tc.code)
-		})
-	}
+	servertest.RunScenarios(t, ts.Client, cases)
 	// The full mailbox's other direction still takes payloads, and draining
 	// frees the full one.
 	ts.post(t, full, "to_initiator", "x").WantStatus(t, 204)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sealbox/server/hybridsig"
+	"sealbox/server/servertest"
 )
 
 // The signing bytes themselves are checked against the committed vector
@@ -94,25 +95,18 @@ func TestRevokeAllRefusals(t *testing.T) {
 		})
 	}
 
-	bodyCases := []struct {
-		name   string
-		body   any
-		ct     string
-		status int
-		code   string
-	}{
-		{"unknown challenge", map[string]any{"challenge": "sbx_ch_never-issued", "proof": valid}, "", 401, "error.auth.challenge_expired"},
-		{"empty challenge", map[string]any{"challenge": "", "proof": valid}, "", 401, "error.auth.challenge_expired"},
-		{"missing challenge", map[string]any{"proof": valid}, "", 422, "error.request.invalid"},
-		{"unknown key", map[string]any{"challenge": "sbx_ch_x", "proof": valid, "user_id": id}, "", 400, "error.request.malformed"},
-		{"proof of the wrong type", map[string]any{"challenge": "sbx_ch_x", "proof": 5}, "", 400, "error.request.malformed"},
-		{"not JSON", "{", "", 400, "error.request.malformed"},
-		{"wrong content type", `{"challenge":"x","proof":"y"}`, "text/plain", 415, "error.request.unsupported_media_type"},
+	bodyCases := []servertest.Scenario{
+		{Name: "unknown challenge", Body: map[string]any{"challenge": "sbx_ch_never-issued", "proof": valid}, WantStatus: 401, WantCode: "error.auth.challenge_expired"},
+		{Name: "empty challenge", Body: map[string]any{"challenge": "", "proof": valid}, WantStatus: 401, WantCode: "error.auth.challenge_expired"},
+		{Name: "missing challenge", Body: map[string]any{"proof": valid}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "unknown key", Body: map[string]any{"challenge": "sbx_ch_x", "proof": valid, "user_id": id}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "proof of the wrong type", Body: map[string]any{"challenge": "sbx_ch_x", "proof": 5}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "not JSON", Body: "{", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "wrong content type", Body: `{"challenge":"x","proof":"y"}`, ContentType: "text/plain", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
 	}
-	for _, tc := range bodyCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout/all", Body: tc.body, ContentType: tc.ct}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range bodyCases {
+		sc.Method, sc.Path = "POST", "/v1/auth/logout/all"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout/all/challenge"}).WantProblem(t, 401, "error.auth.unauthenticated")
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -8,11 +9,12 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 func TestRegisterLoginProfileRefreshLogout(t *testing.T) {
 	ts := MustOpenServer(t)
-	reg := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "  Alice@Example.ORG ", "password": testPassword}}).WantStatus(t, 200)
+	reg := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "  Alice@Example.ORG ", "password": servertest.Password}}).WantStatus(t, 200)
 	m := reg.JSON(t)
 	if m["token_type"] != "Bearer" || !strings.HasPrefix(m["access_token"].(string), "sbx_at_") || !strings.HasPrefix(m["refresh_token"].(string), "sbx_rt_") {
 		t.Fatalf("token response: %s", reg.Body)
@@ -31,7 +33,7 @@ func TestRegisterLoginProfileRefreshLogout(t *testing.T) {
 	if _, ok := prof["display_name"]; ok {
 		t.Fatalf("display_name present while unset: %v", prof)
 	}
-	next := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	next := servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: next.Access}).WantStatus(t, 200)
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: next.Access}).WantStatus(t, 204)
@@ -62,7 +64,7 @@ func TestAccessTokenExpires(t *testing.T) {
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
 	ts.Clock.Advance(time.Second)
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
-	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
 }
 
 // TestAccessTokenExpiresAtTheSecondShown: expires_by is whole Unix seconds,
@@ -71,8 +73,8 @@ func TestAccessTokenExpires(t *testing.T) {
 func TestAccessTokenExpiresAtTheSecondShown(t *testing.T) {
 	ts := MustOpenServer(t)
 	ts.Clock.Advance(700 * time.Millisecond)
-	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "a@example.org", "password": testPassword}})
-	tok := tokensOf(t, r)
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "a@example.org", "password": servertest.Password}})
+	tok := servertest.TokensOf(t, r)
 	shown := time.Unix(int64(r.JSON(t)["expires_by"].(float64)), 0)
 	ts.Clock.Advance(shown.Sub(ts.Clock.Now()) - time.Nanosecond)
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
@@ -84,8 +86,8 @@ func TestRefreshExpiresAndReuseRevokesLineage(t *testing.T) {
 	ts := MustOpenServer(t)
 	first := ts.Register(t, "a@example.org")
 	other := ts.Login(t, "a@example.org")
-	second := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": first.Refresh}}))
-	third := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": second.Refresh}}))
+	second := servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": first.Refresh}}))
+	third := servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": second.Refresh}}))
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": first.Refresh}}).
 		WantProblem(t, 401, "error.auth.session_expired")
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: third.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
@@ -102,7 +104,7 @@ func TestRefreshCarriesAuthenticatedAt(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
 	ts.Clock.Advance(time.Hour)
-	next := tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
+	next := servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": tok.Refresh}}))
 	sess, err := ts.Store.Authenticate(next.Access)
 	if err != nil {
 		t.Fatal(err)
@@ -116,44 +118,33 @@ func TestRegistrationRules(t *testing.T) {
 	ts := MustOpenServer(t)
 	ts.Register(t, "taken@example.org")
 	long := strings.Repeat("x", 1025)
-	cases := []struct {
-		name        string
-		body        any
-		contentType string
-		status      int
-		code        string
-	}{
-		{"not JSON", "{", "", 400, "error.request.malformed"},
-		{"empty body", "", "application/json", 400, "error.request.malformed"},
-		{"array", `[]`, "", 400, "error.request.malformed"},
-		{"null", `null`, "", 400, "error.request.malformed"},
-		{"trailing data", `{"email":"a@b.c","password":"12345678"} {}`, "", 400, "error.request.malformed"},
-		{"unknown key", map[string]any{"email": "a@b.c", "password": "12345678", "admin": true}, "", 400, "error.request.malformed"},
-		{"wrong type", map[string]any{"email": 5, "password": "12345678"}, "", 400, "error.request.malformed"},
+	cases := []servertest.Scenario{
+		{Name: "not JSON", Body: "{", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "empty body", Body: "", ContentType: "application/json", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "array", Body: `[]`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "null", Body: `null`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "trailing data", Body: `{"email":"a@b.c","password":"12345678"} {}`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Body: map[string]any{"email": "a@b.c", "password": "12345678", "admin": true}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "wrong type", Body: map[string]any{"email": 5, "password": "12345678"}, WantStatus: 400, WantCode: "error.request.malformed"},
 		// encoding/json alone would accept these three.
-		{"key in another case", `{"EMAIL":"a@b.c","password":"12345678"}`, "", 400, "error.request.malformed"},
-		{"key twice", `{"email":"a@b.c","email":"d@e.f","password":"12345678"}`, "", 400, "error.request.malformed"},
-		{"invalid UTF-8", "{\"email\":\"a@b.c\",\"password\":\"\xff2345678\"}", "", 400, "error.request.malformed"},
-		{"missing email", map[string]any{"password": "12345678"}, "", 422, "error.request.invalid"},
-		{"null password", map[string]any{"email": "a@b.c", "password": nil}, "", 422, "error.request.invalid"},
-		{"email without @", map[string]any{"email": "abc", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"email two @", map[string]any{"email": "a@b@c", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"email empty domain", map[string]any{"email": "ab@", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"email too long", map[string]any{"email": strings.Repeat("a", 250) + "@b.cd", "password": "12345678"}, "", 422, "error.request.invalid"},
-		{"short password", map[string]any{"email": "a@b.c", "password": "1234567"}, "", 422, "error.request.invalid"},
-		{"long password", map[string]any{"email": "a@b.c", "password": long}, "", 422, "error.request.invalid"},
-		{"taken", map[string]any{"email": "TAKEN@example.org", "password": "12345678"}, "", 409, "error.account.exists"},
-		{"wrong content type", `{"email":"a@b.c","password":"12345678"}`, "text/plain", 415, "error.request.unsupported_media_type"},
-		{"no content type", `{"email":"a@b.c","password":"12345678"}`, "-", 415, "error.request.unsupported_media_type"},
+		{Name: "key in another case", Body: `{"EMAIL":"a@b.c","password":"12345678"}`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "key twice", Body: `{"email":"a@b.c","email":"d@e.f","password":"12345678"}`, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "invalid UTF-8", Body: "{\"email\":\"a@b.c\",\"password\":\"\xff2345678\"}", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "missing email", Body: map[string]any{"password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "null password", Body: map[string]any{"email": "a@b.c", "password": nil}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email without @", Body: map[string]any{"email": "abc", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email two @", Body: map[string]any{"email": "a@b@c", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email empty domain", Body: map[string]any{"email": "ab@", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "email too long", Body: map[string]any{"email": strings.Repeat("a", 250) + "@b.cd", "password": "12345678"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "short password", Body: map[string]any{"email": "a@b.c", "password": "1234567"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "long password", Body: map[string]any{"email": "a@b.c", "password": long}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "taken", Body: map[string]any{"email": "TAKEN@example.org", "password": "12345678"}, WantStatus: 409, WantCode: "error.account.exists"},
+		{Name: "wrong content type", Body: `{"email":"a@b.c","password":"12345678"}`, ContentType: "text/plain", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "no content type", Body: `{"email":"a@b.c","password":"12345678"}`, Header: map[string]string{"Content-Type": ""}, WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := Req{Method: "POST", Path: "/v1/auth/register", Body: tc.body, ContentType: tc.contentType}
-			if tc.contentType == "-" {
-				req.ContentType, req.Header = "", map[string]string{"Content-Type": ""}
-			}
-			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path = "POST", "/v1/auth/register"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// Parameters such as charset are allowed.
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", ContentType: "application/json; charset=utf-8",
@@ -176,7 +167,7 @@ func TestBodyLimit(t *testing.T) {
 		t.Fatalf("got %d with %d body bytes, want 413 with none", r.Status, len(r.Body))
 	}
 	// Chunked: no Content-Length, the limit still holds.
-	pr, pw := ioPipe()
+	pr, pw := io.Pipe()
 	go func() {
 		pw.Write([]byte(big))
 		pw.Close()
@@ -202,7 +193,7 @@ func TestLoginFailuresAndLockout(t *testing.T) {
 	for i := 0; i < 9; i++ {
 		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: wrong}).WantProblem(t, 401, "error.auth.invalid_credentials")
 	}
-	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": testPassword}})
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": servertest.Password}})
 	r.WantProblem(t, 423, "error.auth.account_locked")
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("423 without Retry-After")
@@ -228,24 +219,18 @@ func TestLockoutDoesNotRevealAccounts(t *testing.T) {
 func TestLoginValidation(t *testing.T) {
 	ts := MustOpenServer(t)
 	ts.Register(t, "a@example.org")
-	cases := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"malformed", "{]", 400, "error.request.malformed"},
-		{"unknown key", map[string]any{"email": "a@example.org", "password": "x", "otp": "1"}, 400, "error.request.malformed"},
-		{"missing password", map[string]any{"email": "a@example.org"}, 422, "error.request.invalid"},
-		{"bad email", map[string]any{"email": "nope", "password": "x"}, 422, "error.request.invalid"},
-		{"password too long", map[string]any{"email": "a@example.org", "password": strings.Repeat("p", 1025)}, 422, "error.request.invalid"},
-		{"wrong password", map[string]any{"email": "a@example.org", "password": "not it"}, 401, "error.auth.invalid_credentials"},
-		{"unknown account", map[string]any{"email": "b@example.org", "password": testPassword}, 401, "error.auth.invalid_credentials"},
+	cases := []servertest.Scenario{
+		{Name: "malformed", Body: "{]", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Body: map[string]any{"email": "a@example.org", "password": "x", "otp": "1"}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "missing password", Body: map[string]any{"email": "a@example.org"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "bad email", Body: map[string]any{"email": "nope", "password": "x"}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "password too long", Body: map[string]any{"email": "a@example.org", "password": strings.Repeat("p", 1025)}, WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "wrong password", Body: map[string]any{"email": "a@example.org", "password": "not it"}, WantStatus: 401, WantCode: "error.auth.invalid_credentials"},
+		{Name: "unknown account", Body: map[string]any{"email": "b@example.org", "password": servertest.Password}, WantStatus: 401, WantCode: "error.auth.invalid_credentials"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: tc.body}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path = "POST", "/v1/auth/login"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", ContentType: "text/plain", Body: `{"email":"a@example.org","password":"x"}`}).
 		WantProblem(t, 415, "error.request.unsupported_media_type")
@@ -279,7 +264,7 @@ func TestReauthenticate(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.LockoutFailures = 2 })
 	tok := ts.Register(t, "a@example.org")
 	ts.Clock.Advance(5 * time.Minute)
-	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": testPassword}}).WantStatus(t, 200)
+	r := ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": servertest.Password}}).WantStatus(t, 200)
 	if got := r.JSON(t)["authenticated_at"]; got != "2026-11-22T10:05:00Z" {
 		t.Fatalf("authenticated_at: got %v", got)
 	}
@@ -290,15 +275,15 @@ func TestReauthenticate(t *testing.T) {
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{}}).WantProblem(t, 422, "error.request.invalid")
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: "x"}).WantProblem(t, 400, "error.request.malformed")
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, ContentType: "text/plain", Body: "x"}).WantProblem(t, 415, "error.request.unsupported_media_type")
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Body: map[string]any{"password": testPassword}}).WantProblem(t, 401, "error.auth.unauthenticated")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Body: map[string]any{"password": servertest.Password}}).WantProblem(t, 401, "error.auth.unauthenticated")
 	for i := 0; i < 2; i++ {
 		ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": "wrong!"}}).
 			WantProblem(t, 401, "error.auth.invalid_credentials")
 	}
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": testPassword}}).
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/reauthenticate", Token: tok.Access, Body: map[string]any{"password": servertest.Password}}).
 		WantProblem(t, 423, "error.auth.account_locked")
 	// The lock is per address: login is locked too.
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": testPassword}}).
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": servertest.Password}}).
 		WantProblem(t, 423, "error.auth.account_locked")
 }
 
@@ -313,11 +298,11 @@ func TestPasswordChange(t *testing.T) {
 	}
 	change("wrong password", "new password 1").WantProblem(t, 401, "error.auth.invalid_credentials")
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: other.Access}).WantStatus(t, 200)
-	change(testPassword, "short").WantProblem(t, 422, "error.request.invalid")
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/password", Token: mine.Access, Body: map[string]any{"current_password": testPassword}}).
+	change(servertest.Password, "short").WantProblem(t, 422, "error.request.invalid")
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/password", Token: mine.Access, Body: map[string]any{"current_password": servertest.Password}}).
 		WantProblem(t, 422, "error.request.invalid")
 	ts.Clock.Advance(time.Minute)
-	change(testPassword, "new password 1").WantStatus(t, 204)
+	change(servertest.Password, "new password 1").WantStatus(t, 204)
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: mine.Access}).WantStatus(t, 200)
 	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: other.Access}).WantProblem(t, 401, "error.auth.unauthenticated")
 	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": other.Refresh}}).
@@ -328,10 +313,10 @@ func TestPasswordChange(t *testing.T) {
 		t.Fatalf("authenticated_at: got %v, want now", sess.AuthenticatedAt)
 	}
 	// The caller's refresh token still works, and only the new password signs in.
-	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": mine.Refresh}}))
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": testPassword}}).
+	servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": mine.Refresh}}))
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": servertest.Password}}).
 		WantProblem(t, 401, "error.auth.invalid_credentials")
-	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": "new password 1"}}))
+	servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "a@example.org", "password": "new password 1"}}))
 }
 
 func TestProfilePatch(t *testing.T) {
@@ -396,7 +381,7 @@ func TestConcurrentRegistrationOfOneAddress(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses <- ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "same@example.org", "password": testPassword}}).Status
+			statuses <- ts.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "same@example.org", "password": servertest.Password}}).Status
 		}()
 	}
 	wg.Wait()
@@ -455,7 +440,7 @@ func TestParallelGuessesAcrossNodesStopAtTheLimit(t *testing.T) {
 func TestParallelCorrectLoginsAllSucceed(t *testing.T) {
 	ts := MustOpenServer(t)
 	ts.Register(t, "a@example.org")
-	if statuses := concurrentLogins(t, ts, 40, "a@example.org", testPassword); statuses[200] != 40 {
+	if statuses := concurrentLogins(t, ts, 40, "a@example.org", servertest.Password); statuses[200] != 40 {
 		t.Fatalf("statuses: %v, want 40 x 200", statuses)
 	}
 }

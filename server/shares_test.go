@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // registeredLink is a registered link and what it serves.
@@ -47,13 +48,13 @@ func (ts *TestServer) newLink(tb testing.TB, access string, edit ...func(map[str
 		secret:   []byte{0, 0xff, 'w', 'r', 'a', 'p', 0x80},
 	}
 	ts.Upload(tb, access, l.metadata)
-	if held, _ := ts.Store.Holds(ts.UserID(tb, access), hashOf(l.content)); !held {
+	if held, _ := ts.Store.Holds(ts.UserID(tb, access), servertest.HashOf(l.content)); !held {
 		ts.Upload(tb, access, l.content)
 	}
 	body := map[string]any{
 		"opaque_id":      l.id,
-		"metadata_hash":  hashOf(l.metadata),
-		"serves":         []string{hashOf(l.metadata), hashOf(l.content), hashOf(l.content)},
+		"metadata_hash":  servertest.HashOf(l.metadata),
+		"serves":         []string{servertest.HashOf(l.metadata), servertest.HashOf(l.content), servertest.HashOf(l.content)},
 		"wrapped_secret": base64.StdEncoding.EncodeToString(l.secret),
 	}
 	for _, e := range edit {
@@ -80,7 +81,7 @@ func TestShareLinkRoundTrip(t *testing.T) {
 	l := ts.newLink(t, tok.Access)
 
 	r := ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
-	if got, want := string(r.Body), `{"metadata_hash":"`+hashOf(l.metadata)+`","passphrase_protected":true}`; got != want {
+	if got, want := string(r.Body), `{"metadata_hash":"`+servertest.HashOf(l.metadata)+`","passphrase_protected":true}`; got != want {
 		t.Fatalf("metadata: got %s, want %s", got, want)
 	}
 	wantHeader(t, r, "Referrer-Policy", "no-referrer")
@@ -96,13 +97,13 @@ func TestShareLinkRoundTrip(t *testing.T) {
 	wantHeader(t, r, "Referrer-Policy", "no-referrer")
 
 	for _, blob := range [][]byte{l.metadata, l.content} {
-		r = ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(blob)}).WantStatus(t, http.StatusOK)
+		r = ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + servertest.HashOf(blob)}).WantStatus(t, http.StatusOK)
 		if !bytes.Equal(r.Body, blob) {
 			t.Fatalf("blob body differs")
 		}
 		wantHeader(t, r, "Content-Type", "application/octet-stream")
 		wantHeader(t, r, "Content-Length", fmt.Sprint(len(blob)))
-		wantHeader(t, r, "ETag", `"`+hashOf(blob)+`"`)
+		wantHeader(t, r, "ETag", `"`+servertest.HashOf(blob)+`"`)
 		wantHeader(t, r, "Last-Modified", storedAt)
 		wantHeader(t, r, "Accept-Ranges", "bytes")
 		wantHeader(t, r, "Cache-Control", "private, no-cache")
@@ -121,8 +122,8 @@ func TestShareBlobRangesAndConditionals(t *testing.T) {
 	earlier := ts.Clock.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
 	l := ts.newLink(t, tok.Access)
 	content := l.content
-	etag := `"` + hashOf(content) + `"`
-	path := "/s/" + l.id + "/blob/" + hashOf(content)
+	etag := `"` + servertest.HashOf(content) + `"`
+	path := "/s/" + l.id + "/blob/" + servertest.HashOf(content)
 
 	type part struct {
 		contentRange string
@@ -219,14 +220,14 @@ func TestShareNotFoundIsByteIdentical(t *testing.T) {
 		b["expires_at"] = ts.Clock.Now().Add(time.Hour).Format(time.RFC3339)
 	})
 	plain := ts.newLink(t, tok.Access, func(b map[string]any) { delete(b, "wrapped_secret") })
-	unnamed := hashOf([]byte("held by alice, not named by the link"))
+	unnamed := servertest.HashOf([]byte("held by alice, not named by the link"))
 	ts.Upload(t, tok.Access, []byte("held by alice, not named by the link"))
 	ts.Clock.Advance(time.Hour)
 
 	paths := map[string]string{
 		"unknown link":              "/s/" + strings.Repeat("0", 32),
 		"revoked link":              "/s/" + revoked.id,
-		"expired link":              "/s/" + expiring.id + "/blob/" + hashOf(expiring.content),
+		"expired link":              "/s/" + expiring.id + "/blob/" + servertest.HashOf(expiring.content),
 		"blob not named":            "/s/" + plain.id + "/blob/" + unnamed,
 		"secret without passphrase": "/s/" + plain.id + "/wrapped-secret",
 	}
@@ -242,20 +243,20 @@ func TestShareNotFoundIsByteIdentical(t *testing.T) {
 		}
 	}
 	// The other reads of those links fail the same way.
-	for _, path := range []string{"/s/" + revoked.id + "/blob/" + hashOf(revoked.content), "/s/" + expiring.id, "/s/" + revoked.id + "/wrapped-secret"} {
+	for _, path := range []string{"/s/" + revoked.id + "/blob/" + servertest.HashOf(revoked.content), "/s/" + expiring.id, "/s/" + revoked.id + "/wrapped-secret"} {
 		if r := ts.Do(t, Req{Method: "GET", Path: path}); r.Status != 404 || !bytes.Equal(r.Body, first) {
 			t.Fatalf("%s: %d %s", path, r.Status, r.Body)
 		}
 	}
 	// The live link still serves.
-	ts.Do(t, Req{Method: "GET", Path: "/s/" + plain.id + "/blob/" + hashOf(plain.content)}).WantStatus(t, http.StatusOK)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + plain.id + "/blob/" + servertest.HashOf(plain.content)}).WantStatus(t, http.StatusOK)
 }
 
 func TestShareMalformedPathIs400(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "alice@example.org")
 	l := ts.newLink(t, tok.Access)
-	hash := hashOf(l.content)
+	hash := servertest.HashOf(l.content)
 	for _, path := range []string{
 		"/s/" + strings.ToUpper(l.id),
 		"/s/" + l.id[:31],
@@ -282,18 +283,18 @@ func TestShareCannotExposeAnotherAccountsBlob(t *testing.T) {
 	mine := []byte("bob's metadata")
 	ts.Upload(t, bob.Access, mine)
 	body := map[string]any{
-		"opaque_id": strings.Repeat("b", 32), "metadata_hash": hashOf(mine), "serves": []string{hashOf(mine), hashOf(secret)},
+		"opaque_id": strings.Repeat("b", 32), "metadata_hash": servertest.HashOf(mine), "serves": []string{servertest.HashOf(mine), servertest.HashOf(secret)},
 	}
 	p := ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: bob.Access, Body: body}).WantProblem(t, http.StatusUnprocessableEntity, "error.share.blob_not_owned")
 	if p["field"] != "serves" {
 		t.Fatalf("field: %v", p["field"])
 	}
 	// A hash nobody holds answers the same.
-	body["serves"] = []string{hashOf(mine), hashOf([]byte("nobody's"))}
+	body["serves"] = []string{servertest.HashOf(mine), servertest.HashOf([]byte("nobody's"))}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: bob.Access, Body: body}).WantProblem(t, http.StatusUnprocessableEntity, "error.share.blob_not_owned")
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + strings.Repeat("b", 32)}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
 	// Once Bob uploads the same bytes himself, he holds them and may share them.
-	body["serves"] = []string{hashOf(mine), hashOf(secret)}
+	body["serves"] = []string{servertest.HashOf(mine), servertest.HashOf(secret)}
 	ts.Upload(t, bob.Access, secret)
 	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: bob.Access, Body: body}).WantStatus(t, http.StatusCreated)
 }
@@ -306,10 +307,10 @@ func TestShareExpiry(t *testing.T) {
 	})
 	ts.Clock.Advance(time.Hour - time.Second)
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantStatus(t, http.StatusOK)
-	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(l.content)}).WantStatus(t, http.StatusOK)
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + servertest.HashOf(l.content)}).WantStatus(t, http.StatusOK)
 	ts.Clock.Advance(time.Second)
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
-	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hashOf(l.content)}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + servertest.HashOf(l.content)}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/wrapped-secret"}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
 	if n, err := ts.Store.Sweep(); err != nil || n == 0 {
 		t.Fatalf("sweep: %d, %v", n, err)
@@ -332,7 +333,7 @@ func TestShareRevoke(t *testing.T) {
 	revoke("", l.id).WantProblem(t, http.StatusUnauthorized, "error.auth.unauthenticated")
 
 	revoke(alice.Access, l.id).WantStatus(t, http.StatusNoContent)
-	for _, path := range []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + hashOf(l.content), "/s/" + l.id + "/wrapped-secret"} {
+	for _, path := range []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + servertest.HashOf(l.content), "/s/" + l.id + "/wrapped-secret"} {
 		ts.Do(t, Req{Method: "GET", Path: path}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
 	}
 	revoke(alice.Access, l.id).WantStatus(t, http.StatusNoContent)
@@ -350,7 +351,7 @@ func TestShareIdempotentRetryAndIDTaken(t *testing.T) {
 	id := strings.Repeat("c", 32)
 	body := func(edit func(map[string]any)) map[string]any {
 		b := map[string]any{
-			"opaque_id": id, "metadata_hash": hashOf(meta), "serves": []string{hashOf(meta), hashOf(content)},
+			"opaque_id": id, "metadata_hash": servertest.HashOf(meta), "serves": []string{servertest.HashOf(meta), servertest.HashOf(content)},
 			"wrapped_secret": "c2VjcmV0", "expires_at": "2026-12-01T00:00:00Z",
 		}
 		if edit != nil {
@@ -368,18 +369,18 @@ func TestShareIdempotentRetryAndIDTaken(t *testing.T) {
 	}
 	// The same set of serves, in another order with a duplicate, is the same body.
 	post(alice.Access, body(func(b map[string]any) {
-		b["serves"] = []string{hashOf(content), hashOf(meta), hashOf(content)}
+		b["serves"] = []string{servertest.HashOf(content), servertest.HashOf(meta), servertest.HashOf(content)}
 	})).WantStatus(t, http.StatusCreated)
 	// The same instant spelled in another zone is the same expiry.
 	post(alice.Access, body(func(b map[string]any) { b["expires_at"] = "2026-12-01T01:00:00+01:00" })).WantStatus(t, http.StatusCreated)
 
 	for name, edit := range map[string]func(map[string]any){
-		"other serves":   func(b map[string]any) { b["serves"] = []string{hashOf(meta)} },
+		"other serves":   func(b map[string]any) { b["serves"] = []string{servertest.HashOf(meta)} },
 		"other secret":   func(b map[string]any) { b["wrapped_secret"] = "b3RoZXI=" },
 		"no secret":      func(b map[string]any) { delete(b, "wrapped_secret") },
 		"other expiry":   func(b map[string]any) { b["expires_at"] = "2026-12-02T00:00:00Z" },
 		"no expiry":      func(b map[string]any) { delete(b, "expires_at") },
-		"other metadata": func(b map[string]any) { b["metadata_hash"] = hashOf(content) },
+		"other metadata": func(b map[string]any) { b["metadata_hash"] = servertest.HashOf(content) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			post(alice.Access, body(edit)).WantProblem(t, http.StatusUnprocessableEntity, "error.share.id_taken")
@@ -399,7 +400,7 @@ func TestShareCreateValidation(t *testing.T) {
 	meta, content := []byte("meta"), []byte("content")
 	ts.Upload(t, tok.Access, meta)
 	ts.Upload(t, tok.Access, content)
-	m, c := hashOf(meta), hashOf(content)
+	m, c := servertest.HashOf(meta), servertest.HashOf(content)
 	valid := func(edit func(map[string]any)) map[string]any {
 		b := map[string]any{"opaque_id": strings.Repeat("d", 32), "metadata_hash": m, "serves": []string{m, c}}
 		edit(b)
@@ -409,47 +410,37 @@ func TestShareCreateValidation(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("%064x", i)
 	}
-	cases := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-		field  string
-	}{
-		{"not JSON", "{", 400, "error.request.malformed", ""},
-		{"unknown key", valid(func(b map[string]any) { b["title"] = "x" }), 400, "error.request.malformed", "title"},
-		{"serves not an array", valid(func(b map[string]any) { b["serves"] = m }), 400, "error.request.malformed", "serves"},
-		{"opaque_id a number", valid(func(b map[string]any) { b["opaque_id"] = 5 }), 400, "error.request.malformed", "opaque_id"},
-		{"opaque_id missing", valid(func(b map[string]any) { delete(b, "opaque_id") }), 422, "error.request.invalid", "opaque_id"},
-		{"opaque_id uppercase", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("D", 32) }), 422, "error.request.invalid", "opaque_id"},
-		{"opaque_id short", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 31) }), 422, "error.request.invalid", "opaque_id"},
-		{"opaque_id long", valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 33) }), 422, "error.request.invalid", "opaque_id"},
-		{"metadata_hash null", valid(func(b map[string]any) { b["metadata_hash"] = nil }), 422, "error.request.invalid", "metadata_hash"},
-		{"metadata_hash malformed", valid(func(b map[string]any) { b["metadata_hash"] = strings.ToUpper(m) }), 422, "error.request.invalid", "metadata_hash"},
-		{"metadata_hash not served", valid(func(b map[string]any) { b["serves"] = []string{c} }), 422, "error.request.invalid", "metadata_hash"},
-		{"serves missing", valid(func(b map[string]any) { delete(b, "serves") }), 422, "error.request.invalid", "serves"},
-		{"serves empty", valid(func(b map[string]any) { b["serves"] = []string{} }), 422, "error.request.invalid", "serves"},
-		{"serves malformed", valid(func(b map[string]any) { b["serves"] = []string{m, c[:63]} }), 422, "error.request.invalid", "serves"},
-		{"serves null element", valid(func(b map[string]any) { b["serves"] = []any{m, nil} }), 422, "error.request.invalid", "serves"},
-		{"serves 10,001 distinct", valid(func(b map[string]any) { b["serves"] = append([]string{m}, many[:10_000]...) }), 422, "error.request.invalid", "serves"},
-		{"wrapped_secret not base64", valid(func(b map[string]any) { b["wrapped_secret"] = "not base64!" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret url alphabet", valid(func(b map[string]any) { b["wrapped_secret"] = "-_-_" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret unpadded", valid(func(b map[string]any) { b["wrapped_secret"] = "YWI" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret empty", valid(func(b map[string]any) { b["wrapped_secret"] = "" }), 422, "error.request.invalid", "wrapped_secret"},
-		{"wrapped_secret over 16 KiB", valid(func(b map[string]any) {
+	cases := []servertest.Scenario{
+		{Name: "not JSON", Body: "{", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown key", Body: valid(func(b map[string]any) { b["title"] = "x" }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "title"},
+		{Name: "serves not an array", Body: valid(func(b map[string]any) { b["serves"] = m }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "serves"},
+		{Name: "opaque_id a number", Body: valid(func(b map[string]any) { b["opaque_id"] = 5 }), WantStatus: 400, WantCode: "error.request.malformed", WantField: "opaque_id"},
+		{Name: "opaque_id missing", Body: valid(func(b map[string]any) { delete(b, "opaque_id") }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "opaque_id uppercase", Body: valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("D", 32) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "opaque_id short", Body: valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 31) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "opaque_id long", Body: valid(func(b map[string]any) { b["opaque_id"] = strings.Repeat("d", 33) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "opaque_id"},
+		{Name: "metadata_hash null", Body: valid(func(b map[string]any) { b["metadata_hash"] = nil }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_hash"},
+		{Name: "metadata_hash malformed", Body: valid(func(b map[string]any) { b["metadata_hash"] = strings.ToUpper(m) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_hash"},
+		{Name: "metadata_hash not served", Body: valid(func(b map[string]any) { b["serves"] = []string{c} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_hash"},
+		{Name: "serves missing", Body: valid(func(b map[string]any) { delete(b, "serves") }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves empty", Body: valid(func(b map[string]any) { b["serves"] = []string{} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves malformed", Body: valid(func(b map[string]any) { b["serves"] = []string{m, c[:63]} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves null element", Body: valid(func(b map[string]any) { b["serves"] = []any{m, nil} }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "serves 10,001 distinct", Body: valid(func(b map[string]any) { b["serves"] = append([]string{m}, many[:10_000]...) }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "serves"},
+		{Name: "wrapped_secret not base64", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "not base64!" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret url alphabet", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "-_-_" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret unpadded", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "YWI" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret empty", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "wrapped_secret over 16 KiB", Body: valid(func(b map[string]any) {
 			b["wrapped_secret"] = base64.StdEncoding.EncodeToString(make([]byte, 16<<10+1))
-		}), 422, "error.request.invalid", "wrapped_secret"},
-		{"expires_at not RFC 3339", valid(func(b map[string]any) { b["expires_at"] = "2027-01-01" }), 422, "error.request.invalid", "expires_at"},
-		{"expires_at now", valid(func(b map[string]any) { b["expires_at"] = "2026-11-22T10:00:00Z" }), 422, "error.request.invalid", "expires_at"},
-		{"expires_at past", valid(func(b map[string]any) { b["expires_at"] = "2020-01-01T00:00:00Z" }), 422, "error.request.invalid", "expires_at"},
+		}), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		{Name: "expires_at not RFC 3339", Body: valid(func(b map[string]any) { b["expires_at"] = "2027-01-01" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "expires_at"},
+		{Name: "expires_at now", Body: valid(func(b map[string]any) { b["expires_at"] = "2026-11-22T10:00:00Z" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "expires_at"},
+		{Name: "expires_at past", Body: valid(func(b map[string]any) { b["expires_at"] = "2020-01-01T00:00:00Z" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "expires_at"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access, Body: tc.body}).WantProblem(t, tc.status, tc.code)
-			if tc.field != "" && p["field"] != tc.field {
-				t.Fatalf("field: got %v, want %s", p["field"], tc.field)
-			}
-		})
+	for _, sc := range cases {
+		sc.Method, sc.Path, sc.Token = "POST", "/v1/shares", tok.Access
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Body: valid(func(map[string]any) {})}).WantProblem(t, 401, "error.auth.unauthenticated")
 	ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok.Access, Body: `{}`, ContentType: "text/plain"}).WantProblem(t, 415, "error.request.unsupported_media_type")
@@ -485,7 +476,7 @@ func TestShareReadRateLimit(t *testing.T) {
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + l.id, Header: from("192.0.2.1")}).WantStatus(t, http.StatusOK)
 	ts.Do(t, Req{Method: "GET", Path: "/s/" + strings.Repeat("0", 32), Header: from("192.0.2.1")}).WantStatus(t, http.StatusNotFound)
 	ts.Do(t, Req{Method: "GET", Path: "/s/nope/wrapped-secret", Header: from("192.0.2.1")}).WantStatus(t, http.StatusBadRequest)
-	for _, path := range []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + hashOf(l.content), "/s/" + l.id + "/wrapped-secret"} {
+	for _, path := range []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + servertest.HashOf(l.content), "/s/" + l.id + "/wrapped-secret"} {
 		r := ts.Do(t, Req{Method: "GET", Path: path, Header: from("192.0.2.1")})
 		r.WantProblem(t, http.StatusTooManyRequests, "error.rate_limited")
 		wantHeader(t, r, "Retry-After", "2")
@@ -521,10 +512,10 @@ func TestShareBlobHead(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "head@example.org")
 	l := ts.newLink(t, tok.Access)
-	blob := "/s/" + l.id + "/blob/" + hashOf(l.content)
+	blob := "/s/" + l.id + "/blob/" + servertest.HashOf(l.content)
 	r := ts.Do(t, Req{Method: "HEAD", Path: blob}).WantStatus(t, http.StatusOK)
 	wantHeader(t, r, "Content-Length", strconv.Itoa(len(l.content)))
-	wantHeader(t, r, "ETag", `"`+hashOf(l.content)+`"`)
+	wantHeader(t, r, "ETag", `"`+servertest.HashOf(l.content)+`"`)
 	if len(r.Body) != 0 {
 		t.Errorf("HEAD answered %d body bytes", len(r.Body))
 	}
@@ -555,7 +546,7 @@ func TestShareDisabledOwner(t *testing.T) {
 	ts.post(t, ch, "to_enrollee", "hello").WantStatus(t, http.StatusNoContent)
 	code, _ := ts.issueCode(t, alice.Access)
 	reads := func(l registeredLink) []string {
-		return []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + hashOf(l.content), "/s/" + l.id + "/wrapped-secret"}
+		return []string{"/s/" + l.id, "/s/" + l.id + "/blob/" + servertest.HashOf(l.content), "/s/" + l.id + "/wrapped-secret"}
 	}
 	nodes := []*TestServer{ts, other}
 	for _, node := range nodes {

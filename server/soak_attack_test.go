@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sealbox/server/servertest"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ func (a *soakAccount) attack(ctx context.Context, t testing.TB, wg *sync.WaitGro
 	loop(4, 100*time.Millisecond, func(i int) {
 		rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		body := fmt.Sprintf(`{"email":"nobody%d@example.org","password":%q}`, i, testPassword)
+		body := fmt.Sprintf(`{"email":"nobody%d@example.org","password":%q}`, i, servertest.Password)
 		req, _ := http.NewRequestWithContext(rctx, "POST", base+"/v1/auth/login", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		if resp, err := abandoning.Do(req); err == nil {
@@ -95,20 +96,20 @@ func (a *soakAccount) bigShare(t testing.TB, base string, size int) string {
 	a.upload(t, base, meta)
 	a.upload(t, base, blob)
 	id := strings.Repeat("b1", 16)
-	DoAt(t, base, Req{Method: "POST", Path: "/v1/shares", Token: a.access, Body: map[string]any{
-		"opaque_id": id, "metadata_hash": hashOf(meta), "serves": []string{hashOf(meta), hashOf(blob)},
+	servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: a.access, Body: map[string]any{
+		"opaque_id": id, "metadata_hash": servertest.HashOf(meta), "serves": []string{servertest.HashOf(meta), servertest.HashOf(blob)},
 		"wrapped_secret": base64.StdEncoding.EncodeToString([]byte("wrapped")),
 	}}).WantStatus(t, http.StatusCreated)
-	return "/s/" + id + "/blob/" + hashOf(blob)
+	return "/s/" + id + "/blob/" + servertest.HashOf(blob)
 }
 
 // relayChannel issues an enrollment code and redeems it: the channel a
 // relay flood posts to.
 func (a *soakAccount) relayChannel(t testing.TB, base string) string {
 	t.Helper()
-	r := DoAt(t, base, Req{Method: "POST", Path: "/v1/auth/devices/enroll", Token: a.access}).WantStatus(t, http.StatusOK)
+	r := servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll", Token: a.access}).WantStatus(t, http.StatusOK)
 	code := r.JSON(t)["code"].(string)
-	r = DoAt(t, base, Req{Method: "POST", Path: "/v1/auth/devices/enroll/redeem", Body: map[string]any{"code": code}}).WantStatus(t, http.StatusOK)
+	r = servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/auth/devices/enroll/redeem", Body: map[string]any{"code": code}}).WantStatus(t, http.StatusOK)
 	return r.JSON(t)["channel_id"].(string)
 }
 

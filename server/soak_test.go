@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sealbox/server/servertest"
 	"slices"
 	"strings"
 	"sync"
@@ -121,9 +122,9 @@ type soakAccount struct {
 // newSoakAccount registers an account and gives it an album.
 func newSoakAccount(t testing.TB, base, email string) *soakAccount {
 	t.Helper()
-	r := DoAt(t, base, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": email, "password": testPassword}})
-	a := &soakAccount{email: email, access: tokensOf(t, r).Access, album: newUUIDString()}
-	DoAt(t, base, Req{Method: "POST", Path: "/v1/albums", Token: a.access, Body: map[string]any{"album_id": a.album}}).WantStatus(t, http.StatusCreated)
+	r := servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": email, "password": servertest.Password}})
+	a := &soakAccount{email: email, access: servertest.TokensOf(t, r).Access, album: newUUIDString()}
+	servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/albums", Token: a.access, Body: map[string]any{"album_id": a.album}}).WantStatus(t, http.StatusCreated)
 	return a
 }
 
@@ -137,9 +138,9 @@ func newUUIDString() string {
 // upload stores data in one of the account's upload sessions.
 func (a *soakAccount) upload(t testing.TB, base string, data []byte) {
 	t.Helper()
-	r := DoAt(t, base, Req{Method: "POST", Path: "/v1/albums/" + a.album + "/uploads", Token: a.access}).WantStatus(t, http.StatusCreated)
+	r := servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/albums/" + a.album + "/uploads", Token: a.access}).WantStatus(t, http.StatusCreated)
 	up := r.JSON(t)["upload_id"].(string)
-	DoAt(t, base, Req{Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + hashOf(data), Token: a.access, Body: data, ContentType: "application/octet-stream"}).WantStatus(t, http.StatusCreated)
+	servertest.Client{BaseURL: base}.Do(t, Req{Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + servertest.HashOf(data), Token: a.access, Body: data, ContentType: "application/octet-stream"}).WantStatus(t, http.StatusCreated)
 }
 
 // share registers a share link and returns the path of its metadata.
@@ -149,8 +150,8 @@ func (a *soakAccount) share(t testing.TB, base string) string {
 	a.upload(t, base, meta)
 	a.upload(t, base, content)
 	id := strings.Repeat("5a", 16)
-	DoAt(t, base, Req{Method: "POST", Path: "/v1/shares", Token: a.access, Body: map[string]any{
-		"opaque_id": id, "metadata_hash": hashOf(meta), "serves": []string{hashOf(meta), hashOf(content)},
+	servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: a.access, Body: map[string]any{
+		"opaque_id": id, "metadata_hash": servertest.HashOf(meta), "serves": []string{servertest.HashOf(meta), servertest.HashOf(content)},
 		"wrapped_secret": base64.StdEncoding.EncodeToString([]byte("wrapped")),
 	}}).WantStatus(t, http.StatusCreated)
 	return "/s/" + id
@@ -163,7 +164,7 @@ func (a *soakAccount) timedSignIn(t testing.TB, base, phase string, i int) time.
 	t.Helper()
 	third := map[string]int{"quiet": 1, "hostile": 2}[phase]
 	client := from(fmt.Sprintf("127.0.%d.%d", third, i+1), false)
-	body := fmt.Sprintf(`{"email":%q,"password":%q}`, a.email, testPassword)
+	body := fmt.Sprintf(`{"email":%q,"password":%q}`, a.email, servertest.Password)
 	start := time.Now()
 	resp, err := client.Post(base+"/v1/auth/login", "application/json", strings.NewReader(body))
 	if err != nil {

@@ -20,7 +20,9 @@ import (
 
 	"sealbox/kv"
 	"sealbox/kv/bolt"
+	"sealbox/kv/kvtest"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // lockedBuffer collects log lines written from the server's goroutines.
@@ -52,12 +54,12 @@ func (b *lockedBuffer) find(substr string) string {
 // not plain text on standard error.
 func TestHTTPServerLogsAreJSON(t *testing.T) {
 	var logs lockedBuffer
-	cfg := NewTestConfig(NewClock())
+	cfg := servertest.NewTestConfig(kvtest.NewClock())
 	cfg.Log = zerolog.New(&logs)
 	dir := t.TempDir()
-	store := mustOpenStore(t, storeIn(t, dir), kv.Options{Now: cfg.Now}, bolt.Options{})
+	store := kvtest.LocationIn(t, dir).MustOpen(t, kv.Options{Now: cfg.Now}, bolt.Options{})
 	defer store.Close()
-	srv := server.New(cfg, store, mustOpenBlobs(t, dir, nil))
+	srv := server.New(cfg, store, servertest.MustOpenBlobs(t, dir, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

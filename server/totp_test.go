@@ -16,6 +16,7 @@ import (
 
 	"sealbox/kv/fault"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 var testTOTPOpts = totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
@@ -90,7 +91,7 @@ func (ts *TestServer) RegisterWithTOTP(tb testing.TB, email string) (Tokens, str
 // the mfa_token.
 func (ts *TestServer) LoginChallenge(tb testing.TB, email string, extra ...map[string]any) string {
 	tb.Helper()
-	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: loginBody(email, extra)}).WantStatus(tb, http.StatusAccepted)
+	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/auth/login", Body: servertest.LoginBody(email, extra...)}).WantStatus(tb, http.StatusAccepted)
 	m := r.JSON(tb)
 	token, _ := m["mfa_token"].(string)
 	if len(m) != 2 || !strings.HasPrefix(token, "sbx_mfa_") {
@@ -130,7 +131,7 @@ func TestSecondFactorSignIn(t *testing.T) {
 	}
 
 	device := "6F9619FF-8B86-4D11-B42D-00C04FC964FF"
-	pair := tokensOf(t, ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0), map[string]any{"cohort_hash": "at-verify", "device_id": device}))
+	pair := servertest.TokensOf(t, ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0), map[string]any{"cohort_hash": "at-verify", "device_id": device}))
 	sessions, cohorts = ts.Ledger(t, pair.Access)
 	if len(sessions) != 3 {
 		t.Fatalf("sessions after verify-totp: got %d, want 3", len(sessions))
@@ -143,7 +144,7 @@ func TestSecondFactorSignIn(t *testing.T) {
 		t.Fatalf("cohorts: got %v, want only the one verify-totp carried", cohorts)
 	}
 	// The refresh token of the new pair works.
-	tokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": pair.Refresh}}))
+	servertest.TokensOf(t, ts.Do(t, Req{Method: "POST", Path: "/v1/auth/refresh", Body: map[string]any{"refresh_token": pair.Refresh}}))
 
 	// A challenge is good once.
 	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 1)).WantProblem(t, http.StatusUnauthorized, fault.ECodeChallengeExpired)
@@ -161,12 +162,12 @@ func TestVerifyTOTPAfterDisable(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0)).WantProblem(t, http.StatusUnauthorized, fault.ECodeChallengeExpired)
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": testPassword}}).
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": servertest.Password}}).
 		WantProblem(t, http.StatusLocked, fault.ECodeAccountLocked)
 	if _, err := ts.Store.SetDisabled("alice@example.com", false); err != nil {
 		t.Fatal(err)
 	}
-	tokensOf(t, ts.VerifyTOTP(t, ts.LoginChallenge(t, "alice@example.com"), ts.Code(t, secret, 0)))
+	servertest.TokensOf(t, ts.VerifyTOTP(t, ts.LoginChallenge(t, "alice@example.com"), ts.Code(t, secret, 0)))
 }
 
 func TestTOTPConflicts(t *testing.T) {
@@ -214,27 +215,21 @@ func TestPendingEnrollmentReplaced(t *testing.T) {
 }
 
 func TestCodeRequestValidation(t *testing.T) {
-	tests := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"missing code", map[string]any{}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"null code", map[string]any{"totp_code": nil}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"five digits", map[string]any{"totp_code": "12345"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"letters", map[string]any{"totp_code": "12a456"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"spaced", map[string]any{"totp_code": "123 456"}, http.StatusUnprocessableEntity, fault.ECodeInvalid},
-		{"a number", map[string]any{"totp_code": 123456}, http.StatusBadRequest, fault.ECodeMalformed},
-		{"unknown key", map[string]any{"totp_code": "123456", "extra": 1}, http.StatusBadRequest, fault.ECodeMalformed},
+	tests := []servertest.Scenario{
+		{Name: "missing code", Body: map[string]any{}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "null code", Body: map[string]any{"totp_code": nil}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "five digits", Body: map[string]any{"totp_code": "12345"}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "letters", Body: map[string]any{"totp_code": "12a456"}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "spaced", Body: map[string]any{"totp_code": "123 456"}, WantStatus: http.StatusUnprocessableEntity, WantCode: fault.ECodeInvalid},
+		{Name: "a number", Body: map[string]any{"totp_code": 123456}, WantStatus: http.StatusBadRequest, WantCode: fault.ECodeMalformed},
+		{Name: "unknown key", Body: map[string]any{"totp_code": "123456", "extra": 1}, WantStatus: http.StatusBadRequest, WantCode: fault.ECodeMalformed},
 	}
 	ts := MustOpenServer(t)
 	tok, _ := ts.RegisterWithTOTP(t, "alice@example.com")
-	for _, tt := range tests {
+	for _, sc := range tests {
 		for _, path := range []string{"/v1/auth/totp/verify-enrollment", "/v1/auth/totp/disable"} {
-			t.Run(tt.name+" "+path, func(t *testing.T) {
-				ts.Do(t, Req{Method: "POST", Path: path, Token: tok.Access, Body: tt.body}).WantProblem(t, tt.status, tt.code)
-			})
+			sc.Method, sc.Path, sc.Token = "POST", path, tok.Access
+			t.Run(sc.Name+" "+path, func(t *testing.T) { sc.Test(t, ts.Client) })
 		}
 	}
 	t.Run("no token", func(t *testing.T) {
@@ -411,7 +406,7 @@ func TestSecondFactorLockout(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		ts.LoginChallenge(t, "alice@example.com")
 	}
-	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": testPassword}}).
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "alice@example.com", "password": servertest.Password}}).
 		WantProblem(t, http.StatusLocked, fault.ECodeAccountLocked)
 }
 

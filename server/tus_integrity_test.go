@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"net/http"
+	"sealbox/server/servertest"
 	"strings"
 	"testing"
 )
@@ -75,9 +76,9 @@ func TestTusCompletionCannotRewriteBlob(t *testing.T) {
 			ts.PutBlob(t, alice.Access, aliceUp, meta).WantStatus(t, http.StatusCreated)
 			id := strings.Repeat("a1", 16)
 			ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: alice.Access, Body: map[string]any{
-				"opaque_id": id, "metadata_hash": hashOf(meta), "serves": []string{hashOf(meta), hashOf(genuine)},
+				"opaque_id": id, "metadata_hash": servertest.HashOf(meta), "serves": []string{servertest.HashOf(meta), servertest.HashOf(genuine)},
 			}}).WantStatus(t, http.StatusCreated)
-			r := ts.Do(t, Req{Method: "GET", Path: "/s/" + id + "/blob/" + hashOf(genuine)}).WantStatus(t, http.StatusOK)
+			r := ts.Do(t, Req{Method: "GET", Path: "/s/" + id + "/blob/" + servertest.HashOf(genuine)}).WantStatus(t, http.StatusOK)
 			if !bytes.Equal(r.Body, genuine) {
 				t.Fatalf("the share serves %d bytes (%.8q...), not the genuine %d", len(r.Body), r.Body, len(genuine))
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sealbox/server/servertest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -88,11 +89,11 @@ func (p *sealboxProcess) kill() {
 // upload id.
 func prepareUpload(tb testing.TB, base string) (access, uploadID string) {
 	tb.Helper()
-	r := DoAt(tb, base, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "video@example.org", "password": testPassword}})
-	access = tokensOf(tb, r).Access
+	r := servertest.Client{BaseURL: base}.Do(tb, Req{Method: "POST", Path: "/v1/auth/register", Body: map[string]any{"email": "video@example.org", "password": servertest.Password}})
+	access = servertest.TokensOf(tb, r).Access
 	album := "0b3c1f7e-5d2a-4c8e-9f10-2a3b4c5d6e7f"
-	DoAt(tb, base, Req{Method: "POST", Path: "/v1/albums", Token: access, Body: map[string]any{"album_id": album}}).WantStatus(tb, http.StatusCreated)
-	r = DoAt(tb, base, Req{Method: "POST", Path: "/v1/albums/" + album + "/uploads", Token: access}).WantStatus(tb, http.StatusCreated)
+	servertest.Client{BaseURL: base}.Do(tb, Req{Method: "POST", Path: "/v1/albums", Token: access, Body: map[string]any{"album_id": album}}).WantStatus(tb, http.StatusCreated)
+	r = servertest.Client{BaseURL: base}.Do(tb, Req{Method: "POST", Path: "/v1/albums/" + album + "/uploads", Token: access}).WantStatus(tb, http.StatusCreated)
 	return access, r.JSON(tb)["upload_id"].(string)
 }
 
@@ -100,7 +101,7 @@ func prepareUpload(tb testing.TB, base string) (access, uploadID string) {
 // data under its hash, and no partial file is left.
 func wantStoredIn(tb testing.TB, dataDir string, data []byte) {
 	tb.Helper()
-	h := hashOf(data)
+	h := servertest.HashOf(data)
 	got, err := os.ReadFile(filepath.Join(dataDir, "blobs", h[0:2], h[2:4], h))
 	if err != nil {
 		tb.Fatal(err)
@@ -125,15 +126,15 @@ func wantNoPartials(tb testing.TB, dataDir string) {
 func wantLinkServesAt(tb testing.TB, base, access, uploadID string, data []byte) {
 	tb.Helper()
 	metadata := []byte("sealed metadata of the video")
-	DoAt(tb, base, Req{Method: "PUT", Path: "/v1/uploads/" + uploadID + "/blobs/" + hashOf(metadata), Token: access,
+	servertest.Client{BaseURL: base}.Do(tb, Req{Method: "PUT", Path: "/v1/uploads/" + uploadID + "/blobs/" + servertest.HashOf(metadata), Token: access,
 		Body: metadata, ContentType: "application/octet-stream"}).WantStatus(tb, http.StatusCreated)
 	const link = "0123456789abcdef0123456789abcdef"
-	DoAt(tb, base, Req{Method: "POST", Path: "/v1/shares", Token: access, Body: map[string]any{
+	servertest.Client{BaseURL: base}.Do(tb, Req{Method: "POST", Path: "/v1/shares", Token: access, Body: map[string]any{
 		"opaque_id":     link,
-		"metadata_hash": hashOf(metadata),
-		"serves":        []string{hashOf(metadata), hashOf(data)},
+		"metadata_hash": servertest.HashOf(metadata),
+		"serves":        []string{servertest.HashOf(metadata), servertest.HashOf(data)},
 	}}).WantStatus(tb, http.StatusCreated)
-	r := DoAt(tb, base, Req{Method: "GET", Path: "/s/" + link + "/blob/" + hashOf(data)}).WantStatus(tb, http.StatusOK)
+	r := servertest.Client{BaseURL: base}.Do(tb, Req{Method: "GET", Path: "/s/" + link + "/blob/" + servertest.HashOf(data)}).WantStatus(tb, http.StatusOK)
 	if !bytes.Equal(r.Body, data) {
 		tb.Fatalf("the share link read %d bytes, not the %d uploaded", len(r.Body), len(data))
 	}
@@ -151,11 +152,11 @@ func TestTusSurvivesKill9(t *testing.T) {
 	p := startSealbox(t, bin, dataDir)
 	access, up := prepareUpload(t, p.URL)
 	data := randomData(16 << 20)
-	r := DoAt(t, p.URL, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: access,
-		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(hashOf(data)))}).WantStatus(t, http.StatusCreated)
+	r := servertest.Client{BaseURL: p.URL}.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: access,
+		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(servertest.HashOf(data)))}).WantStatus(t, http.StatusCreated)
 	loc := r.Header.Get("Location")
 	patch := func(base string, offset int, body []byte) *Response {
-		return DoAt(t, base, Req{Method: "PATCH", Path: loc, Token: access, Body: body,
+		return servertest.Client{BaseURL: base}.Do(t, Req{Method: "PATCH", Path: loc, Token: access, Body: body,
 			ContentType: "application/offset+octet-stream", Header: tusHeaders("Upload-Offset", strconv.Itoa(offset))})
 	}
 	acked := len(data) / 2
@@ -194,7 +195,7 @@ func TestTusSurvivesKill9(t *testing.T) {
 	pw.Close()
 
 	p = startSealbox(t, bin, dataDir)
-	r = DoAt(t, p.URL, Req{Method: "HEAD", Path: loc, Token: access, Header: tusHeaders()}).WantStatus(t, http.StatusOK)
+	r = servertest.Client{BaseURL: p.URL}.Do(t, Req{Method: "HEAD", Path: loc, Token: access, Header: tusHeaders()}).WantStatus(t, http.StatusOK)
 	offset, _ := strconv.Atoi(r.Header.Get("Upload-Offset"))
 	if offset < acked || offset > acked+sent {
 		t.Fatalf("HEAD after kill -9: offset %d, want %d..%d", offset, acked, acked+sent)
@@ -277,7 +278,7 @@ func TestTusJSClientInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := cuttingProxy(t, strings.TrimPrefix(p.URL, "http://"), int64(len(data)/2))
-	cmd := exec.Command(node, filepath.Join(jsDir, "upload.js"), proxy+"/v1/uploads/"+up+"/tus", access, file, hashOf(data))
+	cmd := exec.Command(node, filepath.Join(jsDir, "upload.js"), proxy+"/v1/uploads/"+up+"/tus", access, file, servertest.HashOf(data))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -300,7 +301,7 @@ func TestTusJSClientInterop(t *testing.T) {
 	}
 	wantLinkServesAt(t, p.URL, access, up, data)
 	wantNoPartials(t, dataDir)
-	if r := DoAt(t, p.URL, Req{Method: "HEAD", Path: strings.TrimPrefix(got.URL, proxy), Token: access, Header: tusHeaders()}); r.Status != http.StatusNotFound {
+	if r := (servertest.Client{BaseURL: p.URL}).Do(t, Req{Method: "HEAD", Path: strings.TrimPrefix(got.URL, proxy), Token: access, Header: tusHeaders()}); r.Status != http.StatusNotFound {
 		t.Fatalf("the finished transfer still answers HEAD: %d", r.Status)
 	}
 }

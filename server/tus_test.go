@@ -18,6 +18,7 @@ import (
 
 	"sealbox/server"
 	"sealbox/server/maintenance"
+	"sealbox/server/servertest"
 )
 
 // tusMetadata is the Upload-Metadata header declaring hash.
@@ -50,7 +51,7 @@ func openTransfer(tb testing.TB, data []byte) (ts *TestServer, tok Tokens, locat
 func (ts *TestServer) TusCreate(tb testing.TB, access, uploadID string, data []byte) string {
 	tb.Helper()
 	r := ts.Do(tb, Req{Method: "POST", Path: "/v1/uploads/" + uploadID + "/tus", Token: access,
-		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(hashOf(data)))})
+		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(servertest.HashOf(data)))})
 	r.WantStatus(tb, http.StatusCreated)
 	return r.Header.Get("Location")
 }
@@ -78,13 +79,13 @@ func (ts *TestServer) TusHead(tb testing.TB, access, location string) int {
 // S3).
 func (ts *TestServer) partialPath(tb testing.TB, location string) string {
 	tb.Helper()
-	return filepath.Join(ts.localBlobs(tb).Path(), "tus", path.Base(location))
+	return filepath.Join(ts.LocalBlobs(tb).Path(), "tus", path.Base(location))
 }
 
 // wantStored fails unless the blob store holds exactly data under its hash.
 func (ts *TestServer) wantStored(tb testing.TB, data []byte) {
 	tb.Helper()
-	f, _, err := ts.Blobs.Open(hashOf(data))
+	f, _, err := ts.Blobs.Open(servertest.HashOf(data))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestTusRoundTrip(t *testing.T) {
 	data := randomData(3<<20 + 5)
 
 	r := ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: alice.Access,
-		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", "filename ZmlsZS5tcDQ=,hash "+base64.StdEncoding.EncodeToString([]byte(hashOf(data)))+",empty")})
+		Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", "filename ZmlsZS5tcDQ=,hash "+base64.StdEncoding.EncodeToString([]byte(servertest.HashOf(data)))+",empty")})
 	r.WantStatus(t, http.StatusCreated)
 	loc := r.Header.Get("Location")
 	if !strings.HasPrefix(loc, "/v1/uploads/"+up+"/tus/") || len(path.Base(loc)) != 36 {
@@ -150,7 +151,7 @@ func TestTusRoundTrip(t *testing.T) {
 	// only the hash pair: a file name is plaintext the server does not keep.
 	r = ts.Do(t, Req{Method: "HEAD", Path: loc, Token: alice.Access, Header: tusHeaders()}).WantStatus(t, http.StatusOK)
 	wantHeaders(t, r, map[string]string{"Upload-Offset": "0", "Upload-Length": strconv.Itoa(len(data)), "Cache-Control": "no-store", "Tus-Resumable": "1.0.0",
-		"Upload-Metadata": "hash " + base64.StdEncoding.EncodeToString([]byte(hashOf(data)))})
+		"Upload-Metadata": "hash " + base64.StdEncoding.EncodeToString([]byte(servertest.HashOf(data)))})
 
 	half := len(data) / 2
 	r = ts.TusPatch(t, alice.Access, loc, 0, data[:half]).WantStatus(t, http.StatusNoContent)
@@ -163,7 +164,7 @@ func TestTusRoundTrip(t *testing.T) {
 	if got := ts.TusHead(t, alice.Access, loc); got != half {
 		t.Fatalf("HEAD after an empty PATCH: %d", got)
 	}
-	if _, err := ts.Blobs.Stat(hashOf(data)); err == nil {
+	if _, err := ts.Blobs.Stat(servertest.HashOf(data)); err == nil {
 		t.Fatal("the blob is in the store before its last byte arrived")
 	}
 	r = ts.TusPatch(t, alice.Access, loc, half, data[half:]).WantStatus(t, http.StatusNoContent)
@@ -171,10 +172,10 @@ func TestTusRoundTrip(t *testing.T) {
 
 	ts.wantStored(t, data)
 	user := ts.UserID(t, alice.Access)
-	if held, _ := ts.Store.Holds(user, hashOf(data)); !held {
+	if held, _ := ts.Store.Holds(user, servertest.HashOf(data)); !held {
 		t.Fatal("the uploader does not hold the blob")
 	}
-	if hashes, _ := ts.Store.UploadBlobs(user, up); !slices.Equal(hashes, []string{hashOf(data)}) {
+	if hashes, _ := ts.Store.UploadBlobs(user, up); !slices.Equal(hashes, []string{servertest.HashOf(data)}) {
 		t.Fatalf("the session's hash set: %q", hashes)
 	}
 	// The transfer is gone, its partial file with it; the session stays open.
@@ -196,11 +197,11 @@ func TestTusEmptyUpload(t *testing.T) {
 	// An empty upload is complete once created: tus clients send no PATCH.
 	ts.TusCreate(t, tok.Access, up, nil)
 	ts.wantStored(t, nil)
-	if held, _ := ts.Store.Holds(ts.UserID(t, tok.Access), hashOf(nil)); !held {
+	if held, _ := ts.Store.Holds(ts.UserID(t, tok.Access), servertest.HashOf(nil)); !held {
 		t.Fatal("the empty blob is not held")
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access,
-		Header: tusHeaders("Upload-Length", "0", "Upload-Metadata", tusMetadata(hashOf([]byte("x"))))}).
+		Header: tusHeaders("Upload-Length", "0", "Upload-Metadata", tusMetadata(servertest.HashOf([]byte("x"))))}).
 		WantProblem(t, http.StatusUnprocessableEntity, "error.blob.hash_mismatch")
 }
 
@@ -208,7 +209,7 @@ func TestTusVersionRequired(t *testing.T) {
 	ts, tok, loc, data := openTransfer(t, []byte("some bytes"))
 	for _, version := range []string{"", "0.2.2", "1.0"} {
 		for _, req := range []Req{
-			{Method: "POST", Path: path.Dir(loc), Header: map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMetadata(hashOf(data))}},
+			{Method: "POST", Path: path.Dir(loc), Header: map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMetadata(servertest.HashOf(data))}},
 			{Method: "HEAD", Path: loc},
 			{Method: "PATCH", Path: loc, Body: data, ContentType: "application/offset+octet-stream", Header: map[string]string{"Upload-Offset": "0"}},
 			{Method: "DELETE", Path: loc},
@@ -247,40 +248,28 @@ func TestTusCreateValidation(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.MaxBlob = 1024 })
 	tok := ts.Register(t, "a@example.org")
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	hash := hashOf([]byte("x"))
+	hash := servertest.HashOf([]byte("x"))
 	good := tusMetadata(hash)
 	unknown := "sbx_up_" + strings.Repeat("A", 43)
-	cases := []struct {
-		name, upload, token, length, metadata string
-		status                                int
-		code                                  string
-	}{
-		{"no token", up, "", "1", good, 401, "error.auth.unauthenticated"},
-		{"upload id malformed", "sbx_up_sh~rt", tok.Access, "1", good, 400, "error.request.malformed"},
-		{"upload id well-formed but short, unknown", "sbx_up_short", tok.Access, "1", good, 404, "error.upload.not_found"},
-		{"unknown upload", unknown, tok.Access, "1", good, 404, "error.upload.not_found"},
-		{"no Upload-Length", up, tok.Access, "", good, 400, "error.request.malformed"},
-		{"negative Upload-Length", up, tok.Access, "-1", good, 400, "error.request.malformed"},
-		{"signed Upload-Length", up, tok.Access, "+1", good, 400, "error.request.malformed"},
-		{"Upload-Length not a number", up, tok.Access, "1e3", good, 400, "error.request.malformed"},
-		{"Upload-Length past int64", up, tok.Access, "9223372036854775808", good, 400, "error.request.malformed"},
-		{"no Upload-Metadata", up, tok.Access, "1", "", 422, "error.request.invalid"},
-		{"metadata without hash", up, tok.Access, "1", "filename ZmlsZQ==", 422, "error.request.invalid"},
-		{"hash not base64", up, tok.Access, "1", "hash !!!", 400, "error.request.malformed"},
-		{"hash uppercase", up, tok.Access, "1", tusMetadata(strings.ToUpper(hash)), 422, "error.request.invalid"},
-		{"hash short", up, tok.Access, "1", tusMetadata(hash[:63]), 422, "error.request.invalid"},
+	cases := []servertest.Scenario{
+		{Name: "no token", Path: "/v1/uploads/" + up + "/tus", Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "upload id malformed", Path: "/v1/uploads/sbx_up_sh~rt/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "upload id well-formed but short, unknown", Path: "/v1/uploads/sbx_up_short/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 404, WantCode: "error.upload.not_found"},
+		{Name: "unknown upload", Path: "/v1/uploads/" + unknown + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", good), WantStatus: 404, WantCode: "error.upload.not_found"},
+		{Name: "no Upload-Length", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "negative Upload-Length", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "-1", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "signed Upload-Length", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "+1", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "Upload-Length not a number", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1e3", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "Upload-Length past int64", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "9223372036854775808", "Upload-Metadata", good), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "no Upload-Metadata", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1"), WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "metadata without hash", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", "filename ZmlsZQ=="), WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "hash not base64", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", "hash !!!"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "hash uppercase", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", tusMetadata(strings.ToUpper(hash))), WantStatus: 422, WantCode: "error.request.invalid"},
+		{Name: "hash short", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access, Header: tusHeaders("Upload-Length", "1", "Upload-Metadata", tusMetadata(hash[:63])), WantStatus: 422, WantCode: "error.request.invalid"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := tusHeaders()
-			if tc.length != "" {
-				h["Upload-Length"] = tc.length
-			}
-			if tc.metadata != "" {
-				h["Upload-Metadata"] = tc.metadata
-			}
-			ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + tc.upload + "/tus", Token: tc.token, Header: h}).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method = "POST"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// Over --max-blob: 413 with no body, before the session is even read.
 	wantEmpty413(t, ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access,
@@ -304,7 +293,7 @@ func TestTusQuota(t *testing.T) {
 	ts.PutBlob(t, tok.Access, up, bytes.Repeat([]byte{1}, 300)).WantStatus(t, http.StatusCreated)
 	create := func(n int) *Response {
 		return ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access,
-			Header: tusHeaders("Upload-Length", strconv.Itoa(n), "Upload-Metadata", tusMetadata(hashOf(bytes.Repeat([]byte{2}, n))))})
+			Header: tusHeaders("Upload-Length", strconv.Itoa(n), "Upload-Metadata", tusMetadata(servertest.HashOf(bytes.Repeat([]byte{2}, n))))})
 	}
 	create(701).WantProblem(t, http.StatusForbidden, "error.quota.exceeded")
 	loc := create(400).WantStatus(t, http.StatusCreated).Header.Get("Location")
@@ -318,36 +307,20 @@ func TestTusPatchValidation(t *testing.T) {
 	ts, tok, loc, data := openTransfer(t, randomData(1000))
 	ts.TusPatch(t, tok.Access, loc, 0, data[:100]).WantStatus(t, http.StatusNoContent)
 	octet := "application/offset+octet-stream"
-	cases := []struct {
-		name, path, contentType, offset string
-		body                            []byte
-		status                          int
-		code                            string
-	}{
-		{"no token", loc, octet, "100", data[100:200], 401, "error.auth.unauthenticated"},
-		{"octet-stream", loc, "application/octet-stream", "100", data[100:200], 415, "error.request.unsupported_media_type"},
-		{"no media type", loc, "-", "100", data[100:200], 415, "error.request.unsupported_media_type"},
-		{"no Upload-Offset", loc, octet, "", data[100:200], 400, "error.request.malformed"},
-		{"negative Upload-Offset", loc, octet, "-100", data[100:200], 400, "error.request.malformed"},
-		{"offset behind", loc, octet, "0", data[:100], 409, "error.transfer.offset_mismatch"},
-		{"offset ahead", loc, octet, "200", data[200:300], 409, "error.transfer.offset_mismatch"},
-		{"transfer id malformed", path.Dir(loc) + "/not-a-uuid", octet, "100", data[100:200], 400, "error.request.malformed"},
-		{"unknown transfer", path.Dir(loc) + "/9f0e0d0c-0b0a-4908-8706-050403020100", octet, "100", data[100:200], 404, "error.transfer.not_found"},
+	cases := []servertest.Scenario{
+		{Name: "no token", Path: loc, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "100"), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "octet-stream", Path: loc, Token: tok.Access, Body: data[100:200], ContentType: "application/octet-stream", Header: tusHeaders("Upload-Offset", "100"), WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "no media type", Path: loc, Token: tok.Access, Body: data[100:200], Header: tusHeaders("Content-Type", "", "Upload-Offset", "100"), WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "no Upload-Offset", Path: loc, Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders(), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "negative Upload-Offset", Path: loc, Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "-100"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "offset behind", Path: loc, Token: tok.Access, Body: data[:100], ContentType: octet, Header: tusHeaders("Upload-Offset", "0"), WantStatus: 409, WantCode: "error.transfer.offset_mismatch"},
+		{Name: "offset ahead", Path: loc, Token: tok.Access, Body: data[200:300], ContentType: octet, Header: tusHeaders("Upload-Offset", "200"), WantStatus: 409, WantCode: "error.transfer.offset_mismatch"},
+		{Name: "transfer id malformed", Path: path.Dir(loc) + "/not-a-uuid", Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "100"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "unknown transfer", Path: path.Dir(loc) + "/9f0e0d0c-0b0a-4908-8706-050403020100", Token: tok.Access, Body: data[100:200], ContentType: octet, Header: tusHeaders("Upload-Offset", "100"), WantStatus: 404, WantCode: "error.transfer.not_found"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := Req{Method: "PATCH", Path: tc.path, Body: tc.body, ContentType: tc.contentType, Header: tusHeaders()}
-			if tc.name != "no token" {
-				req.Token = tok.Access
-			}
-			if tc.contentType == "-" {
-				req.ContentType, req.Header["Content-Type"] = "", ""
-			}
-			if tc.offset != "" {
-				req.Header["Upload-Offset"] = tc.offset
-			}
-			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
-		})
+	for _, sc := range cases {
+		sc.Method = "PATCH"
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 	// A body past the declared length: announced, refused before a byte is
 	// read; chunked, refused when it overruns, acknowledging nothing of it.
@@ -389,7 +362,7 @@ func TestTusForeignAccount(t *testing.T) {
 		ts.Do(t, Req{Method: "DELETE", Path: tc.path, Token: bob.Access, Header: tusHeaders()}).WantProblem(t, http.StatusNotFound, tc.code)
 	}
 	ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + aliceUp + "/tus", Token: bob.Access,
-		Header: tusHeaders("Upload-Length", "100", "Upload-Metadata", tusMetadata(hashOf(data)))}).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
+		Header: tusHeaders("Upload-Length", "100", "Upload-Metadata", tusMetadata(servertest.HashOf(data)))}).WantProblem(t, http.StatusNotFound, "error.upload.not_found")
 	if files := blobFiles(t, ts); len(files) != 0 {
 		t.Fatalf("refused requests wrote files: %q", files)
 	}
@@ -413,7 +386,7 @@ func TestTusHashMismatchStoresNothing(t *testing.T) {
 		t.Fatalf("a refused transfer left files: %q", files)
 	}
 	user := ts.UserID(t, tok.Access)
-	for _, h := range []string{hashOf(meant), hashOf(arrived)} {
+	for _, h := range []string{servertest.HashOf(meant), servertest.HashOf(arrived)} {
 		if held, _ := ts.Store.Holds(user, h); held {
 			t.Fatal("a refused transfer's blob is held")
 		}
@@ -584,7 +557,7 @@ func TestTusResumeAfterRestart(t *testing.T) {
 		t.Fatalf("HEAD after the restart: %d, want %d", got, acked)
 	}
 	r := ts.Do(t, Req{Method: "HEAD", Path: loc, Token: tok.Access, Header: tusHeaders()}).WantStatus(t, http.StatusOK)
-	wantHeaders(t, r, map[string]string{"Upload-Metadata": tusMetadata(hashOf(data))})
+	wantHeaders(t, r, map[string]string{"Upload-Metadata": tusMetadata(servertest.HashOf(data))})
 	ts.TusPatch(t, tok.Access, loc, acked, data[acked:acked+1000]).WantStatus(t, http.StatusNoContent)
 	ts.TusPatch(t, tok.Access, loc, acked+1000, data[acked+1000:]).WantStatus(t, http.StatusNoContent)
 	ts.wantStored(t, data)
@@ -653,13 +626,13 @@ func randomData(n int) []byte {
 // bucket): a second node, as far as the blobs are concerned.
 func (ts *TestServer) secondNode(tb testing.TB) *TestServer {
 	tb.Helper()
-	blobStore := mustOpenBlobs(tb, ts.Dir, nil)
+	blobStore := servertest.MustOpenBlobs(tb, ts.Dir, nil)
 	srv := server.New(ts.Config, ts.Store, blobStore)
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { srv.Close(context.Background()) })
-	return &TestServer{Server: srv, Store: ts.Store, Blobs: blobStore, Clock: ts.Clock, Config: ts.Config, Dir: ts.Dir}
+	return &TestServer{ts.Node(srv, ts.Store, blobStore)}
 }
 
 // TestTusAlternatesNodes: a transfer whose PATCHes alternate between two

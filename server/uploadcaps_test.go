@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // TestUploadSessionCap: past MaxUploadSessions open sessions an account is
@@ -37,7 +38,7 @@ func TestTransferCaps(t *testing.T) {
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
 	create := func(data []byte) *Response {
 		return ts.Do(t, Req{Method: "POST", Path: "/v1/uploads/" + up + "/tus", Token: tok.Access,
-			Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(hashOf(data)))})
+			Header: tusHeaders("Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata(servertest.HashOf(data)))})
 	}
 	a, b, c := randomData(2000), randomData(1001), randomData(1000)
 	loc := create(a).WantStatus(t, http.StatusCreated).Header.Get("Location")

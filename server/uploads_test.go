@@ -12,6 +12,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 // blobFiles lists every regular file under the test server's blob
@@ -60,7 +61,7 @@ func TestUploadRoundTrip(t *testing.T) {
 		t.Fatalf("open: %s", r.Body)
 	}
 	data := []byte("ciphertext bytes, sealed on the client")
-	hash := hashOf(data)
+	hash := servertest.HashOf(data)
 	want := `{"hash":"` + hash + `","size":38}`
 	r = ts.PutBlob(t, alice.Access, up, data).WantStatus(t, http.StatusCreated)
 	if string(r.Body) != want {
@@ -107,7 +108,7 @@ func TestUploadHashMismatchKeepsNothing(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
 	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
-	claimed := hashOf([]byte("what the client meant to send"))
+	claimed := servertest.HashOf([]byte("what the client meant to send"))
 	r := ts.Do(t, Req{Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + claimed, Token: tok.Access,
 		Body: []byte("what arrived"), ContentType: "application/octet-stream"})
 	r.WantProblem(t, http.StatusUnprocessableEntity, "error.blob.hash_mismatch")
@@ -115,7 +116,7 @@ func TestUploadHashMismatchKeepsNothing(t *testing.T) {
 		t.Fatalf("a refused blob left files: %v", files)
 	}
 	user := ts.UserID(t, tok.Access)
-	for _, h := range []string{claimed, hashOf([]byte("what arrived"))} {
+	for _, h := range []string{claimed, servertest.HashOf([]byte("what arrived"))} {
 		if held, _ := ts.Store.Holds(user, h); held {
 			t.Fatalf("a refused blob was recorded as held: %s", h)
 		}
@@ -225,41 +226,26 @@ func TestUploadRequestValidation(t *testing.T) {
 	album := ts.NewAlbum(t, tok.Access)
 	up := ts.OpenUpload(t, tok.Access, album)
 	data := []byte("x")
-	hash := hashOf(data)
+	hash := servertest.HashOf(data)
 	unknown := "sbx_up_" + strings.Repeat("A", 43)
-	cases := []struct {
-		name, method, path, token, contentType string
-		status                                 int
-		code                                   string
-	}{
-		{"open without token", "POST", "/v1/albums/" + album + "/uploads", "", "", 401, "error.auth.unauthenticated"},
-		{"open, album id not a UUID", "POST", "/v1/albums/not-a-uuid/uploads", tok.Access, "", 400, "error.request.malformed"},
-		{"open, album id uppercase", "POST", "/v1/albums/" + strings.ToUpper(album) + "/uploads", tok.Access, "", 400, "error.request.malformed"},
-		{"put without token", "PUT", "/v1/uploads/" + up + "/blobs/" + hash, "", "application/octet-stream", 401, "error.auth.unauthenticated"},
-		{"put, hash uppercase", "PUT", "/v1/uploads/" + up + "/blobs/" + strings.ToUpper(hash), tok.Access, "application/octet-stream", 400, "error.request.malformed"},
-		{"put, hash short", "PUT", "/v1/uploads/" + up + "/blobs/" + hash[:63], tok.Access, "application/octet-stream", 400, "error.request.malformed"},
-		{"put, hash not hex", "PUT", "/v1/uploads/" + up + "/blobs/" + strings.Repeat("g", 64), tok.Access, "application/octet-stream", 400, "error.request.malformed"},
-		{"put, upload id malformed", "PUT", "/v1/uploads/sbx_up_/blobs/" + hash, tok.Access, "application/octet-stream", 400, "error.request.malformed"},
-		{"put, upload id well-formed but short, unknown", "PUT", "/v1/uploads/sbx_up_short/blobs/" + hash, tok.Access, "application/octet-stream", 404, "error.upload.not_found"},
-		{"put, upload id of another type", "PUT", "/v1/uploads/sbx_at_" + strings.Repeat("A", 43) + "/blobs/" + hash, tok.Access, "application/octet-stream", 400, "error.request.malformed"},
-		{"put, unknown upload", "PUT", "/v1/uploads/" + unknown + "/blobs/" + hash, tok.Access, "application/octet-stream", 404, "error.upload.not_found"},
-		{"put, JSON body", "PUT", "/v1/uploads/" + up + "/blobs/" + hash, tok.Access, "application/json", 415, "error.request.unsupported_media_type"},
-		{"put, no media type", "PUT", "/v1/uploads/" + up + "/blobs/" + hash, tok.Access, "-", 415, "error.request.unsupported_media_type"},
-		{"delete, upload id malformed", "DELETE", "/v1/uploads/nope", tok.Access, "", 400, "error.request.malformed"},
-		{"delete, unknown upload", "DELETE", "/v1/uploads/" + unknown, tok.Access, "", 404, "error.upload.not_found"},
+	cases := []servertest.Scenario{
+		{Name: "open without token", Method: "POST", Path: "/v1/albums/" + album + "/uploads", WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "open, album id not a UUID", Method: "POST", Path: "/v1/albums/not-a-uuid/uploads", Token: tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "open, album id uppercase", Method: "POST", Path: "/v1/albums/" + strings.ToUpper(album) + "/uploads", Token: tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "put without token", Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + hash, Body: data, ContentType: "application/octet-stream", WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "put, hash uppercase", Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + strings.ToUpper(hash), Token: tok.Access, Body: data, ContentType: "application/octet-stream", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "put, hash short", Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + hash[:63], Token: tok.Access, Body: data, ContentType: "application/octet-stream", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "put, hash not hex", Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + strings.Repeat("g", 64), Token: tok.Access, Body: data, ContentType: "application/octet-stream", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "put, upload id malformed", Method: "PUT", Path: "/v1/uploads/sbx_up_/blobs/" + hash, Token: tok.Access, Body: data, ContentType: "application/octet-stream", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "put, upload id well-formed but short, unknown", Method: "PUT", Path: "/v1/uploads/sbx_up_short/blobs/" + hash, Token: tok.Access, Body: data, ContentType: "application/octet-stream", WantStatus: 404, WantCode: "error.upload.not_found"},
+		{Name: "put, upload id of another type", Method: "PUT", Path: "/v1/uploads/sbx_at_" + strings.Repeat("A", 43) + "/blobs/" + hash, Token: tok.Access, Body: data, ContentType: "application/octet-stream", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "put, unknown upload", Method: "PUT", Path: "/v1/uploads/" + unknown + "/blobs/" + hash, Token: tok.Access, Body: data, ContentType: "application/octet-stream", WantStatus: 404, WantCode: "error.upload.not_found"},
+		{Name: "put, JSON body", Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + hash, Token: tok.Access, Body: data, ContentType: "application/json", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "put, no media type", Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + hash, Token: tok.Access, Body: data, Header: map[string]string{"Content-Type": ""}, WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "delete, upload id malformed", Method: "DELETE", Path: "/v1/uploads/nope", Token: tok.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "delete, unknown upload", Method: "DELETE", Path: "/v1/uploads/" + unknown, Token: tok.Access, WantStatus: 404, WantCode: "error.upload.not_found"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := Req{Method: tc.method, Path: tc.path, Token: tc.token}
-			if tc.method == "PUT" {
-				req.Body, req.ContentType = data, tc.contentType
-				if tc.contentType == "-" {
-					req.ContentType, req.Header = "", map[string]string{"Content-Type": ""}
-				}
-			}
-			ts.Do(t, req).WantProblem(t, tc.status, tc.code)
-		})
-	}
+	servertest.RunScenarios(t, ts.Client, cases)
 	if files := blobFiles(t, ts); len(files) != 0 {
 		t.Fatalf("refused uploads wrote files: %v", files)
 	}

@@ -1,6 +1,6 @@
 // Package kvtest opens sealbox stores on real engines for the tests of kv,
-// server and cli, as cli opens them in production. It is imported by tests
-// only, never by the binary.
+// server and cli, as cli opens them in production, and gives them the one
+// test clock. It is imported by tests only, never by the binary.
 package kvtest
 
 import (

@@ -2,34 +2,13 @@ package ratelimit
 
 import (
 	"math"
+	"sealbox/kv/kvtest"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// clock is an injected clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock {
-	return &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // allowN calls Allow n times and fails unless every call is allowed.
 func allowN(t *testing.T, l *Limiter, key string, n int) {
@@ -55,8 +34,8 @@ func wantRefused(t *testing.T, l *Limiter, key string, retryAfter time.Duration)
 
 // drainedLimiter is a limiter of 20 a second with a burst of 200 whose key
 // "a" has just spent the whole burst.
-func drainedLimiter(t *testing.T) (*clock, *Limiter) {
-	c := newClock()
+func drainedLimiter(t *testing.T) (*kvtest.Clock, *Limiter) {
+	c := kvtest.NewClock()
 	l := New(20, 200, c.Now)
 	allowN(t, l, "a", 200)
 	return c, l
@@ -90,7 +69,7 @@ func TestRefill(t *testing.T) {
 }
 
 func TestSlowRate(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	l := New(0.5, 1, c.Now)
 	allowN(t, l, "a", 1)
 	wantRefused(t, l, "a", 2*time.Second)
@@ -101,7 +80,7 @@ func TestSlowRate(t *testing.T) {
 }
 
 func TestIndependentKeys(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	l := New(1, 3, c.Now)
 	allowN(t, l, "a", 3)
 	wantRefused(t, l, "a", time.Second)
@@ -113,7 +92,7 @@ func TestIndependentKeys(t *testing.T) {
 // TestEvictionAtCap sends 1,000,000 distinct keys at one instant, so no bucket
 // refills and only the cap bounds the map.
 func TestEvictionAtCap(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	l := New(1, 1, c.Now)
 	const n = 1_000_000
 	for i := range n {
@@ -136,7 +115,7 @@ func TestEvictionAtCap(t *testing.T) {
 // TestEvictionOfFullBuckets sends a new key every millisecond: a bucket that
 // spent one token is full again 50ms later and is forgotten.
 func TestEvictionOfFullBuckets(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	l := New(20, 200, c.Now)
 	for i := range 100_000 {
 		if ok, _ := l.Allow(strconv.Itoa(i)); !ok {
@@ -165,7 +144,7 @@ func TestEvictionOfFullBuckets(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	l := New(10, 100, c.Now)
 	var allowed atomic.Int64
 	var wg sync.WaitGroup

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"sealbox/kv/kvtest"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestWindowSlides(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	w := NewWindow(3, 10*time.Minute, c.Now)
 	for i := range 3 {
 		if _, _, ok := w.Spend("a"); !ok {
@@ -36,7 +37,7 @@ func TestWindowSlides(t *testing.T) {
 }
 
 func TestWindowRefund(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	w := NewWindow(2, time.Minute, c.Now)
 	first, _, _ := w.Spend("a")
 	c.Advance(time.Second)
@@ -59,7 +60,7 @@ func TestWindowRefund(t *testing.T) {
 // Parallel spenders cannot overrun the limit: booking and checking are one
 // step.
 func TestWindowParallelSpends(t *testing.T) {
-	w := NewWindow(10, time.Hour, newClock().Now)
+	w := NewWindow(10, time.Hour, kvtest.NewClock().Now)
 	var admitted atomic.Int32
 	var wg sync.WaitGroup
 	for range 100 {
@@ -78,7 +79,7 @@ func TestWindowParallelSpends(t *testing.T) {
 }
 
 func TestWindowMemoryIsBounded(t *testing.T) {
-	c := newClock()
+	c := kvtest.NewClock()
 	w := NewWindow(1, time.Minute, c.Now)
 	for i := range 1000 {
 		w.Spend(strconv.Itoa(i))

@@ -4,7 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"path/filepath"
+	"os"
+	"sealbox/kv/pgtest"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +18,11 @@ import (
 	"sealbox/server/witness"
 )
 
-func openStore(t *testing.T) *kv.Store {
-	t.Helper()
-	s, err := kvtest.Open(filepath.Join(t.TempDir(), "sealbox.db"), kv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+// TestMain stops the PostgreSQL cluster a test started (SEALBOX_TEST_PG=1).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
 func newLog(t *testing.T, s *kv.Store) *translog.Log {
@@ -40,7 +38,7 @@ func newLog(t *testing.T, s *kv.Store) *translog.Log {
 // works a round; when it stops, the other takes over the next work. A round
 // with nothing to do takes no lease (an idle server writes nothing).
 func TestOneNodeSigns(t *testing.T) {
-	s := openStore(t)
+	s, _ := kvtest.MustOpenStore(t)
 	log := newLog(t, s)
 	a := witness.New(s, log, witness.Options{Interval: time.Hour})
 	b := witness.New(s, log, witness.Options{Interval: time.Hour})
