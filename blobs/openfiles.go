@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"sealbox/internal/lru"
+	"sealbox/kv/lru"
 )
 
 // maxIdleFiles bounds the read handles openFiles keeps between reads.

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"sealbox/blobs/s3"
-	"sealbox/internal/testtools"
+	"sealbox/testdata/testtools"
 )
 
 // The credentials of the gateway this process starts.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"sealbox/internal/lru"
+	"sealbox/kv/lru"
 )
 
 // maxKeys is the most keys a Limiter tracks at once: about 16 MB of buckets

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"sealbox/internal/lru"
+	"sealbox/kv/lru"
 )
 
 // Window allows each key at most limit events within any span of time (a

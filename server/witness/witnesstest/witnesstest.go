@@ -32,7 +32,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/mod/sumdb/note"
 
-	"sealbox/internal/testtools"
+	"sealbox/testdata/testtools"
 )
 
 // Witness is a running litewitness.

@@ -1,6 +1,8 @@
 // Package testtools builds and starts the programs the tests run that are
 // not sealbox dependencies (versitygw for blobs/s3test, litewitness for
-// witness/witnesstest), from the module that pins them, testdata/tools.
+// server/witness/witnesstest), from the module that pins them, testdata/tools.
+// It lives under testdata/ beside them because the top level is fixed; go
+// test ./... skips testdata, so .ci/run tests it by its path.
 // Only test code imports it, so it never reaches the binary.
 package testtools
 
@@ -18,7 +20,7 @@ import (
 // Dir is the testdata/tools module's directory.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "tools")
+	return filepath.Join(filepath.Dir(file), "..", "tools")
 }
 
 // Pinned returns the version of module that testdata/tools/go.mod requires.

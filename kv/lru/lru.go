@@ -2,6 +2,8 @@
 // bounded table can forget the one used least recently. It is the one such
 // order of the module: the rate limiters' per-address tables
 // (server/ratelimit) and the blob store's idle read handles (blobs) use it.
+// It sits under kv, the lowest layer of the fixed top level, as the error
+// catalog does; it imports nothing of the project.
 package lru
 
 // List maps keys to values and orders them by last use: Put and Use make a
