@@ -124,16 +124,13 @@ func (w *Worker) post(ctx context.Context, wit Witness, body []byte) (int, []byt
 	return resp.StatusCode, answer, nil
 }
 
-// refused logs a witness's refusal and counts it in the witness's state; a
+// refused counts a witness's refusal in the witness's state, then logs it; a
 // conflict is also kept there until the witness next cosigns, for /readyz.
 // It returns the store's error only: a refusal is retried next round.
 func (w *Worker) refused(wit Witness, reason, why string) error {
-	ev := w.opts.Log.Warn()
-	if reason == ReasonConflict {
-		ev = w.opts.Log.Error()
-	}
-	ev.Str("witness", wit.Name()).Str("url", wit.URL).Str("reason", reason).Msg("witness refused the checkpoint: " + why)
-	return w.store.UpdateWitnessState(wit.VerifierKey, func(st *kv.WitnessState) {
+	// Stored first, so whoever reads the log line finds the refusal in the
+	// metrics and /readyz.
+	err := w.store.UpdateWitnessState(wit.VerifierKey, func(st *kv.WitnessState) {
 		if st.Refusals == nil {
 			st.Refusals = map[string]uint64{}
 		}
@@ -142,4 +139,10 @@ func (w *Worker) refused(wit Witness, reason, why string) error {
 			st.Conflict = why
 		}
 	})
+	ev := w.opts.Log.Warn()
+	if reason == ReasonConflict {
+		ev = w.opts.Log.Error()
+	}
+	ev.Str("witness", wit.Name()).Str("url", wit.URL).Str("reason", reason).Msg("witness refused the checkpoint: " + why)
+	return err
 }
