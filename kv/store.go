@@ -72,6 +72,7 @@ var (
 	bucketRefreshChains          = []byte("refresh_chains")
 	bucketShareTombstones        = []byte("share_tombstones")
 	bucketRelayChannelsByAccount = []byte("relay_channels_by_account")
+	bucketInlineBlobs            = []byte("inline_blobs")
 )
 
 // storeBuckets is every bucket a store has: the meta bucket (its format),
@@ -94,6 +95,7 @@ var allBuckets = [][]byte{
 	bucketMFAChallengesByAccount, bucketTOTPAttempts, bucketRefreshChains,
 	bucketShareTombstones, bucketRelayChannelsByAccount,
 	bucketUploadsByAccount,
+	bucketInlineBlobs,
 }
 
 // Options tune a Store. Zero values take the defaults.
