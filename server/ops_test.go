@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -164,8 +165,8 @@ func TestOpCreateAndReplace(t *testing.T) {
 		raw, _ := base64.StdEncoding.DecodeString(body["manifest_cbor"].(string))
 		meta, _ := base64.StdEncoding.DecodeString(body["metadata_blob"].(string))
 		for _, b := range [][]byte{raw, meta} {
-			if _, err := f.ts.Blobs.Stat(hashOf(b)); err != nil {
-				t.Fatalf("blob %s not stored", hashOf(b))
+			if data, _ := f.ts.StoredBlob(t, hashOf(b)); !bytes.Equal(data, b) {
+				t.Fatalf("blob %s stored as %q", hashOf(b), data)
 			}
 			if held, _ := f.ts.Store.Holds(f.userID, hashOf(b)); !held {
 				t.Fatalf("blob %s not held by the caller", hashOf(b))
