@@ -143,6 +143,9 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	if _, err := bindInstance(s.Location, store, blobStore, instanceServe); err != nil {
 		return 0, fmt.Errorf("refusing to start: %w", err)
 	}
+	if err := moveInline(store, blobStore, s.Config.InlineMax, log); err != nil {
+		return 0, fmt.Errorf("move small blob files into the store: %w", err)
+	}
 	// A node with other keys would seal secrets the other nodes cannot
 	// open and sign checkpoints under another key.
 	rebound, err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey)

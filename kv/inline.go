@@ -52,10 +52,10 @@ func (s *Store) InlineBlob(hash string) ([]byte, error) {
 func (s *Store) InlineProblems(deep bool, limit int) ([]string, error) {
 	var problems []string
 	report := func(format string, args ...any) error {
-		problems = append(problems, fmt.Sprintf(format, args...))
 		if len(problems) >= limit {
 			return ErrStopScan
 		}
+		problems = append(problems, fmt.Sprintf(format, args...))
 		return nil
 	}
 	err := s.view(func(tx Tx) error {
