@@ -274,9 +274,11 @@ func (s *Server) storeOpBlobs(wr *opWrite) error {
 	} else {
 		files = append(files, wr.manifest)
 	}
-	if wr.metadata != nil && s.inlines(len(wr.metadata)) {
+	switch {
+	case wr.metadata == nil:
+	case s.inlines(len(wr.metadata)):
 		wr.op.Metadata.Data = wr.metadata
-	} else if wr.metadata != nil {
+	default:
 		files = append(files, wr.metadata)
 	}
 	if len(files) == 0 {
