@@ -126,9 +126,10 @@ func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engin
 }
 
 // bind checks the store's transparency log, binds the store to this node's
-// keys and the record and blob stores to one instance, releases the leases
-// this node's previous run held and signs a checkpoint of the log. It
-// returns the store's format.
+// keys and the record and blob stores to one instance, moves the small blob
+// files into the store (moveInline: only once the two are known to belong
+// together), releases the leases this node's previous run held and signs a
+// checkpoint of the log. It returns the store's format.
 func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, error) {
 	log := s.Config.Log
 	format, _, err := store.Format()
