@@ -66,6 +66,9 @@ socket), so DEST must be writable by the server's user.`,
 			if keep > 0 {
 				linked = fmt.Sprintf(", %d linked from the previous generation", rep.BlobsLinked)
 			}
+			if rep.BlobsInline > 0 {
+				linked += fmt.Sprintf(", %d inline in the snapshot", rep.BlobsInline)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "backup written to %s: snapshot %s, %d blobs copied (%s)%s, %d already there, in %s\n",
 				rep.Dest, humanBytes(rep.SnapshotBytes), rep.BlobsCopied, humanBytes(rep.BytesCopied), linked, rep.BlobsSkipped, rep.Elapsed.Round(time.Millisecond))
 			for _, g := range rep.Removed {

@@ -85,7 +85,14 @@ func (c apiClient) put(token, upload string, data []byte) int {
 	return status
 }
 
-func blob(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("blob %d;", i)), 300) }
+// blob is the i-th test blob, 17 KiB or more: past the default
+// --inline-max, so it is a file of the blob store, which the maintenance
+// tests remove, corrupt and copy.
+func blob(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("blob %d;", i)), 2500) }
+
+// smallBlob is the i-th test blob of a few KiB, which the store keeps
+// inline.
+func smallBlob(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("small %d;", i)), 300) }
 
 func hashHex(data []byte) string {
 	sum := sha256.Sum256(data)

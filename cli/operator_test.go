@@ -79,10 +79,22 @@ func serveFails(t *testing.T, loc Location) error {
 func TestRestoreIntoEngines(t *testing.T) {
 	target := engineLocation(t)
 	const n = 6
-	dir, api, token, _ := restoreFixture(t, n)
+	dir, api, token, upload := restoreFixture(t, n)
 	const link = "00000000000000000000000000000002"
 	if status, m := api.json("POST", "/v1/shares", token, shareOf(link, []int{0, 1, 2, 3, 4, 5})); status != 201 {
 		t.Fatalf("share: %d %v", status, m)
+	}
+	// Blobs the store keeps inline travel in its snapshot.
+	const inlineLink = "00000000000000000000000000000003"
+	small := []string{}
+	for i := range 3 {
+		if status := api.put(token, upload, smallBlob(i)); status != 201 {
+			t.Fatalf("put small %d: %d", i, status)
+		}
+		small = append(small, hashHex(smallBlob(i)))
+	}
+	if status, m := api.json("POST", "/v1/shares", token, map[string]any{"opaque_id": inlineLink, "metadata_hash": small[0], "serves": small}); status != 201 {
+		t.Fatalf("share of the inline blobs: %d %v", status, m)
 	}
 	backup := filepath.Join(t.TempDir(), "backup")
 	mustCLI(t, "", "backup", backup, "--data", dir)
@@ -103,7 +115,7 @@ func TestRestoreIntoEngines(t *testing.T) {
 	os.Remove(unreadable)
 	os.Rename(unreadable+".aside", unreadable)
 	out, _ := mustCLI(t, "", restore...)
-	if !strings.Contains(out, "6 blobs") || !strings.Contains(out, "start it with: sealbox serve --data "+target.Data) {
+	if !strings.Contains(out, "9 blobs") || !strings.Contains(out, "start it with: sealbox serve --data "+target.Data) {
 		t.Fatalf("the resumed restore said %q", out)
 	}
 	check, _ := mustCLI(t, "", append([]string{"check", "--deep"}, target.args()...)...)
@@ -122,6 +134,17 @@ func TestRestoreIntoEngines(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || string(got) != string(blob(i)) {
 			t.Fatalf("blob %d from the restored engines: %d, %d bytes", i, resp.StatusCode, len(got))
+		}
+	}
+	for i, hash := range small {
+		resp, err := http.Get(base + "/s/" + inlineLink + "/blob/" + hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(got) != string(smallBlob(i)) {
+			t.Fatalf("inline blob %d from the restored engines: %d, %d bytes", i, resp.StatusCode, len(got))
 		}
 	}
 	stop()

@@ -160,6 +160,7 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
 	f.Var(sizeFlag{&cfg.MaxBody}, "max-body", "largest ordinary request body (e.g. 1MiB)")
 	f.Var(sizeFlag{&cfg.MaxBlob}, "max-blob", "largest uploaded blob (e.g. 16GiB)")
+	f.Var(sizeFlag{&cfg.InlineMax}, "inline-max", "largest blob kept in the store itself instead of the blob store, 0 to 1MiB (0: none); at start, blob files up to it move in")
 	f.IntVar(&cfg.MaxUploadSessions, "max-upload-sessions", cfg.MaxUploadSessions, "open upload sessions one account may have at once")
 	f.IntVar(&cfg.MaxTransfers, "max-transfers", cfg.MaxTransfers, "open resumable (tus) transfers one account may have at once")
 	f.Var(sizeFlag{&cfg.MaxPendingBytes}, "max-pending-bytes", "bytes one account's open transfers may declare together, with or without a quota (e.g. 64GiB)")
@@ -193,6 +194,10 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 // logLevels are the values --log-level takes, most verbose first.
 var logLevels = []string{"debug", "info", "warn", "error"}
 
+// maxInline bounds --inline-max: an inline blob is a value of a store
+// transaction, and every such value is read whole.
+const maxInline = 1 << 20
+
 // validateConfig refuses flag values the server cannot run with.
 func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	if cfg.Registration != "open" && cfg.Registration != "closed" {
@@ -200,6 +205,9 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.MaxBlob <= 0 {
 		return fmt.Errorf("%s must be positive", name("max-blob"))
+	}
+	if cfg.InlineMax < 0 || cfg.InlineMax > maxInline {
+		return fmt.Errorf("%s must be 0 to 1MiB", name("inline-max"))
 	}
 	if cfg.MaxUploadSessions < 1 || cfg.MaxTransfers < 1 || cfg.MaxPendingBytes <= 0 {
 		return fmt.Errorf("%s, %s and %s must be positive", name("max-upload-sessions"), name("max-transfers"), name("max-pending-bytes"))

@@ -126,9 +126,10 @@ func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engin
 }
 
 // bind checks the store's transparency log, binds the store to this node's
-// keys and the record and blob stores to one instance, releases the leases
-// this node's previous run held and signs a checkpoint of the log. It
-// returns the store's format.
+// keys and the record and blob stores to one instance, moves the small blob
+// files into the store (moveInline: only once the two are known to belong
+// together), releases the leases this node's previous run held and signs a
+// checkpoint of the log. It returns the store's format.
 func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, error) {
 	log := s.Config.Log
 	format, _, err := store.Format()
@@ -142,6 +143,9 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	}
 	if _, err := bindInstance(s.Location, store, blobStore, instanceServe); err != nil {
 		return 0, fmt.Errorf("refusing to start: %w", err)
+	}
+	if err := moveInline(store, blobStore, s.Config.InlineMax, log); err != nil {
+		return 0, fmt.Errorf("move small blob files into the store: %w", err)
 	}
 	// A node with other keys would seal secrets the other nodes cannot
 	// open and sign checkpoints under another key.

@@ -37,11 +37,21 @@ type Blob struct {
 	// StoredAt is when the blob was first recorded; blob reads answer it as
 	// Last-Modified. Set by the store, ignored when passed in.
 	StoredAt time.Time
+	// Inline reports a blob whose bytes the store keeps (see inline.go)
+	// instead of the blob engine. Set by the store, ignored when passed in.
+	Inline bool
+	// Data, when passed in, is the blob's bytes for the store to keep
+	// inline, in the transaction that records the blob: the caller stored
+	// no file. It is ignored when the blob is already recorded (its bytes
+	// are kept already, inline or as a file). Never returned filled: read
+	// an inline blob's bytes with InlineBlob.
+	Data []byte
 }
 
 type blobRecord struct {
 	Size     int64     `cbor:"1,keyasint"`
 	StoredAt time.Time `cbor:"2,keyasint"`
+	Inline   bool      `cbor:"3,keyasint,omitempty"`
 }
 
 type holdingRecord struct {
@@ -117,7 +127,12 @@ func holdBlob(tx Tx, accountID string, b Blob, now time.Time) (bool, error) {
 		return false, err
 	}
 	if !recorded {
-		rec := blobRecord{Size: b.Size, StoredAt: now}
+		rec := blobRecord{Size: b.Size, StoredAt: now, Inline: b.Data != nil}
+		if rec.Inline {
+			if err := putInline(tx, b); err != nil {
+				return false, err
+			}
+		}
 		if err := tx.Bucket(bucketBlobs).Put([]byte(b.Hash), encode(&rec)); err != nil {
 			return false, err
 		}
@@ -134,7 +149,7 @@ func getBlob(tx Tx, hash string) (*Blob, error) {
 	if rec == nil {
 		return nil, err
 	}
-	return &Blob{Hash: hash, Size: rec.Size, StoredAt: rec.StoredAt}, nil
+	return &Blob{Hash: hash, Size: rec.Size, StoredAt: rec.StoredAt, Inline: rec.Inline}, nil
 }
 
 // Holds reports whether the account holds the blob (uploaded it, or stored
@@ -212,27 +227,30 @@ func (s *Store) Blobs(after string, limit int) ([]Blob, error) {
 			if err := decode(v, &rec); err != nil {
 				return err
 			}
-			out = append(out, Blob{Hash: string(k), Size: rec.Size, StoredAt: rec.StoredAt})
+			out = append(out, Blob{Hash: string(k), Size: rec.Size, StoredAt: rec.StoredAt, Inline: rec.Inline})
 			return nil
 		})
 	})
 	return out, err
 }
 
-// BlobsRecorded reports which of hashes some account holds, in one read
-// transaction: garbage collection checks a page of blob files at a time
-// (a blob file with no record is garbage once it is older than an upload
-// could be). The map has an entry for every hash given.
+// BlobsRecorded reports which of hashes some account holds as a file of
+// the blob engine, in one read transaction: garbage collection checks a
+// page of blob files at a time (a blob file with no record is garbage once
+// it is older than an upload could be). A blob the store keeps inline is
+// reported false: a file of it is a leftover (of a move inline cut short,
+// or of an upload the store then kept inline), and reads never open it.
+// The map has an entry for every hash given.
 func (s *Store) BlobsRecorded(hashes []string) (map[string]bool, error) {
 	var recorded map[string]bool
 	err := s.view(func(tx Tx) error {
 		recorded = make(map[string]bool, len(hashes))
 		for _, h := range hashes {
-			ok, err := has(tx, bucketBlobs, []byte(h))
+			rec, err := getRecord[blobRecord](tx, bucketBlobs, []byte(h))
 			if err != nil {
 				return err
 			}
-			recorded[h] = ok
+			recorded[h] = rec != nil && !rec.Inline
 		}
 		return nil
 	})

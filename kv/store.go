@@ -73,6 +73,7 @@ var (
 	bucketRefreshChains          = newBucket("refresh_chains")
 	bucketShareTombstones        = newBucket("share_tombstones")
 	bucketRelayChannelsByAccount = newBucket("relay_channels_by_account")
+	bucketInlineBlobs            = newBucket("inline_blobs")
 )
 
 // domainBuckets is every bucket newBucket declared, in declaration order:

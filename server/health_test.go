@@ -360,7 +360,8 @@ func TestStoreEngineMetrics(t *testing.T) {
 // engine's requests by operation and outcome, labelled with no key or
 // bucket; on local files there is no such series.
 func TestBlobRequestMetrics(t *testing.T) {
-	ts := MustOpenServer(t)
+	// No blob is kept inline, so the put below is a request to the engine.
+	ts := MustOpenServer(t, func(c *server.Config) { c.InlineMax = 0 })
 	tok := ts.Register(t, "s3metrics@example.org")
 	data := []byte("a blob whose put the metrics see")
 	ts.Upload(t, tok.Access, data)

@@ -260,13 +260,28 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 	return writeJSON(w, http.StatusOK, opResponse{AssetID: res.AssetID, SyncSeq: res.SyncSeq, Action: res.Action, Replayed: res.Replayed})
 }
 
-// storeOpBlobs makes the op's manifest and metadata blobs durable. Each
-// alone would be a durable file creation (file and directory fsyncs) costing
-// more than the whole store transaction; PutSmall shares that work with the
-// ops of other requests writing at the same moment.
+// storeOpBlobs makes the op's manifest and metadata blobs durable, or
+// leaves them to the store to keep inline in the transaction that applies
+// the op (Blob.Data). Each file alone would be a durable file creation
+// (file and directory fsyncs) costing more than the whole store
+// transaction; PutSmall shares that work with the ops of other requests
+// writing at the same moment.
 func (s *Server) storeOpBlobs(wr *opWrite) error {
-	if wr.metadata == nil {
-		return s.blobs.PutSmall(wr.manifest)
+	var files [][]byte
+	if s.inlines(len(wr.manifest)) {
+		wr.op.Manifest.Data = wr.manifest
+	} else {
+		files = append(files, wr.manifest)
 	}
-	return s.blobs.PutSmall(wr.manifest, wr.metadata)
+	switch {
+	case wr.metadata == nil:
+	case s.inlines(len(wr.metadata)):
+		wr.op.Metadata.Data = wr.metadata
+	default:
+		files = append(files, wr.metadata)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return s.blobs.PutSmall(files...)
 }

@@ -26,8 +26,8 @@ func openBenchServer(b *testing.B, bo bolt.Options) *TestServer {
 }
 
 // BenchmarkOpCreate: creates of distinct assets in one album over HTTP, each
-// with its own manifest and metadata blob (two durable blob files and one
-// store commit per op), by 1 writer and by 64 concurrent writers, with the
+// with its own manifest and metadata blob (both kept inline: one store
+// commit per op, no blob file), by 1 writer and by 64 concurrent writers, with the
 // tuned group commit and with bbolt's batch defaults. Compare ops/s with
 // BenchmarkFsyncBaseline from the same run.
 func BenchmarkOpCreate(b *testing.B) {

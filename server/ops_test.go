@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -172,8 +173,8 @@ func TestOpCreateAndReplace(t *testing.T) {
 		raw, _ := base64.StdEncoding.DecodeString(body["manifest_cbor"].(string))
 		meta, _ := base64.StdEncoding.DecodeString(body["metadata_blob"].(string))
 		for _, b := range [][]byte{raw, meta} {
-			if _, err := f.ts.Blobs.Stat(servertest.HashOf(b)); err != nil {
-				t.Fatalf("blob %s not stored", servertest.HashOf(b))
+			if data, _ := f.ts.StoredBlob(t, servertest.HashOf(b)); !bytes.Equal(data, b) {
+				t.Fatalf("blob %s stored as %q", servertest.HashOf(b), data)
 			}
 			if held, _ := f.ts.Store.Holds(f.userID, servertest.HashOf(b)); !held {
 				t.Fatalf("blob %s not held by the caller", servertest.HashOf(b))

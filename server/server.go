@@ -51,6 +51,9 @@ type Config struct {
 	MaxBody int64
 	// MaxBlob limits one uploaded blob.
 	MaxBlob int64
+	// InlineMax is the largest blob kept in the store instead of the blob
+	// engine (see inline.go); 0 keeps every blob in the engine.
+	InlineMax int64
 	// MaxUploadSessions and MaxTransfers cap an account's open upload
 	// sessions and open tus transfers; MaxPendingBytes caps the lengths its
 	// open transfers declare together, whatever its quota. 0 is no cap.
@@ -193,6 +196,7 @@ func DefaultConfig() Config {
 		Registration:       "open",
 		MaxBody:            1 << 20,
 		MaxBlob:            16 << 30,
+		InlineMax:          16 << 10,
 		MaxUploadSessions:  64,
 		MaxTransfers:       16,
 		MaxPendingBytes:    64 << 30,

@@ -2,8 +2,6 @@ package server
 
 import (
 	"encoding/base64"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -182,14 +180,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	// The record's size spares the blob store a request to learn it (on S3,
-	// a HEAD before every read).
-	f, err := s.blobs.OpenSized(hash, rec.Size)
-	if errors.Is(err, blobs.ErrNotFound) {
-		// The store says the blob exists: a missing file is damage to
-		// report (500, logged), not a 404 to hand the viewer.
-		return fmt.Errorf("blob %s of a share link is recorded but its file is missing: %v", hash, err)
-	}
+	f, err := s.openBlob(rec)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/blobs"
-	"sealbox/kv"
 	"sealbox/kv/fault"
 )
 
@@ -78,18 +77,19 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	if err != nil {
 		return err
 	}
-	// File I/O happens here, outside any transaction; the store records the
+	// File I/O happens here, outside any transaction (a small blob is kept
+	// inline by the store's transaction instead); the store records the
 	// holding afterwards and re-checks that the session is still open and the
 	// quota still holds. A body without Content-Length is cut off at the room
 	// left, so a refusal leaves no file (Put keeps nothing when its reader
 	// fails). A concurrent upload by the same account can still take the room
 	// between the two looks; the file that rare race leaves is held by no one,
 	// and gc collects it.
-	info, _, err := s.blobs.Put(&quotaReader{r: body, room: room}, hash, s.cfg.MaxBlob)
+	b, err := s.putBlob(&quotaReader{r: body, room: room}, hash)
 	if err != nil {
 		return err
 	}
-	newlyHeld, err := s.store.AddUploadBlob(sess.AccountID, uploadID, kv.Blob{Hash: info.Hash, Size: info.Size}, uploadIdle)
+	newlyHeld, err := s.store.AddUploadBlob(sess.AccountID, uploadID, b, uploadIdle)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	if newlyHeld {
 		status = http.StatusCreated
 	}
-	return writeJSON(w, status, blobResponse{Hash: info.Hash, Size: info.Size})
+	return writeJSON(w, status, blobResponse{Hash: b.Hash, Size: b.Size})
 }
 
 // quotaReader passes at most room bytes of r and fails with

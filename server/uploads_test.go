@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"io"
 	"io/fs"
 	"net/http"
 	"path/filepath"
@@ -72,14 +71,8 @@ func TestUploadRoundTrip(t *testing.T) {
 	if string(r.Body) != want {
 		t.Fatalf("repeat put: got %s, want %s", r.Body, want)
 	}
-	f, info, err := ts.Blobs.Open(hash)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, _ := io.ReadAll(f)
-	f.Close()
-	if !bytes.Equal(stored, data) || info.Size != 38 {
-		t.Fatalf("stored %q (%d bytes)", stored, info.Size)
+	if stored, _ := ts.StoredBlob(t, hash); !bytes.Equal(stored, data) {
+		t.Fatalf("stored %q", stored)
 	}
 	if held, _ := ts.Store.Holds(ts.UserID(t, alice.Access), hash); !held {
 		t.Fatal("the uploader does not hold the blob")

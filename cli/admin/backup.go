@@ -52,7 +52,10 @@ type BackupReport struct {
 	BlobsSkipped  int    `json:"blobs_skipped"`
 	// BlobsLinked counts blobs shared with the previous generation by a
 	// hard link instead of a copy.
-	BlobsLinked int   `json:"blobs_linked,omitempty"`
+	BlobsLinked int `json:"blobs_linked,omitempty"`
+	// BlobsInline counts blobs the store keeps inline, which travel in
+	// the snapshot and have no file to copy.
+	BlobsInline int   `json:"blobs_inline,omitempty"`
 	BytesCopied int64 `json:"bytes_copied"`
 	// Generation names the generation written, and Removed the older ones
 	// removed after it was complete (with Keep).
@@ -303,6 +306,11 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.D
 		}
 		p.BlobsDone++
 		p.BytesDone += b.Size
+		if b.Inline {
+			rep.BlobsInline++ // in the snapshot already
+			report()
+			return nil
+		}
 		if dest.Exists(b.Hash) {
 			rep.BlobsSkipped++
 			report()

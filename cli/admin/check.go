@@ -26,8 +26,9 @@ const maxReported = 1000
 // transparency log's stored hashes are those of its records and rebuild its
 // last signed checkpoint, that every account's usage is the sum of what it
 // holds, that every blob a share link, upload session or provenance chain names is recorded, that every
-// recorded blob exists with its recorded size, and with deep
-// that every such blob's bytes still hash to its name.
+// recorded blob exists with its recorded size (a file of the blob store, or
+// bytes the store keeps inline), and with deep that every such blob's bytes
+// still hash to its name.
 func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 	rep := CheckReport{Store: o.StoreAt, BlobStore: o.BlobsAt, Deep: deep, Problems: []string{}}
 	integrity, err := o.Store.CheckIntegrity()
@@ -52,11 +53,19 @@ func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 		return rep, err
 	}
 	rep.Problems = append(rep.Problems, usageProblems...)
+	inlineProblems, err := o.Store.InlineProblems(deep, maxReported)
+	if err != nil {
+		return rep, err
+	}
+	rep.Problems = append(rep.Problems, inlineProblems...)
 	err = eachBlob(o.Store, func(b kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		rep.Blobs++
+		if b.Inline {
+			return nil // checked with the store (InlineProblems): no file to look for
+		}
 		info, err := o.Blobs.Stat(b.Hash)
 		switch {
 		case errors.Is(err, blobs.ErrNotFound):
