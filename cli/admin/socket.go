@@ -214,10 +214,12 @@ func (l *peerCheckedListener) Accept() (net.Conn, error) {
 		if err == nil && l.opts.Allowed(uid) {
 			return c, nil
 		}
-		c.Close()
+		// Reported before the close, so a refused client that sees its
+		// connection end can rely on the refusal being on record.
 		if l.opts.Refused != nil {
 			l.opts.Refused(uid, err)
 		}
+		c.Close()
 	}
 }
 
