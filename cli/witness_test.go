@@ -46,7 +46,7 @@ type witnessedLog struct {
 // so witnesses can be told the key first, and returns its verifier key.
 func newLogKey(t *testing.T, dir string) string {
 	t.Helper()
-	key, err := loadLogKey(filepath.Join(dir, admin.LogKeyFile), "sealbox/server/witnessed.example")
+	key, err := loadLogKey(filepath.Join(dir, admin.LogKeyFile), "sealbox/witnessed.example")
 	if err != nil {
 		t.Fatal(err)
 	}
