@@ -70,6 +70,41 @@ func serveFails(t *testing.T, loc Location) error {
 	return s.Run(ctx)
 }
 
+// inlineLink is a link serving small blobs, which the store keeps inline.
+const inlineLink = "00000000000000000000000000000003"
+
+// shareSmallBlobs uploads smallBlob 0..n-1 and registers link serving them.
+func shareSmallBlobs(t *testing.T, api apiClient, token, upload, link string, n int) {
+	t.Helper()
+	var hashes []string
+	for i := range n {
+		if status := api.put(token, upload, smallBlob(i)); status != 201 {
+			t.Fatalf("put small %d: %d", i, status)
+		}
+		hashes = append(hashes, hashHex(smallBlob(i)))
+	}
+	if status, m := api.json("POST", "/v1/shares", token, map[string]any{"opaque_id": link, "metadata_hash": hashes[0], "serves": hashes}); status != 201 {
+		t.Fatalf("share of the small blobs: %d %v", status, m)
+	}
+}
+
+// wantSmallBlobsShared reads smallBlob 0..n-1 through link on the server at
+// base and fails unless each is byte-identical.
+func wantSmallBlobsShared(t *testing.T, base, link string, n int) {
+	t.Helper()
+	for i := range n {
+		resp, err := http.Get(base + "/s/" + link + "/blob/" + hashHex(smallBlob(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(got) != string(smallBlob(i)) {
+			t.Fatalf("small blob %d: %d, %d bytes", i, resp.StatusCode, len(got))
+		}
+	}
+}
+
 // TestRestoreIntoEngines: a one-box instance's backup is restored into
 // empty engines (PostgreSQL and/or a bucket, the keys into --data); an
 // interrupted restore is refused by serve and finished by running it again;
@@ -85,17 +120,7 @@ func TestRestoreIntoEngines(t *testing.T) {
 		t.Fatalf("share: %d %v", status, m)
 	}
 	// Blobs the store keeps inline travel in its snapshot.
-	const inlineLink = "00000000000000000000000000000003"
-	small := []string{}
-	for i := range 3 {
-		if status := api.put(token, upload, smallBlob(i)); status != 201 {
-			t.Fatalf("put small %d: %d", i, status)
-		}
-		small = append(small, hashHex(smallBlob(i)))
-	}
-	if status, m := api.json("POST", "/v1/shares", token, map[string]any{"opaque_id": inlineLink, "metadata_hash": small[0], "serves": small}); status != 201 {
-		t.Fatalf("share of the inline blobs: %d %v", status, m)
-	}
+	shareSmallBlobs(t, api, token, upload, inlineLink, 3)
 	backup := filepath.Join(t.TempDir(), "backup")
 	mustCLI(t, "", "backup", backup, "--data", dir)
 
@@ -136,17 +161,7 @@ func TestRestoreIntoEngines(t *testing.T) {
 			t.Fatalf("blob %d from the restored engines: %d, %d bytes", i, resp.StatusCode, len(got))
 		}
 	}
-	for i, hash := range small {
-		resp, err := http.Get(base + "/s/" + inlineLink + "/blob/" + hash)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || string(got) != string(smallBlob(i)) {
-			t.Fatalf("inline blob %d from the restored engines: %d, %d bytes", i, resp.StatusCode, len(got))
-		}
-	}
+	wantSmallBlobsShared(t, base, inlineLink, 3)
 	stop()
 
 	// Engines that hold an instance are refused, each on its own beside an
