@@ -42,7 +42,7 @@ them. A key made here is kept unencrypted in a file: never use one to protect
 real photos.`,
 	}
 	cmd.AddCommand(newDevKeygenCmd(), newDevPubkeyCmd(), newDevSignRevokeAllCmd(), newDevDirectoryCmd(),
-		newDevUpgradeIntentCmd(), newDevTombstoneCmd(), newDevOpCmd(), newDevTOTPCodeCmd())
+		newDevUpgradeIntentCmd(), newDevTombstoneCmd(), newDevOpCmd(), newDevTOTPCodeCmd(), newDevFillCmd(), newDevMeasureCmd())
 	return cmd
 }
 
