@@ -225,7 +225,12 @@ func (f *filler) batch(n int) error {
 // same library.
 func (f *filler) asset(i int) fillAsset {
 	rng := mrand.New(mrand.NewPCG(f.spec.Seed, uint64(i)))
-	a := fillAsset{account: i % f.spec.Accounts, album: (i / f.spec.Accounts) % f.spec.Albums, id: uuidFrom(rng)}
+	// Half of an account's assets are in its first album, a camera roll;
+	// the other half are spread over the rest.
+	a := fillAsset{account: i % f.spec.Accounts, id: uuidFrom(rng)}
+	if j := i / f.spec.Accounts; j%2 == 1 && f.spec.Albums > 1 {
+		a.album = 1 + (j/2)%(f.spec.Albums-1)
+	}
 	size := 1024 + rng.IntN(7*1024)
 	if f.spec.LargeEvery > 0 && i%f.spec.LargeEvery == f.spec.LargeEvery-1 {
 		size, a.large = int(f.spec.LargeSize), true
