@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 )
@@ -101,7 +102,7 @@ func (s *fillSpec) defaults(sessions, shares int) error {
 }
 
 func newDevMeasureCmd() *cobra.Command {
-	spec := measureSpec{Samples: 200, SignIns: 40, Scratch: os.TempDir()}
+	spec := measureSpec{Samples: 200, SignIns: 40, Scratch: os.TempDir(), Admin: []string{"check", "gc", "backup", "restore"}}
 	cmd := &cobra.Command{
 		Use:   "measure",
 		Short: "Measure an instance dev fill made: request latencies, start time, memory, admin command costs",
@@ -111,13 +112,17 @@ times, one request after another over loopback: feed pages of the largest album
 (first, middle, last), share blob reads, op applies (creates) and sign-ins. It
 stops the server and runs check --deep, gc, backup and restore (into a scratch
 directory under --scratch, removed after), each as a child process whose wall
-time and peak RSS it reports. It prints a Markdown table.
+time, peak RSS and peak anonymous RSS it reports (--admin picks which). It
+prints a Markdown table.
 
 The ops and sign-ins it sends stay in the instance: measure a fresh fill.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if spec.Samples < 1 || spec.SignIns < 1 {
 				return errors.New("--samples and --sign-ins must be at least 1")
+			}
+			if slices.Contains(spec.Admin, "restore") && !slices.Contains(spec.Admin, "backup") {
+				return errors.New("--admin restore restores the backup it times: give backup too")
 			}
 			exe, err := os.Executable()
 			if err != nil {
@@ -132,5 +137,6 @@ The ops and sign-ins it sends stay in the instance: measure a fresh fill.`,
 	f.IntVar(&spec.Samples, "samples", spec.Samples, "timed requests of each kind")
 	f.IntVar(&spec.SignIns, "sign-ins", spec.SignIns, "timed sign-ins (each costs a password hash)")
 	f.StringVar(&spec.Scratch, "scratch", spec.Scratch, "directory for the backup and restore copies")
+	f.StringSliceVar(&spec.Admin, "admin", spec.Admin, "admin commands to time (comma-separated): check, gc, backup, restore")
 	return cmd
 }
