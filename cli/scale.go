@@ -12,9 +12,8 @@ import (
 
 // The scale commands make and measure a large library: dev fill writes a
 // test instance of N items through kv's domain operations, dev measure
-// serves it with the binary and times what a large library makes slow.
-// server/PROTOCOL.md is untouched by them: they are operator tools, and the
-// README's "Scale" section lists their figures.
+// serves it with the binary and times what a large library makes slow. The
+// README's Scale section lists their figures.
 
 func newDevFillCmd() *cobra.Command {
 	loc := new(Location)
