@@ -122,3 +122,33 @@ func TestBackupAndRestoreCopyInPages(t *testing.T) {
 		t.Fatal("a refused restore left a store behind")
 	}
 }
+
+// TestCheckListsABoundedNumberOfBlobProblems: a store whose blob files are
+// all gone has a problem per blob; check lists the first thousand and
+// counts the rest, so its report does not grow with the store.
+func TestCheckListsABoundedNumberOfBlobProblems(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	mustCLI(t, "", "dev", "fill", "--data", data, "--items", "400", "--chain-every", "0", "--shares", "0", "--large-every", "0")
+	entries, err := os.ReadDir(filepath.Join(data, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && len(e.Name()) == 2 {
+			if err := os.RemoveAll(filepath.Join(data, "blobs", e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, _, err := runCLI(t, "", "check", "--data", data)
+	if err == nil {
+		t.Fatal("check passed a store whose blobs are all gone")
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got := strings.Count(out, ": referenced but missing"); got != 1000 {
+		t.Fatalf("check listed %d missing blobs, want 1000 of the 1200", got)
+	}
+	if last := lines[len(lines)-1]; last != "problem: blobs: 200 more problems like those above, not listed" {
+		t.Fatalf("last line %q, want the count of the problems not listed", last)
+	}
+}
