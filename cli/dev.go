@@ -39,10 +39,13 @@ a revoke-all proof, a device directory, an upgrade intent and tombstone, a
 lifecycle op, and the current code of a second factor. They exist for client
 developers and tests, and for the README's examples. The server never needs
 them. A key made here is kept unencrypted in a file: never use one to protect
-real photos.`,
+real photos.
+
+fill and measure make a large test library in a new data directory and measure
+an instance serving it (the README's Scale section).`,
 	}
 	cmd.AddCommand(newDevKeygenCmd(), newDevPubkeyCmd(), newDevSignRevokeAllCmd(), newDevDirectoryCmd(),
-		newDevUpgradeIntentCmd(), newDevTombstoneCmd(), newDevOpCmd(), newDevTOTPCodeCmd())
+		newDevUpgradeIntentCmd(), newDevTombstoneCmd(), newDevOpCmd(), newDevTOTPCodeCmd(), newDevFillCmd(), newDevMeasureCmd())
 	return cmd
 }
 

@@ -43,18 +43,6 @@ func engineLocation(t *testing.T) Location {
 	return loc
 }
 
-// args is loc as command-line flags.
-func (l Location) args() []string {
-	a := []string{"--data", l.Data}
-	if l.Store != "" {
-		a = append(a, "--store", l.Store)
-	}
-	if l.Blobs != "" {
-		a = append(a, "--blobs", l.Blobs)
-	}
-	return a
-}
-
 // serveFails runs serve on loc and returns its error, failing the test if
 // it starts.
 func serveFails(t *testing.T, loc Location) error {

@@ -51,30 +51,34 @@ func putAlbum(tx Tx, a *Album) error {
 // the album as stored and created=false, writing nothing (provisioning is
 // idempotent). An album id held by another account is error.album.forbidden.
 func (s *Store) ProvisionAlbum(accountID, albumID, protocolVersion string) (a *Album, created bool, err error) {
-	err = s.update(func(tx Tx) error {
+	err = s.update(func(tx Tx) (err error) {
 		// Results are set afresh on every run: fn may run more than once.
-		created = false
-		if a, err = getAlbum(tx, albumID); err != nil {
-			return err
-		}
-		if a != nil {
-			if a.OwnerID != accountID {
-				a = nil
-				return fault.Errorf(fault.ECodeAlbumForbidden, "the album belongs to another account")
-			}
-			return nil
-		}
-		a = &Album{ID: albumID, OwnerID: accountID, ProtocolVersion: protocolVersion, CreatedAt: s.now()}
-		created = true
-		if err := putAlbum(tx, a); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketAlbumsByAccount).Put(albumIndexKey(accountID, a.CreatedAt, albumID), nil)
+		a, created, err = provisionAlbum(tx, s.now(), accountID, albumID, protocolVersion)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return a, created, nil
+}
+
+// provisionAlbum is ProvisionAlbum inside tx at now.
+func provisionAlbum(tx Tx, now time.Time, accountID, albumID, protocolVersion string) (*Album, bool, error) {
+	a, err := getAlbum(tx, albumID)
+	if err != nil {
+		return nil, false, err
+	}
+	if a != nil {
+		if a.OwnerID != accountID {
+			return nil, false, fault.Errorf(fault.ECodeAlbumForbidden, "the album belongs to another account")
+		}
+		return a, false, nil
+	}
+	a = &Album{ID: albumID, OwnerID: accountID, ProtocolVersion: protocolVersion, CreatedAt: now}
+	if err := putAlbum(tx, a); err != nil {
+		return nil, false, err
+	}
+	return a, true, tx.Bucket(bucketAlbumsByAccount).Put(albumIndexKey(accountID, a.CreatedAt, albumID), nil)
 }
 
 // Albums lists the account's albums, oldest first (ties by id).

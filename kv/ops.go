@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"time"
+
 	"sealbox/kv/fault"
 )
 
@@ -224,46 +226,49 @@ func (s *Store) CheckOp(accountID string, op *Op) (*OpResult, error) {
 // Concurrent ops are committed together (commitBatched).
 func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 	var res *OpResult
-	err := s.commitBatched(func(tx Tx) (error, error) {
+	err := s.commitBatched(func(tx Tx) (refusal, err error) {
 		// Batch may run this function more than once (a batch whose
 		// transaction fails is retried), so every result is set afresh.
-		res = nil
-		now := s.now()
-		a, replay, err := checkOp(tx, accountID, op)
-		if err != nil {
-			return asRefusal(err) // checkOp has written nothing
-		}
-		if replay != nil {
-			res = replay
-			return nil, nil
-		}
-		a.SyncSeq++
-		if err := putAlbum(tx, a); err != nil {
-			return nil, err
-		}
-		if err := putFeedEntry(tx, op.AlbumID, &FeedEntry{
-			SyncSeq: a.SyncSeq, AssetID: op.AssetID, Action: op.Action, ManifestHash: op.Manifest.Hash,
-			CiphertextHash: op.CiphertextHash, MetadataBlobHash: op.MetadataBlobHash, OriginalBlobHash: op.OriginalBlobHash,
-			AppliedAt: now,
-		}); err != nil {
-			return nil, err
-		}
-		if err := tx.Bucket(bucketAppliedManifests).Put(appliedKey(op.AlbumID, op.Manifest.Hash), u64(a.SyncSeq)); err != nil {
-			return nil, err
-		}
-		if err := tx.Bucket(bucketAssets).Put(assetKey(op.AlbumID, op.AssetID), encode(&assetRecord{Head: op.Manifest.Hash})); err != nil {
-			return nil, err
-		}
-		for _, b := range op.storedBlobs() {
-			if _, err := holdBlob(tx, accountID, b, now); err != nil {
-				return nil, err
-			}
-		}
-		res = &OpResult{AssetID: op.AssetID, SyncSeq: a.SyncSeq, Action: op.Action}
-		return nil, nil
+		res, refusal, err = applyOp(tx, s.now(), accountID, op)
+		return refusal, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// applyOp is ApplyOp inside tx at now. A refusal has written nothing.
+func applyOp(tx Tx, now time.Time, accountID string, op *Op) (res *OpResult, refusal, err error) {
+	a, replay, err := checkOp(tx, accountID, op)
+	if err != nil {
+		refusal, err = asRefusal(err) // checkOp has written nothing
+		return nil, refusal, err
+	}
+	if replay != nil {
+		return replay, nil, nil
+	}
+	a.SyncSeq++
+	if err := putAlbum(tx, a); err != nil {
+		return nil, nil, err
+	}
+	if err := putFeedEntry(tx, op.AlbumID, &FeedEntry{
+		SyncSeq: a.SyncSeq, AssetID: op.AssetID, Action: op.Action, ManifestHash: op.Manifest.Hash,
+		CiphertextHash: op.CiphertextHash, MetadataBlobHash: op.MetadataBlobHash, OriginalBlobHash: op.OriginalBlobHash,
+		AppliedAt: now,
+	}); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Bucket(bucketAppliedManifests).Put(appliedKey(op.AlbumID, op.Manifest.Hash), u64(a.SyncSeq)); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Bucket(bucketAssets).Put(assetKey(op.AlbumID, op.AssetID), encode(&assetRecord{Head: op.Manifest.Hash})); err != nil {
+		return nil, nil, err
+	}
+	for _, b := range op.storedBlobs() {
+		if _, err := holdBlob(tx, accountID, b, now); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &OpResult{AssetID: op.AssetID, SyncSeq: a.SyncSeq, Action: op.Action}, nil, nil
 }

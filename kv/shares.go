@@ -186,54 +186,57 @@ func tombstoned(tx Tx, key []byte, now time.Time) (bool, error) {
 func (s *Store) CreateShare(opaqueID string, sh *Share) error {
 	serves := slices.Sorted(slices.Values(sh.Serves))
 	digest := shareDigest(sh, serves)
-	return s.update(func(tx Tx) error {
-		now := s.now()
-		key := HashToken(opaqueID)
-		old, err := getShare(tx, key)
-		if err != nil {
+	return s.update(func(tx Tx) error { return createShare(tx, s.now(), opaqueID, sh, serves, digest) })
+}
+
+// createShare is CreateShare inside tx at now; serves are sh.Serves sorted
+// and digest the body's shareDigest.
+func createShare(tx Tx, now time.Time, opaqueID string, sh *Share, serves []string, digest []byte) error {
+	key := HashToken(opaqueID)
+	old, err := getShare(tx, key)
+	if err != nil {
+		return err
+	}
+	if old != nil && old.expired(now) {
+		if err := deleteShare(tx, key, old); err != nil {
 			return err
 		}
-		if old != nil && old.expired(now) {
-			if err := deleteShare(tx, key, old); err != nil {
-				return err
-			}
-			old = nil
+		old = nil
+	}
+	if old == nil {
+		if taken, err := tombstoned(tx, key, now); err != nil || taken {
+			return cmp.Or(err, error(refuse(RuleShareIDFree)))
 		}
-		if old == nil {
-			if taken, err := tombstoned(tx, key, now); err != nil || taken {
-				return cmp.Or(err, error(refuse(RuleShareIDFree)))
-			}
-		}
-		if old != nil {
-			if old.AccountID == sh.AccountID && !old.Revoked && bytes.Equal(old.Digest, digest) {
-				return nil
-			}
-			return refuse(RuleShareIDFree)
-		}
-		for _, h := range serves {
-			if held, err := holds(tx, sh.AccountID, h); err != nil {
-				return err
-			} else if !held {
-				return refuse(RuleShareServesHeld, h)
-			}
-		}
-		rec := shareRecord{
-			AccountID: sh.AccountID, MetadataHash: sh.MetadataHash, WrappedSecret: sh.WrappedSecret,
-			ExpiresAt: sh.ExpiresAt, CreatedAt: now, Digest: digest,
-		}
-		if err := tx.Bucket(bucketShares).Put(key, encode(&rec)); err != nil {
-			return err
-		}
-		for _, h := range serves {
-			if err := tx.Bucket(bucketShareBlobs).Put(join(key, []byte(h)), member); err != nil {
-				return err
-			}
-		}
-		if rec.ExpiresAt.IsZero() {
+	}
+	if old != nil {
+		if old.AccountID == sh.AccountID && !old.Revoked && bytes.Equal(old.Digest, digest) {
 			return nil
 		}
-		return putExpiry(tx, rec.ExpiresAt, kindShare, key)
-	})
+		return refuse(RuleShareIDFree)
+	}
+	for _, h := range serves {
+		if held, err := holds(tx, sh.AccountID, h); err != nil {
+			return err
+		} else if !held {
+			return refuse(RuleShareServesHeld, h)
+		}
+	}
+	rec := shareRecord{
+		AccountID: sh.AccountID, MetadataHash: sh.MetadataHash, WrappedSecret: sh.WrappedSecret,
+		ExpiresAt: sh.ExpiresAt, CreatedAt: now, Digest: digest,
+	}
+	if err := tx.Bucket(bucketShares).Put(key, encode(&rec)); err != nil {
+		return err
+	}
+	for _, h := range serves {
+		if err := tx.Bucket(bucketShareBlobs).Put(join(key, []byte(h)), member); err != nil {
+			return err
+		}
+	}
+	if rec.ExpiresAt.IsZero() {
+		return nil
+	}
+	return putExpiry(tx, rec.ExpiresAt, kindShare, key)
 }
 
 // RevokeShare ends the account's link named by opaqueID. It is idempotent

@@ -283,8 +283,9 @@ func (s *Store) CheckLog(max int) ([]string, error) {
 			return err
 		}
 		log := tx.Bucket(bucketLog)
-		// The tree recomputed from the records alone, in memory.
-		rebuilt := memHashes{}
+		// The tree recomputed from the records alone, in memory: only its
+		// right edge, which is all the next record's hashes need.
+		rebuilt := logFrontier{}
 		for n := int64(0); n < size; n++ {
 			v, err := log.Get(u64(uint64(n)))
 			if err != nil {
@@ -299,8 +300,8 @@ func (s *Store) CheckLog(max int) ([]string, error) {
 			if err != nil {
 				return err
 			}
+			rebuilt.add(n, fresh)
 			for i, h := range fresh {
-				rebuilt[tlog.StoredHashIndex(0, n)+int64(i)] = h
 				if i*tlog.HashSize >= len(hashes) || !bytes.Equal(hashes[i*tlog.HashSize:(i+1)*tlog.HashSize], h[:]) {
 					report("the stored hash at level %d of record %d is not the hash of the records", i, n)
 				}
@@ -325,13 +326,37 @@ func (s *Store) CheckLog(max int) ([]string, error) {
 	return problems, err
 }
 
-// memHashes is a HashReader over hashes held in memory.
-type memHashes map[int64]tlog.Hash
+// logFrontier is the right edge of a tree being rebuilt record by record:
+// the root of each complete subtree of the records so far (at most one per
+// level), the only hashes tlog.StoredHashes reads for the next record. It
+// holds at most 64 hashes however long the log, where keeping every hash
+// would grow with it.
+type logFrontier map[int64]tlog.Hash
 
-func (m memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+// add records the hashes record n completed (tlog.StoredHashes(n, ...)) and
+// forgets those no longer on the edge of the tree of n+1 records.
+func (f logFrontier) add(n int64, fresh []tlog.Hash) {
+	for i, h := range fresh {
+		f[tlog.StoredHashIndex(0, n)+int64(i)] = h
+	}
+	size := n + 1
+	edge := make(map[int64]bool, 64)
+	for level := 0; size>>level > 0; level++ {
+		if size>>level&1 == 1 {
+			edge[tlog.StoredHashIndex(level, size>>level-1)] = true
+		}
+	}
+	for idx := range f {
+		if !edge[idx] {
+			delete(f, idx)
+		}
+	}
+}
+
+func (f logFrontier) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	for i, idx := range indexes {
-		h, ok := m[idx]
+		h, ok := f[idx]
 		if !ok {
 			return nil, fmt.Errorf("kv: no hash at storage index %d", idx)
 		}

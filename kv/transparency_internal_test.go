@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,4 +191,44 @@ func benchmarkPublish(b *testing.B, publish func(*Store, string, *Directory) err
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestLogFrontierIsBounded: the tree CheckLog rebuilds keeps only its right
+// edge, one hash per level at most, and that edge still gives the root of
+// the whole tree at every size; a rebuild that kept every hash (as CheckLog
+// once did) held one per record and level, growing with the log.
+func TestLogFrontierIsBounded(t *testing.T) {
+	edge, all := logFrontier{}, treeHashes{}
+	for n := int64(0); n < 5000; n++ {
+		rec := fmt.Appendf(nil, "record %d\n", n)
+		fresh, err := tlog.StoredHashes(n, rec, edge)
+		if err != nil {
+			t.Fatalf("record %d: %v", n, err)
+		}
+		edge.add(n, fresh)
+		for i, h := range fresh {
+			all[tlog.StoredHashIndex(0, n)+int64(i)] = h
+		}
+		if max := bits.Len64(uint64(n + 1)); len(edge) > max {
+			t.Fatalf("after %d records the rebuild holds %d hashes, want at most %d", n+1, len(edge), max)
+		}
+		got, err := tlog.TreeHash(n+1, edge)
+		if err != nil {
+			t.Fatalf("root of %d records from the edge: %v", n+1, err)
+		}
+		if want, _ := tlog.TreeHash(n+1, all); got != want {
+			t.Fatalf("root of %d records from the edge %s, from every hash %s", n+1, got, want)
+		}
+	}
+}
+
+// treeHashes holds every hash of a tree, for comparison.
+type treeHashes map[int64]tlog.Hash
+
+func (m treeHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		out[i] = m[idx]
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -288,7 +289,8 @@ func (o *Ops) writeSnapshot(path string) (int64, error) {
 }
 
 // copyBlobs gives dest every blob the snapshot references that it lacks:
-// a hard link to prev's file when prev holds it, else a copy.
+// a hard link to prev's file when prev holds it, else a copy, a page of
+// copies at a time (copyBlobPage).
 func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.Dir, rep *BackupReport, progress func(Progress)) error {
 	p, err := startProgress(snap)
 	if err != nil {
@@ -300,6 +302,13 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.D
 		}
 	}
 	report()
+	pending := make([]kv.Blob, 0, copyPage)
+	flush := func() error {
+		err := o.copyPending(pending, dest, rep)
+		pending = pending[:0]
+		report()
+		return err
+	}
 	err = eachBlob(snap, func(b kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -313,7 +322,6 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.D
 		}
 		if dest.Exists(b.Hash) {
 			rep.BlobsSkipped++
-			report()
 			return nil
 		}
 		if prev != nil {
@@ -323,32 +331,45 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.D
 			}
 			if linked {
 				rep.BlobsLinked++
-				report()
 				return nil
 			}
 		}
-		src, _, err := o.Blobs.Open(b.Hash)
-		if errors.Is(err, blobs.ErrNotFound) {
-			rep.Missing = append(rep.Missing, b.Hash)
-			report()
+		if pending = append(pending, b); len(pending) < copyPage {
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		// Put re-hashes what it copies: a corrupted source blob fails here
-		// instead of spreading into the backup.
-		info, _, err := dest.Put(src, b.Hash, 0)
-		src.Close()
-		if err != nil {
-			return fmt.Errorf("copy blob %s: %w", b.Hash, err)
-		}
-		rep.BlobsCopied++
-		rep.BytesCopied += info.Size
-		report()
-		return nil
+		return flush()
 	})
+	if err == nil {
+		err = flush()
+	}
 	return err
+}
+
+// copyPending copies a page of blobs from the data directory into dest.
+// A blob missing from the data directory is listed in the report; one whose
+// bytes no longer hash to its name fails the backup instead of spreading
+// into it.
+func (o *Ops) copyPending(page []kv.Blob, dest *blobs.Dir, rep *BackupReport) error {
+	open := func(hash string) (io.ReadCloser, error) {
+		f, _, err := o.Blobs.Open(hash)
+		return f, err
+	}
+	results, err := copyBlobPage(page, open, dest)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		switch r.outcome {
+		case copyMissing:
+			rep.Missing = append(rep.Missing, r.blob.Hash)
+		case copyCorrupt:
+			return fmt.Errorf("copy blob %s: %w", r.blob.Hash, blobs.ErrHashMismatch)
+		default:
+			rep.BlobsCopied++
+			rep.BytesCopied += r.size
+		}
+	}
+	return nil
 }
 
 // startProgress is a pass over the store's blobs before its first one: the
@@ -362,18 +383,31 @@ func startProgress(s *kv.Store) (Progress, error) {
 // eachBlob visits every recorded blob a page at a time, holding no read
 // transaction while fn touches files.
 func eachBlob(s *kv.Store, fn func(kv.Blob) error) error {
-	after := ""
-	for {
-		page, err := s.Blobs(after, blobPage)
-		if err != nil {
-			return err
-		}
+	return eachBlobPage(s, func(page []kv.Blob) error {
 		for _, b := range page {
 			if err := fn(b); err != nil {
 				return err
 			}
 		}
-		if len(page) < blobPage {
+		return nil
+	})
+}
+
+// eachBlobPage visits every recorded blob in pages of copyPage, holding no
+// read transaction while fn touches files.
+func eachBlobPage(s *kv.Store, fn func([]kv.Blob) error) error {
+	after := ""
+	for {
+		page, err := s.Blobs(after, copyPage)
+		if err != nil {
+			return err
+		}
+		if len(page) > 0 {
+			if err := fn(page); err != nil {
+				return err
+			}
+		}
+		if len(page) < copyPage {
 			return nil
 		}
 		after = page[len(page)-1].Hash

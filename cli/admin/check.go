@@ -58,6 +58,17 @@ func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 		return rep, err
 	}
 	rep.Problems = append(rep.Problems, inlineProblems...)
+	// A store whose blobs are all gone has a problem per blob: the first
+	// maxReported are listed and the rest counted, so the report stays
+	// bounded however large the store.
+	listed, more := len(rep.Problems), 0
+	blobProblem := func(format string, args ...any) {
+		if len(rep.Problems)-listed < maxReported {
+			rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...))
+		} else {
+			more++
+		}
+	}
 	err = eachBlob(o.Store, func(b kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -66,25 +77,34 @@ func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 		if b.Inline {
 			return nil // checked with the store (InlineProblems): no file to look for
 		}
-		info, err := o.Blobs.Stat(b.Hash)
-		switch {
-		case errors.Is(err, blobs.ErrNotFound):
-			rep.Problems = append(rep.Problems, fmt.Sprintf("blob %s: referenced but missing", b.Hash))
-			return nil
-		case err != nil:
-			return err
-		case info.Size != b.Size:
-			rep.Problems = append(rep.Problems, fmt.Sprintf("blob %s: %d bytes on disk, %d recorded", b.Hash, info.Size, b.Size))
-			return nil
-		}
-		if deep {
-			if err := o.Blobs.Verify(b.Hash); errors.Is(err, blobs.ErrCorrupt) {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("blob %s: its bytes no longer hash to its name", b.Hash))
-			} else if err != nil {
-				return err
-			}
-		}
-		return nil
+		return o.checkBlob(b, deep, blobProblem)
 	})
+	if more > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("blobs: %d more problems like those above, not listed", more))
+	}
 	return rep, err
+}
+
+// checkBlob reports through problem a recorded blob that is missing, not
+// its recorded size or, with deep, no longer hashes to its name.
+func (o *Ops) checkBlob(b kv.Blob, deep bool, problem func(format string, args ...any)) error {
+	info, err := o.Blobs.Stat(b.Hash)
+	switch {
+	case errors.Is(err, blobs.ErrNotFound):
+		problem("blob %s: referenced but missing", b.Hash)
+		return nil
+	case err != nil:
+		return err
+	case info.Size != b.Size:
+		problem("blob %s: %d bytes on disk, %d recorded", b.Hash, info.Size, b.Size)
+		return nil
+	}
+	if deep {
+		if err := o.Blobs.Verify(b.Hash); errors.Is(err, blobs.ErrCorrupt) {
+			problem("blob %s: its bytes no longer hash to its name", b.Hash)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }

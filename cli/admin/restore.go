@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -138,40 +139,47 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 		}
 	}
 	report()
-	err = eachBlob(store, func(b kv.Blob) error {
+	open := func(hash string) (io.ReadCloser, error) {
+		f, _, err := srcBlobs.Open(hash)
+		return f, err
+	}
+	err = eachBlobPage(store, func(page []kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p.BlobsDone++
-		p.BytesDone += b.Size
-		defer report()
-		if b.Inline {
-			// Restored with the store: check verifies its bytes.
-			rep.Blobs++
-			rep.Bytes += b.Size
-			return nil
+		// An inline blob was restored with the store: check verifies its
+		// bytes.
+		files := page[:0:0]
+		for _, b := range page {
+			if b.Inline {
+				p.BlobsDone++
+				p.BytesDone += b.Size
+				rep.Blobs++
+				rep.Bytes += b.Size
+				continue
+			}
+			files = append(files, b)
 		}
-		f, _, err := srcBlobs.Open(b.Hash)
-		if errors.Is(err, blobs.ErrNotFound) {
-			problems = append(problems, fmt.Sprintf("blob %s: referenced but missing from the backup", b.Hash))
-			return nil
-		}
+		results, err := copyBlobPage(files, open, dstBlobs)
 		if err != nil {
 			return err
 		}
-		info, _, err := dstBlobs.Put(f, b.Hash, 0)
-		f.Close()
-		switch {
-		case errors.Is(err, blobs.ErrHashMismatch):
-			problems = append(problems, fmt.Sprintf("blob %s: its bytes no longer hash to its name", b.Hash))
-		case err != nil:
-			return fmt.Errorf("copy blob %s: %w", b.Hash, err)
-		case info.Size != b.Size:
-			problems = append(problems, fmt.Sprintf("blob %s: %d bytes, %d recorded", b.Hash, info.Size, b.Size))
-		default:
-			rep.Blobs++
-			rep.Bytes += info.Size
+		for _, r := range results {
+			p.BlobsDone++
+			p.BytesDone += r.blob.Size
+			switch r.outcome {
+			case copyMissing:
+				problems = append(problems, fmt.Sprintf("blob %s: referenced but missing from the backup", r.blob.Hash))
+			case copyCorrupt:
+				problems = append(problems, fmt.Sprintf("blob %s: its bytes no longer hash to its name", r.blob.Hash))
+			case copyWrongSize:
+				problems = append(problems, fmt.Sprintf("blob %s: %d bytes, %d recorded", r.blob.Hash, r.size, r.blob.Size))
+			default:
+				rep.Blobs++
+				rep.Bytes += r.size
+			}
 		}
+		report()
 		return nil
 	})
 	return problems, err

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sealbox/blobs/s3test"
+	"sealbox/kv"
+	"sealbox/kv/bolt"
+	"sealbox/kv/pgtest"
+)
+
+// TestDevFillMakesAValidStore: a small fill holds what was asked (accounts,
+// albums, ops, sessions, shares, blobs), check --deep finds nothing wrong
+// with it, and a second fill of the same directory is refused, so the
+// harness cannot measure a store that is not one the server could have
+// made.
+func TestDevFillMakesAValidStore(t *testing.T) {
+	loc := Location{Data: filepath.Join(t.TempDir(), "data")}
+	if pgtest.Enabled() || s3test.Enabled() {
+		loc = engineLocation(t)
+	}
+	args := append([]string{"dev", "fill", "--items", "200", "--accounts", "3", "--albums", "4",
+		"--chain-every", "10", "--chain-len", "3", "--sessions", "10", "--shares", "5",
+		"--large-every", "50", "--large-size", "100KiB", "--batch", "64"}, loc.args()...)
+	mustCLI(t, "", args...)
+
+	var rep fillReport
+	raw, err := os.ReadFile(filepath.Join(loc.Data, fillFile))
+	if err != nil || json.Unmarshal(raw, &rep) != nil {
+		t.Fatalf("fill file: %v %s", err, raw)
+	}
+	// 200 creates, and 3 replaces on each of the 20 assets with a chain;
+	// every op stores a manifest and a metadata blob, every asset an
+	// original.
+	want := fillReport{Items: 200, Ops: 200 + 20*3, Blobs: 200 + 2*(200+20*3), Sessions: 10, Shares: 5}
+	if rep.Items != want.Items || rep.Ops != want.Ops || rep.Blobs != want.Blobs || rep.Sessions != want.Sessions ||
+		rep.Shares != want.Shares || len(rep.Accounts) != 3 {
+		t.Fatalf("fill report %+v, want %+v and 3 accounts", rep, want)
+	}
+
+	out, _ := mustCLI(t, "", append([]string{"check", "--deep"}, loc.args()...)...)
+	if !strings.Contains(out, fmt.Sprintf("all %d referenced blobs are present and whole", want.Blobs)) {
+		t.Fatalf("check --deep: %s", out)
+	}
+	if _, errOut, err := runCLI(t, "", args...); err == nil || !strings.Contains(err.Error()+errOut, "empty") {
+		t.Fatalf("a second fill of the same store: %v %s", err, errOut)
+	}
+	store, err := loc.openStore(t.Context(), kv.Options{ReadOnly: true}, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ops, albums, sessions := 0, 0, 0
+	for _, a := range rep.Accounts {
+		list, err := store.Albums(a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, al := range list {
+			ops += int(al.SyncSeq)
+		}
+		albums += len(list)
+		n, err := store.UserSummary(a.Email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions += n.LiveSessions
+	}
+	if ops != want.Ops || albums != 3*4 || sessions != want.Sessions {
+		t.Fatalf("the store holds %d ops in %d albums and %d sessions, want %d in 12 and %d", ops, albums, sessions, want.Ops, want.Sessions)
+	}
+}
+
+// TestBackupAndRestoreCopyInPages: backup and restore copy blobs a page at
+// a time (small ones read into memory and stored together, large ones
+// streamed); over several pages of a filled store with large blobs, the
+// restored directory passes check --deep with every blob, and a backup with
+// a corrupt small blob and a missing one is refused naming both.
+func TestBackupAndRestoreCopyInPages(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	mustCLI(t, "", "dev", "fill", "--data", data, "--items", "150", "--accounts", "2", "--chain-every", "0",
+		"--large-every", "40", "--large-size", "100KiB")
+	var rep fillReport
+	if raw, err := os.ReadFile(filepath.Join(data, fillFile)); err != nil || json.Unmarshal(raw, &rep) != nil {
+		t.Fatalf("fill file: %v", err)
+	}
+	_, stop := runServe(t, data)
+	stop() // it made the keys a backup copies
+	backup, restored := filepath.Join(t.TempDir(), "backup"), filepath.Join(t.TempDir(), "restored")
+	mustCLI(t, "", "backup", backup, "--data", data)
+	mustCLI(t, "", "restore", backup, "--data", restored)
+	out, _ := mustCLI(t, "", "check", "--deep", "--data", restored)
+	if !strings.Contains(out, fmt.Sprintf("all %d referenced blobs are present and whole", rep.Blobs)) {
+		t.Fatalf("check --deep of the restored directory (want %d blobs): %s", rep.Blobs, out)
+	}
+
+	acct := rep.Accounts[0]
+	corrupt, missing := acct.Original, acct.Shares[0].Hash
+	b, err := os.ReadFile(blobPath(backup, corrupt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if err := os.WriteFile(blobPath(backup, corrupt), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(blobPath(backup, missing)); err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(t.TempDir(), "again")
+	_, errOut, err := runCLI(t, "", "restore", backup, "--data", again)
+	if err == nil || !strings.Contains(err.Error()+errOut, corrupt+": its bytes no longer hash to its name") ||
+		!strings.Contains(err.Error()+errOut, missing+": referenced but missing from the backup") {
+		t.Fatalf("restore of a damaged backup: %v\n%s", err, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(again, "sealbox.db")); err == nil {
+		t.Fatal("a refused restore left a store behind")
+	}
+}
+
+// TestCheckListsABoundedNumberOfBlobProblems: a store whose blob files are
+// all gone has a problem per blob; check lists the first thousand and
+// counts the rest, so its report does not grow with the store.
+func TestCheckListsABoundedNumberOfBlobProblems(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	mustCLI(t, "", "dev", "fill", "--data", data, "--items", "400", "--chain-every", "0", "--shares", "0", "--large-every", "0")
+	entries, err := os.ReadDir(filepath.Join(data, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && len(e.Name()) == 2 {
+			if err := os.RemoveAll(filepath.Join(data, "blobs", e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, _, err := runCLI(t, "", "check", "--data", data)
+	if err == nil {
+		t.Fatal("check passed a store whose blobs are all gone")
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got := strings.Count(out, ": referenced but missing"); got != 1000 {
+		t.Fatalf("check listed %d missing blobs, want 1000 of the 1200", got)
+	}
+	if last := lines[len(lines)-1]; last != "problem: blobs: 200 more problems like those above, not listed" {
+		t.Fatalf("last line %q, want the count of the problems not listed", last)
+	}
+}

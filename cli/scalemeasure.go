@@ -1,0 +1,339 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"sealbox/blobs"
+	"sealbox/server"
+	"sealbox/server/ids"
+)
+
+// measureSpec says what `dev measure` runs: the binary, the instance it
+// serves and how many requests of each kind it times.
+type measureSpec struct {
+	Exe     string
+	Loc     Location
+	Scratch string
+	// Samples is the number of timed requests of each kind; SignIns of
+	// sign-ins, which each cost a password hash.
+	Samples, SignIns int
+	// Admin names the admin commands to time: check, gc, backup, restore.
+	Admin []string
+	Out   io.Writer
+}
+
+// measurement is one figure of the table: a name and its value.
+type measurement struct{ name, value string }
+
+// measurer runs one measurement of a filled instance.
+type measurer struct {
+	spec   measureSpec
+	fill   fillReport
+	base   string
+	client *http.Client
+	rows   []measurement
+}
+
+func (m *measurer) add(name, format string, args ...any) {
+	m.rows = append(m.rows, measurement{name, fmt.Sprintf(format, args...)})
+	fmt.Fprintf(m.spec.Out, "| %s | %s |\n", name, m.rows[len(m.rows)-1].value)
+}
+
+// measureInstance serves the filled instance with the binary and times its
+// start and the requests of a large library, then stops it and times the
+// admin commands, each a child process whose peak RSS the kernel reports.
+func measureInstance(ctx context.Context, spec measureSpec) error {
+	raw, err := os.ReadFile(filepath.Join(spec.Loc.Data, fillFile))
+	if err != nil {
+		return fmt.Errorf("%w (dev measure measures an instance dev fill made)", err)
+	}
+	m := &measurer{spec: spec, client: &http.Client{Timeout: time.Minute}}
+	if err := json.Unmarshal(raw, &m.fill); err != nil || len(m.fill.Accounts) == 0 || m.fill.Accounts[0].AccessToken == "" {
+		return fmt.Errorf("%s is not a fill file dev fill wrote", fillFile)
+	}
+	fmt.Fprintf(spec.Out, "| %s | %d items, %d ops, %d blobs (%s), %d sessions, %d shares |\n|---|---|\n",
+		"store", m.fill.Items, m.fill.Ops, m.fill.Blobs, FormatSize(m.fill.Bytes), m.fill.Sessions, m.fill.Shares)
+	if err := m.serve(ctx); err != nil {
+		return err
+	}
+	return m.admin(ctx)
+}
+
+// serve starts the server, times its start and the requests, and stops it.
+func (m *measurer) serve(ctx context.Context) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	m.base = "http://" + addr
+	args := append([]string{"serve", "--listen", addr, "--log-level", "error",
+		// The measurement is one client address: the limits a crowd of
+		// them would meet stay out of the way.
+		"--auth-burst", "1000000", "--auth-rate", "1e9", "--share-burst", "1000000", "--share-rate", "1e9",
+		"--hash-queue", "64"}, m.spec.Loc.args()...)
+	cmd := exec.CommandContext(ctx, m.spec.Exe, args...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	if err := m.waitReady(start); err != nil {
+		return err
+	}
+	m.add("startup (to /readyz 200)", "%s", time.Since(start).Round(time.Millisecond))
+	m.add("serve RSS / anon RSS after startup", "%s / %s", FormatSize(procStatus(cmd.Process.Pid, "VmRSS")),
+		FormatSize(procStatus(cmd.Process.Pid, "RssAnon")))
+	if err := m.requests(); err != nil {
+		return err
+	}
+	m.add("serve peak RSS / anon RSS after the requests", "%s / %s", FormatSize(procStatus(cmd.Process.Pid, "VmHWM")),
+		FormatSize(procStatus(cmd.Process.Pid, "RssAnon")))
+	stopped = true
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	return cmd.Wait()
+}
+
+// waitReady polls /readyz until it answers 200.
+func (m *measurer) waitReady(start time.Time) error {
+	for time.Since(start) < 10*time.Minute {
+		resp, err := m.client.Get(m.base + "/readyz")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return errors.New("the server did not become ready in 10 minutes")
+}
+
+// requests times each kind of request: feed pages of the largest album,
+// share reads, op applies and sign-ins.
+func (m *measurer) requests() error {
+	acct := m.fill.Accounts[0]
+	album := acct.Albums[0]
+	pages := []struct {
+		name  string
+		after uint64
+	}{{"first", 0}, {"middle", album.SyncSeq / 2}, {"last", album.SyncSeq - min(album.SyncSeq, 500)}}
+	for _, p := range pages {
+		url := fmt.Sprintf("%s/v1/albums/%s/feed?after=%d", m.base, album.ID, p.after)
+		if err := m.time("feed "+p.name+" page (500 entries)", m.spec.Samples, func(int) (*http.Request, error) {
+			return m.authed(http.MethodGet, url, nil, acct.AccessToken)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(acct.Shares) > 0 {
+		if err := m.time("share blob read", m.spec.Samples, func(i int) (*http.Request, error) {
+			sh := acct.Shares[i%len(acct.Shares)]
+			return http.NewRequest(http.MethodGet, m.base+"/s/"+sh.OpaqueID+"/blob/"+sh.Hash, nil)
+		}); err != nil {
+			return err
+		}
+	}
+	if err := m.time("op apply (create)", m.spec.Samples, func(int) (*http.Request, error) {
+		return m.authed(http.MethodPost, m.base+"/v1/albums/"+album.ID+"/ops", measureOpBody(acct, album.ID), acct.AccessToken)
+	}); err != nil {
+		return err
+	}
+	return m.time("sign-in", m.spec.SignIns, func(i int) (*http.Request, error) {
+		a := m.fill.Accounts[i%len(m.fill.Accounts)]
+		body, _ := json.Marshal(map[string]string{"email": a.Email, "password": m.fill.Password})
+		req, err := http.NewRequest(http.MethodPost, m.base+"/v1/auth/login", bytes.NewReader(body))
+		if req != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
+	})
+}
+
+func (m *measurer) authed(method, url string, body []byte, token string) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// time sends n requests one after another (after a few untimed ones to warm
+// the connection and the caches) and adds their p50 and p99; any answer
+// but a 2xx fails the measurement.
+func (m *measurer) time(name string, n int, request func(i int) (*http.Request, error)) error {
+	const warm = 5
+	took := make([]time.Duration, 0, n)
+	for i := range n + warm {
+		req, err := request(i)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		resp, err := m.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("%s: %s: %.300s", name, resp.Status, body)
+		}
+		if i >= warm {
+			took = append(took, time.Since(start))
+		}
+	}
+	slices.Sort(took)
+	m.add(name+" p50 / p99", "%s / %s", percentile(took, 50), percentile(took, 99))
+	return nil
+}
+
+// percentile is the p-th percentile of sorted durations (nearest rank).
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (len(sorted)*p + 99) / 100
+	return sorted[max(rank, 1)-1].Round(time.Microsecond)
+}
+
+// measureOpBody is a create of a new asset whose ciphertext is a blob the
+// account holds, with a fresh manifest and metadata blob.
+func measureOpBody(acct fillAccount, albumID string) []byte {
+	manifest, metadata := []byte(randomHex(200)), []byte(randomHex(150))
+	body, _ := json.Marshal(map[string]any{
+		"manifest_envelope": map[string]any{
+			"crypto_suite_id": 1, "protocol_version": server.DefaultConfig().ProtocolMax,
+			"album_id": albumID, "file_id": ids.UUID(rand.Reader), "amk_version": 0,
+			"ciphertext_hash": acct.Original, "plaintext_size": 1000, "chunk_size": 65536, "key_mode": "derived",
+			"metadata_blob_hash": blobs.AddressOf(metadata), "created_by_user": acct.ID,
+			"created_by_device": "00000000-0000-4000-8000-000000000000", "client_version": "sealbox-dev-measure",
+			"timestamp": time.Now().UTC().Format(time.RFC3339), "action": "create",
+		},
+		"manifest_cbor": base64.StdEncoding.EncodeToString(manifest),
+		"metadata_blob": base64.StdEncoding.EncodeToString(metadata),
+	})
+	return body
+}
+
+// admin times check --deep, gc, backup and restore, each run as a child
+// process of the binary.
+func (m *measurer) admin(ctx context.Context) error {
+	scratch, err := os.MkdirTemp(m.spec.Scratch, "sealbox-measure-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	backup, restored := filepath.Join(scratch, "backup"), filepath.Join(scratch, "restored")
+	for _, run := range []struct {
+		name string
+		args []string
+	}{
+		{"check --deep", append([]string{"check", "--deep"}, m.spec.Loc.args()...)},
+		{"gc", append([]string{"gc"}, m.spec.Loc.args()...)},
+		{"backup", append([]string{"backup", backup}, m.spec.Loc.args()...)},
+		{"restore", []string{"restore", backup, "--data", restored}},
+	} {
+		if !slices.Contains(m.spec.Admin, strings.Fields(run.name)[0]) {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, m.spec.Exe, run.args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		anon, err := runSampled(cmd)
+		if err != nil {
+			return fmt.Errorf("%s: %w\n%s", run.name, err, out.Bytes())
+		}
+		m.add(run.name+" wall / peak RSS / peak anon RSS", "%s / %s / %s", time.Since(start).Round(time.Millisecond),
+			FormatSize(peakRSS(cmd.ProcessState)), FormatSize(anon))
+	}
+	return nil
+}
+
+// runSampled runs cmd and returns the largest anonymous resident set it was
+// seen with (sampled every 10 ms). The kernel's peak RSS also counts the
+// pages of files the process maps, and a bbolt store is read through a map
+// of its file: those pages are the page cache, which the kernel takes back
+// under pressure, while anonymous memory is what the process needs.
+func runSampled(cmd *exec.Cmd) (int64, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var anon int64
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return anon, err
+		case <-tick.C:
+			anon = max(anon, procStatus(cmd.Process.Pid, "RssAnon"))
+		}
+	}
+}
+
+// args are the flags that point a command of the binary at l.
+func (l Location) args() []string {
+	out := []string{"--data", l.Data}
+	if l.Store != "" {
+		out = append(out, "--store", l.Store)
+	}
+	if l.Blobs != "" {
+		out = append(out, "--blobs", l.Blobs)
+	}
+	return out
+}
+
+// procStatus reads a size field (VmRSS, VmHWM) of a process's
+// /proc/PID/status, in bytes; 0 where there is no /proc.
+func procStatus(pid int, field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
