@@ -12,6 +12,7 @@ import (
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/kv/pgtest"
+	"sealbox/server"
 )
 
 // TestDevFillMakesAValidStore: a small fill holds what was asked (accounts,
@@ -73,6 +74,24 @@ func TestDevFillMakesAValidStore(t *testing.T) {
 	}
 	if ops != want.Ops || albums != 3*4 || sessions != want.Sessions {
 		t.Fatalf("the store holds %d ops in %d albums and %d sessions, want %d in 12 and %d", ops, albums, sessions, want.Ops, want.Sessions)
+	}
+	// Laid out as a server with the default --inline-max keeps them: the
+	// four 100 KiB originals are files, every other blob is inline.
+	page, err := store.Blobs("", want.Blobs+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, b := range page {
+		if inline := b.Size <= server.DefaultConfig().InlineMax; b.Inline != inline {
+			t.Fatalf("blob %s of %d bytes: inline %v, want %v", b.Hash, b.Size, b.Inline, inline)
+		}
+		if !b.Inline {
+			files++
+		}
+	}
+	if len(page) != want.Blobs || files != 4 {
+		t.Fatalf("%d blobs recorded, %d of them files; want %d and 4", len(page), files, want.Blobs)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -43,6 +44,9 @@ type fillSpec struct {
 	Sessions, Shares        int
 	LargeEvery              int
 	LargeSize               int64
+	// InlineMax is the largest blob the store keeps inline, as the
+	// server's --inline-max: the fill lays blobs out as a server would.
+	InlineMax int64
 	// Batch is how many assets one transaction writes.
 	Batch int
 	Seed  uint64
@@ -186,8 +190,8 @@ type fillAsset struct {
 	manifests, metadata [][]byte
 }
 
-// batch makes the next n assets: their blobs first, then their records in
-// one transaction.
+// batch makes the next n assets: the blobs that are files first, then their
+// records, with the blobs kept inline, in one transaction.
 func (f *filler) batch(n int) error {
 	assets := make([]fillAsset, n)
 	var small [][]byte
@@ -195,13 +199,18 @@ func (f *filler) batch(n int) error {
 	for k := range assets {
 		a := f.asset(f.next + k)
 		assets[k] = a
-		if a.large {
+		switch {
+		case f.inline(a.original) != nil:
+		case a.large:
 			large = append(large, a.original)
-		} else {
+		default:
 			small = append(small, a.original)
 		}
-		small = append(small, a.manifests...)
-		small = append(small, a.metadata...)
+		for _, b := range slices.Concat(a.manifests, a.metadata) {
+			if f.inline(b) == nil {
+				small = append(small, b)
+			}
+		}
 	}
 	if err := putBlobs(f.blobs, small, large); err != nil {
 		return err
@@ -254,7 +263,7 @@ func (f *filler) asset(i int) fillAsset {
 func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 	acct := &f.rep.Accounts[a.account]
 	album := &acct.Albums[a.album]
-	original := kv.Blob{Hash: blobs.AddressOf(a.original), Size: int64(len(a.original)), StoredAt: f.now}
+	original := kv.Blob{Hash: blobs.AddressOf(a.original), Size: int64(len(a.original)), StoredAt: f.now, Data: f.inline(a.original)}
 	if err := b.Hold(acct.ID, original); err != nil {
 		return err
 	}
@@ -265,8 +274,8 @@ func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 		op := &kv.Op{
 			AlbumID: album.ID, AssetID: a.id, Action: kv.OpCreate, ProtocolVersion: f.protocol,
 			CreatedByUser: acct.ID, CiphertextHash: original.Hash,
-			Manifest: kv.Blob{Hash: blobs.AddressOf(manifest), Size: int64(len(manifest))},
-			Metadata: &kv.Blob{Hash: blobs.AddressOf(a.metadata[k]), Size: int64(len(a.metadata[k]))},
+			Manifest: kv.Blob{Hash: blobs.AddressOf(manifest), Size: int64(len(manifest)), Data: f.inline(manifest)},
+			Metadata: &kv.Blob{Hash: blobs.AddressOf(a.metadata[k]), Size: int64(len(a.metadata[k])), Data: f.inline(a.metadata[k])},
 		}
 		op.MetadataBlobHash = op.Metadata.Hash
 		if k > 0 {
@@ -293,6 +302,15 @@ func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 	f.rep.Shares++
 	if len(acct.Shares) < 8 {
 		acct.Shares = append(acct.Shares, fillShare{OpaqueID: opaque, Hash: meta})
+	}
+	return nil
+}
+
+// inline is b when the store keeps it inline (Blob.Data), as the server
+// does a blob of 1 to InlineMax bytes; nil when it is a file.
+func (f *filler) inline(b []byte) []byte {
+	if len(b) > 0 && int64(len(b)) <= f.spec.InlineMax {
+		return b
 	}
 	return nil
 }
