@@ -144,6 +144,7 @@ type Store struct {
 	writes       writeGen
 	sessionCache *readCache[*Session]
 	shareCache   *readCache[sharedBlobRead]
+	accountCache *readCache[*Account]
 	// snapshot writes the store's snapshot (see WriteSnapshot).
 	snapshot func(io.Writer) (int64, error)
 	// attempts keeps the password verifications in flight.
@@ -188,6 +189,7 @@ func newStore(e Engine, where string, opts Options) *Store {
 	s := &Store{engine: e, now: opts.Now, rerun: rerunUpdates.Load(), where: where}
 	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
 		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[sharedBlobRead]{}
+		s.accountCache = &readCache[*Account]{}
 	}
 	s.attempts = newAttemptLedger(s, e)
 	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)
