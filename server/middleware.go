@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"sealbox/kv"
 )
 
 // requestInfo travels in the request context. The route adapter fills in
@@ -19,16 +21,16 @@ import (
 type requestInfo struct {
 	id    string
 	route string
-	// signedIn is set by bearer once the request's token names a live
-	// session (statusOnSession).
-	signedIn bool
+	// session is set by bearer once the request's token names a live
+	// session (caller, statusOnSession); it travels here rather than in a
+	// context of its own, which would copy the request once more.
+	session *kv.Session
 }
 
 type ctxKey int
 
 const (
 	ctxInfo ctxKey = iota
-	ctxSession
 )
 
 func infoFrom(r *http.Request) *requestInfo {
