@@ -31,6 +31,7 @@ type ctxKey int
 
 const (
 	ctxInfo ctxKey = iota
+	ctxCork        // the connection's *tcpCork (withConnCork)
 )
 
 func infoFrom(r *http.Request) *requestInfo {
@@ -123,7 +124,7 @@ func (s *Server) withMiddleware(listener string, next http.Handler) http.Handler
 		start := time.Now()
 		ri := &requestInfo{id: newRequestID(), route: "unmatched"}
 		r = r.WithContext(context.WithValue(r.Context(), ctxInfo, ri))
-		rec := &recorder{ResponseWriter: s.withWriteStall(w)}
+		rec := &recorder{ResponseWriter: s.withWriteStall(w, r)}
 		// Canonical keys assigned directly: Set would canonicalize each.
 		h := rec.Header()
 		h["X-Request-Id"] = []string{ri.id}
