@@ -78,7 +78,7 @@ func TestSnapshotFollowsTheEngine(t *testing.T) {
 	if _, err := plain.WriteSnapshot(&bytes.Buffer{}); !errors.Is(err, ErrNoSnapshot) {
 		t.Fatalf("snapshot without a scratch engine: %v, want ErrNoSnapshot", err)
 	}
-	if plain.sessionCache != nil || plain.shareCache != nil {
+	if plain.sessionCache != nil || plain.shareCache != nil || plain.accountCache != nil {
 		t.Error("a store over a networked engine caches reads")
 	}
 	copied := openWithAbilities(t, false, Options{ScratchEngine: bolt.OpenScratch})
@@ -90,7 +90,7 @@ func TestSnapshotFollowsTheEngine(t *testing.T) {
 	if _, err := own.WriteSnapshot(&buf); err != nil {
 		t.Fatalf("bbolt's own snapshot: %v", err)
 	}
-	if own.sessionCache == nil || own.shareCache == nil {
+	if own.sessionCache == nil || own.shareCache == nil || own.accountCache == nil {
 		t.Error("a store over an exclusive engine keeps no read cache")
 	}
 }

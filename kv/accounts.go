@@ -109,13 +109,22 @@ func (s *Store) CreateAccount(a *Account, first *Session, access, refresh string
 }
 
 // Account returns the account with the given id.
+//
+// It is one of the cached reads (readCache): every authenticated request
+// that shows the caller's account reads it.
 func (s *Store) Account(id string) (*Account, error) {
-	var a *Account
-	err := s.view(func(tx Tx) (err error) {
-		a, err = getAccount(tx, id)
-		return err
+	a, err := cached(s, s.accountCache, id, func() (a *Account, found bool, err error) {
+		err = s.view(func(tx Tx) (err error) {
+			a, err = getAccount(tx, id)
+			return err
+		})
+		return a, a != nil, err
 	})
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	own := *a // the cached Account stays as it was read
+	return &own, nil
 }
 
 // AccountByEmail returns the account registered under email, or

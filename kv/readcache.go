@@ -9,7 +9,7 @@ import (
 const maxCachedReads = 1 << 14
 
 // readCache remembers the results of the store's hottest reads (a session by
-// its access token, a blob by share link) between writes. Every write
+// its access token, a blob by share link, an account by id) between writes. Every write
 // transaction, whatever it touched, makes every entry stale: its commit
 // moves writeGen on, and an entry counts only while writeGen still has the
 // value read before the read that filled it. So a cached answer is never

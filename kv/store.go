@@ -146,6 +146,7 @@ type Store struct {
 	writes       writeGen
 	sessionCache *readCache[*Session]
 	shareCache   *readCache[shareBlobRead]
+	accountCache *readCache[*Account]
 	// snapshot writes the store's snapshot (see WriteSnapshot).
 	snapshot func(io.Writer) (int64, error)
 	// attempts keeps the password verifications in flight.
@@ -193,6 +194,7 @@ func newStore(e Engine, where string, opts Options) *Store {
 	}
 	if _, s.exclusive = e.(engine.Exclusive); s.exclusive {
 		s.sessionCache, s.shareCache = &readCache[*Session]{}, &readCache[shareBlobRead]{}
+		s.accountCache = &readCache[*Account]{}
 	}
 	s.attempts = newAttemptLedger(s, e)
 	s.snapshot = s.snapshotStrategy(e, opts.ScratchEngine)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"sealbox/kv"
 )
 
 // requestInfo travels in the request context. The route adapter fills in
@@ -19,16 +21,17 @@ import (
 type requestInfo struct {
 	id    string
 	route string
-	// signedIn is set by bearer once the request's token names a live
-	// session (statusOnSession).
-	signedIn bool
+	// session is set by bearer once the request's token names a live
+	// session (caller, statusOnSession); it travels here rather than in a
+	// context of its own, which would copy the request once more.
+	session *kv.Session
 }
 
 type ctxKey int
 
 const (
 	ctxInfo ctxKey = iota
-	ctxSession
+	ctxCork        // the connection's *tcpCork (withConnCork)
 )
 
 func infoFrom(r *http.Request) *requestInfo {
@@ -121,7 +124,7 @@ func (s *Server) withMiddleware(listener string, next http.Handler) http.Handler
 		start := time.Now()
 		ri := &requestInfo{id: newRequestID(), route: "unmatched"}
 		r = r.WithContext(context.WithValue(r.Context(), ctxInfo, ri))
-		rec := &recorder{ResponseWriter: s.withWriteStall(w)}
+		rec := &recorder{ResponseWriter: s.withWriteStall(w, r)}
 		// Canonical keys assigned directly: Set would canonicalize each.
 		h := rec.Header()
 		h["X-Request-Id"] = []string{ri.id}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -78,8 +77,8 @@ func (s *Server) bearer(h handlerFunc) handlerFunc {
 		if err != nil {
 			return err
 		}
-		infoFrom(r).signedIn = true
-		return h(w, r.WithContext(context.WithValue(r.Context(), ctxSession, sess)), ps)
+		infoFrom(r).session = sess
+		return h(w, r, ps)
 	}
 }
 
@@ -97,9 +96,7 @@ func (s *Server) fresh(h handlerFunc) handlerFunc {
 }
 
 // caller is the session of a bearer-authenticated request.
-func caller(r *http.Request) *kv.Session {
-	return r.Context().Value(ctxSession).(*kv.Session)
-}
+func caller(r *http.Request) *kv.Session { return infoFrom(r).session }
 
 // signedIn reports whether the request passed bearer: a session is known.
-func signedIn(r *http.Request) bool { return infoFrom(r).signedIn }
+func signedIn(r *http.Request) bool { return infoFrom(r).session != nil }

@@ -163,8 +163,10 @@ type Config struct {
 	// hold memory and a connection for long.
 	AnonBodyTimeout time.Duration
 	// WriteStall is how long one response write (at most 64 KiB) may make
-	// no progress before the connection is closed: a client that stops
-	// reading cannot hold a connection, a file and a goroutine for ever.
+	// no progress before the connection is closed (at most a sixteenth
+	// more: the deadline is not set afresh for every write): a client that
+	// stops reading cannot hold a connection, a file and a goroutine for
+	// ever.
 	WriteStall time.Duration
 	// IPv6Prefix is the prefix length an IPv6 client address is keyed on by
 	// the rate limits: one subscriber usually holds a whole /64.
@@ -428,6 +430,7 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          stdLog(s.log),
+		ConnContext:       withConnCork,
 	}
 }
 

@@ -98,15 +98,14 @@ func serveDirect(w http.ResponseWriter, r *http.Request, content io.ReadSeeker, 
 	w.Header()["Content-Length"] = []string{strconv.FormatInt(n, 10)}
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead && n > 0 {
-		// net/http's ReadFrom copies the first 512 bytes through user space
-		// (for sniffing) before it sends the rest with sendfile, unless the
-		// header is already out: flushing it first saves that read and copy.
-		// The type is set, so nothing is sniffed either way.
-		http.NewResponseController(w).Flush()
 		if rr, ok := content.(RangeReader); ok {
 			rr.ReadRange(n)
 		}
 		// CopyN reaches w's ReadFrom: sendfile for a file, ranges included.
+		// The header is not flushed here: with its type and length set, the
+		// server's writer sends it in the same send as the body's first
+		// bytes (net/http's own ReadFrom would copy 512 bytes through user
+		// space first, to sniff a type that is already set).
 		io.CopyN(w, content, n)
 	}
 	return true
