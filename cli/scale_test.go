@@ -103,13 +103,15 @@ func TestDevFillMakesAValidStore(t *testing.T) {
 func TestBackupAndRestoreCopyInPages(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	mustCLI(t, "", "dev", "fill", "--data", data, "--items", "150", "--accounts", "2", "--chain-every", "0",
-		"--large-every", "40", "--large-size", "100KiB")
+		"--large-every", "40", "--large-size", "100KiB", "--inline-max", "0") // every blob a file to copy
 	var rep fillReport
 	if raw, err := os.ReadFile(filepath.Join(data, fillFile)); err != nil || json.Unmarshal(raw, &rep) != nil {
 		t.Fatalf("fill file: %v", err)
 	}
-	_, stop := runServe(t, data)
-	stop() // it made the keys a backup copies
+	// It makes the keys a backup copies, and with the same --inline-max
+	// leaves the files as files.
+	_, stop := runServe(t, data, func(c *server.Config) { c.InlineMax = 0 })
+	stop()
 	backup, restored := filepath.Join(t.TempDir(), "backup"), filepath.Join(t.TempDir(), "restored")
 	mustCLI(t, "", "backup", backup, "--data", data)
 	mustCLI(t, "", "restore", backup, "--data", restored)

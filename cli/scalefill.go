@@ -13,9 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"sealbox/blobs"
 	"sealbox/kv"
@@ -328,28 +327,32 @@ const fillBlobWriters = 8
 // their flushes) and large ones streamed. It is the fill's one way into the
 // blob store.
 func putBlobs(store blobs.Engine, small, large [][]byte) error {
-	var g errgroup.Group
+	var wg sync.WaitGroup
+	errs := make(chan error, fillBlobWriters+len(large))
 	per := (len(small) + fillBlobWriters - 1) / fillBlobWriters
 	for start := 0; start < len(small); start += per {
 		part := small[start:min(start+per, len(small))]
-		g.Go(func() error {
+		wg.Go(func() {
 			for len(part) > 0 {
 				n := min(64, len(part))
 				if err := store.PutSmall(part[:n]...); err != nil {
-					return err
+					errs <- err
+					return
 				}
 				part = part[n:]
 			}
-			return nil
 		})
 	}
 	for _, b := range large {
-		g.Go(func() error {
-			_, _, err := store.Put(bytes.NewReader(b), blobs.AddressOf(b), int64(len(b)))
-			return err
+		wg.Go(func() {
+			if _, _, err := store.Put(bytes.NewReader(b), blobs.AddressOf(b), int64(len(b))); err != nil {
+				errs <- err
+			}
 		})
 	}
-	return g.Wait()
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 func randomBytes(rng *mrand.Rand, n int) []byte {
