@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"sealbox/server"
@@ -40,35 +37,12 @@ func benchSmallPut(b *testing.B, ts *TestServer, size, writers int) {
 		bodies[i] = bytes.Clone(base)
 		binary.BigEndian.PutUint64(bodies[i], uint64(i))
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	b.SetBytes(int64(size))
 	b.ResetTimer()
-	for range writers {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				req, _ := http.NewRequest("PUT", ts.URL()+"/v1/uploads/"+up+"/blobs/"+servertest.HashOf(bodies[i]), bytes.NewReader(bodies[i]))
-				req.Header.Set("Content-Type", "application/octet-stream")
-				req.Header.Set("Authorization", "Bearer "+tok.Access)
-				resp, err := benchClient.Do(req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusCreated {
-					b.Errorf("status %d", resp.StatusCode)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	sendInParallel(b, writers, http.StatusCreated, func(i int) *http.Request {
+		req, _ := http.NewRequest("PUT", ts.URL()+"/v1/uploads/"+up+"/blobs/"+servertest.HashOf(bodies[i]), bytes.NewReader(bodies[i]))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		req.Header.Set("Authorization", "Bearer "+tok.Access)
+		return req
+	})
 }
