@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,31 +25,19 @@ const (
 	upload   = "sbx_up_transfer"
 )
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // rig is a real bbolt store and blob directory in a temp dir, an account
 // with an open upload session, and the Transfers over them.
 type rig struct {
 	store *kv.Store
 	blobs *blobs.Dir
-	clock *clock
+	clock *kvtest.Clock
 	ts    *transfer.Transfers
 }
 
 func mustOpenRig(t *testing.T) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	c := kvtest.NewClock()
 	s, err := kvtest.Open(filepath.Join(dir, "sealbox.db"), kv.Options{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
