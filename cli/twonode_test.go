@@ -142,6 +142,7 @@ func TestTwoNodes(t *testing.T) {
 		}
 		a.kill()
 		burst.Wait()
+		w.resendUnanswered(b)
 		feed.CloseWithError(io.ErrUnexpectedEOF)
 		if status := <-patched; status == http.StatusNoContent {
 			t.Fatal("the interrupted PATCH was answered 204")
@@ -309,6 +310,10 @@ type twoNodeWriter struct {
 	mu    sync.Mutex
 	blobs map[string][]byte // every blob the account holds, by hash
 	ops   []crashOp         // every acknowledged op
+	// unanswered are the bodies of ops sent to a node that died before it
+	// answered: each may have been applied or not, as a client cannot
+	// tell, so resendUnanswered sends them again, as a client would.
+	unanswered [][]byte
 }
 
 func newTwoNodeWriter(t *testing.T, lb *crashRig, token string) *twoNodeWriter {
@@ -394,10 +399,27 @@ func (w *twoNodeWriter) opBody(asset, prior string) (body, manifest, metadata []
 // it (200); it returns the status and the problem's code, and status 0
 // when no answer arrived.
 func (w *twoNodeWriter) applyOp(node *crashRig, asset, prior string) (status int, code string, manifest []byte) {
-	body, manifest, metadata := w.opBody(asset, prior)
+	body, manifest, _ := w.opBody(asset, prior)
+	status, code = w.sendOp(node, body)
+	return status, code, manifest
+}
+
+// sendOp sends the op body to node and records it when it is answered 200.
+// An op the node did not answer is kept in unanswered.
+func (w *twoNodeWriter) sendOp(node *crashRig, body []byte) (status int, code string) {
+	var op struct {
+		Manifest string `json:"manifest_cbor"`
+		Metadata string `json:"metadata_blob"`
+	}
+	json.Unmarshal(body, &op)
+	manifest, _ := base64.StdEncoding.DecodeString(op.Manifest)
+	metadata, _ := base64.StdEncoding.DecodeString(op.Metadata)
 	status, resp, ok := node.send("POST", "/v1/albums/"+w.album+"/ops", w.token, "application/json", body, nil)
 	if !ok {
-		return 0, "", manifest
+		w.mu.Lock()
+		w.unanswered = append(w.unanswered, body)
+		w.mu.Unlock()
+		return 0, ""
 	}
 	var res struct {
 		SyncSeq float64 `json:"sync_seq"`
@@ -410,7 +432,22 @@ func (w *twoNodeWriter) applyOp(node *crashRig, asset, prior string) (status int
 		w.blobs[hashHex(manifest)], w.blobs[hashHex(metadata)] = manifest, metadata
 		w.mu.Unlock()
 	}
-	return status, res.Code, manifest
+	return status, res.Code
+}
+
+// resendUnanswered sends every op no node answered to node, which must
+// answer 200: applied now, or replayed when the dead node had applied it
+// before it died.
+func (w *twoNodeWriter) resendUnanswered(node *crashRig) {
+	w.mu.Lock()
+	bodies := w.unanswered
+	w.unanswered = nil
+	w.mu.Unlock()
+	for _, body := range bodies {
+		if status, code := w.sendOp(node, body); status != http.StatusOK {
+			w.t.Errorf("an unanswered op sent again to %s: %d %s", node.url, status, code)
+		}
+	}
 }
 
 // createAsset creates a new asset on node; an answer other than 200 from a
