@@ -149,7 +149,8 @@ func TestBackupAndRestoreCopyInPages(t *testing.T) {
 // counts the rest, so its report does not grow with the store.
 func TestCheckListsABoundedNumberOfBlobProblems(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	mustCLI(t, "", "dev", "fill", "--data", data, "--items", "400", "--chain-every", "0", "--shares", "0", "--large-every", "0")
+	mustCLI(t, "", "dev", "fill", "--data", data, "--items", "400", "--chain-every", "0", "--shares", "0", "--large-every", "0",
+		"--inline-max", "0") // every blob a file, for check to miss
 	entries, err := os.ReadDir(filepath.Join(data, "blobs"))
 	if err != nil {
 		t.Fatal(err)
