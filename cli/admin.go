@@ -80,7 +80,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		ReadOnly: mode == readOnly, Version: server.Version,
 		// Only serve migrates, after saying which migrations it runs.
 		NoMigrate: true,
-	}, bolt.Options{OpenTimeout: adminOpenTimeout})
+	}, bolt.Options{OpenTimeout: adminOpenTimeout, MappedBudget: admin.MappedBudget})
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", loc.Data, filepath.Join(loc.Data, adminSocket))
 	}

@@ -40,7 +40,7 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 			return err
 		}
 	}
-	store, err := loc.openStore(ctx, kv.Options{Version: server.Version}, bolt.Options{OpenTimeout: adminOpenTimeout})
+	store, err := loc.openStore(ctx, kv.Options{Version: server.Version}, bolt.Options{OpenTimeout: adminOpenTimeout, MappedBudget: admin.MappedBudget})
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,11 @@ import (
 // Engine is one bbolt file. bbolt has one writer at a time, so every Update
 // is serializable by construction and runs its function once; Batch shares
 // one commit's fsyncs between concurrent callers.
-type Engine struct{ db *bolt.DB }
+type Engine struct {
+	db *bolt.DB
+	// stopBounding stops the watcher of Options.MappedBudget; nil without one.
+	stopBounding func()
+}
 
 // Options tune the bbolt file. Zero values take the defaults.
 type Options struct {
@@ -42,6 +46,15 @@ type Options struct {
 	// NoSync skips the fsync of every commit: for a file nothing needs
 	// after a crash (a snapshot being assembled, a measurement of growth).
 	NoSync bool
+	// MappedBudget, when positive, bounds how much of the mapped file stays
+	// in the process's resident memory. bbolt reads through a map of the
+	// whole file, so a command that reads all of it (check, backup, gc)
+	// would otherwise end with the file's size resident. A watcher drops
+	// the mapped pages from the process whenever its file-backed resident
+	// memory passes the budget; they stay in the kernel's page cache, so a
+	// page read again is a minor fault, not a disk read. 0: no bound, for
+	// serve, which keeps its hot pages. Linux only; elsewhere no bound.
+	MappedBudget int64
 }
 
 // Open opens (creating it unless opts.ReadOnly) the bbolt file at path.
@@ -65,7 +78,11 @@ func Open(path string, opts Options) (*Engine, error) {
 	db.MaxBatchSize = opts.MaxBatchSize
 	db.MaxBatchDelay = opts.MaxBatchDelay
 	db.NoSync = opts.NoSync
-	return &Engine{db: db}, nil
+	e := &Engine{db: db}
+	if opts.MappedBudget > 0 {
+		e.stopBounding = boundMapped(e, opts.MappedBudget)
+	}
+	return e, nil
 }
 
 // OpenScratch opens a new bbolt file that nothing needs after a crash (a
@@ -109,7 +126,12 @@ func (e *Engine) CreateBuckets(names [][]byte) error {
 	})
 }
 
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	if e.stopBounding != nil {
+		e.stopBounding()
+	}
+	return e.db.Close()
+}
 
 // Exclusive: bbolt's file lock keeps every other process out while this
 // one has the file open for writing.
