@@ -108,7 +108,9 @@ func newServeCmd() *cobra.Command {
 			if err != nil || !slices.Contains(logLevels, logLevel) {
 				return fmt.Errorf("%s must be one of %s, not %q", name("log-level"), strings.Join(logLevels, ", "), logLevel)
 			}
-			cfg.Log = newLogger(cmd.ErrOrStderr()).Level(level)
+			log, closeLog := newLogger(cmd.ErrOrStderr())
+			defer closeLog()
+			cfg.Log = log.Level(level)
 			if len(ignored) > 0 {
 				cfg.Log.Warn().Strs("variables", ignored).Msg(ignoredLocationEnv(ignored))
 			}
@@ -454,14 +456,17 @@ func writeNewFile(path string, data []byte) error {
 	return err
 }
 
-// newLogger logs human-readable lines on a terminal and JSON otherwise.
-func newLogger(w io.Writer) zerolog.Logger {
+// newLogger logs human-readable lines on a terminal, each as it comes,
+// and JSON otherwise, through a logBuffer; close writes what is buffered.
+func newLogger(w io.Writer) (log zerolog.Logger, close func() error) {
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			w = zerolog.ConsoleWriter{Out: f, TimeFormat: time.RFC3339}
+			w := zerolog.ConsoleWriter{Out: f, TimeFormat: time.RFC3339}
+			return zerolog.New(w).With().Timestamp().Logger(), func() error { return nil }
 		}
 	}
-	return zerolog.New(w).With().Timestamp().Logger()
+	buf := newLogBuffer(w, logFlushEvery)
+	return zerolog.New(buf).With().Timestamp().Logger(), buf.Close
 }
 
 // serveMetrics serves h on its own listener and returns the function that
