@@ -141,13 +141,13 @@ func (e *Engine) Exclusive() {}
 // inside a transaction, which holds the pages it copies.
 func (e *Engine) WriteSnapshot(w io.Writer) (int64, error) { return writeBoltSnapshot(e.db, w) }
 
+// CheckPages checks the file's page structure as of one read
+// transaction (checkPages), in memory of two bits per page.
 func (e *Engine) CheckPages() ([]error, error) {
 	var problems []error
-	err := e.db.View(func(tx *bolt.Tx) error {
-		for p := range tx.Check() {
-			problems = append(problems, p)
-		}
-		return nil
+	err := e.db.View(func(tx *bolt.Tx) (err error) {
+		problems, err = checkPages(tx)
+		return err
 	})
 	return problems, err
 }

@@ -2,6 +2,8 @@ package bolt
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -11,25 +13,34 @@ import (
 )
 
 // boundMappedEvery is how often the MappedBudget watcher looks at the
-// process's resident memory: a scan touches at most a few MiB of pages in
-// that time, so the budget is overshot by little.
-const boundMappedEvery = 5 * time.Millisecond
+// process's resident memory. bbolt's page check maps pages faster than a
+// disk reads them (the kernel maps the cached pages around each fault), so
+// the watcher looks often to overshoot the budget by little; a look is one
+// read of /proc/self/statm.
+const boundMappedEvery = time.Millisecond
 
 // boundMapped starts the watcher of Options.MappedBudget and returns the
-// function that stops it and waits for it to end.
+// function that stops it and waits for it to end. Without
+// /proc/self/statm there is no watcher.
 func boundMapped(e *Engine, budget int64) (stop func()) {
+	statm, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return func() {}
+	}
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
+		defer statm.Close()
 		tick := time.NewTicker(boundMappedEvery)
 		defer tick.Stop()
+		buf := make([]byte, 128)
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
-				if fileResident() > budget {
+				if fileResident(statm, buf) > budget {
 					e.releaseMapped()
 				}
 			}
@@ -42,14 +53,14 @@ func boundMapped(e *Engine, budget int64) (stop func()) {
 }
 
 // fileResident is the process's resident memory backed by files (its
-// mapped store file and executable; the third field of /proc/self/statm,
-// in pages), or 0 when it cannot be read.
-func fileResident() int64 {
-	statm, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
+// mapped store file and executable): the third field of statm, in pages.
+// It is 0 when statm cannot be read.
+func fileResident(statm *os.File, buf []byte) int64 {
+	n, err := statm.ReadAt(buf, 0)
+	if n == 0 || err != nil && !errors.Is(err, io.EOF) {
 		return 0
 	}
-	fields := bytes.Fields(statm)
+	fields := bytes.Fields(buf[:n])
 	if len(fields) < 3 {
 		return 0
 	}

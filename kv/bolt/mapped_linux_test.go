@@ -77,7 +77,7 @@ func TestMappedBudget(t *testing.T) {
 			if grew := peak - before; grew > fileSize/2 {
 				t.Fatalf("with a %d MiB budget the scan peaked at %d MiB more resident than before, half the file or more", budget>>20, grew>>20)
 			}
-			// The watcher looks every 5 ms: wait for it to act once more.
+			// The watcher looks every millisecond: wait for it to act once more.
 			deadline := time.Now().Add(5 * time.Second)
 			for fileResident(t)-before > budget {
 				if time.Now().After(deadline) {
