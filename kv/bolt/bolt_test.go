@@ -31,7 +31,7 @@ func TestBoltEngine(t *testing.T) {
 // fsyncs again, so it costs about two of server's BenchmarkFsyncBaseline
 // (write + fsync of a 512-byte record): no write through the store can
 // reach more than half the raw fsync rate. Run both in one command:
-// go test ./server ./kv/bolt -run '^$' -bench 'FsyncBaseline|CommitFloor'.
+// go test -p 1 ./server ./kv/bolt -run '^$' -bench 'FsyncBaseline|CommitFloor'.
 func BenchmarkCommitFloor(b *testing.B) {
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "floor.db"), 0o600, nil)
 	if err != nil {
