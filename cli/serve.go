@@ -457,8 +457,8 @@ func writeNewFile(path string, data []byte) error {
 }
 
 // newLogger logs human-readable lines on a terminal, each as it comes,
-// and JSON otherwise, through a logBuffer; close writes what is buffered.
-func newLogger(w io.Writer) (log zerolog.Logger, close func() error) {
+// and JSON otherwise, through a logBuffer; closeLog writes what is buffered.
+func newLogger(w io.Writer) (log zerolog.Logger, closeLog func() error) {
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			w := zerolog.ConsoleWriter{Out: f, TimeFormat: time.RFC3339}
