@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
@@ -46,9 +47,14 @@ const (
 // the rest, so a file damaged throughout costs no more memory than this.
 const maxPageProblems = 1000
 
+// maxNodeBytes bounds the node the page check reads into memory: the
+// largest value sealbox stores is an inline blob of at most 1 MiB, so a
+// header that claims more is damage, not a node to read.
+const maxNodeBytes = 64 << 20
+
 // pageCheck is one walk of the file as of one read transaction.
 type pageCheck struct {
-	f        *os.File
+	r        io.ReaderAt
 	pageSize int
 	hwm      uint64 // pages below it are reachable or free
 	seen     bitset
@@ -71,12 +77,23 @@ func checkPages(tx *bolt.Tx) ([]error, error) {
 		return nil, err
 	}
 	defer f.Close()
-	c := &pageCheck{f: f, pageSize: tx.DB().Info().PageSize, hwm: uint64(tx.Size()) / uint64(tx.DB().Info().PageSize)}
-	c.seen, c.free = make(bitset, c.hwm/64+1), make(bitset, c.hwm/64+1)
+	pageSize := tx.DB().Info().PageSize
+	c := newPageCheck(f, pageSize, uint64(tx.Size())/uint64(pageSize))
 	freelist, err := c.freelistOf(uint64(tx.ID()))
 	if err != nil {
 		return nil, err
 	}
+	return c.run(uint64(tx.Cursor().Bucket().RootPage()), freelist)
+}
+
+// newPageCheck checks the file r of hwm pages of pageSize bytes.
+func newPageCheck(r io.ReaderAt, pageSize int, hwm uint64) *pageCheck {
+	return &pageCheck{r: r, pageSize: pageSize, hwm: hwm, seen: make(bitset, hwm/64+1), free: make(bitset, hwm/64+1)}
+}
+
+// run walks the tree from the root bucket's page root, with the freelist
+// at page freelist (noFreelist: none written), and returns the problems.
+func (c *pageCheck) run(root, freelist uint64) ([]error, error) {
 	c.seen.set(0)
 	c.seen.set(1)
 	if freelist != noFreelist {
@@ -84,7 +101,7 @@ func checkPages(tx *bolt.Tx) ([]error, error) {
 			return nil, err
 		}
 	}
-	if err := c.walk(uint64(tx.Cursor().Bucket().RootPage()), nil, nil); err != nil {
+	if err := c.walk(root, nil, nil); err != nil {
 		return nil, err
 	}
 	if freelist != noFreelist {
@@ -293,8 +310,12 @@ func (c *pageCheck) node(id uint64) ([]byte, error) {
 		return nil, err
 	}
 	n := uint64(overflow(p)) + 1
-	if id+n > c.hwm {
+	switch {
+	case id+n > c.hwm:
 		c.report("page %d: %d overflow pages run past the file's %d pages", id, n-1, c.hwm)
+		return nil, nil
+	case n*uint64(c.pageSize) > maxNodeBytes:
+		c.report("page %d: %d overflow pages, more than a node of this store holds", id, n-1)
 		return nil, nil
 	}
 	if n == 1 {
@@ -309,7 +330,7 @@ func (c *pageCheck) read(id, pages uint64) ([]byte, error) {
 		c.buf = make([]byte, size)
 	}
 	c.buf = c.buf[:size]
-	if _, err := c.f.ReadAt(c.buf, int64(id)*int64(c.pageSize)); err != nil {
+	if _, err := c.r.ReadAt(c.buf, int64(id)*int64(c.pageSize)); err != nil {
 		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
 	return c.buf, nil
