@@ -235,7 +235,7 @@ func (f *filler) asset(i int) fillAsset {
 	rng := mrand.New(mrand.NewPCG(f.spec.Seed, uint64(i)))
 	// Half of an account's assets are in its first album, a camera roll;
 	// the other half are spread over the rest.
-	a := fillAsset{account: i % f.spec.Accounts, id: uuidFrom(rng)}
+	a := fillAsset{account: i % f.spec.Accounts, id: ids.UUID(bytes.NewReader(randomBytes(rng, 16)))}
 	if j := i / f.spec.Accounts; j%2 == 1 && f.spec.Albums > 1 {
 		a.album = 1 + (j/2)%(f.spec.Albums-1)
 	}
@@ -364,17 +364,6 @@ func randomBytes(rng *mrand.Rand, n int) []byte {
 		}
 	}
 	return b
-}
-
-func uuidFrom(rng *mrand.Rand) string {
-	var b [16]byte
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func randomHex(n int) string {
