@@ -310,11 +310,14 @@ type twoNodeWriter struct {
 	mu    sync.Mutex
 	blobs map[string][]byte // every blob the account holds, by hash
 	ops   []crashOp         // every acknowledged op
-	// unanswered are the bodies of ops sent to a node that died before it
-	// answered: each may have been applied or not, as a client cannot
-	// tell, so resendUnanswered sends them again, as a client would.
-	unanswered [][]byte
+	// unanswered are the ops sent to a node that died before it answered:
+	// each may have been applied or not, as a client cannot tell, so
+	// resendUnanswered sends them again, as a client would.
+	unanswered []sentOp
 }
+
+// sentOp is an op's request body and the two blobs it stores.
+type sentOp struct{ body, manifest, metadata []byte }
 
 func newTwoNodeWriter(t *testing.T, lb *crashRig, token string) *twoNodeWriter {
 	w := &twoNodeWriter{t: t, lb: lb, token: token, blobs: map[string][]byte{}}
@@ -399,25 +402,18 @@ func (w *twoNodeWriter) opBody(asset, prior string) (body, manifest, metadata []
 // it (200); it returns the status and the problem's code, and status 0
 // when no answer arrived.
 func (w *twoNodeWriter) applyOp(node *crashRig, asset, prior string) (status int, code string, manifest []byte) {
-	body, manifest, _ := w.opBody(asset, prior)
-	status, code = w.sendOp(node, body)
+	body, manifest, metadata := w.opBody(asset, prior)
+	status, code = w.sendOp(node, sentOp{body, manifest, metadata})
 	return status, code, manifest
 }
 
-// sendOp sends the op body to node and records it when it is answered 200.
-// An op the node did not answer is kept in unanswered.
-func (w *twoNodeWriter) sendOp(node *crashRig, body []byte) (status int, code string) {
-	var op struct {
-		Manifest string `json:"manifest_cbor"`
-		Metadata string `json:"metadata_blob"`
-	}
-	json.Unmarshal(body, &op)
-	manifest, _ := base64.StdEncoding.DecodeString(op.Manifest)
-	metadata, _ := base64.StdEncoding.DecodeString(op.Metadata)
-	status, resp, ok := node.send("POST", "/v1/albums/"+w.album+"/ops", w.token, "application/json", body, nil)
+// sendOp sends op to node and records it when it is answered 200. An op
+// the node did not answer is kept in unanswered.
+func (w *twoNodeWriter) sendOp(node *crashRig, op sentOp) (status int, code string) {
+	status, resp, ok := node.send("POST", "/v1/albums/"+w.album+"/ops", w.token, "application/json", op.body, nil)
 	if !ok {
 		w.mu.Lock()
-		w.unanswered = append(w.unanswered, body)
+		w.unanswered = append(w.unanswered, op)
 		w.mu.Unlock()
 		return 0, ""
 	}
@@ -428,8 +424,8 @@ func (w *twoNodeWriter) sendOp(node *crashRig, body []byte) (status int, code st
 	json.Unmarshal(resp, &res)
 	if status == http.StatusOK {
 		w.mu.Lock()
-		w.ops = append(w.ops, crashOp{album: w.album, manifestHash: hashHex(manifest), syncSeq: res.SyncSeq, manifest: manifest})
-		w.blobs[hashHex(manifest)], w.blobs[hashHex(metadata)] = manifest, metadata
+		w.ops = append(w.ops, crashOp{album: w.album, manifestHash: hashHex(op.manifest), syncSeq: res.SyncSeq, manifest: op.manifest})
+		w.blobs[hashHex(op.manifest)], w.blobs[hashHex(op.metadata)] = op.manifest, op.metadata
 		w.mu.Unlock()
 	}
 	return status, res.Code
@@ -440,11 +436,11 @@ func (w *twoNodeWriter) sendOp(node *crashRig, body []byte) (status int, code st
 // before it died.
 func (w *twoNodeWriter) resendUnanswered(node *crashRig) {
 	w.mu.Lock()
-	bodies := w.unanswered
+	ops := w.unanswered
 	w.unanswered = nil
 	w.mu.Unlock()
-	for _, body := range bodies {
-		if status, code := w.sendOp(node, body); status != http.StatusOK {
+	for _, op := range ops {
+		if status, code := w.sendOp(node, op); status != http.StatusOK {
 			w.t.Errorf("an unanswered op sent again to %s: %d %s", node.url, status, code)
 		}
 	}
