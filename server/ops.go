@@ -215,9 +215,10 @@ type opResponse struct {
 
 // handles "POST /v1/albums/:album_id/ops": applies one signed lifecycle
 // manifest to an asset. Every step of the validation battery runs before
-// anything is written, the store's steps in a read transaction (CheckOp);
-// then the manifest and metadata blobs go to the blob store, and one
-// transaction re-checks and applies the op (ApplyOp).
+// anything is written. When a manifest or metadata blob is too large to stay
+// inline, the store's steps run first in a read transaction (CheckOp) and
+// then the blob goes to the blob store; either way one transaction runs the
+// store's steps and applies the op (ApplyOp), with the inline blobs.
 func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	sess := caller(r)
 	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
@@ -239,35 +240,47 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 			Details: map[string]any{"protocol_min": s.cfg.ProtocolMin, "protocol_max": s.cfg.ProtocolMax},
 		}
 	}
-	res, err := s.store.CheckOp(sess.AccountID, &wr.op)
+	if files := s.inlineOpBlobs(wr); len(files) > 0 {
+		// A blob file outlives a refused op, so the store's part of the
+		// battery runs first and a refused op writes no file. The files
+		// are content-addressed and written idempotently, so a retried or
+		// concurrent op storing the same bytes is harmless. If the
+		// transaction then refuses the op (another writer moved the chain
+		// head first), the files it wrote stay on disk unreferenced by any
+		// holding: gc collects unreferenced blobs after its grace period.
+		// An op whose blobs all stay inline skips this read: ApplyOp runs
+		// the same checks in its transaction and writes nothing when they
+		// refuse.
+		res, err := s.store.CheckOp(sess.AccountID, &wr.op)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			return writeOpResult(w, res)
+		}
+		if err := s.blobs.PutSmall(files...); err != nil {
+			return err
+		}
+	}
+	res, err := s.store.ApplyOp(sess.AccountID, &wr.op)
 	if err != nil {
 		return err
 	}
-	if res == nil {
-		// The blobs are content-addressed and written idempotently, so a
-		// retried or concurrent op storing the same bytes is harmless. If
-		// the transaction then refuses the op (another writer moved the
-		// chain head first), the files it wrote stay on disk unreferenced
-		// by any holding: gc collects unreferenced blobs after its grace
-		// period. Every step of the battery has passed by now.
-		if err := s.storeOpBlobs(wr); err != nil {
-			return err
-		}
-		if res, err = s.store.ApplyOp(sess.AccountID, &wr.op); err != nil {
-			return err
-		}
-	}
+	return writeOpResult(w, res)
+}
+
+func writeOpResult(w http.ResponseWriter, res *kv.OpResult) error {
 	return writeJSON(w, http.StatusOK, opResponse{AssetID: res.AssetID, SyncSeq: res.SyncSeq, Action: res.Action, Replayed: res.Replayed})
 }
 
-// storeOpBlobs makes the op's manifest and metadata blobs durable, or
-// leaves them to the store to keep inline in the transaction that applies
-// the op (Blob.Data). Each file alone would be a durable file creation
-// (file and directory fsyncs) costing more than the whole store
+// inlineOpBlobs leaves the op's manifest and metadata blobs at or under the
+// inline threshold to the store, to keep inline in the transaction that
+// applies the op (Blob.Data), and returns the others, which must be durable
+// files before that transaction. Each file alone would be a durable file
+// creation (file and directory fsyncs) costing more than the whole store
 // transaction; PutSmall shares that work with the ops of other requests
 // writing at the same moment.
-func (s *Server) storeOpBlobs(wr *opWrite) error {
-	var files [][]byte
+func (s *Server) inlineOpBlobs(wr *opWrite) (files [][]byte) {
 	if s.inlines(len(wr.manifest)) {
 		wr.op.Manifest.Data = wr.manifest
 	} else {
@@ -280,8 +293,5 @@ func (s *Server) storeOpBlobs(wr *opWrite) error {
 	default:
 		files = append(files, wr.metadata)
 	}
-	if len(files) == 0 {
-		return nil
-	}
-	return s.blobs.PutSmall(files...)
+	return files
 }
