@@ -210,14 +210,16 @@ func decodeStrict(body []byte, dst any) error {
 	if !utf8.Valid(body) {
 		return fault.Errorf(fault.ECodeMalformed, "the body is not valid UTF-8")
 	}
-	if err := exactKeys(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(dst), ""); err != nil {
+	end, err := exactKeys(body, reflect.TypeOf(dst))
+	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(dst); err != nil {
+	// The object is body[:end] when body is JSON; when it is not, the
+	// decode refuses body[:end] or the check after it refuses the rest.
+	if err := json.Unmarshal(body[:end], dst); err != nil {
 		return malformedJSON(err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if len(bytes.TrimLeft(body[end:], " \t\r\n")) > 0 {
 		return fault.Errorf(fault.ECodeMalformed, "unexpected data after the JSON object")
 	}
 	return nil
@@ -225,84 +227,234 @@ func decodeStrict(body []byte, dst any) error {
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
-// exactKeys reads the next JSON value from dec, a value that is to decode
-// into type t, and refuses any object key that is not exactly the JSON name
-// of a field of the struct it decodes into, or that appears twice in one
-// object; it descends into struct fields and slice elements. path is the
-// value's field path, for the problem's field member. A value whose type
-// decodes itself (a json.Unmarshaler) checks its own content and is
-// skipped, as is a value of any other type (request types hold no maps), or
-// of the wrong JSON type, which decoding then refuses.
-func exactKeys(dec *json.Decoder, t reflect.Type, path string) error {
+// exactKeys refuses any object key of body that is not exactly the JSON
+// name of a field of the struct it decodes into, or that appears twice in
+// one object, walking body as encoding/json would decode it into type t: it
+// descends into struct fields and slice elements. A value whose type decodes
+// itself (a json.Unmarshaler) checks its own content and is skipped, as is a
+// value of any other type (request types hold no maps), or of the wrong JSON
+// type, which decoding then refuses.
+//
+// It reads the bytes once without building tokens: strings, numbers and
+// literals are only stepped over, so their content is checked by the decode
+// that follows, not here. What it does check is the structure (colons,
+// commas, brackets), so every key it compares is a key the decoder would
+// see.
+//
+// It returns where the value it read ends.
+func exactKeys(body []byte, t reflect.Type) (end int, err error) {
+	sc := keyScanner{data: body}
+	err = sc.value(t, "", nil)
+	return sc.pos, err
+}
+
+// keyScanner is exactKeys' position in the body.
+type keyScanner struct {
+	data []byte
+	pos  int
+}
+
+// notJSON is the refusal of a body whose structure is broken.
+func notJSON() error { return fault.Errorf(fault.ECodeMalformed, "the body is not valid JSON") }
+
+// next skips white space and returns the next byte, or 0 at the end.
+func (sc *keyScanner) next() byte {
+	for sc.pos < len(sc.data) {
+		switch c := sc.data[sc.pos]; c {
+		case ' ', '\t', '\r', '\n':
+			sc.pos++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// value checks the value at the position, which is to decode into type t
+// as member key of the object at field path parent (the path is named in a
+// refusal, as in "manifest_envelope.action"; it is built only for a value
+// with keys of its own).
+func (sc *keyScanner) value(t reflect.Type, parent string, key []byte) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return malformedJSON(err)
+	path := func() string {
+		switch {
+		case parent == "":
+			return string(key)
+		case key == nil: // an element of the array at parent
+			return parent
+		}
+		return parent + "." + string(key)
 	}
-	open, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	switch {
-	case reflect.PointerTo(t).Implements(unmarshalerType):
-		return skipValue(dec, open)
-	case open == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
-		for dec.More() {
-			if err := exactKeys(dec, t.Elem(), path); err != nil {
+	switch c := sc.next(); {
+	case c == '{' && t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(unmarshalerType):
+		return sc.object(t, path())
+	case c == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && !reflect.PointerTo(t).Implements(unmarshalerType):
+		sc.pos++
+		parent, key = path(), nil
+		for first := true; ; first = false {
+			if sc.next() == ']' && first {
+				sc.pos++
+				return nil
+			}
+			if err := sc.value(t.Elem(), parent, key); err != nil {
 				return err
 			}
-		}
-	case open == '{' && t.Kind() == reflect.Struct:
-		fields := jsonFields(t)
-		seen := make(map[string]bool)
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return malformedJSON(err)
-			}
-			key := tok.(string)
-			field := key
-			if path != "" {
-				field = path + "." + key
-			}
-			if seen[key] {
-				return fault.FieldErrorf(fault.ECodeMalformed, field, "%s appears more than once", field)
-			}
-			seen[key] = true
-			valueType, ok := fields[key]
-			if !ok {
-				return fault.FieldErrorf(fault.ECodeMalformed, field, "unknown field %q", field)
-			}
-			if err := exactKeys(dec, valueType, field); err != nil {
+			if done, err := sc.separator(']'); done || err != nil {
 				return err
 			}
 		}
 	default:
-		return skipValue(dec, open)
+		return sc.skip()
 	}
-	if _, err := dec.Token(); err != nil { // the closing delimiter
-		return malformedJSON(err)
-	}
-	return nil
 }
 
-// skipValue reads the rest of the array or object opened by open.
-func skipValue(dec *json.Decoder, open json.Delim) error {
-	for depth := 1; depth > 0; {
-		tok, err := dec.Token()
-		if err != nil {
-			return malformedJSON(err)
+// object checks the object at the position against the fields of struct t.
+func (sc *keyScanner) object(t reflect.Type, path string) error {
+	fields := jsonFields(t)
+	var room [32][]byte // a struct has few fields, and every key is one
+	seen := room[:0]
+	sc.pos++
+	if sc.next() == '}' {
+		sc.pos++
+		return nil
+	}
+	for {
+		if sc.next() != '"' {
+			return notJSON()
 		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
+		key, err := sc.key()
+		if err != nil {
+			return err
+		}
+		valueType, known := fields[string(key)]
+		if !known || slices.ContainsFunc(seen, func(k []byte) bool { return bytes.Equal(k, key) }) {
+			field := string(key)
+			if path != "" {
+				field = path + "." + field
+			}
+			if known {
+				return fault.FieldErrorf(fault.ECodeMalformed, field, "%s appears more than once", field)
+			}
+			return fault.FieldErrorf(fault.ECodeMalformed, field, "unknown field %q", field)
+		}
+		seen = append(seen, key)
+		if sc.next() != ':' {
+			return notJSON()
+		}
+		sc.pos++
+		if err := sc.value(valueType, path, key); err != nil {
+			return err
+		}
+		if done, err := sc.separator('}'); done || err != nil {
+			return err
 		}
 	}
-	return nil
+}
+
+// separator reads the comma between two members or elements (false), or
+// the closing delimiter close (true).
+func (sc *keyScanner) separator(close byte) (done bool, err error) {
+	switch sc.next() {
+	case ',':
+		sc.pos++
+		return false, nil
+	case close:
+		sc.pos++
+		return true, nil
+	}
+	return false, notJSON()
+}
+
+// key reads the string at the position as the decoder would name it: its
+// escapes resolved (a key with none, the common case, is the body's bytes).
+func (sc *keyScanner) key() ([]byte, error) {
+	start := sc.pos
+	escaped, err := sc.str()
+	if err != nil {
+		return nil, err
+	}
+	raw := sc.data[start:sc.pos]
+	if !escaped {
+		return raw[1 : len(raw)-1], nil
+	}
+	var key string
+	if json.Unmarshal(raw, &key) != nil {
+		return nil, notJSON()
+	}
+	return []byte(key), nil
+}
+
+// str steps over the string whose opening quote is at the position, and
+// reports whether it holds an escape.
+func (sc *keyScanner) str() (escaped bool, err error) {
+	for i := sc.pos + 1; i < len(sc.data); i++ {
+		switch sc.data[i] {
+		case '\\':
+			escaped = true
+			i++ // the escaped byte cannot close the string
+		case '"':
+			sc.pos = i + 1
+			return escaped, nil
+		}
+	}
+	return false, notJSON()
+}
+
+// skip steps over the value at the position, however deeply nested, with a
+// count of open brackets rather than recursion; brackets inside strings do
+// not count.
+func (sc *keyScanner) skip() error {
+	depth := 0
+	for {
+		switch c := sc.next(); c {
+		case 0:
+			return notJSON()
+		case '"':
+			if _, err := sc.str(); err != nil {
+				return err
+			}
+		case '{', '[':
+			depth++
+			sc.pos++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				return notJSON()
+			}
+			depth--
+			sc.pos++
+		case ',', ':':
+			if depth == 0 {
+				return notJSON()
+			}
+			sc.pos++
+			continue
+		default:
+			if !sc.scalar() {
+				return notJSON()
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// scalar steps over a number or literal (true, false, null) at the
+// position: the bytes it may hold, checked for what they spell by the
+// decode that follows.
+func (sc *keyScanner) scalar() bool {
+	start := sc.pos
+	for sc.pos < len(sc.data) {
+		c := sc.data[sc.pos]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || c == '-' || c == '+' || c == '.' || c == 'E') {
+			break
+		}
+		sc.pos++
+	}
+	return sc.pos > start
 }
 
 // jsonFieldCache maps a struct type to its fields by exact JSON name.
