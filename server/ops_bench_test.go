@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -28,8 +29,9 @@ func openBenchServer(b *testing.B, bo bolt.Options) *TestServer {
 // BenchmarkOpCreate: creates of distinct assets in one album over HTTP, each
 // with its own manifest and metadata blob (both kept inline: one store
 // commit per op, no blob file), by 1 writer and by 64 concurrent writers, with the
-// tuned group commit, with bbolt's batch defaults and with no fsync.
-// Compare ops/s with BenchmarkFsyncBaseline from the same run.
+// tuned group commit, with bbolt's batch defaults and with no fsync, and
+// the same requests answered by a bare handler (bare-http). Compare ops/s
+// with BenchmarkFsyncBaseline from the same run.
 func BenchmarkOpCreate(b *testing.B) {
 	for _, tuning := range []struct {
 		name string
@@ -50,6 +52,45 @@ func BenchmarkOpCreate(b *testing.B) {
 			})
 		}
 	}
+	// The same requests to a bare net/http handler that reads the body and
+	// answers with an op's answer: what HTTP alone costs this process on
+	// this machine's cores, the ceiling of any op over HTTP here.
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("bare-http/writers=%d", writers), func(b *testing.B) {
+			benchBareOps(b, writers)
+		})
+	}
+}
+
+// benchBareOps sends BenchmarkOpCreate's requests, bodies and header
+// included, to a bare handler.
+func benchBareOps(b *testing.B, writers int) {
+	f := newOpAccount(b, MustOpenServer(b), "bench@example.org")
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		raw, err := json.Marshal(f.createBody(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies[i] = raw
+	}
+	answer := []byte(`{"asset_id":"00000000-0000-4000-8000-000000000000","sync_seq":1000,"action":"create","replayed":false}`)
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	}))
+	defer bare.Close()
+	b.ResetTimer()
+	sendInParallel(b, writers, http.StatusOK, func(i int) *http.Request {
+		req, _ := http.NewRequest("POST", bare.URL+"/v1/albums/"+f.album+"/ops", bytes.NewReader(bodies[i]))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+f.tok.Access)
+		return req
+	})
 }
 
 // benchOpCreate measures creates on ts, whose albums are pinned to opPin.
