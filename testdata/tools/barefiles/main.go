@@ -1,0 +1,22 @@
+// Command barefiles is the ceiling .ci/bench-share sets beside nginx for
+// share reads: a bare net/http server answering GET and Range requests for
+// the files under a directory with http.FileServer (ServeContent, which
+// sends a file or a range with sendfile), with no middleware, no log and no
+// store. What it makes of nginx's rate is the most any handler on net/http
+// can make of it on the machine.
+//
+//	barefiles -listen 127.0.0.1:8082 -root /path/to/blobs
+package main
+
+import (
+	"flag"
+	"log"
+	"net/http"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:8082", "address to serve on")
+	root := flag.String("root", ".", "directory whose files are served")
+	flag.Parse()
+	log.Fatal(http.ListenAndServe(*listen, http.FileServer(http.Dir(*root))))
+}
