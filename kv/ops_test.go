@@ -63,3 +63,41 @@ func TestApplyOpBatchedRefusals(t *testing.T) {
 		t.Fatalf("album sync_seq %d", albums[0].SyncSeq)
 	}
 }
+
+// TestApplyOpReadsInOneExchange: on an engine whose reads each cost an
+// exchange with its database (PostgreSQL), an op reads everything it
+// checks in one: a create, a replace and a replay each cost one read (the
+// replay a second, for the entry it answers from), so opReads has not
+// drifted from the reads it stands for. bbolt reads its own file and
+// reports no exchanges.
+func TestApplyOpReadsInOneExchange(t *testing.T) {
+	s, c := kvtest.MustOpenStore(t)
+	if _, ok := s.EngineStats(); !ok {
+		t.Skip("this engine's reads cost no exchange (the PostgreSQL suite runs it)")
+	}
+	acct := mustAccount(t, s, c, 1)
+	holdVia(t, s, acct.ID, "album", kv.Blob{Hash: hexHash('c'), Size: 10})
+	metadata := kv.Blob{Hash: hexHash('d'), Size: 3, Data: []byte("md!")}
+	create := &kv.Op{
+		AlbumID: "album", AssetID: "asset", Action: kv.OpCreate, ProtocolVersion: "2026-09-01", CreatedByUser: acct.ID,
+		CiphertextHash: hexHash('c'), Manifest: kv.Blob{Hash: hexHash('e'), Size: 4, Data: []byte("man!")},
+		Metadata: &metadata, MetadataBlobHash: metadata.Hash,
+	}
+	replace := *create
+	replace.Action, replace.PriorHash, replace.OriginalBlobHash = kv.OpReplace, create.Manifest.Hash, hexHash('c')
+	replace.Manifest = kv.Blob{Hash: hexHash('f'), Size: 4, Data: []byte("new!")}
+	for _, tc := range []struct {
+		name  string
+		op    *kv.Op
+		reads uint64
+	}{{"create", create, 1}, {"replace", &replace, 1}, {"replay", create, 2}} {
+		before, _ := s.EngineStats()
+		if _, err := s.ApplyOp(acct.ID, tc.op); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		after, _ := s.EngineStats()
+		if reads := after.Reads - before.Reads; reads != tc.reads {
+			t.Errorf("%s: %d reads, want %d", tc.name, reads, tc.reads)
+		}
+	}
+}

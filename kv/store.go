@@ -318,6 +318,16 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 	return v != nil, err
 }
 
+// prefetch reads keys in one exchange with the database when the engine's
+// reads each cost one (engine.Prefetcher), so the Gets of them that follow
+// cost none. It changes no answer: a key it misses is read by its Get.
+func prefetch(tx Tx, keys ...engine.Key) error {
+	if p, ok := tx.(engine.Prefetcher); ok {
+		return p.Prefetch(keys)
+	}
+	return nil
+}
+
 // commitBatched runs fn in one write transaction with concurrent callers'
 // functions (Engine.Batch: a group commit), so many writers (lifecycle ops, relay posts) pay for one
 // commit's fsyncs. A lone writer uses its own transaction at once: in a batch

@@ -55,8 +55,25 @@ type Stats struct {
 	// is rolled back and run again.
 	TxRetries uint64
 	// RoundTrips counts the exchanges with the database server the
-	// engine's transactions made, Reads those that were reads (a Get or a
-	// Scan; the first of a transaction carries its BEGIN): the difference
+	// engine's transactions made, Reads those that were reads (a Get, a
+	// Scan or a Prefetch; the first of a transaction carries its BEGIN): the difference
 	// is what writing and committing cost beyond the reads.
 	RoundTrips, Reads uint64
+}
+
+// Prefetcher is a Tx whose reads each cost an exchange with a database
+// server (PostgreSQL): it reads many keys, of any buckets, in one. A
+// transaction that knows the keys it is about to Get asks for them first,
+// and each Get of them then costs nothing more. An engine that reads its
+// own file (bbolt) has no use for it.
+type Prefetcher interface {
+	// Prefetch reads keys in one exchange; a key the transaction has
+	// already read or written is not read again. It changes nothing a Get
+	// answers: only what the Get costs.
+	Prefetch(keys []Key) error
+}
+
+// Key names one key of one bucket.
+type Key struct {
+	Bucket, Key []byte
 }

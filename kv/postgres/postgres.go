@@ -233,28 +233,48 @@ func (t *pgTx) Bucket(name []byte) engine.Bucket {
 // query runs one read in the transaction, opening it with the same round
 // trip when it is the first statement, and collects its rows.
 func (t *pgTx) query(sql string, args ...any) ([]pgPair, error) {
+	var pairs []pgPair
+	err := t.read(func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) (err error) {
+		pairs, err = collectPairs(br)
+		return err
+	})
+	return pairs, err
+}
+
+// read sends the statements queue queues as one round trip, behind the
+// BEGIN when the transaction is not open yet, and hands their results to
+// collect.
+func (t *pgTx) read(queue func(*pgx.Batch), collect func(pgx.BatchResults) error) error {
 	var b pgx.Batch
 	opening := !t.begun
 	if opening {
 		b.Queue(t.begin)
 		t.begun = true
 	}
-	b.Queue(sql, args...)
+	queue(&b)
 	t.e.reads.Add(1)
 	t.e.roundTrips.Add(1)
 	br := t.conn.SendBatch(t.ctx, &b)
 	if opening {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			return nil, err
+			return err
 		}
 	}
+	if err := collect(br); err != nil {
+		br.Close()
+		return err
+	}
+	return br.Close()
+}
+
+// collectPairs reads the rows of the batch's next query.
+func collectPairs(br pgx.BatchResults) ([]pgPair, error) {
 	rows, err := br.Query()
 	if err != nil {
-		br.Close()
 		return nil, err
 	}
-	pairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pgPair, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (pgPair, error) {
 		var p pgPair
 		err := row.Scan(&p.k, &p.v)
 		if p.v == nil {
@@ -262,7 +282,63 @@ func (t *pgTx) query(sql string, args ...any) ([]pgPair, error) {
 		}
 		return p, err
 	})
-	return pairs, errors.Join(err, br.Close())
+}
+
+// Prefetch reads the keys this transaction has neither read nor written in
+// one round trip, one statement per table, and keeps what it finds (and
+// that a key has no row) in the buckets' read maps, within
+// readCacheBytes: a Get of them then costs no round trip.
+func (t *pgTx) Prefetch(keys []engine.Key) error {
+	wanted := map[*pgWrites][][]byte{}
+	var tables []*pgWrites // in the order first named, so statements are in a stable order
+	for _, k := range keys {
+		w := t.Bucket(k.Bucket).(pgBucket).w
+		if _, written := w.set[string(k.Key)]; written {
+			continue
+		}
+		if _, read := w.read[string(k.Key)]; read {
+			continue
+		}
+		if wanted[w] == nil {
+			tables = append(tables, w)
+		}
+		wanted[w] = append(wanted[w], k.Key)
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	return t.read(func(b *pgx.Batch) {
+		for _, w := range tables {
+			b.Queue(`SELECT k, v FROM `+w.table+` WHERE k = ANY($1)`, wanted[w])
+		}
+	}, func(br pgx.BatchResults) error {
+		for _, w := range tables {
+			pairs, err := collectPairs(br)
+			if err != nil {
+				return err
+			}
+			found := make(map[string][]byte, len(pairs))
+			for _, p := range pairs {
+				found[string(p.k)] = p.v
+			}
+			for _, key := range wanted[w] {
+				t.keepRead(w, key, found[string(key)])
+			}
+		}
+		return nil
+	})
+}
+
+// keepRead keeps what a read of key found (nil: no row) in the bucket's
+// read map, while the transaction's reads stay within readCacheBytes.
+func (t *pgTx) keepRead(w *pgWrites, key, v []byte) {
+	if _, kept := w.read[string(key)]; kept {
+		return
+	}
+	if size := len(key) + len(v); t.readBytes+size <= readCacheBytes {
+		w.read[string(key)] = v
+		t.readBytes += size
+	}
 }
 
 // commit sends every pending write and the COMMIT in one pipelined batch
@@ -312,10 +388,7 @@ func (b pgBucket) Get(key []byte) ([]byte, error) {
 	if len(rows) > 0 {
 		v = rows[0].v
 	}
-	if size := len(key) + len(v); b.t.readBytes+size <= readCacheBytes {
-		b.w.read[string(key)] = v
-		b.t.readBytes += size
-	}
+	b.t.keepRead(b.w, key, v)
 	return v, nil
 }
 
