@@ -285,23 +285,29 @@ func collectPairs(br pgx.BatchResults) ([]pgPair, error) {
 }
 
 // Prefetch reads the keys this transaction has neither read nor written in
-// one round trip, one statement per table, and keeps what it finds (and
-// that a key has no row) in the buckets' read maps, within
-// readCacheBytes: a Get of them then costs no round trip.
+// one round trip and keeps what it finds (and that a key has no row) in the
+// buckets' read maps, within readCacheBytes: a Get of them then costs no
+// round trip. Each key is the statement a Get sends, whose plan is a look-up
+// in the key's index. One statement of many keys (k = ANY($1)) is not: a
+// cached plan of it scanned tables of a few thousand rows whole, and a
+// batch's 350 keys took 16 ms to read that way against 2.8 ms a key each.
 func (t *pgTx) Prefetch(keys []engine.Key) error {
 	wanted := map[*pgWrites][][]byte{}
-	var tables []*pgWrites // in the order first named, so statements are in a stable order
+	asked := map[*pgWrites]map[string]bool{} // a batch's callers name many keys alike
+	var tables []*pgWrites                   // in the order first named, so statements are in a stable order
 	for _, k := range keys {
 		w := t.Bucket(k.Bucket).(pgBucket).w
 		if _, written := w.set[string(k.Key)]; written {
 			continue
 		}
-		if _, read := w.read[string(k.Key)]; read {
+		if _, read := w.read[string(k.Key)]; read || asked[w][string(k.Key)] {
 			continue
 		}
-		if wanted[w] == nil {
+		if asked[w] == nil {
 			tables = append(tables, w)
+			asked[w] = map[string]bool{}
 		}
+		asked[w][string(k.Key)] = true
 		wanted[w] = append(wanted[w], k.Key)
 	}
 	if len(tables) == 0 {
@@ -309,20 +315,22 @@ func (t *pgTx) Prefetch(keys []engine.Key) error {
 	}
 	return t.read(func(b *pgx.Batch) {
 		for _, w := range tables {
-			b.Queue(`SELECT k, v FROM `+w.table+` WHERE k = ANY($1)`, wanted[w])
+			for _, key := range wanted[w] {
+				b.Queue(`SELECT k, v FROM `+w.table+` WHERE k = $1`, key)
+			}
 		}
 	}, func(br pgx.BatchResults) error {
 		for _, w := range tables {
-			pairs, err := collectPairs(br)
-			if err != nil {
-				return err
-			}
-			found := make(map[string][]byte, len(pairs))
-			for _, p := range pairs {
-				found[string(p.k)] = p.v
-			}
 			for _, key := range wanted[w] {
-				t.keepRead(w, key, found[string(key)])
+				pairs, err := collectPairs(br)
+				if err != nil {
+					return err
+				}
+				var v []byte
+				if len(pairs) > 0 {
+					v = pairs[0].v
+				}
+				t.keepRead(w, key, v)
 			}
 		}
 		return nil
@@ -342,8 +350,9 @@ func (t *pgTx) keepRead(w *pgWrites, key, v []byte) {
 }
 
 // commit sends every pending write and the COMMIT in one pipelined batch
-// (with the BEGIN in front when nothing was read). A transaction that
-// neither read nor wrote sends nothing.
+// (with the BEGIN in front when nothing was read): a statement per delete,
+// and one per table for its stored rows. A transaction that neither read
+// nor wrote sends nothing.
 func (t *pgTx) commit() error {
 	var b pgx.Batch
 	if !t.begun {
@@ -351,12 +360,24 @@ func (t *pgTx) commit() error {
 	}
 	opened := b.Len()
 	for _, w := range t.writes {
+		var keys, values [][]byte
 		for k, v := range w.set {
 			if v == nil {
 				b.Queue(`DELETE FROM `+w.table+` WHERE k = $1`, []byte(k))
 			} else {
-				b.Queue(`INSERT INTO `+w.table+` (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, []byte(k), v)
+				keys, values = append(keys, []byte(k)), append(values, v)
 			}
+		}
+		switch len(keys) {
+		case 0:
+		case 1:
+			b.Queue(`INSERT INTO `+w.table+` (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, keys[0], values[0])
+		default:
+			// One statement for the table's rows: a batch of ops writes
+			// hundreds, and a statement each costs the server more than
+			// the row. The keys are distinct (a map's), as ON CONFLICT
+			// DO UPDATE needs.
+			b.Queue(`INSERT INTO `+w.table+` (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, keys, values)
 		}
 	}
 	if !t.begun && b.Len() == opened {
