@@ -257,7 +257,7 @@ func (s *Store) CheckOp(accountID string, op *Op) (*OpResult, error) {
 // Concurrent ops are committed together (commitBatched).
 func (s *Store) ApplyOp(accountID string, op *Op) (*OpResult, error) {
 	var res *OpResult
-	err := s.commitBatched(func(tx Tx) (refusal, err error) {
+	err := s.commitBatched(opReads(accountID, op), func(tx Tx) (refusal, err error) {
 		// Batch may run this function more than once (a batch whose
 		// transaction fails is retried), so every result is set afresh.
 		res, refusal, err = applyOp(tx, s.now(), accountID, op)

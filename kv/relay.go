@@ -254,7 +254,7 @@ func mailboxPrefix(key []byte, dir Direction) []byte {
 // refusal. Posts to concurrent channels are committed together
 // (commitBatched).
 func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, lim RelayLimits) error {
-	return s.commitBatched(func(tx Tx) (error, error) {
+	return s.commitBatched(nil, func(tx Tx) (error, error) {
 		now := s.now()
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, now)
@@ -289,7 +289,7 @@ func (s *Store) AppendRelay(channelID string, dir Direction, payload []byte, lim
 // concurrent channels are committed together (commitBatched).
 func (s *Store) DrainRelay(channelID string, dir Direction) ([][]byte, error) {
 	var out [][]byte
-	err := s.commitBatched(func(tx Tx) (error, error) {
+	err := s.commitBatched(nil, func(tx Tx) (error, error) {
 		out = nil
 		key := HashToken(channelID)
 		ch, err := liveChannel(tx, key, s.now())

@@ -339,17 +339,26 @@ func prefetch(tx Tx, keys ...engine.Key) error {
 // fails the batch, and Batch re-runs its functions, so fn must be idempotent
 // and set its results afresh on every run; the refusal returned is the one of
 // its last run.
-func (s *Store) commitBatched(fn func(tx Tx) (refusal, err error)) error {
+//
+// reads are keys fn will read: an engine that reads a batch's keys together
+// (engine.BatchReader) reads them with the other callers'.
+func (s *Store) commitBatched(reads []engine.Key, fn func(tx Tx) (refusal, err error)) error {
 	var refusal error
 	run := func(tx Tx) (err error) {
 		refusal, err = fn(tx)
 		return err
 	}
 	defer s.batchedWriters.Add(-1)
+	alone := s.batchedWriters.Add(1) == 1 || s.rerun
+	reader, readsTogether := s.engine.(engine.BatchReader)
 	var err error
-	if s.batchedWriters.Add(1) == 1 || s.rerun {
+	switch {
+	case alone:
 		err = s.update(run)
-	} else {
+	case readsTogether && len(reads) > 0:
+		err = reader.BatchReading(reads, run)
+		s.wrote()
+	default:
 		err = s.engine.Batch(run)
 		s.wrote()
 	}

@@ -73,6 +73,16 @@ type Prefetcher interface {
 	Prefetch(keys []Key) error
 }
 
+// BatchReader is an Engine whose Batch reads its callers' keys together: a
+// caller names the keys its function will read, and the batch reads those
+// of all its callers in one exchange (Prefetcher) before it runs their
+// functions one after another, instead of each function waiting for its
+// own.
+type BatchReader interface {
+	// BatchReading is Batch for a function that will read keys.
+	BatchReading(keys []Key, fn func(Tx) error) error
+}
+
 // Key names one key of one bucket.
 type Key struct {
 	Bucket, Key []byte

@@ -43,8 +43,11 @@ type batch struct {
 }
 
 type batchCall struct {
-	fn  func(engine.Tx) error
-	err chan<- error
+	fn func(engine.Tx) error
+	// reads are keys fn will read, read for the whole batch in one round
+	// trip before the functions run (BatchReading).
+	reads []engine.Key
+	err   chan<- error
 }
 
 // errTrySolo tells a caller that its function failed inside a batch and is
@@ -52,7 +55,12 @@ type batchCall struct {
 var errTrySolo = errors.New("kv: batch function returned an error and should be re-run solo")
 
 // Batch runs fn in one update with the calls that arrive meanwhile.
-func (b *batcher) Batch(fn func(engine.Tx) error) error {
+func (b *batcher) Batch(fn func(engine.Tx) error) error { return b.BatchReading(nil, fn) }
+
+// BatchReading is Batch for a function that will read keys: the batch reads
+// the keys of all its calls in one round trip before it runs them, so the
+// calls, which run one after another, do not each wait for their own.
+func (b *batcher) BatchReading(keys []engine.Key, fn func(engine.Tx) error) error {
 	errc := make(chan error, 1)
 	b.mu.Lock()
 	if b.pending == nil || len(b.pending.calls) >= b.maxSize {
@@ -61,7 +69,7 @@ func (b *batcher) Batch(fn func(engine.Tx) error) error {
 		b.pending = bt
 	}
 	bt := b.pending
-	bt.calls = append(bt.calls, batchCall{fn: fn, err: errc})
+	bt.calls = append(bt.calls, batchCall{fn: fn, reads: keys, err: errc})
 	if len(bt.calls) >= b.maxSize {
 		go bt.trigger()
 	}
@@ -92,6 +100,9 @@ func (bt *batch) run() {
 		failed := -1
 		err := bt.b.update(func(tx engine.Tx) error {
 			failed = -1
+			if err := bt.prefetch(tx); err != nil {
+				return err
+			}
 			for i, c := range bt.calls {
 				if err := callSafely(c.fn, tx); err != nil {
 					failed = i
@@ -110,6 +121,19 @@ func (bt *batch) run() {
 		bt.calls = append(bt.calls[:failed], bt.calls[failed+1:]...)
 		c.err <- errTrySolo
 	}
+}
+
+// prefetch reads the keys of the batch's calls in one round trip.
+func (bt *batch) prefetch(tx engine.Tx) error {
+	var keys []engine.Key
+	for _, c := range bt.calls {
+		keys = append(keys, c.reads...)
+	}
+	p, ok := tx.(engine.Prefetcher)
+	if !ok || len(keys) == 0 {
+		return nil
+	}
+	return p.Prefetch(keys)
 }
 
 // callSafely runs fn, turning a panic into an error so that one caller's

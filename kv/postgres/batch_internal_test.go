@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,4 +118,93 @@ func TestBatcherFailureStaysWithItsCaller(t *testing.T) {
 func asError(v any) error {
 	err, _ := v.(error)
 	return err
+}
+
+// prefetchLog is a Tx that records its Prefetches and the functions run in
+// it, in order, for TestBatcherReadsCallersKeysTogether.
+type prefetchLog struct {
+	engine.Tx
+	mu     *sync.Mutex
+	events *[]string
+}
+
+func (p prefetchLog) Prefetch(keys []engine.Key) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	event := "prefetch"
+	for _, k := range keys {
+		event += " " + string(k.Key)
+	}
+	*p.events = append(*p.events, event)
+	return nil
+}
+
+// TestBatcherReadsCallersKeysTogether: a batch transaction prefetches once,
+// before any of its functions runs, the keys of exactly the calls it runs
+// (some run several); every caller's keys are read so.
+func TestBatcherReadsCallersKeysTogether(t *testing.T) {
+	b, _, _ := batchRig(t)
+	var mu sync.Mutex
+	var events []string
+	update := b.update
+	b.update = func(fn func(engine.Tx) error) error {
+		return update(func(tx engine.Tx) error {
+			mu.Lock()
+			events = append(events, "begin")
+			mu.Unlock()
+			return fn(prefetchLog{Tx: tx, mu: &mu, events: &events})
+		})
+	}
+	const n = 50
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			key := fmt.Sprintf("k%02d", i)
+			err := b.BatchReading([]engine.Key{{Bucket: []byte("b"), Key: []byte(key)}}, func(tx engine.Tx) error {
+				mu.Lock()
+				events = append(events, "run "+key)
+				mu.Unlock()
+				return tx.Bucket([]byte("b")).Put([]byte(key), []byte("v"))
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ran, batched := 0, false
+	var prefetched map[string]bool
+	for i, ev := range events {
+		switch {
+		case ev == "begin":
+			if i+1 == len(events) || !strings.HasPrefix(events[i+1], "prefetch ") {
+				t.Fatalf("a transaction did not prefetch before its functions: %q", events)
+			}
+		case strings.HasPrefix(ev, "prefetch "):
+			if events[i-1] != "begin" {
+				t.Fatalf("a transaction prefetched more than once: %q", events)
+			}
+			batched = batched || len(strings.Fields(ev)) > 2
+			prefetched = map[string]bool{}
+			for _, k := range strings.Fields(ev)[1:] {
+				prefetched[k] = true
+			}
+		case !prefetched[strings.TrimPrefix(ev, "run ")]:
+			t.Fatalf("%s ran in a transaction that did not prefetch its key: %q", ev, events)
+		default:
+			delete(prefetched, strings.TrimPrefix(ev, "run "))
+			ran++
+		}
+		if i+1 == len(events) || events[i+1] == "begin" {
+			if len(prefetched) != 0 {
+				t.Fatalf("a transaction prefetched keys of calls it did not run: %v", prefetched)
+			}
+		}
+	}
+	if ran != n {
+		t.Fatalf("%d functions ran, want %d", ran, n)
+	}
+	if !batched {
+		t.Fatalf("no transaction read the keys of two calls: %q", events)
+	}
 }

@@ -116,6 +116,12 @@ func (e *Engine) Update(fn func(engine.Tx) error) error { return e.run(beginUpda
 // transaction instead of losing and retrying, and share its commit.
 func (e *Engine) Batch(fn func(engine.Tx) error) error { return e.batch.Batch(fn) }
 
+// BatchReading is Batch for a function that will read keys, read with the
+// keys of the batch's other calls in one round trip (engine.BatchReader).
+func (e *Engine) BatchReading(keys []engine.Key, fn func(engine.Tx) error) error {
+	return e.batch.BatchReading(keys, fn)
+}
+
 func (e *Engine) View(fn func(engine.Tx) error) error { return e.run(beginView, fn) }
 
 // The statements that open a transaction. Neither is sent alone: it goes
