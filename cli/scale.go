@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sealbox/server"
 	"slices"
 
 	"github.com/spf13/cobra"
+
+	"sealbox/blobs"
+	"sealbox/server"
 )
 
 // The scale commands make and measure a large library: dev fill writes a
@@ -54,7 +56,7 @@ It makes a test instance: never fill a real one.`,
 				// inline leaves one: run the move now, which finds nothing
 				// to move and records that it ran, so serve's first start
 				// does not read every blob record for it (4 s at 1M items).
-				_, err = store.MoveInline(engineFiles{blobStore}, spec.InlineMax)
+				_, err = store.MoveInline(blobs.WholeFiles{Engine: blobStore}, spec.InlineMax)
 			}
 			if cerr := store.Close(); err == nil {
 				err = cerr
