@@ -53,20 +53,31 @@ func (s *Server) putBlob(body io.Reader, hash string) (kv.Blob, error) {
 // (500, logged), never a 404.
 func (s *Server) openBlob(b kv.Blob) (io.ReadSeekCloser, error) {
 	if b.Inline {
-		data, err := s.store.InlineBlob(b.Hash)
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(data)) != b.Size {
-			return nil, fmt.Errorf("blob %s is recorded inline with %d bytes; the store keeps %d", b.Hash, b.Size, len(data))
-		}
-		return nopCloser{bytes.NewReader(data)}, nil
+		return s.openInline(b)
 	}
 	f, err := s.blobs.OpenSized(b.Hash, b.Size)
 	if errors.Is(err, blobs.ErrNotFound) {
+		// Another node's start may have moved the blob inline between the
+		// read of its record and this open: the move commits the inline
+		// copy before it removes the file, so the copy is there.
+		if inline, ierr := s.openInline(b); ierr == nil {
+			return inline, nil
+		}
 		return nil, fmt.Errorf("blob %s is recorded but its file is missing: %v", b.Hash, err)
 	}
 	return f, err
+}
+
+// openInline opens the store's inline copy of blob b.
+func (s *Server) openInline(b kv.Blob) (io.ReadSeekCloser, error) {
+	data, err := s.store.InlineBlob(b.Hash)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != b.Size {
+		return nil, fmt.Errorf("blob %s is recorded inline with %d bytes; the store keeps %d", b.Hash, b.Size, len(data))
+	}
+	return nopCloser{bytes.NewReader(data)}, nil
 }
 
 // nopCloser is a ReadSeeker with nothing to close.

@@ -182,3 +182,49 @@ func TestShareBlobBothKindsAlike(t *testing.T) {
 		t.Fatalf("inline statuses: %d %d %d", answers[1][0].Status, answers[1][1].Status, answers[1][4].Status)
 	}
 }
+
+// movingBlobs is a node's blob engine on which another node's start moves
+// small blob files inline (kv.Store.MoveInline) just as this node opens a
+// file: after this node read the blob's record, before the file opened.
+type movingBlobs struct {
+	blobs.Engine
+	move func()
+}
+
+func (m movingBlobs) OpenSized(hash string, size int64) (io.ReadSeekCloser, error) {
+	m.move()
+	return m.Engine.OpenSized(hash, size)
+}
+
+// TestShareReadOfABlobMovedMeanwhile: a share read whose blob another node
+// moves inline between the read of its record (a file) and the open of the
+// file answers the blob from its new place, not a 500.
+func TestShareReadOfABlobMovedMeanwhile(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.InlineMax = 0 })
+	tok := ts.Register(t, "alice@example.org")
+	l := ts.newLink(t, tok.Access)
+	hash := servertest.HashOf(l.content)
+	if _, inline := ts.StoredBlob(t, hash); inline {
+		t.Fatal("the content is inline before the move")
+	}
+	moved := 0
+	node := server.New(ts.Config, ts.Store, movingBlobs{Engine: ts.Blobs, move: func() {
+		n, err := ts.Store.MoveInline(blobs.WholeFiles{Engine: ts.Blobs}, server.DefaultConfig().InlineMax)
+		if err != nil {
+			t.Error(err)
+		}
+		moved += n
+	}})
+	if err := node.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close(t.Context())
+	b := &TestServer{ts.Node(node, ts.Store, ts.Blobs)}
+	r := b.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hash})
+	if r.Status != http.StatusOK || !bytes.Equal(r.Body, l.content) {
+		t.Fatalf("read during the move: %d %q", r.Status, r.Body)
+	}
+	if data, inline := ts.StoredBlob(t, hash); !inline || !bytes.Equal(data, l.content) || moved == 0 {
+		t.Fatalf("the move did not happen during the read: inline %v, %d moved", inline, moved)
+	}
+}
