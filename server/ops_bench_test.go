@@ -66,14 +66,6 @@ func BenchmarkOpCreate(b *testing.B) {
 // included, to a bare handler.
 func benchBareOps(b *testing.B, writers int) {
 	f := newOpAccount(b, MustOpenServer(b), "bench@example.org")
-	bodies := make([][]byte, b.N)
-	for i := range bodies {
-		raw, err := json.Marshal(f.createBody(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		bodies[i] = raw
-	}
 	answer := []byte(`{"asset_id":"00000000-0000-4000-8000-000000000000","sync_seq":1000,"action":"create","replayed":false}`)
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
@@ -84,20 +76,15 @@ func benchBareOps(b *testing.B, writers int) {
 		w.Write(answer)
 	}))
 	defer bare.Close()
+	request := createRequests(b, f, bare.URL)
 	b.ResetTimer()
-	sendInParallel(b, writers, http.StatusOK, func(i int) *http.Request {
-		req, _ := http.NewRequest("POST", bare.URL+"/v1/albums/"+f.album+"/ops", bytes.NewReader(bodies[i]))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+f.tok.Access)
-		return req
-	})
+	sendInParallel(b, writers, http.StatusOK, request)
 }
 
-// benchOpCreate measures creates on ts, whose albums are pinned to opPin.
-// On an engine with figures (PostgreSQL) it also reports what an op costs
-// in exchanges with the database beyond its reads.
-func benchOpCreate(b *testing.B, ts *TestServer, writers int) {
-	f := newOpAccount(b, ts, "bench@example.org")
+// createRequests makes the b.N requests of BenchmarkOpCreate, creates of
+// distinct assets in f's album, to the server at baseURL: the bodies are
+// encoded before the timer starts.
+func createRequests(b *testing.B, f *opFixture, baseURL string) func(i int) *http.Request {
 	bodies := make([][]byte, b.N)
 	for i := range bodies {
 		raw, err := json.Marshal(f.createBody(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)))
@@ -106,15 +93,24 @@ func benchOpCreate(b *testing.B, ts *TestServer, writers int) {
 		}
 		bodies[i] = raw
 	}
-	url := ts.URL() + "/v1/albums/" + f.album + "/ops"
-	before, figures := ts.Store.EngineStats()
-	b.ResetTimer()
-	sendInParallel(b, writers, http.StatusOK, func(i int) *http.Request {
+	url := baseURL + "/v1/albums/" + f.album + "/ops"
+	return func(i int) *http.Request {
 		req, _ := http.NewRequest("POST", url, bytes.NewReader(bodies[i]))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+f.tok.Access)
 		return req
-	})
+	}
+}
+
+// benchOpCreate measures creates on ts, whose albums are pinned to opPin.
+// On an engine with figures (PostgreSQL) it also reports what an op costs
+// in exchanges with the database beyond its reads.
+func benchOpCreate(b *testing.B, ts *TestServer, writers int) {
+	f := newOpAccount(b, ts, "bench@example.org")
+	request := createRequests(b, f, ts.URL())
+	before, figures := ts.Store.EngineStats()
+	b.ResetTimer()
+	sendInParallel(b, writers, http.StatusOK, request)
 	if figures {
 		after, _ := ts.Store.EngineStats()
 		reads := after.Reads - before.Reads

@@ -2,30 +2,18 @@ package postgres
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"testing"
 
 	"sealbox/kv/engine"
-	"sealbox/kv/pgtest"
 )
 
 // TestCommitWritesEachTable: a commit stores a table's rows in one
 // statement: new rows, rows that replace stored ones (ON CONFLICT), empty
 // values, and deletes beside them, as a statement a row would.
 func TestCommitWritesEachTable(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
-	}
-	e, err := Open(context.Background(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
 	name := []byte("rows")
-	if err := e.CreateBuckets([][]byte{name}); err != nil {
-		t.Fatal(err)
-	}
+	e := openTestEngine(t, name)
 	write := func(puts map[string]string, deletes ...string) {
 		t.Helper()
 		err := e.Update(func(tx engine.Tx) error {
@@ -48,7 +36,7 @@ func TestCommitWritesEachTable(t *testing.T) {
 	write(map[string]string{"one": "1", "two": "2", "three": "3"})
 	write(map[string]string{"one": "uno", "three": "", "four": "4"}, "two")
 	want := map[string][]byte{"one": []byte("uno"), "two": nil, "three": {}, "four": []byte("4")}
-	err = e.View(func(tx engine.Tx) error {
+	err := e.View(func(tx engine.Tx) error {
 		for k, w := range want {
 			v, err := tx.Bucket(name).Get([]byte(k))
 			if err != nil {

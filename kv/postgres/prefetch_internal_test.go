@@ -2,12 +2,10 @@ package postgres
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"testing"
 
 	"sealbox/kv/engine"
-	"sealbox/kv/pgtest"
 )
 
 // TestPrefetch: one Prefetch reads keys of two tables in one round trip;
@@ -17,21 +15,11 @@ import (
 // values keeps no more than readCacheBytes, and every Get still finds its
 // value.
 func TestPrefetch(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
-	}
-	e, err := Open(context.Background(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
 	a, b, big := []byte("a"), []byte("b"), []byte("big")
-	if err := e.CreateBuckets([][]byte{a, b, big}); err != nil {
-		t.Fatal(err)
-	}
+	e := openTestEngine(t, a, b, big)
 	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 64<<10) }
 	const bigValues = 40 // 2.5 MiB, past readCacheBytes
-	err = e.Update(func(tx engine.Tx) error {
+	err := e.Update(func(tx engine.Tx) error {
 		puts := []struct {
 			bucket   []byte
 			key, val string

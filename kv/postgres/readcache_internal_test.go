@@ -2,33 +2,21 @@ package postgres
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"testing"
 
 	"sealbox/kv/engine"
-	"sealbox/kv/pgtest"
 )
 
 // TestReadCacheIsBounded: a transaction that reads 8 MiB of values (as
 // check does, reading every blob in one transaction) keeps at most
 // readCacheBytes of them, and every Get, cached or not, finds its value.
 func TestReadCacheIsBounded(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")
-	}
-	e, err := Open(context.Background(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
 	name := []byte("values")
-	if err := e.CreateBuckets([][]byte{name}); err != nil {
-		t.Fatal(err)
-	}
+	e := openTestEngine(t, name)
 	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 64<<10) }
 	const n = 128
-	err = e.Update(func(tx engine.Tx) error {
+	err := e.Update(func(tx engine.Tx) error {
 		for i := range n {
 			if err := tx.Bucket(name).Put(fmt.Appendf(nil, "k%03d", i), value(i)); err != nil {
 				return err
