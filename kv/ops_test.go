@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -86,6 +87,12 @@ func TestApplyOpReadsInOneExchange(t *testing.T) {
 	replace := *create
 	replace.Action, replace.PriorHash, replace.OriginalBlobHash = kv.OpReplace, create.Manifest.Hash, hexHash('c')
 	replace.Manifest = kv.Blob{Hash: hexHash('f'), Size: 4, Data: []byte("new!")}
+	// In the retry test mode (TestMain) every update runs twice, and so
+	// does every read in it.
+	runs := uint64(1)
+	if os.Getenv("SEALBOX_TEST_RERUN") == "1" {
+		runs = 2
+	}
 	for _, tc := range []struct {
 		name  string
 		op    *kv.Op
@@ -96,8 +103,8 @@ func TestApplyOpReadsInOneExchange(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		after, _ := s.EngineStats()
-		if reads := after.Reads - before.Reads; reads != tc.reads {
-			t.Errorf("%s: %d reads, want %d", tc.name, reads, tc.reads)
+		if reads := after.Reads - before.Reads; reads != tc.reads*runs {
+			t.Errorf("%s: %d reads in %d runs, want %d a run", tc.name, reads, runs, tc.reads)
 		}
 	}
 }
