@@ -69,8 +69,9 @@ func TestApplyOpBatchedRefusals(t *testing.T) {
 // exchange with its database (PostgreSQL), an op reads everything it
 // checks in one: a create, a replace and a replay each cost one read (the
 // replay a second, for the entry it answers from), so opReads has not
-// drifted from the reads it stands for. bbolt reads its own file and
-// reports no exchanges.
+// drifted from the reads it stands for. Under a quota the account's open
+// transfers are scanned once more, however many blobs the op stores.
+// bbolt reads its own file and reports no exchanges.
 func TestApplyOpReadsInOneExchange(t *testing.T) {
 	s, c := kvtest.MustOpenStore(t)
 	if _, ok := s.EngineStats(); !ok {
@@ -93,11 +94,21 @@ func TestApplyOpReadsInOneExchange(t *testing.T) {
 	if os.Getenv("SEALBOX_TEST_RERUN") == "1" {
 		runs = 2
 	}
+	underQuota := *create
+	underQuota.AssetID = "asset-under-quota"
+	underQuota.Manifest = kv.Blob{Hash: hexHash('a'), Size: 4, Data: []byte("quo!")}
+	metadata2 := kv.Blob{Hash: hexHash('b'), Size: 3, Data: []byte("md2")}
+	underQuota.Metadata, underQuota.MetadataBlobHash = &metadata2, metadata2.Hash
 	for _, tc := range []struct {
 		name  string
 		op    *kv.Op
 		reads uint64
-	}{{"create", create, 1}, {"replace", &replace, 1}, {"replay", create, 2}} {
+	}{{"create", create, 1}, {"replace", &replace, 1}, {"replay", create, 2}, {"create under a quota", &underQuota, 2}} {
+		if tc.op == &underQuota {
+			if err := s.SetQuota(acct.Email, 1<<30); err != nil {
+				t.Fatal(err)
+			}
+		}
 		before, _ := s.EngineStats()
 		if _, err := s.ApplyOp(acct.ID, tc.op); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

@@ -205,8 +205,8 @@ type pgTx struct {
 	begin  string
 	begun  bool
 	writes map[string]*pgWrites
-	// readBytes is what the buckets' read maps hold, at most
-	// readCacheBytes.
+	// readBytes is what the buckets' read maps and kept scans hold, at
+	// most readCacheBytes.
 	readBytes int
 }
 
@@ -225,12 +225,19 @@ type pgWrites struct {
 	// snapshot, so a second Get of a key would find the same, and costs no
 	// round trip.
 	read map[string][]byte
+	// scanned keeps the stored rows each Scan's query found, by the query
+	// (scanQuery), within the same bound: the same query finds the same
+	// rows in the transaction's one snapshot, and a Scan merges the pending
+	// writes into them afresh. A lifecycle op on an account with a quota
+	// scans its open transfers once for the op and once for each blob it
+	// stores.
+	scanned map[string][]pgPair
 }
 
 func (t *pgTx) Bucket(name []byte) engine.Bucket {
 	w := t.writes[string(name)]
 	if w == nil {
-		w = &pgWrites{table: tableName(name), set: map[string][]byte{}, read: map[string][]byte{}}
+		w = &pgWrites{table: tableName(name), set: map[string][]byte{}, read: map[string][]byte{}, scanned: map[string][]pgPair{}}
 		t.writes[string(name)] = w
 	}
 	return pgBucket{t: t, w: w}
@@ -459,7 +466,7 @@ func (b pgBucket) Scan(r engine.Range, fn func(k, v []byte) error) error {
 		return bytes.Compare(x.k, y.k)
 	}
 	slices.SortFunc(pending, order)
-	stored, err := b.query(r, deletes)
+	stored, err := b.stored(r, deletes)
 	if err != nil {
 		return err
 	}
@@ -493,6 +500,28 @@ func (b pgBucket) Scan(r engine.Range, fn func(k, v []byte) error) error {
 }
 
 type pgPair struct{ k, v []byte }
+
+// stored is the table's rows in r, extra more than r.Limit, from the
+// transaction's earlier Scan with the same query when it kept its rows.
+func (b pgBucket) stored(r engine.Range, extra int) ([]pgPair, error) {
+	query := fmt.Sprintf("%x %x %d %t %d", r.From, r.To, r.Limit, r.Reverse, extra)
+	if rows, ok := b.w.scanned[query]; ok {
+		return rows, nil
+	}
+	rows, err := b.query(r, extra)
+	if err != nil {
+		return nil, err
+	}
+	size := len(query)
+	for _, p := range rows {
+		size += len(p.k) + len(p.v)
+	}
+	if b.t.readBytes+size <= readCacheBytes {
+		b.w.scanned[query] = rows
+		b.t.readBytes += size
+	}
+	return rows, nil
+}
 
 // query reads the table's rows in r, extra more than r.Limit.
 func (b pgBucket) query(r engine.Range, extra int) ([]pgPair, error) {
