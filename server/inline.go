@@ -8,6 +8,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/server/blobhttp"
 )
 
 // A blob of at most Config.InlineMax bytes is kept in the store (kv's
@@ -65,7 +66,60 @@ func (s *Server) openBlob(b kv.Blob) (io.ReadSeekCloser, error) {
 		}
 		return nil, fmt.Errorf("blob %s is recorded but its file is missing: %v", b.Hash, err)
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	if _, onDemand := f.(blobhttp.RangeReader); onDemand {
+		// Content fetched on demand (an S3 object) learns that it is gone
+		// at its first read, not at its open, so the read falls back too.
+		// A local file is returned as it is: net/http sends it with
+		// sendfile, which a wrapper would hide.
+		return &movedInline{ReadSeekCloser: f, inline: func() (io.ReadSeekCloser, error) { return s.openInline(b) }}, nil
+	}
+	return f, nil
+}
+
+// movedInline reads a blob fetched on demand until a read finds the blob's
+// file gone (blobs.ErrNotFound), then the store's inline copy from the same
+// position: the same bytes, as the blob is content-addressed. A blob gone
+// from both places fails the read with the file's error.
+type movedInline struct {
+	io.ReadSeekCloser // the engine's reader, then the inline copy
+	inline            func() (io.ReadSeekCloser, error)
+	pos               int64
+	fellBack          bool
+}
+
+func (m *movedInline) ReadRange(n int64) {
+	if rr, ok := m.ReadSeekCloser.(blobhttp.RangeReader); ok {
+		rr.ReadRange(n)
+	}
+}
+
+func (m *movedInline) Seek(offset int64, whence int) (int64, error) {
+	pos, err := m.ReadSeekCloser.Seek(offset, whence)
+	if err == nil {
+		m.pos = pos
+	}
+	return pos, err
+}
+
+func (m *movedInline) Read(p []byte) (int, error) {
+	n, err := m.ReadSeekCloser.Read(p)
+	m.pos += int64(n)
+	if n > 0 || m.fellBack || !errors.Is(err, blobs.ErrNotFound) {
+		return n, err
+	}
+	inline, ierr := m.inline()
+	if ierr != nil {
+		return 0, err
+	}
+	if _, serr := inline.Seek(m.pos, io.SeekStart); serr != nil {
+		return 0, serr
+	}
+	m.ReadSeekCloser.Close()
+	m.ReadSeekCloser, m.fellBack = inline, true
+	return m.Read(p)
 }
 
 // openInline opens the store's inline copy of blob b.

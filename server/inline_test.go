@@ -198,7 +198,9 @@ func (m movingBlobs) OpenSized(hash string, size int64) (io.ReadSeekCloser, erro
 
 // TestShareReadOfABlobMovedMeanwhile: a share read whose blob another node
 // moves inline between the read of its record (a file) and the open of the
-// file answers the blob from its new place, not a 500.
+// file answers the blob from its new place, not a 500. A local file is
+// found gone at its open; an S3 object (SEALBOX_TEST_S3) only at its first
+// read, after the answer's header is out.
 func TestShareReadOfABlobMovedMeanwhile(t *testing.T) {
 	ts := MustOpenServer(t, func(c *server.Config) { c.InlineMax = 0 })
 	tok := ts.Register(t, "alice@example.org")
