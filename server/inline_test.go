@@ -202,31 +202,43 @@ func (m movingBlobs) OpenSized(hash string, size int64) (io.ReadSeekCloser, erro
 // found gone at its open; an S3 object (SEALBOX_TEST_S3) only at its first
 // read, after the answer's header is out.
 func TestShareReadOfABlobMovedMeanwhile(t *testing.T) {
-	ts := MustOpenServer(t, func(c *server.Config) { c.InlineMax = 0 })
-	tok := ts.Register(t, "alice@example.org")
-	l := ts.newLink(t, tok.Access)
-	hash := servertest.HashOf(l.content)
-	if _, inline := ts.StoredBlob(t, hash); inline {
-		t.Fatal("the content is inline before the move")
-	}
-	moved := 0
-	node := server.New(ts.Config, ts.Store, movingBlobs{Engine: ts.Blobs, move: func() {
-		n, err := ts.Store.MoveInline(blobs.WholeFiles{Engine: ts.Blobs}, server.DefaultConfig().InlineMax)
-		if err != nil {
-			t.Error(err)
-		}
-		moved += n
-	}})
-	if err := node.Open("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close(t.Context())
-	b := &TestServer{ts.Node(node, ts.Store, ts.Blobs)}
-	r := b.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hash})
-	if r.Status != http.StatusOK || !bytes.Equal(r.Body, l.content) {
-		t.Fatalf("read during the move: %d %q", r.Status, r.Body)
-	}
-	if data, inline := ts.StoredBlob(t, hash); !inline || !bytes.Equal(data, l.content) || moved == 0 {
-		t.Fatalf("the move did not happen during the read: inline %v, %d moved", inline, moved)
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+		part   func(content []byte) []byte
+	}{
+		{"whole", nil, http.StatusOK, func(c []byte) []byte { return c }},
+		{"range", map[string]string{"Range": "bytes=5-9"}, http.StatusPartialContent, func(c []byte) []byte { return c[5:10] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := MustOpenServer(t, func(c *server.Config) { c.InlineMax = 0 })
+			tok := ts.Register(t, "alice@example.org")
+			l := ts.newLink(t, tok.Access)
+			hash := servertest.HashOf(l.content)
+			if _, inline := ts.StoredBlob(t, hash); inline {
+				t.Fatal("the content is inline before the move")
+			}
+			moved := 0
+			node := server.New(ts.Config, ts.Store, movingBlobs{Engine: ts.Blobs, move: func() {
+				n, err := ts.Store.MoveInline(blobs.WholeFiles{Engine: ts.Blobs}, server.DefaultConfig().InlineMax)
+				if err != nil {
+					t.Error(err)
+				}
+				moved += n
+			}})
+			if err := node.Open("127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			defer node.Close(t.Context())
+			b := &TestServer{ts.Node(node, ts.Store, ts.Blobs)}
+			r := b.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hash, Header: tc.header})
+			if r.Status != tc.status || !bytes.Equal(r.Body, tc.part(l.content)) {
+				t.Fatalf("read during the move: %d %q", r.Status, r.Body)
+			}
+			if data, inline := ts.StoredBlob(t, hash); !inline || !bytes.Equal(data, l.content) || moved == 0 {
+				t.Fatalf("the move did not happen during the read: inline %v, %d moved", inline, moved)
+			}
+		})
 	}
 }
