@@ -80,31 +80,34 @@ func assetHead(tx Tx, albumID, assetID string) (string, error) {
 	return rec.Head, nil
 }
 
-// opReads are the keys checkOp and then applyOp read for op (bar the
+// opReads lists the keys checkOp and then applyOp read for op (bar the
 // account's open transfers, a scan, and the feed entry of a replay), to be
 // read in one exchange where reads cost one each (prefetch): on PostgreSQL
 // an op would otherwise wait for a dozen round trips, one after another,
-// and so would every op batched behind it.
-func opReads(accountID string, op *Op) []engine.Key {
-	keys := []engine.Key{
-		{Bucket: bucketAlbums, Key: []byte(op.AlbumID)},
-		{Bucket: bucketAppliedManifests, Key: appliedKey(op.AlbumID, op.Manifest.Hash)},
-		{Bucket: bucketAssets, Key: assetKey(op.AlbumID, op.AssetID)},
-		{Bucket: bucketUsage, Key: []byte(accountID)},
-		{Bucket: bucketAccounts, Key: []byte(accountID)},
-	}
-	for _, hash := range []string{op.CiphertextHash, op.OriginalBlobHash} {
-		if hash != "" {
-			keys = append(keys, engine.Key{Bucket: bucketHoldings, Key: holdingKey(accountID, hash)})
+// and so would every op batched behind it. The list is made only by an
+// engine that reads it.
+func opReads(accountID string, op *Op) func() []engine.Key {
+	return func() []engine.Key {
+		keys := []engine.Key{
+			{Bucket: bucketAlbums, Key: []byte(op.AlbumID)},
+			{Bucket: bucketAppliedManifests, Key: appliedKey(op.AlbumID, op.Manifest.Hash)},
+			{Bucket: bucketAssets, Key: assetKey(op.AlbumID, op.AssetID)},
+			{Bucket: bucketUsage, Key: []byte(accountID)},
+			{Bucket: bucketAccounts, Key: []byte(accountID)},
 		}
+		for _, hash := range []string{op.CiphertextHash, op.OriginalBlobHash} {
+			if hash != "" {
+				keys = append(keys, engine.Key{Bucket: bucketHoldings, Key: holdingKey(accountID, hash)})
+			}
+		}
+		for _, b := range op.storedBlobs() {
+			keys = append(keys,
+				engine.Key{Bucket: bucketHoldings, Key: holdingKey(accountID, b.Hash)},
+				engine.Key{Bucket: bucketBlobs, Key: []byte(b.Hash)},
+				engine.Key{Bucket: bucketTotals, Key: totalsKey(b.Hash)})
+		}
+		return keys
 	}
-	for _, b := range op.storedBlobs() {
-		keys = append(keys,
-			engine.Key{Bucket: bucketHoldings, Key: holdingKey(accountID, b.Hash)},
-			engine.Key{Bucket: bucketBlobs, Key: []byte(b.Hash)},
-			engine.Key{Bucket: bucketTotals, Key: totalsKey(b.Hash)})
-	}
-	return keys
 }
 
 // storedBlobs are the blobs the op stores and the caller comes to hold.
@@ -137,7 +140,7 @@ func staleChain(head, format string, args ...any) *fault.Error {
 // steps that do, so the order is kept in one place. It writes nothing. A
 // replay returns its first application's result and no error.
 func checkOp(tx Tx, accountID string, op *Op) (*Album, *OpResult, error) {
-	if err := prefetch(tx, opReads(accountID, op)...); err != nil {
+	if err := prefetch(tx, opReads(accountID, op)); err != nil {
 		return nil, nil, err
 	}
 	a, err := getAlbum(tx, op.AlbumID)

@@ -318,12 +318,13 @@ func has(tx Tx, bucket, key []byte) (bool, error) {
 	return v != nil, err
 }
 
-// prefetch reads keys in one exchange with the database when the engine's
-// reads each cost one (engine.Prefetcher), so the Gets of them that follow
-// cost none. It changes no answer: a key it misses is read by its Get.
-func prefetch(tx Tx, keys ...engine.Key) error {
+// prefetch reads the keys keys lists in one exchange with the database
+// when the engine's reads each cost one (engine.Prefetcher), so the Gets of
+// them that follow cost none; on any other engine the list is not even
+// made. It changes no answer: a key it misses is read by its Get.
+func prefetch(tx Tx, keys func() []engine.Key) error {
 	if p, ok := tx.(engine.Prefetcher); ok {
-		return p.Prefetch(keys)
+		return p.Prefetch(keys())
 	}
 	return nil
 }
@@ -340,9 +341,10 @@ func prefetch(tx Tx, keys ...engine.Key) error {
 // and set its results afresh on every run; the refusal returned is the one of
 // its last run.
 //
-// reads are keys fn will read: an engine that reads a batch's keys together
-// (engine.BatchReader) reads them with the other callers'.
-func (s *Store) commitBatched(reads []engine.Key, fn func(tx Tx) (refusal, err error)) error {
+// reads lists keys fn will read (nil: none to name): an engine that reads a
+// batch's keys together (engine.BatchReader) reads them with the other
+// callers'. The list is made only then.
+func (s *Store) commitBatched(reads func() []engine.Key, fn func(tx Tx) (refusal, err error)) error {
 	var refusal error
 	run := func(tx Tx) (err error) {
 		refusal, err = fn(tx)
@@ -355,8 +357,8 @@ func (s *Store) commitBatched(reads []engine.Key, fn func(tx Tx) (refusal, err e
 	switch {
 	case alone:
 		err = s.update(run)
-	case readsTogether && len(reads) > 0:
-		err = reader.BatchReading(reads, run)
+	case readsTogether && reads != nil:
+		err = reader.BatchReading(reads(), run)
 		s.wrote()
 	default:
 		err = s.engine.Batch(run)
