@@ -15,11 +15,15 @@ import (
 // (kv.RerunUpdatesForTests): every update function runs twice, the first
 // run rolled back. It stops a PostgreSQL cluster the tests started.
 func TestMain(m *testing.M) {
-	kv.RerunUpdatesForTests(os.Getenv("SEALBOX_TEST_RERUN") == "1")
+	kv.RerunUpdatesForTests(rerunMode)
 	code := m.Run()
 	pgtest.Stop()
 	os.Exit(code)
 }
+
+// rerunMode is the retry test mode of this run (SEALBOX_TEST_RERUN=1): a
+// test that counts a transaction's work counts it twice in it.
+var rerunMode = os.Getenv("SEALBOX_TEST_RERUN") == "1"
 
 // assertFileLacks fails if the raw store at path contains any of secrets:
 // the bbolt file's bytes, or, for a store on PostgreSQL (path is its

@@ -2,7 +2,6 @@ package kv_test
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 
@@ -91,7 +90,7 @@ func TestApplyOpReadsInOneExchange(t *testing.T) {
 	// In the retry test mode (TestMain) every update runs twice, and so
 	// does every read in it.
 	runs := uint64(1)
-	if os.Getenv("SEALBOX_TEST_RERUN") == "1" {
+	if rerunMode {
 		runs = 2
 	}
 	underQuota := *create
