@@ -88,8 +88,7 @@ func (m *measurer) serve(ctx context.Context) error {
 	args := append([]string{"serve", "--listen", addr, "--log-level", "error",
 		// The measurement is one client address: the limits a crowd of
 		// them would meet stay out of the way.
-		"--auth-burst", "1000000", "--auth-rate", "1e9", "--share-burst", "1000000", "--share-rate", "1e9",
-		"--hash-queue", "64"}, m.spec.Loc.args()...)
+		"--auth-burst", "1000000", "--auth-rate", "1e9", "--share-burst", "1000000", "--share-rate", "1e9"}, m.spec.Loc.args()...)
 	cmd := exec.CommandContext(ctx, m.spec.Exe, args...)
 	cmd.Stderr = os.Stderr
 	start := time.Now()

@@ -190,7 +190,12 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.DurationVar(&cfg.AnonBodyTimeout, "anon-body-timeout", cfg.AnonBodyTimeout, "how long the whole body of a request without a token (login, register, refresh, relay) may take to arrive")
 	f.DurationVar(&cfg.WriteStall, "write-stall", cfg.WriteStall, "how long a response write (64 KiB at most) may make no progress before the connection is closed")
 	f.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", cfg.IPv6Prefix, "prefix length IPv6 client addresses are rate-limited by (one subscriber usually holds a /64)")
-	f.IntVar(&cfg.HashQueue, "hash-queue", cfg.HashQueue, "password checks that may wait for a hashing slot (GOMAXPROCS slots); beyond, 503")
+	f.DurationVar(&cfg.HashWait, "hash-wait", cfg.HashWait, "how long a sign-in, registration or password change may wait, in arrival order, for one of the GOMAXPROCS password hashing slots; one that could not start within it answers 503")
+	// Admission used to be bounded by a count of waiters (--hash-queue): a
+	// unit file or environment that still sets it starts with a warning,
+	// not a failure.
+	f.Int("hash-queue", 0, "")
+	_ = f.MarkDeprecated("hash-queue", "password checks now wait up to --hash-wait in arrival order; this flag is ignored")
 }
 
 // logLevels are the values --log-level takes, most verbose first.
@@ -245,8 +250,8 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	if cfg.AnonBodyTimeout <= 0 || cfg.WriteStall <= 0 {
 		return fmt.Errorf("%s and %s must be positive", name("anon-body-timeout"), name("write-stall"))
 	}
-	if cfg.HashQueue < 1 {
-		return fmt.Errorf("%s must be at least 1", name("hash-queue"))
+	if cfg.HashWait <= 0 {
+		return fmt.Errorf("%s must be positive", name("hash-wait"))
 	}
 	if cfg.UpgradeWindow <= 0 {
 		return fmt.Errorf("%s must be positive", name("upgrade-window"))

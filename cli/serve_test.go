@@ -139,6 +139,9 @@ func TestServeHelpNamesEveryVariable(t *testing.T) {
 	}
 	n := 0
 	newServeCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Deprecated != "" {
+			return // hidden from --help on purpose: TestHashQueueIsDeprecated
+		}
 		n++
 		if !strings.Contains(out.String(), "--"+f.Name) || !strings.Contains(out.String(), "[$"+envName(f.Name)+"]") {
 			t.Errorf("serve --help does not name %s for --%s", envName(f.Name), f.Name)
@@ -161,6 +164,25 @@ func TestUnknownEnvironment(t *testing.T) {
 	env := []string{"SEALBOX_REGISTRATON=closed", "SEALBOX_DATA=/srv", "SEALBOX_MAX_BODY=1MiB", "HOME=/root", "SEALBOX_REGISTRATON=again", "SEALBOX_A="}
 	if got := unknownEnv(env, NewRootCmd()); !slices.Equal(got, []string{"SEALBOX_A", "SEALBOX_REGISTRATON"}) {
 		t.Fatalf("unknown: %q", got)
+	}
+}
+
+// TestHashQueueIsDeprecated: --hash-queue, which bounded the password
+// hashing queue by a count before --hash-wait bounded it by time, still
+// parses, so a unit file that sets it starts; it warns and is ignored.
+func TestHashQueueIsDeprecated(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := filepath.Join(t.TempDir(), "data")
+	stderr, err := runServeCmd(context.Background(), "--data", dir, "--listen", busy.Addr().String(), "--hash-queue", "64")
+	if err == nil || !strings.Contains(err.Error(), "listen on "+busy.Addr().String()) {
+		t.Fatalf("got %v, want the flags accepted and a listen error", err)
+	}
+	if !strings.Contains(stderr, "--hash-queue has been deprecated") || !strings.Contains(stderr, "--hash-wait") {
+		t.Fatalf("no deprecation warning naming --hash-wait: %q", stderr)
 	}
 }
 

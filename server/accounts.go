@@ -62,7 +62,7 @@ func (req *updateProfileRequest) validate() error {
 func (s *Server) handleProfilePatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	sess := caller(r)
 	var req updateProfileRequest
-	if err := s.decodeJSONLimit(w, r, &req, s.cfg.MaxBody, true); err != nil {
+	if err := s.decodeJSONOrEmpty(w, r, &req); err != nil {
 		return err
 	}
 	if err := req.validate(); err != nil {

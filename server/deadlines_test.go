@@ -119,6 +119,58 @@ func TestAnonymousBodies(t *testing.T) {
 	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="anon-body-timeout"} 1`)
 }
 
+// TestMaxBodyCapsEveryRoute: --max-body caps the routes without a token as
+// it caps the others: with 4096 bytes, a 5 KB register body (with its
+// Content-Length) and an 8 KB chunked login body answer 413 with an empty
+// body and nosniff, though both are under the routes' own 16 KiB, and so does
+// a 5 KB escrow upload (own limit 64 KiB). A lifecycle op keeps its own
+// 32 MiB bound: its 5 KB body is read and judged (400), not refused for size.
+func TestMaxBodyCapsEveryRoute(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.MaxBody = 4096 })
+	tok := ts.Register(t, "a@example.org")
+	album := ts.NewAlbum(t, tok.Access)
+	filler := func(n int) []byte {
+		return []byte(`{"email":"a@example.org","password":"` + strings.Repeat("p", n) + `"}`)
+	}
+	send := func(method, path, contentType string, body []byte, chunked bool) (*http.Response, []byte) {
+		t.Helper()
+		var r io.Reader = bytes.NewReader(body)
+		if chunked {
+			r = io.MultiReader(r) // hides the length: sent chunked
+		}
+		req, _ := http.NewRequest(method, ts.URL()+path, r)
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Authorization", "Bearer "+tok.Access)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, got
+	}
+	for _, tc := range []struct {
+		name, method, path, contentType string
+		body                            []byte
+		chunked                         bool
+	}{
+		{"register, 5 KB with its length", "POST", "/v1/auth/register", "application/json", filler(5000), false},
+		{"login, 8 KB chunked", "POST", "/v1/auth/login", "application/json", filler(8000), true},
+		{"escrow, 5 KB", "PUT", "/v1/auth/escrow", "application/octet-stream", bytes.Repeat([]byte("e"), 5000), false},
+	} {
+		resp, got := send(tc.method, tc.path, tc.contentType, tc.body, tc.chunked)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || len(got) != 0 || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: got %d, nosniff %q, with %d body bytes %q; want 413, nosniff, no body", tc.name,
+				resp.StatusCode, resp.Header.Get("X-Content-Type-Options"), len(got), got)
+		}
+	}
+	op := []byte(`{"x":"` + strings.Repeat("o", 5000) + `"}`)
+	resp, got := send("POST", "/v1/albums/"+album+"/ops", "application/json", op, false)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a 5 KB lifecycle op: got %d %s, want 400 (judged, not refused for size)", resp.StatusCode, got)
+	}
+}
+
 // TestWriteStallSpansNoUpload: the write deadline starts at the answer, not
 // at the request, so a 204 after a body that took longer than WriteStall to
 // arrive (a tus PATCH over a slow uplink) still reaches the client.

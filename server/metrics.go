@@ -72,7 +72,10 @@ func newMetrics(s *Server) *metrics {
 	blobCount := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sealbox_blobs", Help: "Number of stored blobs.",
 	}, blobTotal(func(count, _ int64) int64 { return count }))
-	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount,
+	hashWaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sealbox_password_checks_waiting", Help: "Password checks waiting, up to --hash-wait, for a hashing slot.",
+	}, func() float64 { return float64(s.hasher.Waiting()) })
+	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount, hashWaiting,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if _, ok := s.store.EngineStats(); ok {
 		m.registry.MustRegister(engineCollectors(s)...)

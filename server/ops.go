@@ -226,7 +226,11 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 		return err
 	}
 	var req opRequest
-	if err := s.decodeJSONLimit(w, r, &req, maxOpBody, false); err != nil {
+	body, err := s.readBodyOwnLimit(w, r, mediaJSON, maxOpBody)
+	if err != nil {
+		return err
+	}
+	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
 	wr, err := req.validate(albumID)

@@ -28,13 +28,28 @@ const (
 	mediaCBOR  = "application/cbor"
 )
 
-// readBody reads the whole request body, refusing more than limit bytes with
+// readBody reads the whole request body, refusing more than the route's
+// own limit or --max-body, whichever is smaller (capped), with
 // error.request.too_large (413), also for a chunked body with no
 // Content-Length, and refusing a non-empty body whose Content-Type is not
-// mediaType with 415. The body must arrive within BodyTimeout per MiB of
-// limit (one MiB at least): a client trickling a body cannot hold its
-// connection and goroutine for ever.
+// mediaType with 415.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, error) {
+	return s.readBodyOwnLimit(w, r, mediaType, s.capped(limit))
+}
+
+// capped is a route's body limit under the operator's --max-body: a route's
+// own limit fits its largest valid body, and an operator who wants less
+// gets less (server/PROTOCOL.md §1).
+func (s *Server) capped(limit int64) int64 {
+	return min(limit, s.cfg.MaxBody)
+}
+
+// readBodyOwnLimit is readBody held to limit alone, for the one route whose
+// bound is decided apart from --max-body: a lifecycle op, which carries its
+// inline blobs (server/PROTOCOL.md §1). The body must arrive within
+// BodyTimeout per MiB of limit (one MiB at least): a client trickling a
+// body cannot hold its connection and goroutine for ever.
+func (s *Server) readBodyOwnLimit(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, error) {
 	return s.readBodyWithin(w, r, mediaType, limit, s.cfg.BodyTimeout*time.Duration(max(1, limit>>20)), "body-timeout")
 }
 
@@ -48,7 +63,7 @@ const (
 )
 
 // decodeAnonJSON is decodeJSON for a route anyone may call without a
-// token: the body may be at most limit bytes and must arrive whole within
+// token: the body may be at most limit bytes (capped by --max-body) and must arrive whole within
 // AnonBodyTimeout (or BodyTimeout, when shorter). HTTP/2 streams are held to it alike: the deadline is
 // the stream's.
 func (s *Server) decodeAnonJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) error {
@@ -57,7 +72,7 @@ func (s *Server) decodeAnonJSON(w http.ResponseWriter, r *http.Request, dst any,
 		// An operator who lowered --body-timeout below it gets that.
 		timeout, flag = s.cfg.BodyTimeout, "body-timeout"
 	}
-	body, err := s.readBodyWithin(w, r, mediaJSON, limit, timeout, flag)
+	body, err := s.readBodyWithin(w, r, mediaJSON, s.capped(limit), timeout, flag)
 	if err != nil {
 		return err
 	}
@@ -179,18 +194,18 @@ func requireMediaType(r *http.Request, mediaType string) error {
 // answer 400 error.request.malformed. Required-field and value rules are the
 // caller's validate step (422).
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
-	return s.decodeJSONLimit(w, r, dst, s.cfg.MaxBody, false)
-}
-
-// decodeJSONLimit is decodeJSON with an explicit size limit; allowEmpty
-// treats a zero-byte body as {}.
-func (s *Server) decodeJSONLimit(w http.ResponseWriter, r *http.Request, dst any, limit int64, allowEmpty bool) error {
-	body, err := s.readBody(w, r, mediaJSON, limit)
+	body, err := s.readBody(w, r, mediaJSON, s.cfg.MaxBody)
 	if err != nil {
 		return err
 	}
-	if len(body) == 0 && allowEmpty {
-		return nil
+	return decodeStrict(body, dst)
+}
+
+// decodeJSONOrEmpty is decodeJSON that treats a zero-byte body as {}.
+func (s *Server) decodeJSONOrEmpty(w http.ResponseWriter, r *http.Request, dst any) error {
+	body, err := s.readBody(w, r, mediaJSON, s.cfg.MaxBody)
+	if err != nil || len(body) == 0 {
+		return err
 	}
 	return decodeStrict(body, dst)
 }

@@ -115,10 +115,11 @@ type Config struct {
 	// the argon2id work one address can ask for across emails.
 	AuthRate  float64
 	AuthBurst int
-	// HashQueue is how many password hashes and verifications may wait for
-	// one of the GOMAXPROCS argon2id slots; beyond it, 503
-	// error.limit.hash_queue with Retry-After.
-	HashQueue int
+	// HashWait is how long a password hash or verification may wait, in
+	// arrival order, for one of the GOMAXPROCS argon2id slots; one that
+	// could not start within it answers 503 error.limit.hash_queue with
+	// Retry-After.
+	HashWait time.Duration
 
 	// RelayChannels caps the relay channels one account has open, and
 	// RelayBytes the payload bytes waiting undrained in all of them.
@@ -221,7 +222,7 @@ func DefaultConfig() Config {
 		DirectoryBurst:     10,
 		AuthRate:           10,
 		AuthBurst:          5,
-		HashQueue:          password.DefaultQueue(),
+		HashWait:           password.DefaultWait,
 		UpgradeWindow:      15 * time.Minute,
 		TusLeaseTTL:        30 * time.Second,
 		PasswordAttemptTTL: time.Minute,
@@ -288,6 +289,8 @@ type Server struct {
 	// signin runs the password work of sign-in, registration and
 	// password change.
 	signin *signin.Checker
+	// hasher is signin's: its waiters are a gauge of the metrics.
+	hasher *password.Hasher
 	// translog hands out the transparency log's checkpoints, key and tiles.
 	translog *translog.Log
 	metrics  *metrics
@@ -350,7 +353,8 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
 	}
-	s.signin = signin.New(store, password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashQueue), signin.Options{
+	s.hasher = password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashWait)
+	s.signin = signin.New(store, s.hasher, signin.Options{
 		Lockout:    kv.LockoutPolicy{Failures: cfg.LockoutFailures, Window: cfg.LockoutWindow},
 		AttemptTTL: cfg.PasswordAttemptTTL,
 		Entry:      s.claimID,

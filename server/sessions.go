@@ -117,14 +117,33 @@ func (c *credentials) validate(passwordRule func(field, pw string) error) (email
 
 type registerRequest = credentials
 
-// allowAuth spends one of the client address's registrations and logins
-// (AuthRate, AuthBurst): 429 error.rate_limited with Retry-After when none
-// is left.
+// allowAuth spends one of the client address's tokens for failed sign-ins
+// and registrations (AuthRate, AuthBurst): 429 error.rate_limited with
+// Retry-After when none is left, before any password is checked. A login
+// gives its token back unless its password check failed (refundAuth).
 func (s *Server) allowAuth(r *http.Request) error {
 	if ok, retryAfter := s.authLimiter.Allow(s.rateKey(r)); !ok {
-		return fault.LimitErrorf(fault.ECodeRateLimited, "auth-rate", retryAfter, "too many sign-ins and registrations from this address")
+		return fault.LimitErrorf(fault.ECodeRateLimited, "auth-rate", retryAfter, "too many failed sign-ins and registrations from this address")
 	}
 	return nil
+}
+
+// refundAuth gives back the token a login took unless err says its
+// password was wrong or its account unknown: the bucket is spent by failed
+// sign-ins, never by a correct one (server/PROTOCOL.md §2), yet a guess is
+// paid for before its password is checked, so parallel guesses from one
+// address are bounded by the burst too.
+func (s *Server) refundAuth(r *http.Request, err error) {
+	if fault.ErrorCode(err) != fault.ECodeInvalidCredentials {
+		s.authLimiter.Refund(s.rateKey(r))
+	}
+}
+
+// spendAuth counts a failed sign-in against the client address after the
+// fact: a second factor refused. The request is answered as it is either
+// way; the next login from the address meets the empty bucket.
+func (s *Server) spendAuth(r *http.Request) {
+	s.authLimiter.Allow(s.rateKey(r))
 }
 
 // errClientGone answers a request whose client left while its password
@@ -189,10 +208,11 @@ func (req *loginRequest) validate(passwordRule func(field, pw string) error) (em
 }
 
 // handles "POST /v1/auth/login"
-func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) (err error) {
 	if err := s.allowAuth(r); err != nil {
 		return err
 	}
+	defer func() { s.refundAuth(r, err) }()
 	var req loginRequest
 	if err := s.decodeAnonJSON(w, r, &req, maxAuthBody); err != nil {
 		return err

@@ -195,6 +195,9 @@ func (s *Server) handleLoginVerifyTOTP(w http.ResponseWriter, r *http.Request, _
 	}
 	grant := s.newSession(r, "", req.CohortHash, req.DeviceID)
 	if err := s.store.VerifyLogin(*req.MFAToken, s.codeMatcher(*req.TOTPCode), mfaMaxFailures, grant.session, grant.access, grant.refresh); err != nil {
+		if code := fault.ErrorCode(err); code == fault.ECodeInvalidCode || code == fault.ECodeCodeReplayed {
+			s.spendAuth(r)
+		}
 		return err
 	}
 	return writeJSON(w, http.StatusOK, grant.response())

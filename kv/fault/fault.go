@@ -89,8 +89,8 @@ func ErrorCode(err error) string {
 const (
 	ECodeInvalid     = "error.request.invalid"
 	ECodeRateLimited = "error.rate_limited"
-	// ECodeHashQueueFull: every password hashing slot is busy and the queue
-	// for one is full (503, Retry-After).
+	// ECodeHashQueueFull: a password check waited --hash-wait for one of
+	// the hashing slots and none came free (503, Retry-After).
 	ECodeHashQueueFull = "error.limit.hash_queue"
 
 	ECodeAccountExists   = "error.account.exists"

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -33,61 +34,86 @@ const (
 
 // Hasher hashes and verifies passwords. At most Slots() argon2id
 // computations run at once (GOMAXPROCS): a login flood queues for a slot
-// instead of allocating 64 MiB per request. The queue is bounded: a call
-// that finds queue others already waiting fails at once with ErrBusy, so a
-// flood costs a refusal, not a wait that every later caller shares. A call
-// whose context ends while it waits leaves the queue, and one whose context
-// has ended never starts argon2id: work nobody waits for is never done.
+// instead of allocating 64 MiB per request. The queue is bounded by waiting
+// time, not by a count of waiters (server/PROTOCOL.md §2): a burst of
+// ordinary clients is queued and served in arrival order, and only a call
+// that could not start within the wait fails, with ErrBusy. A call whose
+// context ends while it waits leaves the queue, and one whose context has
+// ended never starts argon2id: work nobody waits for is never done.
 type Hasher struct {
 	params Params
 	rand   io.Reader
-	sem    chan struct{}
-	// queue is how many calls may wait for a slot; waiting counts them.
-	queue   int64
+	// sem holds a token per running computation. Callers blocked sending
+	// to it are queued by the runtime in the order they blocked, and a
+	// freed slot passes straight to the first of them, so a newcomer
+	// never overtakes a waiter.
+	sem chan struct{}
+	// wait bounds how long a call waits for a slot; expire starts that
+	// bound (a timer outside tests) and returns its channel and a stop.
+	wait    time.Duration
+	expire  func(time.Duration) (<-chan time.Time, func() bool)
 	waiting atomic.Int64
 }
 
-// ErrBusy is returned when the queue for a hashing slot is full.
-var ErrBusy = errors.New("password: every hashing slot is busy and the queue is full")
+// ErrBusy is returned when no hashing slot came free within the wait.
+var ErrBusy = errors.New("password: no hashing slot came free within the wait")
 
 // Slots is how many argon2id computations run at once: GOMAXPROCS.
 func Slots() int { return runtime.GOMAXPROCS(0) }
 
-// DefaultQueue is the default bound of the queue for a slot: four calls
-// per slot, so a waiter's turn comes within about four hash times.
-func DefaultQueue() int { return 4 * Slots() }
+// DefaultWait is the default bound of a call's wait for a slot: long
+// enough for a burst of a few hundred sign-ins on two cores to be served.
+const DefaultWait = 10 * time.Second
 
-// NewHasher makes hashes with p and salts from rand; at most queue calls
-// wait for a slot (DefaultQueue when queue is not positive). It is safe
-// for concurrent use.
-func NewHasher(p Params, rand io.Reader, queue int) *Hasher {
-	if queue <= 0 {
-		queue = DefaultQueue()
+// NewHasher makes hashes with p and salts from rand; a call waits at most
+// wait for a slot (DefaultWait when wait is not positive). It is safe for
+// concurrent use.
+func NewHasher(p Params, rand io.Reader, wait time.Duration) *Hasher {
+	if wait <= 0 {
+		wait = DefaultWait
 	}
-	return &Hasher{params: p, rand: rand, sem: make(chan struct{}, Slots()), queue: int64(queue)}
+	return &Hasher{params: p, rand: rand, sem: make(chan struct{}, Slots()), wait: wait, expire: startTimer}
+}
+
+func startTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}
+
+// Waiting is how many calls wait for a slot now.
+func (h *Hasher) Waiting() int64 { return h.waiting.Load() }
+
+// acquire takes a slot, waiting for one in arrival order. It returns ctx's
+// error when ctx ends first and ErrBusy when the wait runs out.
+func (h *Hasher) acquire(ctx context.Context) error {
+	select {
+	case h.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	h.waiting.Add(1)
+	defer h.waiting.Add(-1)
+	expired, stop := h.expire(h.wait)
+	defer stop()
+	select {
+	case h.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return ErrBusy
+	}
 }
 
 // key derives the argon2id key once a slot is free. It returns ctx's error
 // without hashing when ctx ends first, also when it had ended before, and
-// ErrBusy when the queue is full.
+// ErrBusy when no slot came free within the wait.
 func (h *Hasher) key(ctx context.Context, password string, salt []byte, p Params) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	select {
-	case h.sem <- struct{}{}:
-	default:
-		if h.waiting.Add(1) > h.queue {
-			h.waiting.Add(-1)
-			return nil, ErrBusy
-		}
-		select {
-		case h.sem <- struct{}{}:
-			h.waiting.Add(-1)
-		case <-ctx.Done():
-			h.waiting.Add(-1)
-			return nil, ctx.Err()
-		}
+	if err := h.acquire(ctx); err != nil {
+		return nil, err
 	}
 	defer func() { <-h.sem }()
 	// A slot and the context's end may come at once: the slot does not

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 var cheap = Params{Time: 1, MemoryKiB: 64, Threads: 1}
@@ -71,7 +72,7 @@ func holdSlots(h *Hasher) (release func()) {
 // before the call or while the call waited for a slot; and the waiter that
 // left no longer counts against the queue.
 func TestEndedContextNeverHashes(t *testing.T) {
-	h := NewHasher(cheap, rand.Reader, 1)
+	h := NewHasher(cheap, rand.Reader, 0)
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := h.Hash(gone, "pw"); !errors.Is(err, context.Canceled) {
@@ -106,36 +107,76 @@ func TestEndedContextNeverHashes(t *testing.T) {
 
 // Beyond queue waiters, a call fails at once with ErrBusy; the waiters get
 // their turn when a slot frees.
-func TestQueueIsBounded(t *testing.T) {
-	const queue = 3
-	h := NewHasher(cheap, rand.Reader, queue)
+// expireBy makes h's waits end when the returned function is called, not
+// after a time: a test of the bound never sleeps for it.
+func expireBy(h *Hasher) (expire func()) {
+	ch := make(chan time.Time)
+	h.expire = func(time.Duration) (<-chan time.Time, func() bool) { return ch, func() bool { return true } }
+	return func() { close(ch) }
+}
+
+// TestWaitIsBounded: calls beyond the slots wait, however many they are;
+// when the wait runs out before a slot comes free, they fail with ErrBusy.
+func TestWaitIsBounded(t *testing.T) {
+	const waiters = 64
+	h := NewHasher(cheap, rand.Reader, time.Minute)
+	expire := expireBy(h)
 	release := holdSlots(h)
-	done := make(chan error, queue)
-	for range queue {
+	done := make(chan error, waiters)
+	for i := range waiters {
 		go func() {
-			_, err := h.Hash(ctx, "pw")
-			done <- err
+			if i%2 == 0 {
+				_, err := h.Hash(ctx, "pw")
+				done <- err
+			} else {
+				_, err := h.Verify(ctx, "", "pw")
+				done <- err
+			}
 		}()
 	}
-	for h.waiting.Load() < queue {
+	for h.Waiting() < waiters {
 		runtime.Gosched()
 	}
-	if _, err := h.Hash(ctx, "pw"); !errors.Is(err, ErrBusy) {
-		t.Fatalf("a call beyond the queue: got %v, want ErrBusy", err)
-	}
-	if _, err := h.Verify(ctx, "", "pw"); !errors.Is(err, ErrBusy) {
-		t.Fatalf("a verification beyond the queue: got %v, want ErrBusy", err)
+	expire()
+	for range waiters {
+		if err := <-done; !errors.Is(err, ErrBusy) {
+			t.Fatalf("a call whose wait ran out: got %v, want ErrBusy", err)
+		}
 	}
 	release()
-	for range queue {
-		if err := <-done; err != nil {
-			t.Fatalf("a queued call: %v", err)
+	if _, err := h.Hash(ctx, "pw"); err != nil {
+		t.Fatalf("with a slot free: %v", err)
+	}
+}
+
+// TestWaitersServedInArrivalOrder: a slot freed goes to the caller that has
+// waited longest.
+func TestWaitersServedInArrivalOrder(t *testing.T) {
+	const waiters = 16
+	h := NewHasher(cheap, rand.Reader, time.Minute)
+	holdSlots(h)
+	served := make(chan int, waiters)
+	for i := range waiters {
+		go func() {
+			if err := h.acquire(ctx); err != nil {
+				t.Error(err)
+			}
+			served <- i
+		}()
+		for h.Waiting() < int64(i+1) {
+			runtime.Gosched()
+		}
+	}
+	for i := range waiters {
+		<-h.sem
+		if got := <-served; got != i {
+			t.Fatalf("slot %d went to waiter %d, want %d", i, got, i)
 		}
 	}
 }
 
-func TestDefaultQueueIsFourPerSlot(t *testing.T) {
-	if got, want := NewHasher(cheap, rand.Reader, 0).queue, int64(4*runtime.GOMAXPROCS(0)); got != want {
-		t.Fatalf("got %d, want %d", got, want)
+func TestDefaultWait(t *testing.T) {
+	if got := NewHasher(cheap, rand.Reader, 0).wait; got != 10*time.Second {
+		t.Fatalf("got %v, want 10s", got)
 	}
 }

@@ -106,6 +106,19 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	return ok, retryAfter
 }
 
+// Refund gives back a token Allow spent on key, for a request that turned
+// out not to be what the limit counts (a correct sign-in). A bucket
+// forgotten meanwhile was full, and stays so.
+func (l *Limiter) Refund(key string) {
+	now := l.now().Sub(l.epoch)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.buckets.Use(key); ok {
+		b.tat = max(b.tat-l.interval, now)
+	}
+	l.evictFull(now)
+}
+
 // evictFull forgets the least recently used buckets while they are full again.
 // Every bucket is full at most burst intervals after its last use, so after this
 // no bucket older than that remains.

@@ -68,6 +68,30 @@ func TestRefill(t *testing.T) {
 	wantRefused(t, l, "a", 50*time.Millisecond)
 }
 
+// TestRefund: a refunded token can be spent again, a bucket is never filled
+// beyond its burst by refunds, and a refund to a key never seen is a no-op.
+func TestRefund(t *testing.T) {
+	_, l := drainedLimiter(t)
+	l.Refund("a")
+	allowN(t, l, "a", 1)
+	wantRefused(t, l, "a", 50*time.Millisecond)
+
+	for range 5 {
+		l.Refund("b")
+	}
+	allowN(t, l, "b", 200)
+	wantRefused(t, l, "b", 50*time.Millisecond)
+
+	c := kvtest.NewClock()
+	l = New(1, 2, c.Now)
+	allowN(t, l, "c", 2)
+	for range 10 {
+		l.Refund("c")
+	}
+	allowN(t, l, "c", 2)
+	wantRefused(t, l, "c", time.Second)
+}
+
 func TestSlowRate(t *testing.T) {
 	c := kvtest.NewClock()
 	l := New(0.5, 1, c.Now)

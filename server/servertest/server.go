@@ -55,10 +55,8 @@ func NewTestConfig(clock *kvtest.Clock) server.Config {
 	cfg.Now = clock.Now
 	cfg.Argon2 = Argon2
 	// Tests sign in from one address, and in parallel, far more than people
-	// would; the tests of the per-address limit and of the hashing queue
-	// set their production values.
+	// would; the test of the per-address limit sets its production values.
 	cfg.AuthRate, cfg.AuthBurst = 1e6, 1e6
-	cfg.HashQueue = 1 << 10
 	cfg.SealKey = make([]byte, 32)
 	rand.Read(cfg.SealKey)
 	cfg.LogKey = NewLogKey("sealbox/test")

@@ -56,22 +56,23 @@ func New(store *kv.Store, hasher Hasher, opts Options) *Checker {
 	return &Checker{store: store, hasher: hasher, gate: ratelimit.NewGate(0, 0), opts: opts}
 }
 
-// hashRetry is the Retry-After of a full hashing queue: about one hash.
+// hashRetry is the Retry-After of a check that could not start in time:
+// about one hash.
 const hashRetry = time.Second
 
-// refused turns the hasher's full queue into the refusal its callers see:
-// error.limit.hash_queue, counted under hash-queue. Any other error (the
-// context's end among them) is returned as it is.
+// refused turns a wait for a hashing slot that ran out into the refusal
+// its callers see: error.limit.hash_queue, counted under hash-wait. Any
+// other error (the context's end among them) is returned as it is.
 func refused(err error) error {
 	if errors.Is(err, password.ErrBusy) {
-		return fault.LimitErrorf(fault.ECodeHashQueueFull, "hash-queue", hashRetry, "every password check is busy; try again shortly")
+		return fault.LimitErrorf(fault.ECodeHashQueueFull, "hash-wait", hashRetry, "every password check is busy and this one could not start in time; try again shortly")
 	}
 	return err
 }
 
 // Hash hashes a new password. It returns ctx's error when ctx ends first
-// and error.limit.hash_queue when every hashing slot and the queue for one
-// are taken.
+// and error.limit.hash_queue when no hashing slot came free within the
+// hasher's wait.
 func (c *Checker) Hash(ctx context.Context, pw string) (string, error) {
 	hash, err := c.hasher.Hash(ctx, pw)
 	return hash, refused(err)
@@ -87,7 +88,7 @@ func (c *Checker) Hash(ctx context.Context, pw string) (string, error) {
 // right; error.auth.account_locked (423) while the address is locked or when
 // the operator disabled the account (told only to a caller who knows the
 // password); error.auth.invalid_credentials for a wrong password or an
-// unknown address alike; error.limit.hash_queue when the hasher is full;
+// unknown address alike; error.limit.hash_queue when no hashing slot came free in time;
 // and ctx's error, counting nothing, when ctx ends first.
 func (c *Checker) Verify(ctx context.Context, email, pw string) (*kv.Account, error) {
 	var acct *kv.Account

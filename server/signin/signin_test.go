@@ -166,18 +166,18 @@ func TestUnknownAddressDoesTheWork(t *testing.T) {
 	wantCode(t, "an unknown address at the limit", err, fault.ECodeAccountLocked)
 }
 
-// TestHashQueueFull: a hasher whose slots and queue are taken refuses with
-// the hash-queue limit, counted under its flag with a Retry-After of about
+// TestHashWaitRanOut: a hasher whose wait for a slot ran out refuses with
+// the hash-wait limit, counted under its flag with a Retry-After of about
 // one hash.
-func TestHashQueueFull(t *testing.T) {
+func TestHashWaitRanOut(t *testing.T) {
 	f := newFixture(t, password.NewHasher(cheap, rand.Reader, 0), cheap, 1)
 	checker := signin.New(f.store, busyHasher{}, options(1))
 	_, verr := checker.Verify(t.Context(), f.alice.Email, rightPassword)
 	_, herr := checker.Hash(t.Context(), "a new password")
 	for _, err := range []error{verr, herr} {
 		var e *fault.Error
-		if !errors.As(err, &e) || e.Code != fault.ECodeHashQueueFull || e.Limit != "hash-queue" || e.RetryAfter != time.Second {
-			t.Fatalf("the refusal: %v, want error.limit.hash_queue counted under hash-queue with a Retry-After of 1s", err)
+		if !errors.As(err, &e) || e.Code != fault.ECodeHashQueueFull || e.Limit != "hash-wait" || e.RetryAfter != time.Second {
+			t.Fatalf("the refusal: %v, want error.limit.hash_queue counted under hash-wait with a Retry-After of 1s", err)
 		}
 	}
 	// The refused verification ended its entry and counted nothing: with
@@ -189,7 +189,7 @@ func TestHashQueueFull(t *testing.T) {
 	}
 }
 
-// busyHasher is a hasher whose slots and queue are always taken.
+// busyHasher is a hasher whose wait for a slot always runs out.
 type busyHasher struct{}
 
 func (busyHasher) Hash(context.Context, string) (string, error) { return "", password.ErrBusy }
@@ -198,7 +198,7 @@ func (busyHasher) Verify(context.Context, string, string) (bool, error) {
 }
 
 // TestHash: a new password's hash verifies; a full hasher refuses with the
-// hash-queue limit, and a caller who left gets the context's error.
+// hash-wait limit, and a caller who left gets the context's error.
 func TestHash(t *testing.T) {
 	f := newFixture(t, password.NewHasher(cheap, rand.Reader, 0), cheap, 3)
 	hash, err := f.checker.Hash(t.Context(), "a new password")
