@@ -163,6 +163,36 @@ func (s *Store) Holds(accountID, hash string) (bool, error) {
 	return ok, err
 }
 
+// ErrBlobNotHeld answers a read of a blob the caller does not hold: one
+// answer for a hash nobody stored, another account's blob and a blob the
+// caller let go, so a read reveals nothing of other accounts.
+var ErrBlobNotHeld = fault.Errorf(fault.ECodeBlobNotFound, "blob not found")
+
+// HeldBlob returns the record of a blob the account holds, in one read
+// transaction that ends before the caller opens the blob's bytes, or
+// ErrBlobNotHeld.
+func (s *Store) HeldBlob(accountID, hash string) (Blob, error) {
+	var b *Blob
+	var held bool
+	err := s.view(func(tx Tx) (err error) {
+		b = nil
+		if held, err = holds(tx, accountID, hash); err != nil || !held {
+			return err
+		}
+		b, err = getBlob(tx, hash)
+		return err
+	})
+	switch {
+	case err != nil:
+		return Blob{}, err
+	case !held:
+		return Blob{}, ErrBlobNotHeld
+	case b == nil:
+		return Blob{}, fmt.Errorf("kv: account %s holds blob %s, which has no record", accountID, hash)
+	}
+	return *b, nil
+}
+
 // HeldBytes is the bytes of the blobs the account holds (quota, admin
 // listings). A blob held by several accounts counts for each of them.
 func (s *Store) HeldBytes(accountID string) (int64, error) {

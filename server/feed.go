@@ -6,6 +6,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"sealbox/kv"
 	"sealbox/kv/fault"
 )
 
@@ -38,26 +39,40 @@ type feedResponse struct {
 	HasMore   bool   `json:"has_more"`
 }
 
-// feedQuery parses after (default 0) and limit (default 500, 1 to 5000):
-// anything else is a malformed query parameter (400), a limit out of range
-// included, so a client never silently receives a smaller page than it asked
-// for.
+// feedQuery parses after (default 0) and limit (pageLimit): anything else
+// is a malformed query parameter (400).
 func feedQuery(r *http.Request) (after uint64, limit int, err error) {
-	q := r.URL.Query()
-	if v := q.Get("after"); v != "" {
+	if v := r.URL.Query().Get("after"); v != "" {
 		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
 			return 0, 0, fault.FieldErrorf(fault.ECodeMalformed, "after", "after must be a non-negative integer")
 		}
 	}
-	limit = feedDefaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > feedMaxLimit {
-			return 0, 0, fault.FieldErrorf(fault.ECodeMalformed, "limit", "limit must be an integer from 1 to %d", feedMaxLimit)
-		}
-		limit = n
+	limit, err = pageLimit(r)
+	return after, limit, err
+}
+
+// pageLimit parses the limit of a feed or asset page (default 500, 1 to
+// 5000): a limit out of range is 400, so a client never silently receives
+// a smaller page than it asked for.
+func pageLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return feedDefaultLimit, nil
 	}
-	return after, limit, nil
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > feedMaxLimit {
+		return 0, fault.FieldErrorf(fault.ECodeMalformed, "limit", "limit must be an integer from 1 to %d", feedMaxLimit)
+	}
+	return n, nil
+}
+
+// newFeedEntryView is an applied op as the feed and the asset list answer it.
+func newFeedEntryView(e kv.FeedEntry) feedEntryView {
+	return feedEntryView{
+		SyncSeq: e.SyncSeq, AssetID: e.AssetID, Action: e.Action, ManifestHash: e.ManifestHash,
+		CiphertextHash: e.CiphertextHash, MetadataBlobHash: e.MetadataBlobHash, OriginalBlobHash: e.OriginalBlobHash,
+		AppliedAt: formatTime(e.AppliedAt),
+	}
 }
 
 // handles "GET /v1/albums/:album_id/feed": the album's applied ops with
@@ -80,11 +95,7 @@ func (s *Server) handleFeed(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 	resp := feedResponse{Entries: make([]feedEntryView, 0, len(entries)), NextAfter: after, HasMore: hasMore}
 	for _, e := range entries {
-		resp.Entries = append(resp.Entries, feedEntryView{
-			SyncSeq: e.SyncSeq, AssetID: e.AssetID, Action: e.Action, ManifestHash: e.ManifestHash,
-			CiphertextHash: e.CiphertextHash, MetadataBlobHash: e.MetadataBlobHash, OriginalBlobHash: e.OriginalBlobHash,
-			AppliedAt: formatTime(e.AppliedAt),
-		})
+		resp.Entries = append(resp.Entries, newFeedEntryView(e))
 		resp.NextAfter = e.SyncSeq
 	}
 	return writeJSON(w, http.StatusOK, resp)

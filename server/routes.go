@@ -39,6 +39,8 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerShareRoutes()
 	s.registerOpRoutes()
 	s.registerFeedRoutes()
+	s.registerAssetRoutes()
+	s.registerHoldingRoutes()
 	s.registerUpgradeRoutes()
 	s.registerOpenAPIRoutes()
 	s.registerTusRoutes()
