@@ -553,7 +553,7 @@ func (s *Serve) startWitness(store *kv.Store) (stop func()) {
 	opts := s.Witnessing
 	opts.Log = s.Config.Log
 	for _, w := range opts.Witnesses {
-		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.URL).Msg("witness configured")
+		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.Redacted()).Msg("witness configured")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
