@@ -167,6 +167,8 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.IntVar(&cfg.MaxUploadSessions, "max-upload-sessions", cfg.MaxUploadSessions, "open upload sessions one account may have at once")
 	f.IntVar(&cfg.MaxTransfers, "max-transfers", cfg.MaxTransfers, "open resumable (tus) transfers one account may have at once")
 	f.Var(sizeFlag{&cfg.MaxPendingBytes}, "max-pending-bytes", "bytes one account's open transfers may declare together, with or without a quota (e.g. 64GiB)")
+	f.Var(sizeFlag{&cfg.UploadBufferAccount}, "upload-buffer-account", "memory one account's uploads in flight (blob PUTs, tus PATCHes) may hold for their bodies; another upload beyond it is 429")
+	f.Var(sizeFlag{&cfg.UploadBufferTotal}, "upload-buffer-total", "memory all uploads in flight may hold for their bodies; another upload beyond it is 503")
 	f.DurationVar(&cfg.AccessTTL, "access-ttl", cfg.AccessTTL, "access token lifetime")
 	f.DurationVar(&cfg.RefreshTTL, "refresh-ttl", cfg.RefreshTTL, "refresh token lifetime")
 	f.DurationVar(&cfg.FreshWindow, "fresh-window", cfg.FreshWindow, "how recent a credential presentation must be for sensitive operations")
@@ -214,6 +216,9 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.MaxUploadSessions < 1 || cfg.MaxTransfers < 1 || cfg.MaxPendingBytes <= 0 {
 		return fmt.Errorf("%s, %s and %s must be positive", name("max-upload-sessions"), name("max-transfers"), name("max-pending-bytes"))
+	}
+	if cfg.UploadBufferAccount <= 0 || cfg.UploadBufferTotal <= 0 {
+		return fmt.Errorf("%s and %s must be positive", name("upload-buffer-account"), name("upload-buffer-total"))
 	}
 	// The limiter keeps whole nanoseconds per token and refuses a bucket
 	// that takes over a century to refill.

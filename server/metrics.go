@@ -72,7 +72,10 @@ func newMetrics(s *Server) *metrics {
 	blobCount := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sealbox_blobs", Help: "Number of stored blobs.",
 	}, blobTotal(func(count, _ int64) int64 { return count }))
-	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount,
+	uploadBuffer := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sealbox_upload_buffer_bytes", Help: "Memory reserved by the uploads in flight for their bodies (--upload-buffer-account, --upload-buffer-total).",
+	}, func() float64 { return float64(s.uploadBuffers.inFlight()) })
+	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount, uploadBuffer,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if _, ok := s.store.EngineStats(); ok {
 		m.registry.MustRegister(engineCollectors(s)...)

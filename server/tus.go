@@ -11,6 +11,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server/transfer"
 )
 
 // Resumable uploads speak tus 1.0.0 (core, creation, termination) inside an
@@ -146,6 +147,11 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	if _, err := s.store.Transfer(sess.AccountID, uploadID, transferID); err != nil {
 		return err
 	}
+	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.BufferSize+s.engineBuffer())
+	if err != nil {
+		return err
+	}
+	defer release()
 	claim, err := s.transfers.Claim(transferID, s.claimID())
 	if err != nil {
 		return err
