@@ -45,6 +45,14 @@ type TempCleaner interface {
 	StaleTemp(olderThan time.Time) (int, error)
 }
 
+// WriteBufferer is an engine that holds bytes of a write in memory on their
+// way to storage. WriteBuffer is the most that one Put, or one open
+// Partial's writes, hold at a time, so that the server can count it before
+// it reads an upload's body.
+type WriteBufferer interface {
+	WriteBuffer() int64
+}
+
 // FreeSpacer is an engine on a filesystem whose free space runs out; the
 // readiness probe asks for it and checks no disk for an engine without one
 // (a bucket has no free-space figure).

@@ -70,9 +70,16 @@ func (s *Dir) Path() string { return s.dir }
 // bufPool holds the copy buffers of Put and Verify, so streaming a blob of any
 // size takes constant memory.
 var bufPool = sync.Pool{New: func() any {
-	b := make([]byte, 1<<20)
+	b := make([]byte, copyBuffer)
 	return &b
 }}
+
+// copyBuffer is the size of bufPool's buffers.
+const copyBuffer = 1 << 20
+
+// WriteBuffer is the copy buffer a Put holds (blobs.WriteBufferer); a
+// Partial writes its caller's bytes straight to its file.
+func (s *Dir) WriteBuffer() int64 { return copyBuffer }
 
 // CopyBuffer copies src to dst through a pooled buffer. The wrappers hide
 // WriterTo and ReaderFrom, which would make io.CopyBuffer ignore the buffer.

@@ -120,6 +120,7 @@ func newServeCmd() *cobra.Command {
 			for _, v := range unknownEnv(os.Environ(), cmd.Root()) {
 				cfg.Log.Warn().Str("variable", v).Msg("unknown SEALBOX_ environment variable ignored: no sealbox flag reads it (misspelt?)")
 			}
+			warnPlainHTTP(cfg.Log, cfg.CORSOrigins, s.Witnessing.Witnesses)
 			return s.Run(cmd.Context())
 		},
 	}
@@ -166,6 +167,8 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.IntVar(&cfg.MaxUploadSessions, "max-upload-sessions", cfg.MaxUploadSessions, "open upload sessions one account may have at once")
 	f.IntVar(&cfg.MaxTransfers, "max-transfers", cfg.MaxTransfers, "open resumable (tus) transfers one account may have at once")
 	f.Var(sizeFlag{&cfg.MaxPendingBytes}, "max-pending-bytes", "bytes one account's open transfers may declare together, with or without a quota (e.g. 64GiB)")
+	f.Var(sizeFlag{&cfg.UploadBufferAccount}, "upload-buffer-account", "memory one account's uploads in flight (blob PUTs, tus PATCHes) may hold for their bodies; another upload beyond it is 429")
+	f.Var(sizeFlag{&cfg.UploadBufferTotal}, "upload-buffer-total", "memory all uploads in flight may hold for their bodies; another upload beyond it is 503")
 	f.DurationVar(&cfg.AccessTTL, "access-ttl", cfg.AccessTTL, "access token lifetime")
 	f.DurationVar(&cfg.RefreshTTL, "refresh-ttl", cfg.RefreshTTL, "refresh token lifetime")
 	f.DurationVar(&cfg.FreshWindow, "fresh-window", cfg.FreshWindow, "how recent a credential presentation must be for sensitive operations")
@@ -218,6 +221,9 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.MaxUploadSessions < 1 || cfg.MaxTransfers < 1 || cfg.MaxPendingBytes <= 0 {
 		return fmt.Errorf("%s, %s and %s must be positive", name("max-upload-sessions"), name("max-transfers"), name("max-pending-bytes"))
+	}
+	if cfg.UploadBufferAccount <= 0 || cfg.UploadBufferTotal <= 0 {
+		return fmt.Errorf("%s and %s must be positive", name("upload-buffer-account"), name("upload-buffer-total"))
 	}
 	// The limiter keeps whole nanoseconds per token and refuses a bucket
 	// that takes over a century to refill.
@@ -299,7 +305,44 @@ func checkOrigin(o string) error {
 	if (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443") {
 		return fmt.Errorf("%q names its scheme's default port, which a browser leaves out of Origin: write %s://%s", o, u.Scheme, u.Hostname())
 	}
+	// A browser sends one host, never a pattern: "*.example.org" would be
+	// compared byte for byte and match nothing, while its author believes it
+	// opened every subdomain.
+	if h := u.Hostname(); net.ParseIP(h) == nil && strings.ContainsFunc(h, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '.' || r == '-' || r == '_')
+	}) {
+		return fmt.Errorf("%q is not an origin: its host is not a host name (no wildcards: name each origin)", o)
+	}
 	return nil
+}
+
+// plainRemote reports whether u is plain http to a host other than this
+// one: what crosses the network there can be read and changed on the way.
+func plainRemote(u *url.URL) bool {
+	if u.Scheme != "http" {
+		return false
+	}
+	h := u.Hostname()
+	if ip := net.ParseIP(h); ip != nil {
+		return !ip.IsLoopback()
+	}
+	return h != "localhost" && !strings.HasSuffix(h, ".localhost")
+}
+
+// warnPlainHTTP warns, at start, of every CORS origin and witness URL that
+// is plain http to another host (server/PROTOCOL.md §16 for witnesses):
+// allowed, for a lab or a network the operator trusts, but worth a line.
+func warnPlainHTTP(log zerolog.Logger, origins []string, witnesses []witness.Witness) {
+	for _, o := range origins {
+		if u, err := url.Parse(o); err == nil && plainRemote(u) {
+			log.Warn().Str("origin", o).Msg("a CORS origin is plain http on another host: pages served from it can be changed on the way, and they hold bearer tokens; use https")
+		}
+	}
+	for _, w := range witnesses {
+		if u, err := url.Parse(w.URL); err == nil && plainRemote(u) {
+			log.Warn().Str("witness", w.Name()).Str("url", w.Redacted()).Msg("a witness URL is plain http to another host: use https")
+		}
+	}
 }
 
 // Run opens the data directory, serves until ctx ends, then shuts down
@@ -558,7 +601,7 @@ func (s *Serve) startWitness(store *kv.Store) (stop func()) {
 	opts := s.Witnessing
 	opts.Log = s.Config.Log
 	for _, w := range opts.Witnesses {
-		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.URL).Msg("witness configured")
+		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.Redacted()).Msg("witness configured")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

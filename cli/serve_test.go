@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"io/fs"
 	"math"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/torchwood"
 	"github.com/spf13/pflag"
 
 	"sealbox/server"
@@ -213,6 +216,42 @@ func TestServeBusyPortCreatesNothing(t *testing.T) {
 	}
 }
 
+// TestServeWarnsOfPlainHTTP: a CORS origin or a witness URL that is plain
+// http to another host is warned about at start (before the port is
+// tried); one on this host, or https, is not. The warning shows a witness
+// URL without its user name and password.
+func TestServeWarnsOfPlainHTTP(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := torchwood.NewCosignatureSigner("witness.example/plain", priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey := signer.Verifier().String()
+	stderr, _ := runServeCmd(context.Background(), "--data", filepath.Join(t.TempDir(), "data"), "--listen", busy.Addr().String(),
+		"--cors-origin", "http://photos.example.org,http://127.0.0.1:5173,http://localhost:8080,https://app.example.org,http://[::1]:3000",
+		"--witness", vkey+"=http://alice:s3cret@witness.example/w",
+		"--witness", vkey+"=http://127.0.0.1:9999",
+		"--witness", vkey+"=https://witness.example/secure")
+	var warned []string
+	for line := range strings.Lines(stderr) {
+		if strings.Contains(line, "plain http") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 2 || !strings.Contains(warned[0], `"origin":"http://photos.example.org"`) ||
+		!strings.Contains(warned[1], `"url":"http://xxxxx@witness.example/w"`) {
+		t.Fatalf("warnings: %q", warned)
+	}
+	if strings.Contains(stderr, "s3cret") || strings.Contains(stderr, "alice") {
+		t.Fatalf("the witness URL's credentials were written: %q", stderr)
+	}
+}
+
 func TestServeRunCreatesDataAndShutsDown(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nested", "data")
 	ready := make(chan string, 1)
@@ -383,7 +422,8 @@ func TestCORSOriginFlag(t *testing.T) {
 	for _, o := range []string{"", "*", "null", "photos.example.org", "https://photos.example.org/", "https://photos.example.org/app",
 		"https://Photos.example.org", "HTTPS://photos.example.org", "https://photos.example.org:443", "http://a.example:80",
 		"https://user@photos.example.org", "https://photos.example.org?x", "https://photos.example.org#x", "ftp://photos.example.org",
-		"https://", "https://photos.example.org:", " https://photos.example.org"} {
+		"https://", "https://photos.example.org:", " https://photos.example.org",
+		"http://*.example.org", "https://*.example.org", "https://*", "https://photos.*.org:8443"} {
 		if err := checkOrigin(o); err == nil {
 			t.Errorf("%q accepted", o)
 		}

@@ -61,6 +61,10 @@ type WitnessState struct {
 	Refusals map[string]uint64 `cbor:"3,keyasint,omitempty"`
 	// UpdatedAt is when the log last heard from (or failed to reach) it.
 	UpdatedAt time.Time `cbor:"4,keyasint"`
+	// Fault, while set, says what was wrong with the witness's last wrong
+	// answer (a tree size beyond the log, a redirect, a cosignature that
+	// does not verify): the witness's fault, not another history.
+	Fault string `cbor:"5,keyasint,omitempty"`
 }
 
 func witnessKey(vkey string) []byte { return append(bytes.Clone(logMetaWitness), vkey...) }
@@ -118,7 +122,7 @@ func (s *Store) AddCosignature(cp *LogCheckpoint, vkey string, line []byte, quor
 		if st == nil {
 			st = &WitnessState{}
 		}
-		st.Size, st.Conflict, st.UpdatedAt = cp.Size, "", s.now()
+		st.Size, st.Conflict, st.Fault, st.UpdatedAt = cp.Size, "", "", s.now()
 		if err := meta.Put(witnessKey(vkey), encode(st)); err != nil {
 			return err
 		}

@@ -85,6 +85,8 @@ var statusByCode = map[string]int{
 	fault.ECodeLimitUploadSessions: http.StatusTooManyRequests,
 	fault.ECodeLimitTransfers:      http.StatusTooManyRequests,
 	fault.ECodeLimitPendingBytes:   http.StatusTooManyRequests,
+	fault.ECodeLimitUploadBuffer:   http.StatusTooManyRequests,
+	fault.ECodeUploadBufferFull:    http.StatusServiceUnavailable,
 }
 
 // statusOnSession is the table's second column: the status of a code on a

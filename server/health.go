@@ -97,25 +97,37 @@ func (s *Server) checkReadiness() (map[string]string, bool) {
 	return checks, ready
 }
 
-// witnessCheck is "ok", or "conflict: " and the names of the configured
-// witnesses that refuse the log's tree as another history than the one they
-// saw.
+// witnessCheck is "ok", or the configured witnesses that are not:
+// "conflict: " and those that refuse the log's tree as another history than
+// the one they saw, "fault: " and those whose last answer was wrong (a tree
+// size beyond the log, a redirect), the two joined by "; ". It is the
+// witnesses' state now: a witness leaves it when it next cosigns.
 func (s *Server) witnessCheck() string {
 	states, err := s.store.WitnessStates()
 	if err != nil {
 		s.log.Warn().Err(err).Str("check", "witnesses").Msg("read the witnesses' state")
 		return "unknown"
 	}
-	var names []string
+	var conflicts, faults []string
 	for _, vkey := range s.cfg.Witnesses {
-		if states[vkey].Conflict != "" {
-			names = append(names, witnessName(vkey))
+		switch st := states[vkey]; {
+		case st.Conflict != "":
+			conflicts = append(conflicts, witnessName(vkey))
+		case st.Fault != "":
+			faults = append(faults, witnessName(vkey))
 		}
 	}
-	if names == nil {
+	var parts []string
+	if conflicts != nil {
+		parts = append(parts, "conflict: "+strings.Join(conflicts, ", "))
+	}
+	if faults != nil {
+		parts = append(parts, "fault: "+strings.Join(faults, ", "))
+	}
+	if parts == nil {
 		return "ok"
 	}
-	return "conflict: " + strings.Join(names, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // witnessName is the name in a witness's verifier key, <name>+<hash>+<key>.

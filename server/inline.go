@@ -29,13 +29,21 @@ func (s *Server) inlines(n int) bool { return n > 0 && int64(n) <= s.cfg.InlineM
 // that records it, and nothing is written here; a larger body is streamed
 // into the blob engine. Either way a body that does not hash to hash is
 // refused (blobs.ErrHashMismatch) with nothing stored.
-func (s *Server) putBlob(body io.Reader, hash string) (kv.Blob, error) {
+func (s *Server) putBlob(body io.Reader, hash string, length int64) (kv.Blob, error) {
 	var head []byte
 	if s.cfg.InlineMax > 0 {
-		var err error
-		if head, err = io.ReadAll(io.LimitReader(body, s.cfg.InlineMax+1)); err != nil {
+		// Read into a buffer of the size uploadBuffers reserved (putBuffer),
+		// not one that grows past it as io.ReadAll's does.
+		size := s.cfg.InlineMax + 1
+		if length >= 0 && length < size {
+			size = length
+		}
+		head = make([]byte, size)
+		n, err := io.ReadFull(body, head)
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 			return kv.Blob{}, err
 		}
+		head = head[:n]
 		if s.inlines(len(head)) && int64(len(head)) <= s.cfg.MaxBlob {
 			if blobs.AddressOf(head) != hash {
 				return kv.Blob{}, blobs.ErrHashMismatch

@@ -75,7 +75,10 @@ func newMetrics(s *Server) *metrics {
 	hashWaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sealbox_password_checks_waiting", Help: "Password checks waiting, up to --hash-wait, for a hashing slot.",
 	}, func() float64 { return float64(s.hasher.Waiting()) })
-	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount, hashWaiting,
+	uploadBuffer := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sealbox_upload_buffer_bytes", Help: "Memory reserved by the uploads in flight for their bodies (--upload-buffer-account, --upload-buffer-total).",
+	}, func() float64 { return float64(s.uploadBuffers.inFlight()) })
+	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount, hashWaiting, uploadBuffer,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if _, ok := s.store.EngineStats(); ok {
 		m.registry.MustRegister(engineCollectors(s)...)

@@ -60,6 +60,11 @@ type Config struct {
 	MaxUploadSessions int
 	MaxTransfers      int
 	MaxPendingBytes   int64
+	// UploadBufferAccount and UploadBufferTotal bound the memory uploads in
+	// flight hold for their bodies, one account's and all of them (see
+	// uploadbuffer.go).
+	UploadBufferAccount int64
+	UploadBufferTotal   int64
 
 	AccessTTL   time.Duration
 	RefreshTTL  time.Duration
@@ -196,52 +201,54 @@ type Config struct {
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{
-		Registration:       "open",
-		MaxBody:            1 << 20,
-		MaxBlob:            16 << 30,
-		InlineMax:          16 << 10,
-		MaxUploadSessions:  64,
-		MaxTransfers:       16,
-		MaxPendingBytes:    64 << 30,
-		AccessTTL:          15 * time.Minute,
-		RefreshTTL:         30 * 24 * time.Hour,
-		FreshWindow:        10 * time.Minute,
-		LockoutFailures:    10,
-		LockoutWindow:      15 * time.Minute,
-		TOTPAttempts:       5,
-		TOTPAttemptWindow:  5 * time.Minute,
-		SessionMaxAge:      365 * 24 * time.Hour,
-		Argon2:             password.Default,
-		ProtocolMin:        "2025-01-15",
-		ProtocolMax:        "2026-09-01",
-		ShareRate:          20,
-		ShareBurst:         200,
-		RelayChannels:      8,
-		RelayBytes:         16 << 20,
-		DirectoryPublishes: 60,
-		DirectoryBurst:     10,
-		AuthRate:           10,
-		AuthBurst:          5,
-		HashWait:           password.DefaultWait,
-		UpgradeWindow:      15 * time.Minute,
-		TusLeaseTTL:        30 * time.Second,
-		PasswordAttemptTTL: time.Minute,
-		ReadHeaderTimeout:  10 * time.Second,
-		BodyTimeout:        time.Minute,
-		AnonBodyTimeout:    10 * time.Second,
-		WriteStall:         time.Minute,
-		IPv6Prefix:         64,
-		Now:                time.Now,
-		Rand:               rand.Reader,
-		Log:                zerolog.Nop(),
+		Registration:        "open",
+		MaxBody:             1 << 20,
+		MaxBlob:             16 << 30,
+		InlineMax:           16 << 10,
+		MaxUploadSessions:   64,
+		MaxTransfers:        16,
+		MaxPendingBytes:     64 << 30,
+		UploadBufferAccount: 16 << 20,
+		UploadBufferTotal:   48 << 20,
+		AccessTTL:           15 * time.Minute,
+		RefreshTTL:          30 * 24 * time.Hour,
+		FreshWindow:         10 * time.Minute,
+		LockoutFailures:     10,
+		LockoutWindow:       15 * time.Minute,
+		TOTPAttempts:        5,
+		TOTPAttemptWindow:   5 * time.Minute,
+		SessionMaxAge:       365 * 24 * time.Hour,
+		Argon2:              password.Default,
+		ProtocolMin:         "2025-01-15",
+		ProtocolMax:         "2026-09-01",
+		ShareRate:           20,
+		ShareBurst:          200,
+		RelayChannels:       8,
+		RelayBytes:          16 << 20,
+		DirectoryPublishes:  60,
+		DirectoryBurst:      10,
+		AuthRate:            10,
+		AuthBurst:           5,
+		HashWait:            password.DefaultWait,
+		UpgradeWindow:       15 * time.Minute,
+		TusLeaseTTL:         30 * time.Second,
+		PasswordAttemptTTL:  time.Minute,
+		ReadHeaderTimeout:   10 * time.Second,
+		BodyTimeout:         time.Minute,
+		AnonBodyTimeout:     10 * time.Second,
+		WriteStall:          time.Minute,
+		IPv6Prefix:          64,
+		Now:                 time.Now,
+		Rand:                rand.Reader,
+		Log:                 zerolog.Nop(),
 	}
 }
 
 // withDefaults is c with what it leaves unset filled in: AlbumProtocol
 // follows ProtocolMax, a missing clock, random source or log key is the
-// production one (an ephemeral key), and a timeout or lease of zero takes
-// DefaultConfig's value. It is the one place a value missing from a Config
-// is decided.
+// production one (an ephemeral key), and a timeout, lease or upload buffer
+// limit of zero takes DefaultConfig's value. It is the one place a value
+// missing from a Config is decided.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.Now == nil {
@@ -252,6 +259,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AlbumProtocol == "" {
 		c.AlbumProtocol = c.ProtocolMax
+	}
+	if c.UploadBufferAccount <= 0 {
+		c.UploadBufferAccount = d.UploadBufferAccount
+	}
+	if c.UploadBufferTotal <= 0 {
+		c.UploadBufferTotal = d.UploadBufferTotal
 	}
 	for _, dur := range []struct{ v, def *time.Duration }{
 		{&c.ReadHeaderTimeout, &d.ReadHeaderTimeout}, {&c.BodyTimeout, &d.BodyTimeout},
@@ -297,6 +310,8 @@ type Server struct {
 	redeem   *ratelimit.Redeem
 	// transfers writes resumable uploads (the tus handlers' data store).
 	transfers *transfer.Transfers
+	// uploadBuffers counts the memory uploads in flight hold.
+	uploadBuffers *uploadBuffers
 	// shareLimiter holds each client address to its rate of share reads.
 	shareLimiter *ratelimit.Limiter
 	// readyMu serializes readiness checks; readyLast is the latest verdict.
@@ -361,6 +376,7 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		Log:        cfg.Log,
 	})
 	s.transfers = transfer.New(store, blobStore, cfg.Log, cfg.TusLeaseTTL, uploadIdle)
+	s.uploadBuffers = newUploadBuffers(cfg.UploadBufferAccount, cfg.UploadBufferTotal)
 	s.metrics = newMetrics(s)
 	s.router = s.routes()
 	s.handler = s.withMiddleware("main", s.withCORS(s.router))

@@ -131,6 +131,44 @@ func holdUnread(ctx context.Context, base, path string) {
 	<-ctx.Done()
 }
 
+// stallUploads opens an upload session and starts n blob PUTs in it from
+// hostileAddr, each announcing 4 MiB, sending 1 MiB and then nothing: the
+// memory the server holds for uploads that stall. It returns once every
+// upload has sent its 1 MiB (or was refused), and the function that closes
+// them and waits for their goroutines.
+func (a *soakAccount) stallUploads(t testing.TB, base string, n int) (stop func()) {
+	t.Helper()
+	r := servertest.Client{BaseURL: base}.Do(t, Req{Method: "POST", Path: "/v1/albums/" + a.album + "/uploads", Token: a.access}).WantStatus(t, http.StatusCreated)
+	up := r.JSON(t)["upload_id"].(string)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg, written sync.WaitGroup
+	written.Add(n)
+	sent := bytes.Repeat([]byte("stalled upload "), (1<<20)/15)
+	for i := range n {
+		wg.Go(func() {
+			conn, err := hostileConn(ctx, base)
+			if err != nil {
+				written.Done()
+				return
+			}
+			defer conn.Close()
+			stop := context.AfterFunc(ctx, func() { conn.Close() })
+			defer stop()
+			hash := fmt.Sprintf("%064x", i+1)
+			fmt.Fprintf(conn, "PUT /v1/uploads/%s/blobs/%s HTTP/1.1\r\nHost: sealbox\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n",
+				up, hash, a.access, 4<<20)
+			conn.Write(sent)
+			written.Done()
+			io.Copy(io.Discard, conn)
+		})
+	}
+	written.Wait()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
 // stallBody sends the start of a login body and then nothing, until the
 // server cuts the connection or ctx ends.
 func stallBody(ctx context.Context, base string) {

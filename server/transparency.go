@@ -126,12 +126,15 @@ type witnessCollector struct{ s *Server }
 
 var (
 	witnessRefusalsDesc = prometheus.NewDesc("sealbox_witness_refusals_total",
-		"Checkpoint submissions a witness refused or never answered, by witness and reason (conflict, forbidden, not_found, unreachable, bad_answer).",
+		"Checkpoint submissions a witness refused or never answered, by witness and reason (conflict, fault, forbidden, not_found, unreachable, redirect, bad_answer).",
 		[]string{"witness", "reason"}, nil)
 	witnessSizeDesc = prometheus.NewDesc("sealbox_witness_tree_size",
 		"The tree size each witness last accepted (cosigned) or said it holds.", []string{"witness"}, nil)
 	witnessConflictDesc = prometheus.NewDesc("sealbox_witness_conflict",
-		"1 while a witness refuses the log's tree as another history than the one it saw (a fork or a rollback), else 0.",
+		"1 while a witness refuses the log's tree as another history than the one it saw (a fork), else 0.",
+		[]string{"witness"}, nil)
+	witnessFaultDesc = prometheus.NewDesc("sealbox_witness_fault",
+		"1 while a witness's last answer was wrong (a tree size beyond the log, a redirect, a cosignature that does not verify), until it next cosigns, else 0.",
 		[]string{"witness"}, nil)
 )
 
@@ -139,6 +142,7 @@ func (c witnessCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- witnessRefusalsDesc
 	ch <- witnessSizeDesc
 	ch <- witnessConflictDesc
+	ch <- witnessFaultDesc
 }
 
 func (c witnessCollector) Collect(ch chan<- prometheus.Metric) {
@@ -158,5 +162,10 @@ func (c witnessCollector) Collect(ch chan<- prometheus.Metric) {
 			conflict = 1
 		}
 		ch <- prometheus.MustNewConstMetric(witnessConflictDesc, prometheus.GaugeValue, conflict, name)
+		fault := 0.0
+		if st.Fault != "" {
+			fault = 1
+		}
+		ch <- prometheus.MustNewConstMetric(witnessFaultDesc, prometheus.GaugeValue, fault, name)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server/transfer"
 )
 
 // Resumable uploads speak tus 1.0.0 (core, creation, termination) inside an
@@ -141,6 +142,16 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	if err != nil {
 		return err
 	}
+	// Ownership before the lease: another account must get the 404 an
+	// unknown id gets, not a 423 telling it the id is being written.
+	if _, err := s.store.Transfer(sess.AccountID, uploadID, transferID); err != nil {
+		return err
+	}
+	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.BufferSize+s.engineBuffer())
+	if err != nil {
+		return err
+	}
+	defer release()
 	claim, err := s.transfers.Claim(transferID, s.claimID())
 	if err != nil {
 		return err
@@ -170,6 +181,10 @@ func (s *Server) handleTusDelete(w http.ResponseWriter, r *http.Request, ps http
 	sess := caller(r)
 	uploadID, transferID, err := tusParams(ps)
 	if err != nil {
+		return err
+	}
+	// Ownership before the lease, as for PATCH.
+	if _, err := s.store.Transfer(sess.AccountID, uploadID, transferID); err != nil {
 		return err
 	}
 	claim, err := s.transfers.Claim(transferID, s.claimID())

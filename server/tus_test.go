@@ -371,6 +371,29 @@ func TestTusForeignAccount(t *testing.T) {
 	ts.wantStored(t, data)
 }
 
+// TestTusForeignAccountOnBusyTransfer: while Alice's transfer is being
+// written (its lease held), Bob naming it learns nothing more than for an
+// idle one: 404, not the 423 that would tell him the id is live.
+func TestTusForeignAccountOnBusyTransfer(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	aliceUp := ts.OpenUpload(t, alice.Access, ts.NewAlbum(t, alice.Access))
+	bobUp := ts.OpenUpload(t, bob.Access, ts.NewAlbum(t, bob.Access))
+	data := randomData(100)
+	loc := ts.TusCreate(t, alice.Access, aliceUp, data)
+	if held, err := ts.Store.TryLease("tus/"+path.Base(loc), "alice-writer", time.Minute); err != nil || !held {
+		t.Fatalf("Alice's writer's lease: %v %v", held, err)
+	}
+	bobLoc := "/v1/uploads/" + bobUp + "/tus/" + path.Base(loc)
+	for _, tc := range []struct{ path, code string }{{loc, "error.upload.not_found"}, {bobLoc, "error.transfer.not_found"}} {
+		ts.TusPatch(t, bob.Access, tc.path, 0, data).WantProblem(t, http.StatusNotFound, tc.code)
+		ts.Do(t, Req{Method: "DELETE", Path: tc.path, Token: bob.Access, Header: tusHeaders()}).WantProblem(t, http.StatusNotFound, tc.code)
+	}
+	// Alice herself is told to retry.
+	ts.TusPatch(t, alice.Access, loc, 0, data).WantProblem(t, http.StatusLocked, "error.transfer.locked")
+}
+
 func TestTusHashMismatchStoresNothing(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")

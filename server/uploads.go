@@ -77,6 +77,13 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	if err != nil {
 		return err
 	}
+	// The memory the body may take is reserved before a byte of it is read
+	// (uploadbuffer.go).
+	release, err := s.uploadBuffers.reserve(sess.AccountID, s.putBuffer(r.ContentLength))
+	if err != nil {
+		return err
+	}
+	defer release()
 	// File I/O happens here, outside any transaction (a small blob is kept
 	// inline by the store's transaction instead); the store records the
 	// holding afterwards and re-checks that the session is still open and the
@@ -85,7 +92,7 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	// fails). A concurrent upload by the same account can still take the room
 	// between the two looks; the file that rare race leaves is held by no one,
 	// and gc collects it.
-	b, err := s.putBlob(&quotaReader{r: body, room: room}, hash)
+	b, err := s.putBlob(&quotaReader{r: body, room: room}, hash, r.ContentLength)
 	if err != nil {
 		return err
 	}

@@ -178,6 +178,10 @@ func (s *Engine) startPartial(id, hash string, rec *partialRecord) (blobs.Partia
 	return &s3Partial{s: s, id: id, rec: nrec, buf: s.partBuf(nrec.PartSize)}, nil
 }
 
+// WriteBuffer is the part a Put or an open Partial holds until it is sent
+// (blobs.WriteBufferer).
+func (s *Engine) WriteBuffer() int64 { return s.partSize }
+
 // partBuf is a part buffer of size n, from the pool when n is the engine's
 // part size.
 func (s *Engine) partBuf(n int64) []byte {

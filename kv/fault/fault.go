@@ -148,4 +148,9 @@ const (
 	ECodeLimitUploadSessions = "error.limit.upload_sessions"
 	ECodeLimitTransfers      = "error.limit.transfers"
 	ECodeLimitPendingBytes   = "error.limit.pending_bytes"
+	// ECodeLimitUploadBuffer (429): the account's uploads in flight hold
+	// the memory one account may use for them; ECodeUploadBufferFull (503):
+	// all uploads in flight hold the memory the server gives them.
+	ECodeLimitUploadBuffer = "error.limit.upload_buffer"
+	ECodeUploadBufferFull  = "error.limit.upload_buffer_total"
 )

@@ -175,10 +175,13 @@ func (c *Claim) Discard(accountID, uploadID, id string) error {
 	return nil
 }
 
+// BufferSize is the copy buffer one Append holds in memory.
+const BufferSize = 1 << 20
+
 // bufPool holds the copy buffers of appended bodies, so a transfer of any
 // size takes constant memory.
 var bufPool = sync.Pool{New: func() any {
-	b := make([]byte, 1<<20)
+	b := make([]byte, BufferSize)
 	return &b
 }}
 

@@ -40,6 +40,22 @@ type Witness struct {
 // Name is the witness's name, from its key: what its cosignature lines say.
 func (w Witness) Name() string { return w.verifier.Name() }
 
+// Redacted is URL for a log line or an error: a user name and password in it
+// are credentials, so the user information is replaced whole.
+func (w Witness) Redacted() string { return redact(w.URL) }
+
+// redact replaces the user information of the URL raw, if any.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+	}
+	return u.String()
+}
+
 // Verifier verifies the witness's cosignatures.
 func (w Witness) Verifier() note.Verifier { return w.verifier }
 
@@ -55,7 +71,7 @@ func Parse(spec string) (Witness, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Witness{}, fmt.Errorf("witness %s: %q is not an http(s) URL", v.Name(), base)
+		return Witness{}, fmt.Errorf("witness %s: %q is not an http(s) URL", v.Name(), redact(base))
 	}
 	return Witness{VerifierKey: vkey, URL: strings.TrimSuffix(base, "/"), verifier: v}, nil
 }
@@ -70,9 +86,12 @@ type Options struct {
 	// between two rounds of submissions.
 	Interval time.Duration
 	// Client makes the requests to witnesses. Default: one with a 10s
-	// timeout.
+	// timeout. Whichever it is, it follows no redirect.
 	Client *http.Client
 	Log    zerolog.Logger
+	// Now is the clock the backoff of a faulty witness is timed with.
+	// Default: time.Now.
+	Now func() time.Time
 }
 
 // DefaultOptions are the production values: no witnesses, and a checkpoint
@@ -86,7 +105,27 @@ type Worker struct {
 	opts  Options
 	// node holds the lease among the nodes sharing the store.
 	node string
+
+	// submissions are the submissions Round started that have not ended.
+	submissions sync.WaitGroup
+	mu          sync.Mutex
+	// busy holds the witnesses (by verifier key) a submission is under way
+	// to: a slow one is not asked again before it answers.
+	busy map[string]bool
+	// backoff holds the witnesses that answered wrongly, and when to ask
+	// them again.
+	backoff map[string]backoff
 }
+
+// backoff is a faulty witness's wait: after the nth wrong answer in a row
+// it is asked again after n doublings of the interval, up to maxBackoff.
+type backoff struct {
+	faults int
+	until  time.Time
+}
+
+// maxBackoff is the longest wait before a faulty witness is asked again.
+const maxBackoff = 5 * time.Minute
 
 // lease names the lease whose holder, alone among the nodes sharing a
 // store, signs and submits.
@@ -100,9 +139,20 @@ func New(store *kv.Store, log *translog.Log, opts Options) *Worker {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// A redirect is answered, never followed: a 307 would send the
+	// checkpoint on to wherever the witness points, and a 302 would turn the
+	// POST into a GET of any address, an internal one included, every
+	// interval (server/PROTOCOL.md §16).
+	client := *opts.Client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	opts.Client = &client
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	var b [16]byte
 	rand.Read(b[:])
-	return &Worker{store: store, log: log, opts: opts, node: "witness-" + hex.EncodeToString(b[:])}
+	return &Worker{store: store, log: log, opts: opts, node: "witness-" + hex.EncodeToString(b[:]),
+		busy: map[string]bool{}, backoff: map[string]backoff{}}
 }
 
 // Run does a round at once and then one per interval until ctx ends, then
@@ -114,6 +164,7 @@ func (w *Worker) Run(ctx context.Context) {
 		w.Round(ctx)
 		select {
 		case <-ctx.Done():
+			w.Wait()
 			if err := w.store.ReleaseLease(lease, w.node); err != nil {
 				w.opts.Log.Error().Err(err).Msg("release the witness lease")
 			}
@@ -124,10 +175,13 @@ func (w *Worker) Run(ctx context.Context) {
 }
 
 // Round, on the node holding the lease, signs a checkpoint of the tree when
-// it grew and submits the newest checkpoint to every witness that has not
-// cosigned it yet. A round with nothing to do takes no lease, so an idle
-// server writes nothing (a NAS's disk may sleep). It logs what fails and
-// reports whether it held the lease.
+// it grew and starts submitting the newest checkpoint to every witness that
+// has not cosigned it yet, unless a submission to it is still under way or
+// it is waiting out a backoff. It does not wait for the submissions: each
+// witness answers in its own time, so a slow one delays its own cosignature
+// only (Wait waits for them). A round with nothing to do takes no lease, so
+// an idle server writes nothing (a NAS's disk may sleep). It logs what fails
+// and reports whether it held the lease.
 func (w *Worker) Round(ctx context.Context) bool {
 	if work, err := w.pending(); err != nil || !work {
 		if err != nil {
@@ -162,20 +216,59 @@ func (w *Worker) Round(ctx context.Context) bool {
 		w.opts.Log.Error().Err(err).Msg("read the cosignatures")
 		return true
 	}
-	var wg sync.WaitGroup
 	for _, wit := range w.opts.Witnesses {
 		// A witness that cosigned this checkpoint has nothing new to see.
 		if latest.Size == cp.Size && latest.Root == cp.Root && latest.Cosignatures[wit.VerifierKey] != nil {
 			continue
 		}
-		wg.Go(func() {
-			if err := w.submit(ctx, wit, cp, states[wit.VerifierKey].Size); err != nil {
+		if !w.start(wit.VerifierKey) {
+			continue
+		}
+		w.submissions.Go(func() {
+			fault, err := w.submit(ctx, wit, cp, states[wit.VerifierKey].Size)
+			if err != nil {
 				w.opts.Log.Error().Err(err).Str("witness", wit.Name()).Msg("submit a checkpoint to a witness")
 			}
+			w.done(wit.VerifierKey, fault)
 		})
 	}
-	wg.Wait()
 	return true
+}
+
+// Wait waits for the submissions that rounds started to end.
+func (w *Worker) Wait() { w.submissions.Wait() }
+
+// start reports whether a submission to the witness vkey may start now, and
+// marks it under way if so.
+func (w *Worker) start(vkey string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.busy[vkey] || w.opts.Now().Before(w.backoff[vkey].until) {
+		return false
+	}
+	w.busy[vkey] = true
+	return true
+}
+
+// done ends a submission to the witness vkey: after a wrong answer the
+// witness waits out a backoff twice as long as after the one before;
+// any other outcome ends its backoff.
+func (w *Worker) done(vkey string, fault bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.busy, vkey)
+	if !fault {
+		delete(w.backoff, vkey)
+		return
+	}
+	b := w.backoff[vkey]
+	wait := maxBackoff
+	if b.faults < 16 {
+		wait = min(w.opts.Interval<<b.faults, maxBackoff)
+	}
+	b.faults++
+	b.until = w.opts.Now().Add(wait)
+	w.backoff[vkey] = b
 }
 
 // pending reports, from reads alone, whether a round has work: the tree grew

@@ -1,0 +1,150 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sealbox/server"
+	"sealbox/server/servertest"
+)
+
+// reserved is the server's sealbox_upload_buffer_bytes.
+func reserved(t *testing.T, ts *TestServer) int64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for line := range strings.Lines(rec.Body.String()) {
+		if v, ok := strings.CutPrefix(line, "sealbox_upload_buffer_bytes "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return int64(f)
+		}
+	}
+	t.Fatal("no sealbox_upload_buffer_bytes in the metrics")
+	return 0
+}
+
+// heldPut starts a blob PUT of data whose body sends its first sent bytes
+// and then waits; it returns the function that sends the rest and returns
+// the answer's status.
+func heldPut(t *testing.T, ts *TestServer, access, uploadID string, data []byte, sent int) (finish func() int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequestWithContext(context.Background(), "PUT", ts.URL()+"/v1/uploads/"+uploadID+"/blobs/"+servertest.HashOf(data), pr)
+	req.ContentLength = int64(len(data))
+	req.Header.Set("Authorization", "Bearer "+access)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	status := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	if _, err := pw.Write(data[:sent]); err != nil {
+		t.Fatal(err)
+	}
+	finished := false
+	t.Cleanup(func() {
+		if !finished {
+			pw.CloseWithError(io.ErrClosedPipe)
+			<-status
+		}
+	})
+	return func() int {
+		finished = true
+		if _, err := pw.Write(data[sent:]); err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		return <-status
+	}
+}
+
+// TestUploadBufferLimits: an upload reserves the memory it may hold for its
+// body before reading it. While one account's stalled upload holds its
+// share (here, limits of one byte: one upload at a time), that account's
+// next PUT or PATCH is 429 error.limit.upload_buffer, another account's
+// 503 error.limit.upload_buffer_total, both with Retry-After and counted by
+// their flag; once the stalled upload ends, uploads are taken again.
+func TestUploadBufferLimits(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.UploadBufferAccount, c.UploadBufferTotal = 1, 1 })
+	alice, bob := ts.Register(t, "alice@example.org"), ts.Register(t, "bob@example.org")
+	aliceUp := ts.OpenUpload(t, alice.Access, ts.NewAlbum(t, alice.Access))
+	bobUp := ts.OpenUpload(t, bob.Access, ts.NewAlbum(t, bob.Access))
+	small := randomData(100)
+	loc := ts.TusCreate(t, alice.Access, aliceUp, small)
+
+	big := randomData(2 << 20)
+	finish := heldPut(t, ts, alice.Access, aliceUp, big, 64<<10)
+	for deadline := time.Now().Add(10 * time.Second); reserved(t, ts) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled PUT reserved nothing")
+		}
+	}
+	// 16 KiB inline head and the files engine's 1 MiB copy buffer.
+	if got, want := reserved(t, ts), int64(16<<10+1+1<<20); got != want {
+		t.Fatalf("reserved by the stalled PUT: got %d, want %d", got, want)
+	}
+
+	put := func(access, uploadID string, data []byte) *Response {
+		return ts.Do(t, Req{Method: "PUT", Path: "/v1/uploads/" + uploadID + "/blobs/" + servertest.HashOf(data), Token: access, Body: data, ContentType: "application/octet-stream"})
+	}
+	for _, r := range []*Response{put(alice.Access, aliceUp, small), ts.TusPatch(t, alice.Access, loc, 0, small)} {
+		p := r.WantProblem(t, http.StatusTooManyRequests, "error.limit.upload_buffer")
+		if r.Header.Get("Retry-After") != "5" {
+			t.Fatalf("Retry-After: got %q, want 5", r.Header.Get("Retry-After"))
+		}
+		if p["detail"] != "this account's uploads in flight hold all the memory one account may use for them; retry when one has ended" {
+			t.Fatalf("detail: %v", p["detail"])
+		}
+	}
+	r := put(bob.Access, bobUp, small)
+	p := r.WantProblem(t, http.StatusServiceUnavailable, "error.limit.upload_buffer_total")
+	if r.Header.Get("Retry-After") != "5" || p["detail"] != "the uploads in flight hold all the memory the server gives them; retry" {
+		t.Fatalf("Retry-After %q, detail %v", r.Header.Get("Retry-After"), p["detail"])
+	}
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="upload-buffer-account"} 2`, `sealbox_limit_refusals_total{limit="upload-buffer-total"} 1`)
+
+	if got := finish(); got != http.StatusCreated {
+		t.Fatalf("the stalled PUT, once finished: %d", got)
+	}
+	if got := reserved(t, ts); got != 0 {
+		t.Fatalf("reserved once no upload is in flight: %d", got)
+	}
+	put(alice.Access, aliceUp, small).WantStatus(t, http.StatusCreated)
+	ts.TusPatch(t, alice.Access, loc, 0, small).WantStatus(t, http.StatusNoContent)
+	put(bob.Access, bobUp, small).WantStatus(t, http.StatusCreated)
+}
+
+// TestUploadBufferSmallPutReservesItsLength: a PUT that announces a body
+// the store keeps inline reserves that length, not the engine's buffer, so
+// an account's share takes many of them.
+func TestUploadBufferSmallPutReservesItsLength(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	finish := heldPut(t, ts, tok.Access, up, randomData(1000), 10)
+	for deadline := time.Now().Add(10 * time.Second); reserved(t, ts) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled PUT reserved nothing")
+		}
+	}
+	if got := reserved(t, ts); got != 1000 {
+		t.Fatalf("reserved by a stalled 1000-byte PUT: got %d, want 1000", got)
+	}
+	if got := finish(); got != http.StatusCreated {
+		t.Fatalf("the stalled PUT, once finished: %d", got)
+	}
+}
