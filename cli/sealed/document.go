@@ -107,11 +107,11 @@ func checkNoDuplicates(doc []byte) error {
 	return nil
 }
 
-// sealBytes seals plain as one stream under k.
-func sealBytes(k BlobKey, plain []byte) []byte {
+// sealBytes seals plain as one stream under k, with the given header salt.
+func sealBytes(k BlobKey, plain []byte, salt [16]byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(int(SealedSize(int64(len(plain)))))
-	w, _ := NewWriter(k, &buf) // a bytes.Buffer never fails a write
+	w, _ := newWriter(k, &buf, salt) // a bytes.Buffer never fails a write
 	w.Write(plain)
 	w.Close()
 	return buf.Bytes()

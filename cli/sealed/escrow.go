@@ -1,7 +1,6 @@
 package sealed
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 
 	"golang.org/x/crypto/argon2"
@@ -60,8 +59,7 @@ type AccountSecrets struct {
 // recovery; the identity seed under the master key. Parameters below the
 // floor (t 3, 64 MiB, p 1) are ErrWeakParams.
 func NewEscrow(s AccountSecrets, password string, recovery RecoveryKey, params Argon2Params) ([]byte, error) {
-	var salt [16]byte
-	rand.Read(salt[:])
+	salt := randomSalt()
 	var nonces [3][nonceSize]byte
 	for i := range nonces {
 		nonces[i] = randomNonce()

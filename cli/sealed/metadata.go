@@ -207,7 +207,7 @@ func SealMetadata(k AssetKey, m *Metadata) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sealBytes(k.BlobKey(RoleMetadata), plain), nil
+	return sealBytes(k.BlobKey(RoleMetadata), plain, randomSalt()), nil
 }
 
 // OpenMetadata opens a metadata blob sealed by SealMetadata.

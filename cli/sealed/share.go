@@ -2,7 +2,6 @@ package sealed
 
 import (
 	"crypto/pbkdf2"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -58,10 +57,8 @@ var wrappedSecretMagic = [4]byte{'S', 'B', 'X', 'P'}
 // iterations at least 600,000) and the link secret. It returns the link key
 // and the wrapped_secret bytes (sent base64 in IssueShareRequest).
 func WrapLinkKey(s LinkSecret, passphrase string, iterations uint32) (LinkKey, []byte, error) {
-	var salt [16]byte
-	rand.Read(salt[:])
 	k := LinkKey(randomKey())
-	w, err := wrapLinkKey(s, passphrase, iterations, salt, randomNonce(), k)
+	w, err := wrapLinkKey(s, passphrase, iterations, randomSalt(), randomNonce(), k)
 	return k, w, err
 }
 
@@ -206,7 +203,7 @@ func SealShareIndex(k LinkKey, idx *ShareIndex) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sealBytes(k.IndexKey(), plain), nil
+	return sealBytes(k.IndexKey(), plain, randomSalt()), nil
 }
 
 // OpenShareIndex opens a link's metadata blob.

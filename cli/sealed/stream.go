@@ -84,19 +84,23 @@ func PlaintextSize(sealed int64) (int64, error) {
 	return body - n*tagSize, nil
 }
 
-// CiphertextSpan returns the byte range [off, off+length) of a sealed stream
-// that holds the plaintext bytes [plainOff, plainOff+plainLen): the whole
-// chunks that cover it. With the header (the first HeaderSize bytes) and the
-// stream's total size, those bytes are enough to decrypt the range (HTTP
-// Range, video seeking). plainLen 0 gives an empty span.
-func CiphertextSpan(plainOff, plainLen int64) (off, length int64) {
-	if plainLen <= 0 {
-		return HeaderSize + plainOff/ChunkSize*sealedChunkSize, 0
+// CiphertextSpan returns the byte range [off, off+length) of the sealed
+// stream of a plainSize-byte plaintext that holds the plaintext bytes
+// [plainOff, plainOff+plainLen), clipped to the plaintext: the whole chunks
+// that cover it (FORMAT.md §4, random access). With the header (the first
+// HeaderSize bytes) and the stream's total size, those bytes are enough to
+// decrypt the range (HTTP Range, video seeking). An empty range gives length
+// 0.
+func CiphertextSpan(plainSize, plainOff, plainLen int64) (off, length int64) {
+	plainLen = min(plainLen, plainSize-plainOff)
+	if plainOff < 0 || plainLen <= 0 {
+		return HeaderSize + max(plainOff, 0)/ChunkSize*sealedChunkSize, 0
 	}
 	first := plainOff / ChunkSize
 	last := (plainOff + plainLen - 1) / ChunkSize
 	off = HeaderSize + first*sealedChunkSize
-	return off, (last - first + 1) * sealedChunkSize // the last chunk may be shorter
+	end := min(HeaderSize+(last+1)*sealedChunkSize, SealedSize(plainSize))
+	return off, end - off
 }
 
 // Writer seals what is written to it as a stream (FORMAT.md §4). It holds one
@@ -114,9 +118,13 @@ type Writer struct {
 // NewWriter writes a new stream header to dst, with a random salt, and
 // returns a Writer sealing under k.
 func NewWriter(k BlobKey, dst io.Writer) (*Writer, error) {
+	return newWriter(k, dst, randomSalt())
+}
+
+func randomSalt() [16]byte {
 	var salt [16]byte
 	rand.Read(salt[:])
-	return newWriter(k, dst, salt)
+	return salt
 }
 
 func newWriter(k BlobKey, dst io.Writer, salt [16]byte) (*Writer, error) {
