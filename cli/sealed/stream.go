@@ -78,6 +78,9 @@ func PlaintextSize(sealed int64) (int64, error) {
 	}
 	n := (body + sealedChunkSize - 1) / sealedChunkSize
 	last := body - (n-1)*sealedChunkSize
+	if last < tagSize {
+		return 0, ErrTruncated
+	}
 	if last == tagSize && n > 1 {
 		return 0, malformed("stream ends in an empty chunk after a full one")
 	}
