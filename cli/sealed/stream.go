@@ -308,7 +308,22 @@ func NewReaderAt(k BlobKey, src io.ReaderAt, sealedSize int64) (*ReaderAt, error
 	if err != nil {
 		return nil, err
 	}
-	return &ReaderAt{src: src, aead: streamAEAD(k, hdr), sealed: sealedSize, size: size, chunks: chunkCount(size)}, nil
+	r := &ReaderAt{src: src, aead: streamAEAD(k, hdr), sealed: sealedSize, size: size, chunks: chunkCount(size)}
+	if size == 0 {
+		// No ReadAt will ever open the one, empty chunk: open it now, so an
+		// empty stream is authenticated like any other.
+		tag := make([]byte, tagSize)
+		if n, err := src.ReadAt(tag, HeaderSize); n < tagSize {
+			if err == nil || err == io.EOF {
+				err = ErrTruncated
+			}
+			return nil, err
+		}
+		if _, err := r.aead.Open(nil, chunkNonce(0, true), tag, nil); err != nil {
+			return nil, ErrAuth
+		}
+	}
+	return r, nil
 }
 
 // Size is the plaintext size.
