@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -156,7 +157,8 @@ func (m *Metadata) validate() error {
 		return malformed("metadata size, width, height or duration_ms negative")
 	}
 	if t := m.Taken; t != nil {
-		if _, err := time.Parse(localLayout, t.Local); err != nil {
+		// time.Parse also takes a comma before the fraction; the format has a period only.
+		if _, err := time.Parse(localLayout, t.Local); err != nil || strings.Contains(t.Local, ",") {
 			return malformed("metadata taken.local %q is not a local date and time", t.Local)
 		}
 		if t.OffsetMinutes != nil && (*t.OffsetMinutes < -1080 || *t.OffsetMinutes > 1080) {

@@ -88,6 +88,7 @@ func TestMetadataRefusals(t *testing.T) {
 		{"metadata role", strings.Replace(base(`,"v":1`), `"original"`, `"metadata"`, 1), "no original"},
 		{"uppercase hash", strings.Replace(base(`,"v":1`), `"content_hmac":"ab`, `"content_hmac":"AB`, 1), "content_hmac"},
 		{"unknown source", base(`,"v":1,"taken":{"local":"2026-01-01T00:00:00","source":"guess"}`), "source"},
+		{"local with a comma", base(`,"v":1,"taken":{"local":"2026-01-01T00:00:00,5","source":"exif"}`), "local"},
 		{"local with an offset", base(`,"v":1,"taken":{"local":"2026-01-01T00:00:00Z","source":"exif"}`), "local"},
 		{"unknown key in taken", base(`,"v":1,"taken":{"local":"2026-01-01T00:00:00","source":"exif","tz":"x"}`), "taken"},
 		{"latitude out of range", base(`,"v":1,"location":{"lat":91,"lon":0}`), "location"},
