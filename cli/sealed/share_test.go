@@ -95,7 +95,7 @@ func TestParseFragmentRefusals(t *testing.T) {
 }
 
 func TestShareIndexRefusals(t *testing.T) {
-	k := AssetKey{1}.b64()
+	k := b64Key(AssetKey{1})
 	for _, c := range []struct{ name, doc string }{
 		{"no items", `{"v":1}`},
 		{"version 3", `{"items":[],"v":3}`},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/pbkdf2"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -359,11 +360,10 @@ type escrowVector struct {
 // parameters, opened by password and by recovery key.
 func TestVectorsEscrow(t *testing.T) {
 	seeds := []escrowVector{{
-		MasterKey: seq(32, 0x00), IdentitySeed: seq(32, 0x00)[:0], Password: "correct horse battery staple",
+		MasterKey: seq(32, 0x00), IdentitySeed: seq(32, 0x33), Password: "correct horse battery staple",
 		RecoveryKey: RecoveryKey(seq(16, 0x80)).String(), Time: 1, MemoryKiB: 64, Threads: 1,
 		Salt: seq(16, 0x90), Nonces: [3]hexBytes{seq(12, 0xd0), seq(12, 0xe0), seq(12, 0xf0)},
 	}}
-	seeds[0].IdentitySeed = seq(32, 0x33)
 	build := func(t *testing.T, v *escrowVector) {
 		rk, err := ParseRecoveryKey(v.RecoveryKey)
 		if err != nil {
@@ -601,7 +601,7 @@ type shareVector struct {
 // passphrase and one with, its wrapped secret made with few PBKDF2
 // iterations, and each link's sealed index.
 func TestVectorsShare(t *testing.T) {
-	idx := `{"items":[{"asset_key":"` + AssetKey(seq(32, 0x40)).b64() + `","file_id":"` + vecFileID + `","metadata_hash":"` + strings.Repeat("cd", 32) + `"}],"title":"Paris, May 2026","v":1}`
+	idx := `{"items":[{"asset_key":"` + b64Key(AssetKey(seq(32, 0x40))) + `","file_id":"` + vecFileID + `","metadata_hash":"` + strings.Repeat("cd", 32) + `"}],"title":"Paris, May 2026","v":1}`
 	seeds := []shareVector{
 		{LinkSecret: seq(32, 0xb0), LinkKey: seq(32, 0xb0), Index: idx, IndexSalt: seq(16, 0x01)},
 		{LinkSecret: seq(32, 0xb1), Passphrase: "tour eiffel", Iterations: 1000, Salt: seq(16, 0x02), Nonce: seq(12, 0x03),
@@ -654,13 +654,8 @@ func TestVectorsShare(t *testing.T) {
 	checkVectors(t, "share.json", "Share links of FORMAT.md §9: fragment is the URL fragment of link_secret; with a passphrase, wrapped_secret holds link_key (pbkdf2_output is the intermediate PBKDF2 value, given to help debugging); index is sealed under HKDF(link key, no salt, \"sealbox/v1/share:index\").", seeds, build, open)
 }
 
-func (k AssetKey) b64() string {
-	s := ShareItem{AssetKey: k, FileID: vecFileID, MetadataHash: strings.Repeat("cd", 32)}
-	b, _ := EncodeShareIndex(&ShareIndex{Items: []ShareItem{s}})
-	var j shareIndexJSON
-	json.Unmarshal(b, &j)
-	return j.Items[0].AssetKey
-}
+// b64Key is an asset key as a share index writes it (FORMAT.md §9.3).
+func b64Key(k AssetKey) string { return base64.RawURLEncoding.EncodeToString(k[:]) }
 
 type deviceVector struct {
 	DevicePrivate hexBytes `json:"device_private_key_hex"`
