@@ -6,7 +6,7 @@
 //
 // Symmetric cryptography is AES-256-GCM and HKDF-SHA256 only, so a browser
 // opens share material with WebCrypto alone. Argon2id derives the key of the
-// escrow's password slot, PBKDF2-SHA256 that of a share passphrase, and HPKE
+// escrow's passphrase slot, PBKDF2-SHA256 that of a share passphrase, and HPKE
 // (DHKEM(X25519), HKDF-SHA256, AES-256-GCM) seals a master key to a device.
 //
 // Blobs are sealed as a STREAM of 64 KiB chunks (Writer, Reader), and any

@@ -6,7 +6,7 @@ import (
 )
 
 // Errors a caller can tell apart with errors.Is. None of them carries a key,
-// a password or plaintext.
+// a passphrase or plaintext.
 var (
 	// ErrAuth: a ciphertext did not authenticate. The key is wrong, or the
 	// bytes were changed, reordered, truncated or extended.
@@ -15,7 +15,7 @@ var (
 	ErrTruncated = errors.New("sealed: data truncated")
 	// ErrMalformed: bytes that are not the format they claim to be.
 	ErrMalformed = errors.New("sealed: malformed data")
-	// ErrWeakParams: a password or passphrase KDF asked to create a result
+	// ErrWeakParams: a passphrase KDF asked to create a result
 	// with parameters below the package's floor (FORMAT.md §5, §9).
 	ErrWeakParams = errors.New("sealed: key-derivation parameters below the minimum")
 	// ErrRecoveryKey: a recovery key that does not parse or whose check

@@ -6,7 +6,7 @@ import (
 	"golang.org/x/crypto/argon2"
 )
 
-// Argon2Params are the Argon2id parameters of an escrow's password slot
+// Argon2Params are the Argon2id parameters of an escrow's passphrase slot
 // (FORMAT.md §5.1). They are stored in the escrow, so they can be raised
 // later and an escrow opens with the parameters it was made with.
 type Argon2Params struct {
@@ -42,9 +42,9 @@ var escrowMagic = [4]byte{'S', 'B', 'X', 'E'}
 
 // Escrow slot names, appended to the header to form each slot's AAD.
 const (
-	slotPassword = "password"
-	slotRecovery = "recovery"
-	slotIdentity = "identity"
+	slotPassphrase = "passphrase"
+	slotRecovery   = "recovery"
+	slotIdentity   = "identity"
 )
 
 // AccountSecrets are what an escrow holds: the master key and the seed of
@@ -55,19 +55,21 @@ type AccountSecrets struct {
 }
 
 // NewEscrow seals s as the account's escrow blob (FORMAT.md §5): the master
-// key under a key derived from password with Argon2id(params), and under
-// recovery; the identity seed under the master key. Parameters below the
+// key under a key derived from passphrase with Argon2id(params), and under
+// recovery; the identity seed under the master key. The passphrase is the
+// account's encryption passphrase, never its sign-in password, which the
+// server sees at every sign-in. Parameters below the
 // floor (t 3, 64 MiB, p 1) are ErrWeakParams.
-func NewEscrow(s AccountSecrets, password string, recovery RecoveryKey, params Argon2Params) ([]byte, error) {
+func NewEscrow(s AccountSecrets, passphrase string, recovery RecoveryKey, params Argon2Params) ([]byte, error) {
 	salt := randomSalt()
 	var nonces [3][nonceSize]byte
 	for i := range nonces {
 		nonces[i] = randomNonce()
 	}
-	return newEscrow(s, password, recovery, params, salt, nonces)
+	return newEscrow(s, passphrase, recovery, params, salt, nonces)
 }
 
-func newEscrow(s AccountSecrets, password string, recovery RecoveryKey, p Argon2Params, salt [16]byte, nonces [3][nonceSize]byte) ([]byte, error) {
+func newEscrow(s AccountSecrets, passphrase string, recovery RecoveryKey, p Argon2Params, salt [16]byte, nonces [3][nonceSize]byte) ([]byte, error) {
 	if !allowWeak && (p.Time < minArgon2.Time || p.MemoryKiB < minArgon2.MemoryKiB || p.Threads < minArgon2.Threads) {
 		return nil, ErrWeakParams
 	}
@@ -82,7 +84,7 @@ func newEscrow(s AccountSecrets, password string, recovery RecoveryKey, p Argon2
 	b = append(b, p.Threads)
 	b = append(b, salt[:]...)
 	hdr := b[:escrowHeaderSize:escrowHeaderSize]
-	b = sealSlot(b, passwordKEK(password, salt[:], p), hdr, slotPassword, nonces[0], s.Master)
+	b = sealSlot(b, argonKEK(passphrase, salt[:], p), hdr, slotPassphrase, nonces[0], s.Master)
 	b = sealSlot(b, recoveryKEK(recovery, salt[:]), hdr, slotRecovery, nonces[1], s.Master)
 	b = sealSlot(b, derive(s.Master[:], nil, infoIdentityWrap), hdr, slotIdentity, nonces[2], s.Identity)
 	return b, nil
@@ -96,8 +98,8 @@ func (p Argon2Params) check() error {
 	return nil
 }
 
-func passwordKEK(password string, salt []byte, p Argon2Params) [KeySize]byte {
-	return [KeySize]byte(argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, KeySize))
+func argonKEK(passphrase string, salt []byte, p Argon2Params) [KeySize]byte {
+	return [KeySize]byte(argon2.IDKey([]byte(passphrase), salt, p.Time, p.MemoryKiB, p.Threads, KeySize))
 }
 
 func recoveryKEK(k RecoveryKey, salt []byte) [KeySize]byte {
@@ -133,7 +135,7 @@ func ParseEscrow(b []byte) (EscrowInfo, error) {
 		return EscrowInfo{}, malformed("escrow is %d bytes, version 1 has %d", len(b), EscrowSize)
 	}
 	if b[5] != kdfArgon2id {
-		return EscrowInfo{}, malformed("escrow password KDF %d unknown", b[5])
+		return EscrowInfo{}, malformed("escrow passphrase KDF %d unknown", b[5])
 	}
 	info := EscrowInfo{Argon2: Argon2Params{
 		Time:      binary.BigEndian.Uint32(b[6:10]),
@@ -143,13 +145,13 @@ func ParseEscrow(b []byte) (EscrowInfo, error) {
 	return info, info.Argon2.check()
 }
 
-// OpenEscrowWithPassword opens an escrow with the account password.
-func OpenEscrowWithPassword(b []byte, password string) (AccountSecrets, error) {
+// OpenEscrowWithPassphrase opens an escrow with the encryption passphrase.
+func OpenEscrowWithPassphrase(b []byte, passphrase string) (AccountSecrets, error) {
 	info, err := ParseEscrow(b)
 	if err != nil {
 		return AccountSecrets{}, err
 	}
-	return openEscrow(b, passwordKEK(password, info.Salt[:], info.Argon2), escrowHeaderSize, slotPassword)
+	return openEscrow(b, argonKEK(passphrase, info.Salt[:], info.Argon2), escrowHeaderSize, slotPassphrase)
 }
 
 // OpenEscrowWithRecoveryKey opens an escrow with the recovery key.

@@ -21,8 +21,8 @@ func TestEscrowRoundTrip(t *testing.T) {
 	if len(b) != EscrowSize || len(b) > 64<<10 {
 		t.Fatalf("escrow is %d bytes, want %d (the server takes up to 64 KiB)", len(b), EscrowSize)
 	}
-	if got, err := OpenEscrowWithPassword(b, "pässword"); err != nil || got != s {
-		t.Errorf("by password: %v", err)
+	if got, err := OpenEscrowWithPassphrase(b, "pässword"); err != nil || got != s {
+		t.Errorf("by passphrase: %v", err)
 	}
 	if got, err := OpenEscrowWithRecoveryKey(b, rk); err != nil || got != s {
 		t.Errorf("by recovery key: %v", err)
@@ -38,12 +38,12 @@ func TestEscrowRoundTrip(t *testing.T) {
 func TestEscrowRefusesTampering(t *testing.T) {
 	s := AccountSecrets{Master: NewMasterKey(), Identity: NewIdentitySeed()}
 	rk := NewRecoveryKey()
-	b, err := NewEscrow(s, "password", rk, testArgon2)
+	b, err := NewEscrow(s, "passphrase", rk, testArgon2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenEscrowWithPassword(b, "Password"); !errors.Is(err, ErrAuth) {
-		t.Errorf("wrong password: %v, want ErrAuth", err)
+	if _, err := OpenEscrowWithPassphrase(b, "Passphrase"); !errors.Is(err, ErrAuth) {
+		t.Errorf("wrong passphrase: %v, want ErrAuth", err)
 	}
 	if _, err := OpenEscrowWithRecoveryKey(b, NewRecoveryKey()); !errors.Is(err, ErrAuth) {
 		t.Errorf("wrong recovery key: %v, want ErrAuth", err)
@@ -59,7 +59,7 @@ func TestEscrowRefusesTampering(t *testing.T) {
 		}
 		c := bytes.Clone(b)
 		c[i] ^= 0x01
-		_, e1 := OpenEscrowWithPassword(c, "password")
+		_, e1 := OpenEscrowWithPassphrase(c, "passphrase")
 		_, e2 := OpenEscrowWithRecoveryKey(c, rk)
 		if e1 == nil && e2 == nil {
 			t.Errorf("escrow with byte %d flipped opened both ways", i)
@@ -81,7 +81,7 @@ func TestEscrowRefusesTampering(t *testing.T) {
 		{"memory over the ceiling", append([]byte("SBXE\x01\x01\x00\x00\x00\x01\xff\xff\xff\xff"), b[14:]...), "out of range"},
 		{"no passes", append([]byte("SBXE\x01\x01\x00\x00\x00\x00"), b[10:]...), "out of range"},
 	} {
-		_, err := OpenEscrowWithPassword(c.b, "password")
+		_, err := OpenEscrowWithPassphrase(c.b, "passphrase")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
 		}
@@ -96,7 +96,7 @@ func TestWeakParamsRefused(t *testing.T) {
 	defer func() { allowWeak = true }()
 	s := AccountSecrets{Master: NewMasterKey(), Identity: NewIdentitySeed()}
 	for _, p := range []Argon2Params{testArgon2, {Time: 2, MemoryKiB: 64 << 10, Threads: 4}, {Time: 3, MemoryKiB: 32 << 10, Threads: 4}} {
-		if _, err := NewEscrow(s, "password", NewRecoveryKey(), p); !errors.Is(err, ErrWeakParams) {
+		if _, err := NewEscrow(s, "passphrase", NewRecoveryKey(), p); !errors.Is(err, ErrWeakParams) {
 			t.Errorf("NewEscrow with %+v: %v, want ErrWeakParams", p, err)
 		}
 	}

@@ -29,13 +29,15 @@ func TestServerAcceptsSealedBytes(t *testing.T) {
 	id := secrets.Identity.Identity()
 
 	// Escrow: stored and returned byte for byte, and it opens.
-	escrow, err := NewEscrow(secrets, servertest.Password, NewRecoveryKey(), testArgon2)
+	// The escrow's passphrase is not the sign-in password: the server sees
+	// that one at every sign-in.
+	escrow, err := NewEscrow(secrets, "encryption passphrase", NewRecoveryKey(), testArgon2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Do(t, servertest.Req{Method: "PUT", Path: "/v1/auth/escrow", Token: tok, Body: escrow, ContentType: "application/octet-stream"}).WantStatus(t, 200)
 	got := c.Do(t, servertest.Req{Method: "GET", Path: "/v1/auth/escrow", Token: tok}).WantStatus(t, 200).Body
-	if s, err := OpenEscrowWithPassword(got, servertest.Password); err != nil || s != secrets {
+	if s, err := OpenEscrowWithPassphrase(got, "encryption passphrase"); err != nil || s != secrets {
 		t.Fatalf("escrow read back does not open: %v", err)
 	}
 

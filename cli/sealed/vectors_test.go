@@ -346,7 +346,7 @@ func (s *spanOnly) ReadAt(p []byte, off int64) (int, error) {
 type escrowVector struct {
 	MasterKey    hexBytes    `json:"master_key_hex"`
 	IdentitySeed hexBytes    `json:"identity_seed_hex"`
-	Password     string      `json:"password"`
+	Passphrase   string      `json:"passphrase"`
 	RecoveryKey  string      `json:"recovery_key"`
 	Time         uint32      `json:"argon2_t"`
 	MemoryKiB    uint32      `json:"argon2_m_kib"`
@@ -357,10 +357,10 @@ type escrowVector struct {
 }
 
 // TestVectorsEscrow checks an escrow (FORMAT.md §5) made with small Argon2id
-// parameters, opened by password and by recovery key.
+// parameters, opened by passphrase and by recovery key.
 func TestVectorsEscrow(t *testing.T) {
 	seeds := []escrowVector{{
-		MasterKey: seq(32, 0x00), IdentitySeed: seq(32, 0x33), Password: "correct horse battery staple",
+		MasterKey: seq(32, 0x00), IdentitySeed: seq(32, 0x33), Passphrase: "correct horse battery staple",
 		RecoveryKey: RecoveryKey(seq(16, 0x80)).String(), Time: 1, MemoryKiB: 64, Threads: 1,
 		Salt: seq(16, 0x90), Nonces: [3]hexBytes{seq(12, 0xd0), seq(12, 0xe0), seq(12, 0xf0)},
 	}}
@@ -374,15 +374,15 @@ func TestVectorsEscrow(t *testing.T) {
 		for i := range nonces {
 			nonces[i] = [nonceSize]byte(v.Nonces[i])
 		}
-		v.Escrow, err = newEscrow(s, v.Password, rk, Argon2Params{v.Time, v.MemoryKiB, v.Threads}, [16]byte(v.Salt), nonces)
+		v.Escrow, err = newEscrow(s, v.Passphrase, rk, Argon2Params{v.Time, v.MemoryKiB, v.Threads}, [16]byte(v.Salt), nonces)
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	open := func(t *testing.T, v *escrowVector) {
 		want := AccountSecrets{Master: MasterKey(v.MasterKey), Identity: IdentitySeed(v.IdentitySeed)}
-		if got, err := OpenEscrowWithPassword(v.Escrow, v.Password); err != nil || got != want {
-			t.Errorf("escrow by password: %v", err)
+		if got, err := OpenEscrowWithPassphrase(v.Escrow, v.Passphrase); err != nil || got != want {
+			t.Errorf("escrow by passphrase: %v", err)
 		}
 		rk, _ := ParseRecoveryKey(v.RecoveryKey)
 		if got, err := OpenEscrowWithRecoveryKey(v.Escrow, rk); err != nil || got != want {
