@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// Errors a caller can tell apart with errors.Is. None of them carries a key,
-// a passphrase or plaintext.
+// Errors a caller can tell apart with errors.Is. No error of the package
+// carries a key, a passphrase or plaintext: a message names a field, never
+// its decrypted value.
 var (
 	// ErrAuth: a ciphertext did not authenticate. The key is wrong, or the
 	// bytes were changed, reordered, truncated or extended.

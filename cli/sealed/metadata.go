@@ -123,8 +123,9 @@ func ParseMetadata(plain []byte) (*Metadata, error) {
 			}
 			continue
 		}
+		// The decoder's error is not wrapped: it could quote the plaintext.
 		if err := strictUnmarshal(raw, f.dst); err != nil {
-			return nil, malformed("metadata %q: %v", f.key, err)
+			return nil, malformed("metadata %q is not of its type", f.key)
 		}
 	}
 	for k, v := range members {
@@ -159,15 +160,15 @@ func (m *Metadata) validate() error {
 	if t := m.Taken; t != nil {
 		// time.Parse also takes a comma before the fraction; the format has a period only.
 		if _, err := time.Parse(localLayout, t.Local); err != nil || strings.Contains(t.Local, ",") {
-			return malformed("metadata taken.local %q is not a local date and time", t.Local)
+			return malformed("metadata taken.local is not a local date and time")
 		}
 		if t.OffsetMinutes != nil && (*t.OffsetMinutes < -1080 || *t.OffsetMinutes > 1080) {
-			return malformed("metadata taken.offset_minutes %d out of range", *t.OffsetMinutes)
+			return malformed("metadata taken.offset_minutes out of range")
 		}
 		switch t.Source {
 		case "exif", "xmp", "filename", "filetime":
 		default:
-			return malformed("metadata taken.source %q unknown", t.Source)
+			return malformed("metadata taken.source unknown")
 		}
 	}
 	if l := m.Location; l != nil {
@@ -181,10 +182,10 @@ func (m *Metadata) validate() error {
 	}
 	for r, b := range m.Blobs {
 		if !r.valid() || r == RoleMetadata {
-			return malformed("metadata blobs has role %q", r)
+			return malformed("metadata blobs has a role other than original, thumbnail, preview")
 		}
 		if !isHash(b.Hash) || b.Size < 0 {
-			return malformed("metadata blobs.%s is not a hash and a size", r)
+			return malformed("metadata blobs has a reference that is not a hash and a size")
 		}
 	}
 	if !isHash(m.ContentHMAC) {

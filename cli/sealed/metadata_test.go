@@ -103,3 +103,22 @@ func TestMetadataRefusals(t *testing.T) {
 		t.Error("a document over MaxDocument parsed")
 	}
 }
+
+// TestMetadataErrorsQuoteNoPlaintext: refusals name the field, never the
+// decrypted value, so an error logged by a client leaks nothing.
+func TestMetadataErrorsQuoteNoPlaintext(t *testing.T) {
+	base := `{"blobs":{"original":{"hash":"` + testHash + `","size":1}},"content_hmac":"` + testHash + `","media_type":"a/b","name":"n","size":1,"v":1`
+	for _, doc := range []string{
+		base + `,"taken":{"local":"SECRET","source":"exif"}}`,
+		base + `,"taken":{"local":"2026-01-01T00:00:00","source":"SECRET"}}`,
+		base + `,"taken":{"local":"2026-01-01T00:00:00","source":"exif","SECRET":1}}`,
+		base + `,"SECRET":1,"SECRET":2}`,
+		strings.Replace(base, `"original"`, `"SECRET"`, 1) + `}`,
+		strings.Replace(base, `"size":1}}`, `"size":1},"SECRET":{"hash":"x","size":1}}`, 1) + `}`,
+	} {
+		_, err := ParseMetadata([]byte(doc))
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%s: error %v", doc, err)
+		}
+	}
+}
