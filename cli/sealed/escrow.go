@@ -1,6 +1,7 @@
 package sealed
 
 import (
+	"crypto/subtle"
 	"encoding/binary"
 
 	"golang.org/x/crypto/argon2"
@@ -32,7 +33,7 @@ var allowWeak = false
 
 const (
 	escrowHeaderSize = 31
-	escrowSlotSize   = nonceSize + KeySize + tagSize
+	escrowSlotSize   = KeySize + nonceSize + KeySize + tagSize
 	// EscrowSize is the size of every version-1 escrow.
 	EscrowSize  = escrowHeaderSize + 3*escrowSlotSize
 	kdfArgon2id = 1
@@ -106,13 +107,29 @@ func recoveryKEK(k RecoveryKey, salt []byte) [KeySize]byte {
 	return derive(k[:], salt, infoRecovery)
 }
 
+// A slot commits to its key (FORMAT.md §5): the AES key and a 32-byte
+// commitment are both derived from the slot's KEK, and the commitment is
+// stored. AES-GCM alone is not key-committing: whoever writes an escrow
+// could make one ciphertext open under many guessed passphrases and learn,
+// from whether a client opens it, which group the passphrase is in.
+func slotKeys(kek [KeySize]byte) (enc, commit [KeySize]byte) {
+	return derive(kek[:], nil, infoSlotKey), derive(kek[:], nil, infoSlotCommit)
+}
+
 func sealSlot[K ~[KeySize]byte](b []byte, kek [KeySize]byte, hdr []byte, slot string, nonce [nonceSize]byte, key K) []byte {
+	enc, commit := slotKeys(kek)
+	b = append(b, commit[:]...)
 	b = append(b, nonce[:]...)
-	return newGCM(kek).Seal(b, nonce[:], key[:], append(hdr, slot...))
+	return newGCM(enc).Seal(b, nonce[:], key[:], append(hdr, slot...))
 }
 
 func openSlot(kek [KeySize]byte, hdr, slotBytes []byte, slot string) ([KeySize]byte, error) {
-	pt, err := newGCM(kek).Open(nil, slotBytes[:nonceSize], slotBytes[nonceSize:], append(hdr, slot...))
+	enc, commit := slotKeys(kek)
+	if subtle.ConstantTimeCompare(commit[:], slotBytes[:KeySize]) != 1 {
+		return [KeySize]byte{}, ErrAuth
+	}
+	rest := slotBytes[KeySize:]
+	pt, err := newGCM(enc).Open(nil, rest[:nonceSize], rest[nonceSize:], append(hdr, slot...))
 	if err != nil {
 		return [KeySize]byte{}, ErrAuth
 	}

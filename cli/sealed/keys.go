@@ -61,6 +61,8 @@ const (
 	infoContentHMAC  = "sealbox/v1/content-hmac"
 	infoStream       = "sealbox/v1/stream"
 	infoRecovery     = "sealbox/v1/escrow:recovery"
+	infoSlotKey      = "sealbox/v1/escrow:slot-key"
+	infoSlotCommit   = "sealbox/v1/escrow:slot-commit"
 	infoShareKEK     = "sealbox/v1/share:passphrase-kek"
 	infoShareIndex   = "sealbox/v1/share:index"
 	infoDeviceSeal   = "sealbox/v1/device-seal:master-key"

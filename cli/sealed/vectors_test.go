@@ -138,6 +138,8 @@ func TestVectorsDerive(t *testing.T) {
 		},
 		"passphrase wrapping key": func(ikm, salt []byte) [KeySize]byte { return derive(ikm, salt, infoShareKEK) },
 		"share index key":         func(ikm, _ []byte) [KeySize]byte { return LinkKey(ikm).IndexKey() },
+		"escrow slot key":         func(ikm, _ []byte) [KeySize]byte { enc, _ := slotKeys([KeySize]byte(ikm)); return enc },
+		"escrow slot commitment":  func(ikm, _ []byte) [KeySize]byte { _, c := slotKeys([KeySize]byte(ikm)); return c },
 	}
 	hdr := append([]byte("SBXS\x01\x00\x01\x00\x00"), seq(16, 0xa0)...)
 	seeds := []deriveVector{
@@ -154,6 +156,8 @@ func TestVectorsDerive(t *testing.T) {
 		{Name: "recovery wrapping key", IKM: seq(16, 0x80), Salt: seq(16, 0x90), Info: infoRecovery},
 		{Name: "passphrase wrapping key", IKM: seq(32, 0xb0), Salt: seq(32, 0xc0), Info: infoShareKEK},
 		{Name: "share index key", IKM: seq(32, 0xc0), Info: infoShareIndex},
+		{Name: "escrow slot key", IKM: seq(32, 0xd0), Info: infoSlotKey},
+		{Name: "escrow slot commitment", IKM: seq(32, 0xd0), Info: infoSlotCommit},
 	}
 	build := func(t *testing.T, v *deriveVector) {
 		okm := derive(v.IKM, v.Salt, v.Info)
