@@ -27,8 +27,8 @@ import (
 const (
 	SourceEXIF     = "exif"
 	SourceXMP      = "xmp"
-	SourceFileName = "file_name"
-	SourceFileTime = "file_time"
+	SourceFileName = "filename"
+	SourceFileTime = "filetime"
 )
 
 // Probe is what the client reads of an asset's first original before

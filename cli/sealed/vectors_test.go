@@ -698,3 +698,34 @@ func TestVectorsDeviceSeal(t *testing.T) {
 	}
 	checkVectors(t, "device-seal.json", "Master keys sealed to a device (FORMAT.md §10): HPKE base mode, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info \"sealbox/v1/device-seal:master-key\", AAD the 5 header bytes. sealed must open with the device private key to master_key.", seeds, build, open)
 }
+
+type loginVector struct {
+	Email    string   `json:"email"`
+	Password string   `json:"password"`
+	Salt     hexBytes `json:"salt"`
+	Secret   string   `json:"secret"`
+}
+
+// TestVectorsLoginSecret: the login secret of FORMAT.md §5.3, its salt from
+// the normalised email (the second vector's address is the first's as
+// typed with spaces and capitals, so both give one secret).
+func TestVectorsLoginSecret(t *testing.T) {
+	seeds := []loginVector{
+		{Email: "alice@example.org", Password: "correct horse battery staple"},
+		{Email: "  Alice@Example.ORG ", Password: "correct horse battery staple"},
+		{Email: "bob@example.org", Password: "pässwörd ✓"},
+	}
+	build := func(t *testing.T, v *loginVector) {
+		v.Salt = loginSalt(v.Email)
+		v.Secret = LoginSecret(v.Email, v.Password)
+	}
+	open := func(t *testing.T, v *loginVector) {
+		if got := LoginSecret(v.Email, v.Password); got != v.Secret || !strings.HasPrefix(got, "sbx1-") || len(got) != 48 {
+			t.Errorf("LoginSecret(%q): %q, want %q (48 characters)", v.Email, got, v.Secret)
+		}
+		if got := LoginSecret(v.Email, v.Password+"x"); got == v.Secret {
+			t.Errorf("another password gives the same secret")
+		}
+	}
+	checkVectors(t, "login-secret.json", "FORMAT.md §5.3: the login secret a client sends as the account's password.", seeds, build, open)
+}
