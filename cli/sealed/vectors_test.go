@@ -702,7 +702,7 @@ func TestVectorsDeviceSeal(t *testing.T) {
 type loginVector struct {
 	Email    string   `json:"email"`
 	Password string   `json:"password"`
-	Salt     hexBytes `json:"salt"`
+	Salt     hexBytes `json:"salt_hex"`
 	Secret   string   `json:"secret"`
 }
 
