@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"sealbox/cli/sealed"
 )
 
 // Album is an album the account provisioned (server/PROTOCOL.md §9).
@@ -44,36 +46,13 @@ func (c *Client) Albums(ctx context.Context) ([]Album, error) {
 	return a.Albums, err
 }
 
-// Envelope is the server-visible projection of a signed manifest, field for
-// field as server/PROTOCOL.md §9 and §14 name them; optional fields are
-// omitted when empty.
-type Envelope struct {
-	CryptoSuiteID       int    `json:"crypto_suite_id"`
-	ProtocolVersion     string `json:"protocol_version"`
-	AlbumID             string `json:"album_id"`
-	FileID              string `json:"file_id"`
-	AMKVersion          int    `json:"amk_version"`
-	CiphertextHash      string `json:"ciphertext_hash"`
-	PlaintextSize       int64  `json:"plaintext_size"`
-	ChunkSize           int64  `json:"chunk_size"`
-	KeyMode             string `json:"key_mode"`
-	MetadataBlobHash    string `json:"metadata_blob_hash"`
-	OriginalBlobHash    string `json:"original_blob_hash,omitempty"`
-	CreatedByUser       string `json:"created_by_user"`
-	CreatedByDevice     string `json:"created_by_device"`
-	ClientVersion       string `json:"client_version"`
-	Timestamp           string `json:"timestamp"`
-	Action              string `json:"action"`
-	PriorProvenanceHash string `json:"prior_provenance_hash,omitempty"`
-	RetentionUntil      string `json:"retention_until,omitempty"`
-}
-
-// Op is one signed lifecycle op: the envelope, the signed manifest's CBOR
+// Op is one signed lifecycle op: the envelope (the signed manifest's
+// server-visible projection, cli/sealed/FORMAT.md §7.3), the manifest's CBOR
 // and the sealed metadata blob (both sent as standard base64).
 type Op struct {
-	ManifestEnvelope Envelope `json:"manifest_envelope"`
-	ManifestCBOR     []byte   `json:"manifest_cbor"`
-	MetadataBlob     []byte   `json:"metadata_blob"`
+	ManifestEnvelope sealed.Envelope `json:"manifest_envelope"`
+	ManifestCBOR     []byte          `json:"manifest_cbor"`
+	MetadataBlob     []byte          `json:"metadata_blob"`
 }
 
 // OpResult is the server's answer to an applied op. Replayed reports an op

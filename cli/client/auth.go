@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -195,6 +196,16 @@ func (c *Client) ChangePassword(ctx context.Context, current, next string) error
 func (c *Client) PutEscrow(ctx context.Context, escrow []byte) error {
 	_, err := c.doJSON(ctx, request{method: http.MethodPut, path: "/v1/auth/escrow", contentType: "application/octet-stream",
 		body: func() (io.Reader, error) { return bytes.NewReader(escrow), nil }, bearer: true, retryable: true}, nil)
+	return err
+}
+
+// PublishDirectory publishes the account's device directory (CBOR, the
+// exact bytes the owner signed) and, on the first publish, pins the
+// account's identity key, given as its public key (server/PROTOCOL.md §5).
+func (c *Client) PublishDirectory(ctx context.Context, directory, identityKey []byte) error {
+	h := http.Header{"X-Service-Identity-Key": {base64.StdEncoding.EncodeToString(identityKey)}}
+	_, err := c.doJSON(ctx, request{method: http.MethodPost, path: "/v1/auth/devices/directory", header: h, contentType: "application/cbor",
+		body: func() (io.Reader, error) { return bytes.NewReader(directory), nil }, bearer: true}, nil)
 	return err
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"sealbox/blobs/s3test"
 	"sealbox/cli/client"
+	"sealbox/cli/sealed"
 	"sealbox/kv/fault"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
@@ -272,11 +273,18 @@ func TestTusResume(t *testing.T) {
 	}
 	later, _ := newClient(t, ts.URL())
 	later.SetTokens(c.Tokens())
-	if off, err := later.TusOffset(ctx, loc); err != nil || off == 0 || off > 123_456 {
+	// What reached the server of the cut bodies is acknowledged, at most
+	// what was sent (how much arrived depends on the transport's buffers).
+	if off, err := later.TusOffset(ctx, loc); err != nil || off > 123_456 {
 		t.Fatalf("the acknowledged offset: %d, %v", off, err)
 	}
 	if err := later.TusUpload(ctx, loc, part, 400_000, bytesContent(data[:400_000])); err != nil {
 		t.Fatal(err)
+	}
+	if r, err := later.ReadBlob(ctx, part, 0, -1); err != nil {
+		t.Fatal(err)
+	} else if b, _ := io.ReadAll(r); !bytes.Equal(b, data[:400_000]) {
+		t.Fatal("the resumed blob is not the one sent")
 	}
 	if _, err := later.TusOffset(ctx, loc); client.CodeOf(err) != fault.ECodeTransferNotFound {
 		t.Fatalf("a completed transfer: %v", err)
@@ -368,11 +376,12 @@ func TestAssetsAndOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	metadata := []byte("a sealed metadata blob")
+	metadataHash := hashOf(metadata)
 	op := client.Op{
-		ManifestEnvelope: client.Envelope{
+		ManifestEnvelope: sealed.Envelope{
 			CryptoSuiteID: 1, ProtocolVersion: version, AlbumID: album, FileID: "3e9f8051-4d6c-4b1e-8f0a-5c4b3d2e1f0a",
 			CiphertextHash: hashOf(original), PlaintextSize: 17, ChunkSize: 65536, KeyMode: "derived",
-			MetadataBlobHash: hashOf(metadata), CreatedByUser: p.UserID, CreatedByDevice: "7d1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b",
+			MetadataBlobHash: &metadataHash, CreatedByUser: p.UserID, CreatedByDevice: "7d1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b",
 			ClientVersion: "sealbox-test/1", Timestamp: "2026-11-22T10:00:00Z", Action: "create",
 		},
 		ManifestCBOR: []byte("\xa1\x61n\x61m"),
