@@ -36,7 +36,8 @@ func (c *Client) CloseUpload(ctx context.Context, uploadID string) error {
 }
 
 // Content opens a blob's sealed bytes afresh for each try of its upload:
-// a file reopened, or a reader over bytes in memory.
+// a file reopened, or a reader over bytes in memory. A reader that is an
+// io.Closer is closed once sent.
 type Content func() (io.Reader, error)
 
 // PutBlob stores the blob of hash (the SHA-256 of content's bytes, lowercase
@@ -59,17 +60,26 @@ func sized(size int64, content Content) func() (io.Reader, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &lengthReader{Reader: io.LimitReader(r, size), n: size}, nil
+		return &lengthReader{Reader: io.LimitReader(r, size), n: size, src: r}, nil
 	}
 }
 
-// lengthReader is a body whose length net/http learns from Len.
+// lengthReader is a body of a known length (send sends it as the
+// Content-Length) over a source it closes when net/http is done with it.
 type lengthReader struct {
 	io.Reader
-	n int64
+	n   int64
+	src io.Reader
 }
 
 func (l *lengthReader) Len() int { return int(l.n) }
+
+func (l *lengthReader) Close() error {
+	if c, ok := l.src.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // ReadBlob opens a blob the account holds, from offset for length bytes
 // (length < 0: to the end). The caller closes it. A blob the account does
@@ -206,9 +216,12 @@ func (c *Client) tusPatch(ctx context.Context, location string, offset, size int
 			return nil, err
 		}
 		if err := skip(r, offset); err != nil {
+			if c, ok := r.(io.Closer); ok {
+				c.Close()
+			}
 			return nil, err
 		}
-		return &lengthReader{Reader: io.LimitReader(r, size-offset), n: size - offset}, nil
+		return &lengthReader{Reader: io.LimitReader(r, size-offset), n: size - offset, src: r}, nil
 	}
 	// Not retried here: TusUpload goes on from the offset the server
 	// acknowledged by then. An expired access token is refreshed by do.

@@ -193,6 +193,19 @@ func (c *Client) send(ctx context.Context, req request, access string) (*http.Re
 	if err != nil {
 		return nil, err
 	}
+	if l, ok := body.(interface{ Len() int }); ok {
+		// net/http learns the length of a few reader types only; a body
+		// of known length is sent with it, so the server can refuse one
+		// over its limits before reading it.
+		hr.ContentLength = int64(l.Len())
+		if hr.ContentLength == 0 {
+			// net/http reads a body of length 0 as one of unknown length.
+			if c, ok := body.(io.Closer); ok {
+				c.Close()
+			}
+			hr.Body = http.NoBody
+		}
+	}
 	for k, v := range req.header {
 		hr.Header[k] = v
 	}

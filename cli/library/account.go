@@ -1,0 +1,123 @@
+package library
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"sealbox/cli/client"
+	"sealbox/cli/sealed"
+	"sealbox/kv/fault"
+	"sealbox/server/ids"
+)
+
+// EscrowArgon2 are the Argon2id parameters new escrows are made with; tests
+// lower them (the escrow stores them, so an escrow opens with its own).
+var EscrowArgon2 = sealed.DefaultArgon2
+
+// Signup registers email on the server c talks to and makes the account's
+// keys: a master key and an identity key, sealed in the escrow under the
+// password and under a recovery key, which is returned to be shown once
+// and never stored. The server is sent the login secret (cli/sealed/FORMAT.md
+// §5.3), never the password, and the identity key is pinned by a first
+// directory publish. The session and the keys are saved in p.
+func Signup(ctx context.Context, p *Profile, c *client.Client, email, password string) (sealed.RecoveryKey, error) {
+	tokens, err := c.Register(ctx, email, sealed.LoginSecret(email, password))
+	if err != nil {
+		return sealed.RecoveryKey{}, err
+	}
+	s := &Session{Server: c.BaseURL(), Email: email, DeviceID: ids.UUID(rand.Reader), Tokens: tokens}
+	if err := saveSession(ctx, p, c, s); err != nil {
+		return sealed.RecoveryKey{}, err
+	}
+	keys := &Keys{Master: sealed.NewMasterKey(), Identity: sealed.NewIdentitySeed()}
+	recovery := sealed.NewRecoveryKey()
+	escrow, err := sealed.NewEscrow(sealed.AccountSecrets{Master: keys.Master, Identity: keys.Identity}, password, recovery, EscrowArgon2)
+	if err != nil {
+		return sealed.RecoveryKey{}, err
+	}
+	if err := c.PutEscrow(ctx, escrow); err != nil {
+		return sealed.RecoveryKey{}, fmt.Errorf("store the account's escrow: %w", err)
+	}
+	directory, err := cbor.Marshal(map[string]any{"directory_version": 1})
+	if err != nil {
+		return sealed.RecoveryKey{}, err
+	}
+	if err := c.PublishDirectory(ctx, directory, keys.Identity.Identity().PublicKey()); err != nil {
+		return sealed.RecoveryKey{}, fmt.Errorf("pin the account's identity key: %w", err)
+	}
+	return recovery, p.SaveKeys(keys)
+}
+
+// ErrCodeNeeded is a sign-in to an account with a second factor made
+// without its code: give --code.
+var ErrCodeNeeded = errors.New("this account asks for a second-factor code: give it with --code")
+
+// Login signs in on this device with the password (and the second
+// factor's code when the account has one), opens the escrow with the
+// password and saves the session and the keys in p.
+func Login(ctx context.Context, p *Profile, c *client.Client, email, password, code string) error {
+	deviceID := ids.UUID(rand.Reader)
+	if old, err := p.Session(); err == nil && old.DeviceID != "" {
+		deviceID = old.DeviceID
+	}
+	secret := sealed.LoginSecret(email, password)
+	tokens, challenge, err := c.Login(ctx, email, secret, deviceID)
+	if err != nil {
+		return err
+	}
+	if challenge != nil {
+		if code == "" {
+			return ErrCodeNeeded
+		}
+		if tokens, err = c.VerifyTOTP(ctx, challenge, code, deviceID); err != nil {
+			return err
+		}
+	}
+	s := &Session{Server: c.BaseURL(), Email: email, DeviceID: deviceID, Tokens: tokens}
+	if err := saveSession(ctx, p, c, s); err != nil {
+		return err
+	}
+	escrow, err := c.Escrow(ctx)
+	if client.CodeOf(err) == fault.ECodeEscrowNotFound {
+		return errors.New("this account has no escrow: it was not made by sealbox client signup, so this device cannot open its photos")
+	}
+	if err != nil {
+		return err
+	}
+	secrets, err := sealed.OpenEscrowWithPassphrase(escrow, password)
+	if err != nil {
+		return fmt.Errorf("the password signs in but does not open the account's keys (%w): use sealbox client recover with the recovery key", err)
+	}
+	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
+}
+
+// saveSession fills in the account's user id and saves s, and keeps it up
+// to date with every token refresh from now on.
+func saveSession(ctx context.Context, p *Profile, c *client.Client, s *Session) error {
+	prof, err := c.Profile(ctx)
+	if err != nil {
+		return err
+	}
+	s.UserID = prof.UserID
+	if err := p.SaveSession(s); err != nil {
+		return err
+	}
+	KeepTokens(p, c, s)
+	return nil
+}
+
+// KeepTokens makes c act for s and write every refreshed token pair to p,
+// so the next run starts from the newest.
+func KeepTokens(p *Profile, c *client.Client, s *Session) {
+	c.SetTokens(s.Tokens)
+	c.OnTokens = func(t client.Tokens) {
+		s.Tokens = t
+		// A failure here loses only this refresh: the next run signs in
+		// again when its refresh token is refused.
+		_ = p.SaveSession(s)
+	}
+}

@@ -1,0 +1,175 @@
+package library
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"sealbox/cli/sealed"
+)
+
+// Index is the client's local record of what it synced, in a bbolt file of
+// the profile's state: each file by its path with the size, modification
+// time and inode it had when it was sealed (so a second sync reads no file
+// that did not change), each asset by its keyed content hash within its
+// album (so a moved or renamed file is recognised and not sent again), the
+// albums this device made with their keys, and the sealed files of
+// unfinished resumable uploads.
+type Index struct {
+	db *bolt.DB
+}
+
+var (
+	bucketFiles     = []byte("files")
+	bucketContent   = []byte("content")
+	bucketAlbums    = []byte("albums")
+	bucketTransfers = []byte("transfers")
+)
+
+// OpenIndex opens (or creates) the index in the profile's state directory.
+// A second client on the same profile waits a second for it, then fails.
+func (p *Profile) OpenIndex() (*Index, error) {
+	path := filepath.Join(p.StateDir, "index.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("another sealbox client is using the profile %s: wait for it, or give another --profile", p.StateDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the client's index %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketFiles, bucketContent, bucketAlbums, bucketTransfers} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Index{db: db}, nil
+}
+
+// Close closes the index.
+func (ix *Index) Close() error { return ix.db.Close() }
+
+// FileRecord is a file as it was when it was synced.
+type FileRecord struct {
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime_ns"`
+	Inode   uint64 `json:"inode"`
+	AlbumID string `json:"album_id"`
+	FileID  string `json:"file_id"`
+	// ContentHMAC is the keyed hash of its bytes (cli/sealed/FORMAT.md
+	// §6.3), never a plain hash.
+	ContentHMAC string `json:"content_hmac"`
+}
+
+// Unchanged reports whether a file of that size, time and inode is the
+// one recorded.
+func (r *FileRecord) Unchanged(size, modTime int64, inode uint64) bool {
+	return r.Size == size && r.ModTime == modTime && r.Inode == inode
+}
+
+// AlbumRecord is an album this account files photos in, by its title.
+type AlbumRecord struct {
+	ID              string          `json:"id"`
+	Key             sealed.AlbumKey `json:"key"`
+	ProtocolVersion string          `json:"protocol_version"`
+}
+
+// PendingUpload is a sealed original waiting to be sent or resumed: the
+// sealed file in the profile's state, its content address, and the tus
+// location once a transfer was started.
+type PendingUpload struct {
+	FileID     string `json:"file_id"`
+	SealedPath string `json:"sealed_path"`
+	Hash       string `json:"hash"`
+	Size       int64  `json:"size"`
+	Location   string `json:"location,omitempty"`
+}
+
+func get[T any](ix *Index, bucket []byte, key string) (*T, error) {
+	var out *T
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucket).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		out = new(T)
+		return json.Unmarshal(v, out)
+	})
+	return out, err
+}
+
+func put(ix *Index, bucket []byte, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return ix.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte(key), b) })
+}
+
+func del(ix *Index, bucket []byte, key string) error {
+	return ix.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(key)) })
+}
+
+// File is the record of the file at path, nil when it was never synced.
+func (ix *Index) File(path string) (*FileRecord, error) {
+	return get[FileRecord](ix, bucketFiles, path)
+}
+
+// Synced records the file at path as the asset it became, and the asset
+// under its content hash, in one transaction.
+func (ix *Index) Synced(path string, r *FileRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return ix.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketFiles).Put([]byte(path), b); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketContent).Put([]byte(r.AlbumID+"/"+r.ContentHMAC), []byte(r.FileID))
+	})
+}
+
+// AssetByContent is the asset of the album holding content of that keyed
+// hash, "" when none does.
+func (ix *Index) AssetByContent(albumID, contentHMAC string) (string, error) {
+	var id string
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		id = string(tx.Bucket(bucketContent).Get([]byte(albumID + "/" + contentHMAC)))
+		return nil
+	})
+	return id, err
+}
+
+// Album is the album of that title, nil when this device has none.
+func (ix *Index) Album(title string) (*AlbumRecord, error) {
+	return get[AlbumRecord](ix, bucketAlbums, title)
+}
+
+// SaveAlbum records the album of that title.
+func (ix *Index) SaveAlbum(title string, a *AlbumRecord) error {
+	return put(ix, bucketAlbums, title, a)
+}
+
+// Pending is the unfinished upload of the file at path, nil when none.
+func (ix *Index) Pending(path string) (*PendingUpload, error) {
+	return get[PendingUpload](ix, bucketTransfers, path)
+}
+
+// SavePending records the unfinished upload of the file at path.
+func (ix *Index) SavePending(path string, u *PendingUpload) error {
+	return put(ix, bucketTransfers, path, u)
+}
+
+// DropPending forgets the unfinished upload of the file at path.
+func (ix *Index) DropPending(path string) error { return del(ix, bucketTransfers, path) }

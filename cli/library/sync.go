@@ -1,0 +1,540 @@
+package library
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"sealbox/cli/client"
+	"sealbox/cli/media"
+	"sealbox/cli/sealed"
+	"sealbox/server/ids"
+)
+
+// Syncer copies photo folders to the server, sealed: backup semantics (a
+// file deleted here stays on the server), idempotent (a second run on an
+// unchanged folder reads no file), and resumable (a large original's
+// sealed bytes and tus location are kept until the server has them).
+type Syncer struct {
+	Client  *client.Client
+	Profile *Profile
+	Index   *Index
+	Session *Session
+	Keys    *Keys
+	// Album files every photo under this title; with AlbumPerFolder, each
+	// folder's photos go to an album named after the folder; with neither,
+	// to an album named after the folder given.
+	Album          string
+	AlbumPerFolder bool
+	Jobs           int
+	DryRun         bool
+	// TusOver is the sealed size from which an original goes through a
+	// resumable tus transfer instead of one PUT.
+	TusOver int64
+	// Report receives one Event per file.
+	Report func(Event)
+	// ClientVersion is written into every manifest.
+	ClientVersion string
+	// Now is the clock of the manifests' timestamps.
+	Now func() time.Time
+
+	albums   sync.Mutex
+	uploads  map[string]string // album id -> this run's upload session
+	renderMu chan struct{}     // bounds the images decoded at once (memory)
+}
+
+// Event is what happened to one file.
+type Event struct {
+	Path string `json:"path"`
+	// What: "uploaded", "unchanged", "known" (the same content is already
+	// in the album: a moved or renamed file), "would-upload" (dry run),
+	// "skipped" (not a photo or video) or "failed".
+	What  string `json:"event"`
+	Album string `json:"album,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+	// NoThumbnail is a photo or video the client cannot make a thumbnail
+	// of (HEIC, RAW, video): its original is kept all the same.
+	NoThumbnail bool   `json:"no_thumbnail,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Summary counts a run's events.
+type Summary struct {
+	Uploaded, Unchanged, Known, Failed int
+	Bytes                              int64
+	FailedPaths                        []string
+}
+
+// job is one file to sync, with the album it goes to and its asset's
+// sidecars.
+type job struct {
+	path     string
+	album    string
+	sidecars []string
+}
+
+// Sync syncs the folders roots (every photo and video below them).
+func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
+	s.uploads = map[string]string{}
+	s.renderMu = make(chan struct{}, 2)
+	var jobs []job
+	for _, root := range roots {
+		found, err := s.walk(root)
+		if err != nil {
+			return Summary{}, err
+		}
+		jobs = append(jobs, found...)
+	}
+	var sum Summary
+	var mu sync.Mutex
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range max(1, s.Jobs) {
+		wg.Go(func() {
+			for j := range work {
+				ev := s.syncFile(ctx, j)
+				mu.Lock()
+				switch ev.What {
+				case "uploaded", "would-upload":
+					sum.Uploaded++
+					sum.Bytes += ev.Bytes
+				case "unchanged":
+					sum.Unchanged++
+				case "known":
+					sum.Known++
+				case "failed":
+					sum.Failed++
+					sum.FailedPaths = append(sum.FailedPaths, ev.Path)
+				}
+				if s.Report != nil {
+					s.Report(ev)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	s.closeUploads(ctx)
+	sort.Strings(sum.FailedPaths)
+	return sum, ctx.Err()
+}
+
+// walk lists the media files below root with their albums, grouping each
+// folder's files so that sidecars travel with their photo.
+func (s *Syncer) walk(root string) ([]job, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(root); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder", root)
+	}
+	var jobs []job
+	err = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+		if err != nil {
+			// An unreadable folder is reported and skipped; the rest goes on.
+			if d != nil && d.IsDir() && dir != root {
+				jobs = append(jobs, job{path: dir})
+				return fs.SkipDir
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			jobs = append(jobs, job{path: dir})
+			return fs.SkipDir
+		}
+		var names []string
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				names = append(names, e.Name())
+			}
+		}
+		album := s.Album
+		switch {
+		case album != "":
+		case s.AlbumPerFolder:
+			album = filepath.Base(dir)
+		default:
+			album = filepath.Base(root)
+		}
+		for _, g := range media.GroupFiles(names) {
+			var sidecars []string
+			for _, sc := range g.Sidecars {
+				sidecars = append(sidecars, filepath.Join(dir, sc))
+			}
+			// Each original is an asset of its own: the format has one
+			// original per asset (cli/sealed/FORMAT.md §6.1).
+			for _, o := range g.Originals {
+				jobs = append(jobs, job{path: filepath.Join(dir, o), album: album, sidecars: sidecars})
+			}
+		}
+		return nil
+	})
+	return jobs, err
+}
+
+// syncFile syncs one file and says what happened.
+func (s *Syncer) syncFile(ctx context.Context, j job) Event {
+	ev := Event{Path: j.path, Album: j.album}
+	if j.album == "" {
+		ev.What, ev.Error = "failed", "the folder cannot be read"
+		return ev
+	}
+	what, n, err := s.syncAsset(ctx, j, &ev)
+	ev.What, ev.Bytes = what, n
+	if err != nil {
+		ev.What, ev.Error = "failed", err.Error()
+	}
+	return ev
+}
+
+// statFile is a file's size, modification time and inode.
+func statFile(path string) (size, modTime int64, inode uint64, mt time.Time, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, 0, time.Time{}, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		inode = st.Ino
+	}
+	return fi.Size(), fi.ModTime().UnixNano(), inode, fi.ModTime(), nil
+}
+
+func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64, error) {
+	size, modTime, inode, mt, err := statFile(j.path)
+	if err != nil {
+		return "", 0, err
+	}
+	if rec, err := s.Index.File(j.path); err != nil {
+		return "", 0, err
+	} else if rec != nil && rec.Unchanged(size, modTime, inode) {
+		return "unchanged", 0, nil
+	}
+	album, err := s.album(ctx, j.album)
+	if err != nil {
+		return "", 0, err
+	}
+	contentHMAC, err := s.contentHMAC(j.path, size)
+	if err != nil {
+		return "", 0, err
+	}
+	if fileID, err := s.Index.AssetByContent(album.ID, contentHMAC); err != nil {
+		return "", 0, err
+	} else if fileID != "" {
+		// The same bytes are an asset of this album already: a file moved
+		// or renamed, or a copy. Nothing is sent.
+		rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: fileID, ContentHMAC: contentHMAC}
+		if s.DryRun {
+			return "known", 0, nil
+		}
+		return "known", 0, s.Index.Synced(j.path, rec)
+	}
+	if s.DryRun {
+		return "would-upload", size, nil
+	}
+	probe := media.ProbeFile(j.path, mt, j.sidecars)
+	kind := media.KindOf(j.path)
+	ev.NoThumbnail = kind != media.Image
+
+	pending, err := s.sealOriginal(j.path, size, album)
+	if err != nil {
+		return "", 0, err
+	}
+	upload, err := s.upload(ctx, album.ID)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := s.sendOriginal(ctx, j.path, upload, pending); err != nil {
+		return "", 0, err
+	}
+	assetKey, err := album.Key.DeriveAssetKey(pending.FileID)
+	if err != nil {
+		return "", 0, err
+	}
+	blobsRefs := map[sealed.Role]sealed.BlobRef{sealed.RoleOriginal: {Hash: pending.Hash, Size: size}}
+	if kind == media.Image {
+		refs, err := s.renditions(ctx, j.path, probe.Orientation, assetKey, upload)
+		if err != nil {
+			// A photo Go cannot decode keeps its original; it shows no
+			// thumbnail until a client that can make one replaces it.
+			ev.NoThumbnail = true
+		}
+		for role, ref := range refs {
+			blobsRefs[role] = ref
+		}
+	}
+	md := &sealed.Metadata{
+		Name: filepath.Base(j.path), MediaType: media.MediaType(j.path), Size: size, Blobs: blobsRefs,
+		ContentHMAC: contentHMAC, Taken: taken(probe), Width: int64(probe.Width), Height: int64(probe.Height),
+		Extra: map[string]json.RawMessage{},
+	}
+	if probe.HasLocation {
+		md.Location = &sealed.Location{Lat: probe.Latitude, Lon: probe.Longitude}
+	}
+	title, _ := json.Marshal(j.album)
+	md.Extra[AlbumTitleKey] = title
+	metaBlob, err := sealed.SealMetadata(assetKey, md)
+	if err != nil {
+		return "", 0, err
+	}
+	metaHash := hashOf(metaBlob)
+	wrappedAlbumKey, err := s.Keys.Master.WrapAlbumKey(album.ID, 0, album.Key)
+	if err != nil {
+		return "", 0, err
+	}
+	m := &sealed.Manifest{
+		ProtocolVersion: album.ProtocolVersion, AlbumID: album.ID, FileID: pending.FileID,
+		CiphertextHash: pending.Hash, PlaintextSize: size, KeyMode: "derived", MetadataBlobHash: metaHash,
+		CreatedByUser: s.Session.UserID, CreatedByDevice: s.Session.DeviceID, ClientVersion: s.ClientVersion,
+		Timestamp: s.Now().UTC().Format(time.RFC3339), Action: "create", AlbumKey: wrappedAlbumKey,
+	}
+	manifest, err := m.Sign(s.Keys.Identity.Identity())
+	if err != nil {
+		return "", 0, err
+	}
+	if _, err := s.Client.ApplyOp(ctx, album.ID, client.Op{ManifestEnvelope: m.Envelope(), ManifestCBOR: manifest, MetadataBlob: metaBlob}); err != nil {
+		return "", 0, err
+	}
+	rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: pending.FileID, ContentHMAC: contentHMAC}
+	if err := s.Index.Synced(j.path, rec); err != nil {
+		return "", 0, err
+	}
+	if err := s.Index.DropPending(j.path); err != nil {
+		return "", 0, err
+	}
+	os.Remove(pending.SealedPath)
+	return "uploaded", size, nil
+}
+
+// AlbumTitleKey is the metadata blob's member that names the album the
+// client filed the asset under (cli/sealed/FORMAT.md §6.1).
+const AlbumTitleKey = "album"
+
+// taken is the metadata's capture time from a probe.
+func taken(p media.Probe) *sealed.Taken {
+	t := &sealed.Taken{Local: p.Taken.Format("2006-01-02T15:04:05"), Source: p.TimeSource}
+	if p.OffsetKnown {
+		_, offset := p.Taken.Zone()
+		minutes := offset / 60
+		t.OffsetMinutes = &minutes
+	}
+	return t
+}
+
+// contentHMAC is the keyed hash of the file's bytes (FORMAT.md §6.3): what
+// recognises a moved file without telling the server anything of it.
+func (s *Syncer) contentHMAC(path string, size int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sealed.NewContentHMAC(s.Keys.Master)
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", err
+	}
+	if n != size {
+		return "", errChanging
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// errChanging is a file that changed while it was read: it is tried again
+// on the next run, once it has settled.
+var errChanging = errors.New("the file changed while it was read; it is synced on the next run")
+
+// sealOriginal seals the file's bytes into a file of the profile's state
+// (bounded memory whatever the size), or finds the one an earlier run
+// sealed and did not finish sending, so the rerun sends the same bytes
+// under the same address and the same asset id.
+func (s *Syncer) sealOriginal(path string, size int64, album *AlbumRecord) (*PendingUpload, error) {
+	if p, err := s.Index.Pending(path); err != nil {
+		return nil, err
+	} else if p != nil {
+		if fi, err := os.Stat(p.SealedPath); err == nil && fi.Size() == p.Size && sealed.SealedSize(size) == p.Size {
+			return p, nil
+		}
+	}
+	fileID := ids.UUID(rand.Reader)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tmpDir := filepath.Join(s.Profile.StateDir, "sealed")
+	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
+		return nil, err
+	}
+	out, err := os.CreateTemp(tmpDir, "original-*")
+	if err != nil {
+		return nil, err
+	}
+	p := &PendingUpload{FileID: fileID, SealedPath: out.Name()}
+	key, err := album.Key.DeriveAssetKey(fileID)
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	h := sha256.New()
+	w, err := sealed.NewWriter(key.BlobKey(sealed.RoleOriginal), io.MultiWriter(out, h))
+	if err == nil {
+		var n int64
+		n, err = io.Copy(w, f)
+		if err == nil && n != size {
+			err = errChanging
+		}
+		if err == nil {
+			err = w.Close()
+		}
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p.SealedPath)
+		return nil, err
+	}
+	p.Hash, p.Size = hex.EncodeToString(h.Sum(nil)), sealed.SealedSize(size)
+	return p, s.Index.SavePending(path, p)
+}
+
+// sendOriginal sends the sealed original: one PUT, or a tus transfer whose
+// location is kept so a later run resumes it.
+func (s *Syncer) sendOriginal(ctx context.Context, path, upload string, p *PendingUpload) error {
+	content := func() (io.Reader, error) { return os.Open(p.SealedPath) }
+	if p.Size < s.TusOver {
+		_, err := s.Client.PutBlob(ctx, upload, p.Hash, p.Size, content)
+		return err
+	}
+	if p.Location == "" {
+		loc, err := s.Client.TusCreate(ctx, upload, p.Hash, p.Size)
+		if err != nil {
+			return err
+		}
+		p.Location = loc
+		if err := s.Index.SavePending(path, p); err != nil {
+			return err
+		}
+	}
+	err := s.Client.TusUpload(ctx, p.Location, p.Hash, p.Size, content)
+	if client.CodeOf(err) == "error.transfer.not_found" {
+		// The transfer expired with its upload session: start another.
+		p.Location = ""
+		if err := s.Index.SavePending(path, p); err != nil {
+			return err
+		}
+		return s.sendOriginal(ctx, path, upload, p)
+	}
+	return err
+}
+
+// renditions makes, seals and sends the photo's thumbnail and preview.
+func (s *Syncer) renditions(ctx context.Context, path string, orientation int, k sealed.AssetKey, upload string) (map[sealed.Role]sealed.BlobRef, error) {
+	s.renderMu <- struct{}{}
+	f, err := os.Open(path)
+	if err != nil {
+		<-s.renderMu
+		return nil, err
+	}
+	thumb, preview, err := media.Renditions(f, orientation)
+	f.Close()
+	<-s.renderMu
+	if err != nil {
+		return nil, err
+	}
+	refs := map[sealed.Role]sealed.BlobRef{}
+	for role, plain := range map[sealed.Role][]byte{sealed.RoleThumbnail: thumb, sealed.RolePreview: preview} {
+		var b bytes.Buffer
+		w, err := sealed.NewWriter(k.BlobKey(role), &b)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(plain); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		sealedBytes := b.Bytes()
+		hash := hashOf(sealedBytes)
+		if _, err := s.Client.PutBlob(ctx, upload, hash, int64(len(sealedBytes)), func() (io.Reader, error) { return bytes.NewReader(sealedBytes), nil }); err != nil {
+			return nil, err
+		}
+		refs[role] = sealed.BlobRef{Hash: hash, Size: int64(len(plain))}
+	}
+	return refs, nil
+}
+
+func hashOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// album is the album of that title, made on the server (and its key) the
+// first time this device files a photo under it.
+func (s *Syncer) album(ctx context.Context, title string) (*AlbumRecord, error) {
+	s.albums.Lock()
+	defer s.albums.Unlock()
+	if a, err := s.Index.Album(title); err != nil || a != nil {
+		return a, err
+	}
+	a := &AlbumRecord{ID: ids.UUID(rand.Reader), Key: sealed.NewAlbumKey()}
+	version, err := s.Client.ProvisionAlbum(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	a.ProtocolVersion = version
+	return a, s.Index.SaveAlbum(title, a)
+}
+
+// upload is this run's upload session on the album.
+func (s *Syncer) upload(ctx context.Context, albumID string) (string, error) {
+	s.albums.Lock()
+	defer s.albums.Unlock()
+	if id, ok := s.uploads[albumID]; ok {
+		return id, nil
+	}
+	id, err := s.Client.OpenUpload(ctx, albumID)
+	if err != nil {
+		return "", err
+	}
+	s.uploads[albumID] = id
+	return id, nil
+}
+
+// closeUploads closes the run's upload sessions; one left open expires.
+func (s *Syncer) closeUploads(ctx context.Context) {
+	for _, id := range s.uploads {
+		_ = s.Client.CloseUpload(ctx, id)
+	}
+}
