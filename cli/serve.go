@@ -181,6 +181,8 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", cfg.AlbumProtocol, "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
+	f.IntVar(&cfg.MaxShareLinks, "max-share-links", cfg.MaxShareLinks, "share links one account may have, live ones and revoked ones for the 30 days their record is kept")
+	f.IntVar(&cfg.MaxShareServes, "max-share-serves", cfg.MaxShareServes, "blobs one account's share links may serve together")
 	f.IntVar(&cfg.RelayChannels, "relay-channels", cfg.RelayChannels, "enrollment relay channels one account may have open at once")
 	f.IntVar(&cfg.DirectoryPublishes, "directory-publishes", cfg.DirectoryPublishes, "directory publishes per hour each account earns back (each is a permanent transparency log record)")
 	f.IntVar(&cfg.DirectoryBurst, "directory-burst", cfg.DirectoryBurst, "directory publishes an account may make at once")
@@ -227,6 +229,10 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.DirectoryPublishes < 1 || cfg.DirectoryPublishes > 3600 || cfg.DirectoryBurst < 1 || cfg.DirectoryBurst > 1_000_000 {
 		return fmt.Errorf("%s must be 1 to 3600 and %s 1 to 1000000", name("directory-publishes"), name("directory-burst"))
+	}
+	// One link of the largest size must always fit.
+	if cfg.MaxShareLinks < 1 || cfg.MaxShareServes < 10_000 {
+		return fmt.Errorf("%s must be at least 1 and %s at least 10000, one link's most", name("max-share-links"), name("max-share-serves"))
 	}
 	if cfg.RelayChannels < 1 {
 		return fmt.Errorf("%s must be at least 1", name("relay-channels"))

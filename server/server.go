@@ -125,6 +125,13 @@ type Config struct {
 	RelayChannels int
 	RelayBytes    int64
 
+	// MaxShareLinks caps the link records one account has (revoked links
+	// count for the 30 days their record is kept) and MaxShareServes the
+	// blobs its links serve together: the bound on the store one account's
+	// links take (server/PROTOCOL.md §7).
+	MaxShareLinks  int
+	MaxShareServes int
+
 	// DirectoryPublishes is how many directory publishes an account earns
 	// back per hour, DirectoryBurst how many it may make at once: the bound
 	// on each account's growth of the transparency log.
@@ -217,6 +224,8 @@ func DefaultConfig() Config {
 		ShareBurst:         200,
 		RelayChannels:      8,
 		RelayBytes:         16 << 20,
+		MaxShareLinks:      1000,
+		MaxShareServes:     100_000,
 		DirectoryPublishes: 60,
 		DirectoryBurst:     10,
 		AuthRate:           10,

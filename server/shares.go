@@ -106,7 +106,7 @@ func (s *Server) handleShareCreate(w http.ResponseWriter, r *http.Request, _ htt
 		return err
 	}
 	sh.AccountID = sess.AccountID
-	if err := s.store.CreateShare(*req.OpaqueID, sh); err != nil {
+	if err := s.store.CreateShare(*req.OpaqueID, sh, kv.ShareLimits{Links: s.cfg.MaxShareLinks, Serves: s.cfg.MaxShareServes}); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusCreated, issueShareResponse{OpaqueID: *req.OpaqueID})
