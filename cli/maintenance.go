@@ -252,8 +252,8 @@ restore that is interrupted is continued by running it again.`,
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %d blobs (%s) verified, in %s; start it with: sealbox serve --data %s\n",
-			rep.From, rep.Dest, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), rep.Dest)
+		fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %d blobs (%s) verified, in %s; start it with: %s\n",
+			rep.From, rep.Dest, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), serveCommand(Location{Data: rep.Dest}))
 		switch {
 		case rep.Owner != "":
 			fmt.Fprintf(log, "restore: the restored files belong to %s, the owner of %s\n", rep.Owner, rep.Dest)

@@ -59,14 +59,37 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 	if err != nil {
 		return err
 	}
-	serve := []string{"sealbox serve --data", loc.Data}
+	fmt.Fprintf(cmd.OutOrStdout(), "restored %s into the store %s and the blob store %s (keys in %s): %d blobs (%s) verified, in %s; start it with: %s\n",
+		rep.From, loc.describeStore(), loc.describeBlobs(), loc.Data, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), serveCommand(loc))
+	return nil
+}
+
+// serveCommand is the serve command line that starts what a restore made at
+// loc, each argument quoted for a POSIX shell: pasted, an S3 URL's "&" must
+// not end the command and start serve in the background without the rest.
+func serveCommand(loc Location) string {
+	args := []string{"sealbox", "serve", "--data", loc.Data}
 	if loc.Store != "" {
-		serve = append(serve, "--store", loc.describeStore())
+		args = append(args, "--store", loc.describeStore())
 	}
 	if loc.Blobs != "" {
-		serve = append(serve, "--blobs", loc.describeBlobs())
+		args = append(args, "--blobs", loc.describeBlobs())
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "restored %s into the store %s and the blob store %s (keys in %s): %d blobs (%s) verified, in %s; start it with: %s\n",
-		rep.From, loc.describeStore(), loc.describeBlobs(), loc.Data, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), strings.Join(serve, " "))
-	return nil
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote is s as one word of a POSIX shell: as it is when it holds only
+// characters no shell treats specially, else in single quotes (a single
+// quote inside written as '\”).
+func shellQuote(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:@%+,=", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

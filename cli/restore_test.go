@@ -7,7 +7,9 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -236,5 +238,31 @@ func TestBackupGenerations(t *testing.T) {
 	mustCLI(t, "", "backup", single, "--data", dir)
 	if _, _, err := runCLI(t, "", "backup", single, "--keep", "2", "--data", dir); err == nil || !strings.Contains(err.Error(), "single backup") {
 		t.Fatalf("--keep into a single backup: %v", err)
+	}
+}
+
+// TestRestoreStartLineIsShellQuoted: the serve command a restore prints
+// reaches serve as the same arguments when pasted into a shell: an S3 URL's
+// "&" does not end it (starting serve in the background without the
+// region), nor does a space or a quote in the data directory split it.
+func TestRestoreStartLineIsShellQuoted(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no POSIX shell")
+	}
+	loc := Location{
+		Data:  "/srv/family's photos",
+		Store: "postgres://sealbox@db.example.org/sealbox?sslmode=require&application_name=sb",
+		Blobs: "s3://photos?endpoint=https://s3.example.org&region=eu-west-1",
+	}
+	line := serveCommand(loc)
+	// The shell prints each argument serve would get, one a line.
+	out, err := exec.Command(sh, "-c", "printf '%s\\n' "+strings.TrimPrefix(line, "sealbox ")).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	want := []string{"serve", "--data", loc.Data, "--store", loc.Store, "--blobs", loc.Blobs}
+	if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("the shell reads %q as %q, want %q", line, got, want)
 	}
 }
