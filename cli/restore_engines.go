@@ -82,8 +82,8 @@ func serveCommand(loc Location) string {
 }
 
 // shellQuote is s as one word of a POSIX shell: as it is when it holds only
-// characters no shell treats specially, else in single quotes (a single
-// quote inside written as '\”).
+// characters no shell treats specially, else in single quotes, each single
+// quote inside closing them, escaped, and opening them again.
 func shellQuote(s string) string {
 	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:@%+,=", r))
