@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,5 +132,36 @@ func TestCompactKilledMidwayLeavesTheStoreWhole(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
 		t.Fatalf("the stale copy is still there: %v", err)
+	}
+}
+
+// TestCompactKeepsTheStoresOwnerAndMode: compact run as root (the README's
+// stop, compact, start) gives the compacted store the owner and mode of the
+// file it replaces, so the service's user can open it again.
+func TestCompactKeepsTheStoresOwnerAndMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file to another user")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, dbFile)
+	s, err := kvtest.Open(path, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	const uid, gid, mode = 4242, 4343, 0o640
+	if err := os.Chown(path, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "", "compact", "--data", dir)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid || fi.Mode().Perm() != mode {
+		t.Fatalf("the compacted store is %d:%d mode %04o, want %d:%d mode %04o", st.Uid, st.Gid, fi.Mode().Perm(), uid, gid, mode)
 	}
 }
