@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -60,6 +61,15 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if err := os.MkdirAll(s.Data, 0o700); err != nil {
 		return store, nil, 0, nil, fmt.Errorf("create data directory: %w", err)
 	}
+	// Locked before a key, the node id or the store file is touched: two
+	// serves would race to make the keys, and a compact replaces the store.
+	if unlock, err = lockDataDir(s.Data); err != nil {
+		unlock = func() {}
+		if errors.Is(err, errDataDirLocked) {
+			err = fmt.Errorf("another sealbox serve runs on this data directory, or sealbox compact does (%w): one node per data directory, and compact only with the server stopped", err)
+		}
+		return store, nil, 0, nil, err
+	}
 	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
 	if err != nil {
 		return store, nil, 0, nil, err
@@ -69,10 +79,6 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		return store, nil, 0, nil, err
 	}
 	if s.Config.NodeID, err = loadNodeID(s.Data); err != nil {
-		return store, nil, 0, nil, err
-	}
-	if unlock, err = lockNodeID(filepath.Join(s.Data, nodeIDFile)); err != nil {
-		unlock = func() {}
 		return store, nil, 0, nil, err
 	}
 	if store == nil {
