@@ -18,6 +18,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/blobs/s3test"
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/kv/pgtest"
@@ -441,5 +442,47 @@ func TestServeRefusesAnotherInstancesBlobs(t *testing.T) {
 		if after[name] != was {
 			t.Fatalf("a refused start changed %s", name)
 		}
+	}
+}
+
+// TestRefusedStartWritesNoKeys: a node whose keys are missing beside a
+// store that has served is refused before it writes the keys and node id
+// it made, in the data directory of a local store and beside PostgreSQL
+// (where the data directory is not even created), as the README promises
+// of a failed start.
+func TestRefusedStartWritesNoKeys(t *testing.T) {
+	served := func(loc Location) {
+		t.Helper()
+		base, stop := runServeAt(t, loc, openRegistration)
+		apiClient{t, base}.account("family@example.org")
+		stop()
+	}
+	made := []string{keyFile, admin.LogKeyFile, nodeIDFile}
+	local := Location{Data: t.TempDir()}
+	served(local)
+	for _, name := range made {
+		if err := os.Remove(filepath.Join(local.Data, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := serveFails(t, local); err == nil || !errors.Is(err, kv.ErrKeysDiffer) || !strings.Contains(err.Error(), "refusing to start") {
+		t.Fatalf("a start without the store's keys: %v", err)
+	}
+	for _, name := range made {
+		if _, err := os.Stat(filepath.Join(local.Data, name)); !os.IsNotExist(err) {
+			t.Errorf("the refused start wrote %s (%v)", name, err)
+		}
+	}
+	if !pgtest.Enabled() {
+		return
+	}
+	first := Location{Data: filepath.Join(t.TempDir(), "first"), Store: pgtest.URL(t)}
+	served(first)
+	other := Location{Data: filepath.Join(t.TempDir(), "other"), Store: first.Store}
+	if err := serveFails(t, other); err == nil || !errors.Is(err, kv.ErrKeysDiffer) {
+		t.Fatalf("a node without the keys of a store that served: %v", err)
+	}
+	if _, err := os.Stat(other.Data); !os.IsNotExist(err) {
+		t.Fatalf("the refused start created %s (%v)", other.Data, err)
 	}
 }

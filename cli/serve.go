@@ -410,15 +410,21 @@ func onHangup(ctx context.Context, hup <-chan os.Signal, reload func() error, lo
 	}
 }
 
-// loadSealKey reads the server key that seals secrets at rest, creating it
-// (32 random bytes, mode 0600) on first start. It lives beside the database
-// and never inside it, so a copy of the database alone reveals no secret. A
-// key file of the wrong size is refused rather than replaced: replacing it
-// would make every sealed secret unreadable.
-func loadSealKey(path string) ([]byte, error) {
+// readSealKey reads the server key that seals secrets at rest, making it
+// (32 random bytes) on first start, to be written (mode 0600) with made.
+// It lives beside the database and never inside it, so a copy of the
+// database alone reveals no secret. A key file of the wrong size is refused
+// rather than replaced: replacing it would make every sealed secret
+// unreadable.
+func readSealKey(path string, made *[]newFile) ([]byte, error) {
 	key, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return createSealKey(path)
+		key = make([]byte, secrets.KeyLen)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		*made = append(*made, newFile{path: path, data: key, what: "server key"})
+		return key, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read server key: %w", err)
@@ -429,15 +435,22 @@ func loadSealKey(path string) ([]byte, error) {
 	return key, nil
 }
 
-func createSealKey(path string) ([]byte, error) {
-	key := make([]byte, secrets.KeyLen)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
+// newFile is a file a first start makes (a key, the node id): held in
+// memory until every check that can refuse the start has passed, so a
+// refused start writes none of them.
+type newFile struct {
+	path, what string
+	data       []byte
+}
+
+// writeNewFiles writes the files a start made, each with writeNewFile.
+func writeNewFiles(made []newFile) error {
+	for _, f := range made {
+		if err := writeNewFile(f.path, f.data); err != nil {
+			return fmt.Errorf("create %s: %w", f.what, err)
+		}
 	}
-	if err := writeNewFile(path, key); err != nil {
-		return nil, fmt.Errorf("create server key: %w", err)
-	}
-	return key, nil
+	return nil
 }
 
 // writeNewFile writes a secret file that must not exist yet (mode 0600,

@@ -25,12 +25,15 @@ import (
 // start from leaving anything behind: the engines other machines hold (the
 // bucket, then PostgreSQL) are reached first, so a typo in either fails
 // before the data directory, a key or a node id is created and before the
-// store is bound to this node's keys; then the data directory, the keys and
-// the node id; then the engines in the data directory. The store is bound
-// to the keys, the record and blob stores to one instance, and the leases
-// the node's previous run held are released.
+// store is bound to this node's keys; then the keys and the node id are
+// read, or made in memory at the first start, and checked against what the
+// store was first started with; then the data directory is locked and the
+// engines in it opened, the keys checked against a store there; and only
+// then are the keys and node id a first start made written. The store is
+// bound to the keys, the record and blob stores to one instance, and the
+// leases the node's previous run held are released.
 //
-// release closes the store and gives up the node id's lock.
+// release closes the store and gives up the data directory's lock.
 func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engine, format int, release func(), err error) {
 	log := s.Config.Log
 	unlock := func() {}
@@ -58,10 +61,27 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 			return store, nil, 0, nil, err
 		}
 	}
+	var made []newFile
+	key, err := readSealKey(filepath.Join(s.Data, keyFile), &made)
+	if err != nil {
+		return store, nil, 0, nil, err
+	}
+	s.Config.SealKey = key
+	if s.Config.LogKey, err = readLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin, &made); err != nil {
+		return store, nil, 0, nil, err
+	}
+	if s.Config.NodeID, err = readNodeID(s.Data, &made); err != nil {
+		return store, nil, 0, nil, err
+	}
+	if store != nil {
+		if err := s.checkNodeKeys(store); err != nil {
+			return store, nil, 0, nil, err
+		}
+	}
 	if err := os.MkdirAll(s.Data, 0o700); err != nil {
 		return store, nil, 0, nil, fmt.Errorf("create data directory: %w", err)
 	}
-	// Locked before a key, the node id or the store file is touched: two
+	// Locked before a key, the node id or the store file is written: two
 	// serves would race to make the keys, and a compact replaces the store.
 	if unlock, err = lockDataDir(s.Data); err != nil {
 		unlock = func() {}
@@ -70,21 +90,16 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		}
 		return store, nil, 0, nil, err
 	}
-	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
-	if err != nil {
-		return store, nil, 0, nil, err
-	}
-	s.Config.SealKey = key
-	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin); err != nil {
-		return store, nil, 0, nil, err
-	}
-	if s.Config.NodeID, err = loadNodeID(s.Data); err != nil {
-		return store, nil, 0, nil, err
-	}
 	if store == nil {
 		if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
 			return nil, nil, 0, nil, err
 		}
+		if err := s.checkNodeKeys(store); err != nil {
+			return store, nil, 0, nil, err
+		}
+	}
+	if err := writeNewFiles(made); err != nil {
+		return store, nil, 0, nil, err
 	}
 	if blobStore == nil {
 		if blobStore, err = s.openBlobs(ctx, false); err != nil {
@@ -95,6 +110,21 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		return store, nil, 0, nil, err
 	}
 	return store, blobStore, format, func() { store.Close(); unlock() }, nil
+}
+
+// checkNodeKeys refuses a store first started with other keys than this
+// node's, before the node writes any key it made (bind checks again as it
+// records them).
+func (s *Serve) checkNodeKeys(store *kv.Store) error {
+	if err := store.CheckNodeKeys(secrets.Fingerprint(s.Config.SealKey), s.Config.LogKey.VerifierKey); err != nil {
+		return refuseKeys(err)
+	}
+	return nil
+}
+
+// refuseKeys is the refusal of a node whose keys are not the store's.
+func refuseKeys(err error) error {
+	return fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
 }
 
 // storeOptions opens the store for serving: migrated, after saying which
@@ -157,7 +187,7 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	// open and sign checkpoints under another key.
 	rebound, err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey)
 	if err != nil {
-		return 0, fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
+		return 0, refuseKeys(err)
 	}
 	if rebound {
 		log.Warn().Str("store", s.describeStore()).Msg("the store never served (no account, no log record) and was bound to other keys, by a start that failed: bound it to this node's keys")

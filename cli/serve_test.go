@@ -270,12 +270,19 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 
 func TestLoadSealKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), keyFile)
-	key, err := loadSealKey(path)
+	var made []newFile
+	key, err := readSealKey(path, &made)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(key) != 32 {
 		t.Fatalf("key length: got %d, want 32", len(key))
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the key was written before the start wrote what it made: %v", err)
+	}
+	if err := writeNewFiles(made); err != nil {
+		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -284,9 +291,10 @@ func TestLoadSealKey(t *testing.T) {
 	if mode := fi.Mode().Perm(); mode != 0o600 {
 		t.Fatalf("key file mode: got %o, want 600", mode)
 	}
-	again, err := loadSealKey(path)
-	if err != nil {
-		t.Fatal(err)
+	made = nil
+	again, err := readSealKey(path, &made)
+	if err != nil || len(made) != 0 {
+		t.Fatalf("reading the key again: %v, %d files made", err, len(made))
 	}
 	if !bytes.Equal(again, key) {
 		t.Fatal("a second start made a new key: every sealed secret would be lost")
@@ -298,7 +306,8 @@ func TestLoadSealKeyRefusesWrongSize(t *testing.T) {
 	if err := os.WriteFile(path, []byte("short"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadSealKey(path); err == nil {
+	var made []newFile
+	if _, err := readSealKey(path, &made); err == nil {
 		t.Fatal("a 5-byte key file was accepted")
 	}
 	if b, _ := os.ReadFile(path); string(b) != "short" {
