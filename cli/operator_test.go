@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
 	"sealbox/cli/admin"
 	"sealbox/kv"
@@ -484,5 +485,50 @@ func TestRefusedStartWritesNoKeys(t *testing.T) {
 	}
 	if _, err := os.Stat(other.Data); !os.IsNotExist(err) {
 		t.Fatalf("the refused start created %s (%v)", other.Data, err)
+	}
+}
+
+// TestRestoreCreatesNoBucketBeforeItsChecks: restore into a bucket that does
+// not exist creates it only once everything else has been checked: a
+// database that cannot be reached, or a backup that is not whole, leaves no
+// bucket behind; a restore that passes creates it and says so.
+func TestRestoreCreatesNoBucketBeforeItsChecks(t *testing.T) {
+	if !s3test.Enabled() {
+		t.Skip("SEALBOX_TEST_S3 is not set")
+	}
+	dir, api, token, upload := restoreFixture(t, 1)
+	shareSmallBlobs(t, api, token, upload, inlineLink, 1)
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+	damaged := filepath.Join(t.TempDir(), "damaged")
+	mustCLI(t, "", "backup", damaged, "--data", dir)
+	flipStoredBytes(t, filepath.Join(damaged, dbFile), smallBlob(0))
+
+	u, err := url.Parse(s3test.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "missing-" + u.Host
+	missing := u.String()
+	wantNoBucket := func(after string) {
+		t.Helper()
+		if _, err := s3.Open(context.Background(), missing, s3.Options{}); !errors.Is(err, s3.ErrNoBucket) {
+			t.Fatalf("after %s the bucket: %v, want it still missing", after, err)
+		}
+	}
+	unreachable := Location{Data: filepath.Join(t.TempDir(), "a"), Store: "postgres://sealbox:wrong@127.0.0.1:1/sealbox", Blobs: missing}
+	if _, _, err := runCLI(t, "", append([]string{"restore", backup}, unreachable.args()...)...); err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
+		t.Fatalf("a restore whose database cannot be reached: %v", err)
+	}
+	wantNoBucket("a restore whose database cannot be reached")
+	into := Location{Data: filepath.Join(t.TempDir(), "b"), Blobs: missing}
+	if _, _, err := runCLI(t, "", append([]string{"restore", damaged}, into.args()...)...); err == nil || !strings.Contains(err.Error(), "is not whole") {
+		t.Fatalf("a restore of a damaged backup: %v", err)
+	}
+	wantNoBucket("a restore of a damaged backup")
+	into.Data = filepath.Join(t.TempDir(), "c")
+	_, errOut := mustCLI(t, "", append([]string{"restore", backup}, into.args()...)...)
+	if !strings.Contains(errOut, "did not exist") || !strings.Contains(errOut, "created it") {
+		t.Fatalf("the restore did not say it created the bucket: %q", errOut)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -25,15 +26,25 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 		return err
 	}
 	var blobStore blobs.Engine
+	var createBucket func() (blobs.Engine, error)
 	if loc.Blobs != "" {
-		b, err := s3.Open(ctx, loc.Blobs, s3.Options{CreateBucket: true})
-		if err != nil {
+		// Reached without creating it: a missing bucket is created only
+		// once the database, the keys and the backup have been checked.
+		b, err := s3.Open(ctx, loc.Blobs, s3.Options{})
+		switch {
+		case errors.Is(err, s3.ErrNoBucket):
+			createBucket = func() (blobs.Engine, error) {
+				b, err := s3.Open(ctx, loc.Blobs, s3.Options{CreateBucket: true})
+				if err == nil && b.CreatedBucket() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "restore: the bucket %s did not exist at %s; created it\n", b.Bucket(), b.Endpoint())
+				}
+				return b, err
+			}
+		case err != nil:
 			return err
+		default:
+			blobStore = b
 		}
-		if b.CreatedBucket() {
-			fmt.Fprintf(cmd.ErrOrStderr(), "restore: the bucket %s did not exist at %s; created it\n", b.Bucket(), b.Endpoint())
-		}
-		blobStore = b
 	}
 	if loc.Store == "" {
 		if err := os.MkdirAll(loc.Data, 0o700); err != nil {
@@ -45,14 +56,14 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 		return err
 	}
 	defer store.Close()
-	if blobStore == nil {
+	if loc.Blobs == "" {
 		if blobStore, err = loc.openBlobs(ctx, false); err != nil {
 			return err
 		}
 	}
 	bar := newProgressBar("restore", cmd.ErrOrStderr())
 	rep, err := admin.RestoreToEngines(ctx, src, admin.EngineTarget{
-		DataDir: loc.Data, Store: store, Blobs: blobStore,
+		DataDir: loc.Data, Store: store, Blobs: blobStore, CreateBlobs: createBucket,
 		StoreAt: "the store " + loc.describeStore(), BlobsAt: "the blob store " + loc.describeBlobs(),
 	}, opts, bar.update)
 	bar.finish()

@@ -26,7 +26,11 @@ import (
 type EngineTarget struct {
 	DataDir string
 	Store   *kv.Store
-	Blobs   blobs.Engine
+	// Blobs is nil when the bucket does not exist yet: CreateBlobs then
+	// creates it, once the backup and the targets have been checked and
+	// just before the restore's first write.
+	Blobs       blobs.Engine
+	CreateBlobs func() (blobs.Engine, error)
 	// StoreAt and BlobsAt name them in messages, never with a password.
 	StoreAt, BlobsAt string
 }
@@ -72,6 +76,11 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 	}
 	if err := checkBlobTarget(dst, source); err != nil {
 		return rep, err
+	}
+	if dst.Blobs == nil {
+		if dst.Blobs, err = dst.CreateBlobs(); err != nil {
+			return rep, err
+		}
 	}
 	// The keys go first: a node started on the unfinished restore then
 	// finds the backup's keys, makes none of its own, and is refused.
@@ -220,6 +229,9 @@ func notWhole(src string, problems []string, after string) error {
 // restore's marker before its first blob, so on a resumed run its blobs
 // are known to be this restore's.
 func checkBlobTarget(dst EngineTarget, source string) error {
+	if dst.Blobs == nil {
+		return nil // a bucket still to be created holds nothing
+	}
 	in, err := dst.Store.Instance()
 	if err != nil {
 		return err
