@@ -42,6 +42,7 @@ func TestServeFlagsReadEnvironment(t *testing.T) {
 	t.Setenv("SEALBOX_MAX_BODY", "64KiB")
 	t.Setenv("SEALBOX_REGISTRATION", "closed")
 	t.Setenv("SEALBOX_ACCESS_TTL", "5m")
+	t.Setenv("SEALBOX_MAX_SHARE_LINKS", "50")
 	cmd := newServeCmd()
 	if err := cmd.ParseFlags([]string{"--access-ttl", "7m"}); err != nil {
 		t.Fatal(err)
@@ -52,6 +53,9 @@ func TestServeFlagsReadEnvironment(t *testing.T) {
 	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
 	if got := get("max-body"); got != "65536" {
 		t.Errorf("max-body: got %s", got)
+	}
+	if got := get("max-share-links"); got != "50" {
+		t.Errorf("max-share-links: got %s", got)
 	}
 	if got := get("registration"); got != "closed" {
 		t.Errorf("registration: got %s", got)
@@ -227,7 +231,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 	f := newServeCmd().Flags()
 	for name, want := range map[string]string{
 		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
-		"share-rate": "20", "share-burst": "200",
+		"share-rate": "20", "share-burst": "200", "max-share-links": "1000", "max-share-serves": "100000",
 		"upgrade-window": "15m0s",
 	} {
 		if got := f.Lookup(name).DefValue; got != want {
@@ -259,6 +263,8 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 		{"share-burst zero", func(c *server.Config) { c.ShareBurst = 0 }},
 		{"share bucket spans centuries", func(c *server.Config) { c.ShareRate, c.ShareBurst = 1e-9, 1000 }},
 		{"upgrade-window zero", func(c *server.Config) { c.UpgradeWindow = 0 }},
+		{"max-share-links zero", func(c *server.Config) { c.MaxShareLinks = 0 }},
+		{"max-share-serves below one link's most", func(c *server.Config) { c.MaxShareServes = 9_999 }},
 	} {
 		cfg := server.DefaultConfig()
 		tc.edit(&cfg)
