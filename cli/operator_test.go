@@ -450,12 +450,17 @@ func TestServeRefusesAnotherInstancesBlobs(t *testing.T) {
 // store that has served is refused before it writes the keys and node id
 // it made, in the data directory of a local store and beside PostgreSQL
 // (where the data directory is not even created), as the README promises
-// of a failed start.
+// of a failed start; so is a first start refused for another instance's
+// blobs.
 func TestRefusedStartWritesNoKeys(t *testing.T) {
 	served := func(loc Location) {
 		t.Helper()
 		base, stop := runServeAt(t, loc, openRegistration)
-		apiClient{t, base}.account("family@example.org")
+		api := apiClient{t, base}
+		token, upload := api.account("family@example.org")
+		if status := api.put(token, upload, blob(0)); status != 201 {
+			t.Fatalf("put: %d", status)
+		}
 		stop()
 	}
 	made := []string{keyFile, admin.LogKeyFile, nodeIDFile}
@@ -469,11 +474,21 @@ func TestRefusedStartWritesNoKeys(t *testing.T) {
 	if err := serveFails(t, local); err == nil || !errors.Is(err, kv.ErrKeysDiffer) || !strings.Contains(err.Error(), "refusing to start") {
 		t.Fatalf("a start without the store's keys: %v", err)
 	}
-	for _, name := range made {
-		if _, err := os.Stat(filepath.Join(local.Data, name)); !os.IsNotExist(err) {
-			t.Errorf("the refused start wrote %s (%v)", name, err)
+	wantNone := func(dir string) {
+		t.Helper()
+		for _, name := range made {
+			if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+				t.Errorf("the refused start wrote %s (%v)", name, err)
+			}
 		}
 	}
+	wantNone(local.Data)
+	mixed := t.TempDir()
+	copyDir(t, filepath.Join(local.Data, blobsDir), filepath.Join(mixed, blobsDir))
+	if err := serveFails(t, Location{Data: mixed}); err == nil || !strings.Contains(err.Error(), "belongs to instance") {
+		t.Fatalf("a first start beside another instance's blobs: %v", err)
+	}
+	wantNone(mixed)
 	if !pgtest.Enabled() {
 		return
 	}

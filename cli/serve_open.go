@@ -26,12 +26,14 @@ import (
 // bucket, then PostgreSQL) are reached first, so a typo in either fails
 // before the data directory, a key or a node id is created and before the
 // store is bound to this node's keys; then the keys and the node id are
-// read, or made in memory at the first start, and checked against what the
-// store was first started with; then the data directory is locked and the
-// engines in it opened, the keys checked against a store there; and only
-// then are the keys and node id a first start made written. The store is
-// bound to the keys, the record and blob stores to one instance, and the
-// leases the node's previous run held are released.
+// read, or made in memory at the first start, and a store elsewhere is
+// checked against them; then the data directory is locked and the engines
+// in it opened; the store is checked, writing nothing, as bind will: against
+// the keys, with the blob store as one instance, its transparency log
+// whole; and only then are the keys and node id a first start made
+// written. The store is bound to the keys, the
+// record and blob stores to one instance, and the leases the node's
+// previous run held are released.
 //
 // release closes the store and gives up the data directory's lock.
 func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engine, format int, release func(), err error) {
@@ -73,8 +75,15 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if s.Config.NodeID, err = readNodeID(s.Data, &made); err != nil {
 		return store, nil, 0, nil, err
 	}
+	// A store elsewhere is checked before the data directory is made, and
+	// so is the bucket beside it.
 	if store != nil {
-		if err := s.checkNodeKeys(store); err != nil {
+		if err := s.checkKeys(store); err != nil {
+			return store, nil, 0, nil, err
+		}
+	}
+	if store != nil && blobStore != nil {
+		if err := s.checkData(store, blobStore); err != nil {
 			return store, nil, 0, nil, err
 		}
 	}
@@ -90,21 +99,26 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 		}
 		return store, nil, 0, nil, err
 	}
-	if store == nil {
-		if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
-			return nil, nil, 0, nil, err
+	if s.Store == "" || s.Blobs == "" {
+		if store == nil {
+			if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
+				return nil, nil, 0, nil, err
+			}
+			if err := s.checkKeys(store); err != nil {
+				return store, nil, 0, nil, err
+			}
 		}
-		if err := s.checkNodeKeys(store); err != nil {
+		if blobStore == nil {
+			if blobStore, err = s.openBlobs(ctx, false); err != nil {
+				return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
+			}
+		}
+		if err := s.checkData(store, blobStore); err != nil {
 			return store, nil, 0, nil, err
 		}
 	}
 	if err := writeNewFiles(made); err != nil {
 		return store, nil, 0, nil, err
-	}
-	if blobStore == nil {
-		if blobStore, err = s.openBlobs(ctx, false); err != nil {
-			return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
-		}
 	}
 	if format, err = s.bind(store, blobStore, key); err != nil {
 		return store, nil, 0, nil, err
@@ -112,12 +126,26 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	return store, blobStore, format, func() { store.Close(); unlock() }, nil
 }
 
-// checkNodeKeys refuses a store first started with other keys than this
-// node's, before the node writes any key it made (bind checks again as it
-// records them).
-func (s *Serve) checkNodeKeys(store *kv.Store) error {
+// checkKeys and checkData refuse, writing nothing, what bind would refuse,
+// before the node writes any key it made. checkKeys: a store first started
+// with other keys than this node's.
+func (s *Serve) checkKeys(store *kv.Store) error {
 	if err := store.CheckNodeKeys(secrets.Fingerprint(s.Config.SealKey), s.Config.LogKey.VerifierKey); err != nil {
 		return refuseKeys(err)
+	}
+	return nil
+}
+
+// checkData: a record store and a blob store of two instances (bind's own
+// check, which marks them, refuses exactly what instanceRead refuses), and
+// a transparency log that does not extend what was signed (signing on top
+// of it would show clients two histories).
+func (s *Serve) checkData(store *kv.Store, blobStore blobs.Engine) error {
+	if _, err := bindInstance(s.Location, store, blobStore, instanceRead); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	if err := store.VerifyLog(); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
 	}
 	return nil
 }
@@ -161,8 +189,8 @@ func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engin
 	return b, nil
 }
 
-// bind checks the store's transparency log, binds the store to this node's
-// keys and the record and blob stores to one instance, moves the small blob
+// bind binds the store (checked by check) to this node's keys and the
+// record and blob stores to one instance, moves the small blob
 // files into the store (moveInline: only once the two are known to belong
 // together), releases the leases this node's previous run held and signs a
 // checkpoint of the log. It returns the store's format.
@@ -171,11 +199,6 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	format, _, err := store.Format()
 	if err != nil {
 		return 0, err
-	}
-	// Signing on top of a log that does not extend what was signed would
-	// show clients two histories.
-	if err := store.VerifyLog(); err != nil {
-		return 0, fmt.Errorf("refusing to start: %w", err)
 	}
 	if _, err := bindInstance(s.Location, store, blobStore, instanceServe); err != nil {
 		return 0, fmt.Errorf("refusing to start: %w", err)
