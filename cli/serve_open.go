@@ -31,9 +31,8 @@ import (
 // in it opened; the store is checked, writing nothing, as bind will: against
 // the keys, with the blob store as one instance, its transparency log
 // whole; and only then are the keys and node id a first start made
-// written. The store is bound to the keys, the
-// record and blob stores to one instance, and the leases the node's
-// previous run held are released.
+// written. The store is bound to the keys, the record and blob stores to
+// one instance, and the leases the node's previous run held are released.
 //
 // release closes the store and gives up the data directory's lock.
 func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engine, format int, release func(), err error) {
@@ -189,8 +188,8 @@ func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engin
 	return b, nil
 }
 
-// bind binds the store (checked by check) to this node's keys and the
-// record and blob stores to one instance, moves the small blob
+// bind binds the store (checked by checkKeys and checkData) to this node's
+// keys and the record and blob stores to one instance, moves the small blob
 // files into the store (moveInline: only once the two are known to belong
 // together), releases the leases this node's previous run held and signs a
 // checkpoint of the log. It returns the store's format.
