@@ -547,3 +547,32 @@ func TestRestoreCreatesNoBucketBeforeItsChecks(t *testing.T) {
 		t.Fatalf("the restore did not say it created the bucket: %q", errOut)
 	}
 }
+
+// TestRefusedStartCreatesNoBucket: serve on a bucket that does not exist
+// creates it only once everything else has been checked: a start refused
+// for keys that are not the store's leaves no bucket behind.
+func TestRefusedStartCreatesNoBucket(t *testing.T) {
+	if !s3test.Enabled() {
+		t.Skip("SEALBOX_TEST_S3 is not set")
+	}
+	dir := t.TempDir()
+	base, stop := runServe(t, dir, openRegistration)
+	apiClient{t, base}.account("family@example.org")
+	stop()
+	for _, name := range []string{keyFile, admin.LogKeyFile, nodeIDFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := url.Parse(s3test.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "missing-" + u.Host
+	if err := serveFails(t, Location{Data: dir, Blobs: u.String()}); err == nil || !errors.Is(err, kv.ErrKeysDiffer) {
+		t.Fatalf("a start without the store's keys: %v", err)
+	}
+	if _, err := s3.Open(context.Background(), u.String(), s3.Options{}); !errors.Is(err, s3.ErrNoBucket) {
+		t.Fatalf("after the refused start the bucket: %v, want it still missing", err)
+	}
+}

@@ -24,14 +24,14 @@ import (
 // open readies what the server runs on, in an order that keeps a failed
 // start from leaving anything behind: the engines other machines hold (the
 // bucket, then PostgreSQL) are reached first, so a typo in either fails
-// before the data directory, a key or a node id is created and before the
-// store is bound to this node's keys; then the keys and the node id are
+// before the data directory, a key, a node id or a missing bucket is
+// created and before the store is bound to this node's keys; then the keys and the node id are
 // read, or made in memory at the first start, and a store elsewhere is
 // checked against them; then the data directory is locked and the engines
 // in it opened; the store is checked, writing nothing, as bind will: against
 // the keys, with the blob store as one instance, its transparency log
-// whole; and only then are the keys and node id a first start made
-// written. The store is bound to the keys, the record and blob stores to
+// whole; and only then are a missing bucket created and the keys and node
+// id a first start made written. The store is bound to the keys, the record and blob stores to
 // one instance, and the leases the node's previous run held are released.
 //
 // release closes the store and gives up the data directory's lock.
@@ -49,8 +49,14 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if err := s.refuseLocalStoreBeside(); err != nil {
 		return nil, nil, 0, nil, err
 	}
+	// A missing bucket is created once everything else has been checked.
+	createBucket := false
 	if s.Blobs != "" {
-		if blobStore, err = s.openBucket(ctx, log); err != nil {
+		blobStore, err = s.openBucket(ctx, log, false)
+		switch {
+		case errors.Is(err, s3.ErrNoBucket):
+			createBucket = true
+		case err != nil:
 			return nil, nil, 0, nil, err
 		}
 	}
@@ -81,7 +87,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 			return store, nil, 0, nil, err
 		}
 	}
-	if store != nil && blobStore != nil {
+	if store != nil && s.Blobs != "" {
 		if err := s.checkData(store, blobStore); err != nil {
 			return store, nil, 0, nil, err
 		}
@@ -107,12 +113,17 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 				return store, nil, 0, nil, err
 			}
 		}
-		if blobStore == nil {
+		if s.Blobs == "" {
 			if blobStore, err = s.openBlobs(ctx, false); err != nil {
 				return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
 			}
 		}
 		if err := s.checkData(store, blobStore); err != nil {
+			return store, nil, 0, nil, err
+		}
+	}
+	if createBucket {
+		if blobStore, err = s.openBucket(ctx, log, true); err != nil {
 			return store, nil, 0, nil, err
 		}
 	}
@@ -136,12 +147,15 @@ func (s *Serve) checkKeys(store *kv.Store) error {
 }
 
 // checkData: a record store and a blob store of two instances (bind's own
-// check, which marks them, refuses exactly what instanceRead refuses), and
+// check, which marks them, refuses exactly what instanceRead refuses; a
+// bucket still to be created, blobStore nil, holds nothing to refuse), and
 // a transparency log that does not extend what was signed (signing on top
 // of it would show clients two histories).
 func (s *Serve) checkData(store *kv.Store, blobStore blobs.Engine) error {
-	if _, err := bindInstance(s.Location, store, blobStore, instanceRead); err != nil {
-		return fmt.Errorf("refusing to start: %w", err)
+	if blobStore != nil {
+		if _, err := bindInstance(s.Location, store, blobStore, instanceRead); err != nil {
+			return fmt.Errorf("refusing to start: %w", err)
+		}
 	}
 	if err := store.VerifyLog(); err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
@@ -170,12 +184,14 @@ func (s *Serve) storeOptions() kv.Options {
 }
 
 // openBucket opens the bucket --blobs names, creating it when it is
-// missing, and says so; and says when the URL sends the blobs to AWS. The
-// engine registers its series on a registry the server's metrics serve.
-func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engine, error) {
+// missing and create is set, and says so (without create, a missing bucket
+// is an error wrapping s3.ErrNoBucket); and says when the URL sends the
+// blobs to AWS. The engine registers its series on a registry the server's
+// metrics serve.
+func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger, create bool) (blobs.Engine, error) {
 	metrics := prometheus.NewRegistry()
 	s.Config.EngineMetrics = metrics
-	b, err := s3.Open(ctx, s.Blobs, s3.Options{Metrics: metrics, CreateBucket: true})
+	b, err := s3.Open(ctx, s.Blobs, s3.Options{Metrics: metrics, CreateBucket: create})
 	if err != nil {
 		return nil, fmt.Errorf("open blob store: %w", err)
 	}
