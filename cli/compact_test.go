@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,5 +132,103 @@ func TestCompactKilledMidwayLeavesTheStoreWhole(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
 		t.Fatalf("the stale copy is still there: %v", err)
+	}
+}
+
+// TestCompactKeepsTheStoresOwnerAndMode: compact run as root (the README's
+// stop, compact, start) gives the compacted store the owner and mode of the
+// file it replaces, so the service's user can open it again.
+func TestCompactKeepsTheStoresOwnerAndMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file to another user")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, dbFile)
+	s, err := kvtest.Open(path, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	const uid, gid, mode = 4242, 4343, 0o640
+	if err := os.Chown(path, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "", "compact", "--data", dir)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid || fi.Mode().Perm() != mode {
+		t.Fatalf("the compacted store is %d:%d mode %04o, want %d:%d mode %04o", st.Uid, st.Gid, fi.Mode().Perm(), uid, gid, mode)
+	}
+}
+
+// TestCompactAndServeExcludeEachOther: compact and serve hold the data
+// directory's lock. A compact while a serve holds it (starting, its socket
+// not yet answering) is refused and leaves the store alone; a serve started
+// while compact writes the compacted copy is refused, instead of opening
+// the file that becomes sealbox.db.old (whose accounts an operator's rm
+// would lose).
+func TestCompactAndServeExcludeEachOther(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, dbFile)
+	s, err := kvtest.Open(path, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour)
+	if err := s.IssueEnrollmentCode("acct-1", "sbx_en_1", "222222222222", exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", exp, kv.RelayLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	// Enough for the compaction to take a while: 24 MiB of payloads.
+	payload := make([]byte, 64<<10)
+	for i := range 384 {
+		payload[0], payload[1] = byte(i), byte(i>>8)
+		if err := s.AppendRelay("sbx_rl_1", kv.ToEnrollee, payload, kv.RelayLimits{MailboxCapacity: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCLI(t, "", "compact", "--data", dir)
+	unlock()
+	if err == nil || !strings.Contains(err.Error(), "a sealbox serve or compact is running on "+dir) || !strings.Contains(err.Error(), "stop it, then compact") {
+		t.Fatalf("compact while a serve holds the data directory: %v", err)
+	}
+	if _, err := os.Stat(path + ".old"); !os.IsNotExist(err) {
+		t.Fatalf("the refused compact kept an old store: %v", err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := runCLI(t, "", "compact", "--data", dir)
+		done <- err
+	}()
+	for {
+		if _, err := os.Stat(path + ".compact"); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("compact ended (%v) before the test saw its copy", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	err = serveFails(t, Location{Data: dir})
+	if err == nil || !strings.Contains(err.Error(), "sealbox compact does") {
+		t.Fatalf("serve while compact runs: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("compact: %v", err)
 	}
 }

@@ -22,16 +22,14 @@ import (
 // restore leave it out).
 const nodeIDFile = "node-id"
 
-// loadNodeID reads the node's id from its data directory, making it at the
-// first start.
-func loadNodeID(dataDir string) (string, error) {
+// readNodeID reads the node's id from its data directory, making it at the
+// first start, to be written with made.
+func readNodeID(dataDir string, made *[]newFile) (string, error) {
 	path := filepath.Join(dataDir, nodeIDFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		id := ids.UUID(rand.Reader)
-		if err := writeNewFile(path, []byte(id+"\n")); err != nil {
-			return "", fmt.Errorf("create the node id: %w", err)
-		}
+		*made = append(*made, newFile{path: path, data: []byte(id + "\n"), what: "the node id"})
 		return id, nil
 	}
 	if err != nil {

@@ -14,12 +14,13 @@ import (
 	"sealbox/server/translog"
 )
 
-// loadLogKey reads the transparency log's signing key (two lines: the note
+// readLogKey reads the transparency log's signing key (two lines: the note
 // signer key, then its verifier key), making it at first start with the
-// origin given, or sealbox/<host name>. The origin is the key's name and the
-// first line of every checkpoint, so it is fixed from then on: an origin
-// given later that differs is refused rather than silently ignored.
-func loadLogKey(path, origin string) (translog.Key, error) {
+// origin given, or sealbox/<host name>, to be written with made. The origin
+// is the key's name and the first line of every checkpoint, so it is fixed
+// from then on: an origin given later that differs is refused rather than
+// silently ignored.
+func readLogKey(path, origin string, made *[]newFile) (translog.Key, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if origin == "" {
@@ -29,10 +30,8 @@ func loadLogKey(path, origin string) (translog.Key, error) {
 		if err != nil {
 			return translog.Key{}, fmt.Errorf("--log-origin %q: %w", origin, err)
 		}
-		if err := writeNewFile(path, []byte(skey+"\n"+vkey+"\n")); err != nil {
-			return translog.Key{}, fmt.Errorf("create the transparency log key: %w", err)
-		}
 		raw = []byte(skey + "\n" + vkey + "\n")
+		*made = append(*made, newFile{path: path, data: raw, what: "the transparency log key"})
 	} else if err != nil {
 		return translog.Key{}, err
 	}

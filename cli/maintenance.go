@@ -252,8 +252,8 @@ restore that is interrupted is continued by running it again.`,
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %d blobs (%s) verified, in %s; start it with: sealbox serve --data %s\n",
-			rep.From, rep.Dest, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), rep.Dest)
+		fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %d blobs (%s) verified, in %s; start it with: %s\n",
+			rep.From, rep.Dest, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), serveCommand(Location{Data: rep.Dest}))
 		switch {
 		case rep.Owner != "":
 			fmt.Fprintf(log, "restore: the restored files belong to %s, the owner of %s\n", rep.Owner, rep.Dest)
@@ -273,7 +273,9 @@ func newCompactCmd() *cobra.Command {
 bbolt keeps free after deletes: the file never shrinks by itself, so after a burst
 that was deleted again (a drained relay flood, a mass sweep) it stays at its peak.
 
-Stop the server first: compact refuses while a server holds the store. The
+Stop the server first: compact refuses while a server holds the store or the
+data directory, and holds the data directory's lock itself until it is done, so
+a server started meanwhile is refused rather than opening the old file. The
 compacted copy is written beside the store, fsynced, opened again and checked
 (bbolt's page check, and every record compared with the original) before it is
 renamed over sealbox.db. The file as it was is kept as sealbox.db.old: delete it
@@ -306,6 +308,19 @@ freed space by itself.`,
 			return fmt.Errorf("%w; not compacting the store while that process may hold it", err)
 		}
 		path := filepath.Join(loc.Data, dbFile)
+		// Held until the compacted file has the store's name: a serve
+		// starting meanwhile is refused, never opening the file that
+		// becomes sealbox.db.old.
+		unlock, err := lockDataDir(loc.Data)
+		switch {
+		case errors.Is(err, errDataDirLocked):
+			return fmt.Errorf("a sealbox serve or compact is running on %s (%w): stop it, then compact", loc.Data, err)
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s holds no sealbox store (no %s): give the data directory with --data or SEALBOX_DATA", loc.Data, dbFile)
+		case err != nil:
+			return err
+		}
+		defer unlock()
 		rep, err := bolt.CompactFile(path, adminOpenTimeout)
 		switch {
 		case errors.Is(err, kv.ErrLocked):

@@ -601,3 +601,30 @@ func TestServeRunsMaintenance(t *testing.T) {
 		t.Fatalf("after shutdown the sweep lease is held by %q (%v)", holder, err)
 	}
 }
+
+// TestCheckFindsADamagedKey: check reads the data directory's keys as
+// restore does, so a key file that is a directory, or not a key, is a
+// problem and not "ok".
+func TestCheckFindsADamagedKey(t *testing.T) {
+	dir := t.TempDir()
+	startServe(t, dir)
+	key := filepath.Join(dir, keyFile)
+	if err := os.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(key, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "", "check", "--data", dir)
+	if err == nil || !strings.Contains(out, "problem: keys: "+key+" is not a regular file") {
+		t.Fatalf("check with server.key a directory: %v %q", err, out)
+	}
+	os.Remove(key)
+	if err := os.WriteFile(key, []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLI(t, "", "check", "--data", dir)
+	if err == nil || !strings.Contains(out, "problem: keys: "+key+" holds 5 bytes, and a server key holds 32: refused") {
+		t.Fatalf("check with a short server.key: %v %q", err, out)
+	}
+}

@@ -17,7 +17,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/blobs"
+	"sealbox/blobs/s3"
 	"sealbox/blobs/s3test"
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/kv/pgtest"
@@ -441,5 +443,136 @@ func TestServeRefusesAnotherInstancesBlobs(t *testing.T) {
 		if after[name] != was {
 			t.Fatalf("a refused start changed %s", name)
 		}
+	}
+}
+
+// TestRefusedStartWritesNoKeys: a node whose keys are missing beside a
+// store that has served is refused before it writes the keys and node id
+// it made, in the data directory of a local store and beside PostgreSQL
+// (where the data directory is not even created), as the README promises
+// of a failed start; so is a first start refused for another instance's
+// blobs.
+func TestRefusedStartWritesNoKeys(t *testing.T) {
+	served := func(loc Location) {
+		t.Helper()
+		base, stop := runServeAt(t, loc, openRegistration)
+		api := apiClient{t, base}
+		token, upload := api.account("family@example.org")
+		if status := api.put(token, upload, blob(0)); status != 201 {
+			t.Fatalf("put: %d", status)
+		}
+		stop()
+	}
+	made := []string{keyFile, admin.LogKeyFile, nodeIDFile}
+	local := Location{Data: t.TempDir()}
+	served(local)
+	for _, name := range made {
+		if err := os.Remove(filepath.Join(local.Data, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := serveFails(t, local); err == nil || !errors.Is(err, kv.ErrKeysDiffer) || !strings.Contains(err.Error(), "refusing to start") {
+		t.Fatalf("a start without the store's keys: %v", err)
+	}
+	wantNone := func(dir string) {
+		t.Helper()
+		for _, name := range made {
+			if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+				t.Errorf("the refused start wrote %s (%v)", name, err)
+			}
+		}
+	}
+	wantNone(local.Data)
+	mixed := t.TempDir()
+	copyDir(t, filepath.Join(local.Data, blobsDir), filepath.Join(mixed, blobsDir))
+	if err := serveFails(t, Location{Data: mixed}); err == nil || !strings.Contains(err.Error(), "belongs to instance") {
+		t.Fatalf("a first start beside another instance's blobs: %v", err)
+	}
+	wantNone(mixed)
+	if !pgtest.Enabled() {
+		return
+	}
+	first := Location{Data: filepath.Join(t.TempDir(), "first"), Store: pgtest.URL(t)}
+	served(first)
+	other := Location{Data: filepath.Join(t.TempDir(), "other"), Store: first.Store}
+	if err := serveFails(t, other); err == nil || !errors.Is(err, kv.ErrKeysDiffer) {
+		t.Fatalf("a node without the keys of a store that served: %v", err)
+	}
+	if _, err := os.Stat(other.Data); !os.IsNotExist(err) {
+		t.Fatalf("the refused start created %s (%v)", other.Data, err)
+	}
+}
+
+// TestRestoreCreatesNoBucketBeforeItsChecks: restore into a bucket that does
+// not exist creates it only once everything else has been checked: a
+// database that cannot be reached, or a backup that is not whole, leaves no
+// bucket behind; a restore that passes creates it and says so.
+func TestRestoreCreatesNoBucketBeforeItsChecks(t *testing.T) {
+	if !s3test.Enabled() {
+		t.Skip("SEALBOX_TEST_S3 is not set")
+	}
+	dir, api, token, upload := restoreFixture(t, 1)
+	shareSmallBlobs(t, api, token, upload, inlineLink, 1)
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+	damaged := filepath.Join(t.TempDir(), "damaged")
+	mustCLI(t, "", "backup", damaged, "--data", dir)
+	flipStoredBytes(t, filepath.Join(damaged, dbFile), smallBlob(0))
+
+	u, err := url.Parse(s3test.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "missing-" + u.Host
+	missing := u.String()
+	wantNoBucket := func(after string) {
+		t.Helper()
+		if _, err := s3.Open(context.Background(), missing, s3.Options{}); !errors.Is(err, s3.ErrNoBucket) {
+			t.Fatalf("after %s the bucket: %v, want it still missing", after, err)
+		}
+	}
+	unreachable := Location{Data: filepath.Join(t.TempDir(), "a"), Store: "postgres://sealbox:wrong@127.0.0.1:1/sealbox", Blobs: missing}
+	if _, _, err := runCLI(t, "", append([]string{"restore", backup}, unreachable.args()...)...); err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
+		t.Fatalf("a restore whose database cannot be reached: %v", err)
+	}
+	wantNoBucket("a restore whose database cannot be reached")
+	into := Location{Data: filepath.Join(t.TempDir(), "b"), Blobs: missing}
+	if _, _, err := runCLI(t, "", append([]string{"restore", damaged}, into.args()...)...); err == nil || !strings.Contains(err.Error(), "is not whole") {
+		t.Fatalf("a restore of a damaged backup: %v", err)
+	}
+	wantNoBucket("a restore of a damaged backup")
+	into.Data = filepath.Join(t.TempDir(), "c")
+	_, errOut := mustCLI(t, "", append([]string{"restore", backup}, into.args()...)...)
+	if !strings.Contains(errOut, "did not exist") || !strings.Contains(errOut, "created it") {
+		t.Fatalf("the restore did not say it created the bucket: %q", errOut)
+	}
+}
+
+// TestRefusedStartCreatesNoBucket: serve on a bucket that does not exist
+// creates it only once everything else has been checked: a start refused
+// for keys that are not the store's leaves no bucket behind.
+func TestRefusedStartCreatesNoBucket(t *testing.T) {
+	if !s3test.Enabled() {
+		t.Skip("SEALBOX_TEST_S3 is not set")
+	}
+	dir := t.TempDir()
+	base, stop := runServe(t, dir, openRegistration)
+	apiClient{t, base}.account("family@example.org")
+	stop()
+	for _, name := range []string{keyFile, admin.LogKeyFile, nodeIDFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := url.Parse(s3test.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "missing-" + u.Host
+	if err := serveFails(t, Location{Data: dir, Blobs: u.String()}); err == nil || !errors.Is(err, kv.ErrKeysDiffer) {
+		t.Fatalf("a start without the store's keys: %v", err)
+	}
+	if _, err := s3.Open(context.Background(), u.String(), s3.Options{}); !errors.Is(err, s3.ErrNoBucket) {
+		t.Fatalf("after the refused start the bucket: %v, want it still missing", err)
 	}
 }

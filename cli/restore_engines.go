@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -25,15 +26,25 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 		return err
 	}
 	var blobStore blobs.Engine
+	var createBucket func() (blobs.Engine, error)
 	if loc.Blobs != "" {
-		b, err := s3.Open(ctx, loc.Blobs, s3.Options{CreateBucket: true})
-		if err != nil {
+		// Reached without creating it: a missing bucket is created only
+		// once the database, the keys and the backup have been checked.
+		b, err := s3.Open(ctx, loc.Blobs, s3.Options{})
+		switch {
+		case errors.Is(err, s3.ErrNoBucket):
+			createBucket = func() (blobs.Engine, error) {
+				b, err := s3.Open(ctx, loc.Blobs, s3.Options{CreateBucket: true})
+				if err == nil && b.CreatedBucket() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "restore: the bucket %s did not exist at %s; created it\n", b.Bucket(), b.Endpoint())
+				}
+				return b, err
+			}
+		case err != nil:
 			return err
+		default:
+			blobStore = b
 		}
-		if b.CreatedBucket() {
-			fmt.Fprintf(cmd.ErrOrStderr(), "restore: the bucket %s did not exist at %s; created it\n", b.Bucket(), b.Endpoint())
-		}
-		blobStore = b
 	}
 	if loc.Store == "" {
 		if err := os.MkdirAll(loc.Data, 0o700); err != nil {
@@ -45,28 +56,51 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 		return err
 	}
 	defer store.Close()
-	if blobStore == nil {
+	if loc.Blobs == "" {
 		if blobStore, err = loc.openBlobs(ctx, false); err != nil {
 			return err
 		}
 	}
 	bar := newProgressBar("restore", cmd.ErrOrStderr())
 	rep, err := admin.RestoreToEngines(ctx, src, admin.EngineTarget{
-		DataDir: loc.Data, Store: store, Blobs: blobStore,
+		DataDir: loc.Data, Store: store, Blobs: blobStore, CreateBlobs: createBucket,
 		StoreAt: "the store " + loc.describeStore(), BlobsAt: "the blob store " + loc.describeBlobs(),
 	}, opts, bar.update)
 	bar.finish()
 	if err != nil {
 		return err
 	}
-	serve := []string{"sealbox serve --data", loc.Data}
+	fmt.Fprintf(cmd.OutOrStdout(), "restored %s into the store %s and the blob store %s (keys in %s): %d blobs (%s) verified, in %s; start it with: %s\n",
+		rep.From, loc.describeStore(), loc.describeBlobs(), loc.Data, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), serveCommand(loc))
+	return nil
+}
+
+// serveCommand is the serve command line that starts what a restore made at
+// loc, each argument quoted for a POSIX shell: pasted, an S3 URL's "&" must
+// not end the command and start serve in the background without the rest.
+func serveCommand(loc Location) string {
+	args := []string{"sealbox", "serve", "--data", loc.Data}
 	if loc.Store != "" {
-		serve = append(serve, "--store", loc.describeStore())
+		args = append(args, "--store", loc.describeStore())
 	}
 	if loc.Blobs != "" {
-		serve = append(serve, "--blobs", loc.describeBlobs())
+		args = append(args, "--blobs", loc.describeBlobs())
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "restored %s into the store %s and the blob store %s (keys in %s): %d blobs (%s) verified, in %s; start it with: %s\n",
-		rep.From, loc.describeStore(), loc.describeBlobs(), loc.Data, rep.Blobs, humanBytes(rep.Bytes), rep.Elapsed.Round(time.Millisecond), strings.Join(serve, " "))
-	return nil
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote is s as one word of a POSIX shell: as it is when it holds only
+// characters no shell treats specially, else in single quotes, each single
+// quote inside closing them, escaped, and opening them again.
+func shellQuote(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:@%+,=", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -7,11 +7,15 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"sealbox/blobs/s3test"
 	"sealbox/kv"
+	"sealbox/kv/pgtest"
 	"sealbox/server"
 )
 
@@ -236,5 +240,146 @@ func TestBackupGenerations(t *testing.T) {
 	mustCLI(t, "", "backup", single, "--data", dir)
 	if _, _, err := runCLI(t, "", "backup", single, "--keep", "2", "--data", dir); err == nil || !strings.Contains(err.Error(), "single backup") {
 		t.Fatalf("--keep into a single backup: %v", err)
+	}
+}
+
+// TestRestoreStartLineIsShellQuoted: the serve command a restore prints
+// reaches serve as the same arguments when pasted into a shell: an S3 URL's
+// "&" does not end it (starting serve in the background without the
+// region), nor does a space or a quote in the data directory split it.
+func TestRestoreStartLineIsShellQuoted(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no POSIX shell")
+	}
+	loc := Location{
+		Data:  "/srv/family's photos",
+		Store: "postgres://sealbox@db.example.org/sealbox?sslmode=require&application_name=sb",
+		Blobs: "s3://photos?endpoint=https://s3.example.org&region=eu-west-1",
+	}
+	line := serveCommand(loc)
+	// The shell prints each argument serve would get, one a line.
+	out, err := exec.Command(sh, "-c", "printf '%s\\n' "+strings.TrimPrefix(line, "sealbox ")).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	want := []string{"serve", "--data", loc.Data, "--store", loc.Store, "--blobs", loc.Blobs}
+	if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("the shell reads %q as %q, want %q", line, got, want)
+	}
+}
+
+// flipStoredBytes changes one byte in every copy of data the store file at
+// path holds, as damage on disk would: the size stays, the hash does not.
+func flipStoredBytes(t *testing.T, path string, data []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for at := 0; ; n++ {
+		i := bytes.Index(raw[at:], data)
+		if i < 0 {
+			break
+		}
+		raw[at+i+len(data)/2] ^= 0x20
+		at += i + len(data)
+	}
+	if n == 0 {
+		t.Fatalf("%s does not hold the bytes to damage", path)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBackupAndRestoreVerifyInlineBlobs: a blob the store keeps inline is
+// re-hashed by restore (into a directory, and into engines when the run has
+// them) and by backup, as check --deep does: a damaged one fails the
+// command naming the blob, and leaves nothing behind.
+func TestBackupAndRestoreVerifyInlineBlobs(t *testing.T) {
+	dir, api, token, upload := restoreFixture(t, 1)
+	shareSmallBlobs(t, api, token, upload, inlineLink, 2)
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+	flipStoredBytes(t, filepath.Join(backup, dbFile), smallBlob(1))
+	want := hashHex(smallBlob(1)) + ": its inline bytes no longer hash to its name"
+
+	target := filepath.Join(t.TempDir(), "restored")
+	if _, _, err := runCLI(t, "", "restore", backup, "--data", target); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("restore of a damaged inline blob: %v, want it named", err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("the refused restore left %s (%v)", target, err)
+	}
+	again := filepath.Join(t.TempDir(), "again")
+	_, _, err := runCLI(t, "", "backup", again, "--data", backup)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the backup was not written") {
+		t.Fatalf("backup of a damaged inline blob: %v, want it named", err)
+	}
+	if hasStoreFile(again) {
+		t.Fatalf("the refused backup wrote a store into %s", again)
+	}
+	if !pgtest.Enabled() && !s3test.Enabled() {
+		return
+	}
+	into := engineLocation(t)
+	_, _, err = runCLI(t, "", append([]string{"restore", backup}, into.args()...)...)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing restored") {
+		t.Fatalf("restore into engines of a damaged inline blob: %v, want it named", err)
+	}
+}
+
+// hasStoreFile reports whether dir holds a store file.
+func hasStoreFile(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, dbFile))
+	return err == nil
+}
+
+// TestResumedRestoreRehashesLocalBlobs: a restore into PostgreSQL with the
+// blobs in the data directory, interrupted and run again, re-hashes the
+// blob files the first run wrote instead of trusting their size: one
+// changed meanwhile is copied again from the backup.
+func TestResumedRestoreRehashesLocalBlobs(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip("SEALBOX_TEST_PG is not set")
+	}
+	const n = 3
+	dir, _, _, _ := restoreFixture(t, n)
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustCLI(t, "", "backup", backup, "--data", dir)
+	// The copy goes in hash order: the last blob unreadable stops it after
+	// the first is written.
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(hashHex(blob(a)), hashHex(blob(b))) })
+	first, last := order[0], order[n-1]
+	unreadable := blobPath(backup, hashHex(blob(last)))
+	if err := os.Rename(unreadable, unreadable+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(unreadable, 0o700)
+	target := Location{Data: filepath.Join(t.TempDir(), "data"), Store: pgtest.URL(t)}
+	restore := append([]string{"restore", backup}, target.args()...)
+	if _, _, err := runCLI(t, "", restore...); err == nil || !strings.Contains(err.Error(), "run the same restore again") {
+		t.Fatalf("an interrupted restore: %v", err)
+	}
+	os.Remove(unreadable)
+	os.Rename(unreadable+".aside", unreadable)
+	copied := blobPath(target.Data, hashHex(blob(first)))
+	damaged := bytes.Clone(blob(first))
+	damaged[len(damaged)/2] ^= 0x20
+	if err := os.WriteFile(copied, damaged, 0o600); err != nil {
+		t.Fatalf("the first run did not write %s: %v", copied, err)
+	}
+	mustCLI(t, "", restore...)
+	if got, err := os.ReadFile(copied); err != nil || !bytes.Equal(got, blob(first)) {
+		t.Fatalf("after the resumed restore %s holds %d bytes (%v), not the blob", copied, len(got), err)
+	}
+	if out, _ := mustCLI(t, "", append([]string{"check", "--deep"}, target.args()...)...); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("check of the resumed restore: %q", out)
 	}
 }

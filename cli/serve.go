@@ -184,6 +184,8 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.AlbumProtocol, "album-protocol", cfg.AlbumProtocol, "protocol date (YYYY-MM-DD) new albums are pinned to (default: --protocol-max)")
 	f.Float64Var(&cfg.ShareRate, "share-rate", cfg.ShareRate, "share reads per second each client address earns back")
 	f.IntVar(&cfg.ShareBurst, "share-burst", cfg.ShareBurst, "share reads a client address may make at once")
+	f.IntVar(&cfg.MaxShareLinks, "max-share-links", cfg.MaxShareLinks, "share links one account may have, live ones and revoked ones for the 30 days their record is kept")
+	f.IntVar(&cfg.MaxShareServes, "max-share-serves", cfg.MaxShareServes, "blobs one account's share links may serve together")
 	f.IntVar(&cfg.RelayChannels, "relay-channels", cfg.RelayChannels, "enrollment relay channels one account may have open at once")
 	f.IntVar(&cfg.DirectoryPublishes, "directory-publishes", cfg.DirectoryPublishes, "directory publishes per hour each account earns back (each is a permanent transparency log record)")
 	f.IntVar(&cfg.DirectoryBurst, "directory-burst", cfg.DirectoryBurst, "directory publishes an account may make at once")
@@ -238,6 +240,10 @@ func validateConfig(cfg *server.Config, name func(flag string) string) error {
 	}
 	if cfg.DirectoryPublishes < 1 || cfg.DirectoryPublishes > 3600 || cfg.DirectoryBurst < 1 || cfg.DirectoryBurst > 1_000_000 {
 		return fmt.Errorf("%s must be 1 to 3600 and %s 1 to 1000000", name("directory-publishes"), name("directory-burst"))
+	}
+	// One link of the largest size must always fit.
+	if cfg.MaxShareLinks < 1 || cfg.MaxShareServes < 10_000 {
+		return fmt.Errorf("%s must be at least 1 and %s at least 10000, one link's most", name("max-share-links"), name("max-share-serves"))
 	}
 	if cfg.RelayChannels < 1 {
 		return fmt.Errorf("%s must be at least 1", name("relay-channels"))
@@ -452,15 +458,21 @@ func onHangup(ctx context.Context, hup <-chan os.Signal, reload func() error, lo
 	}
 }
 
-// loadSealKey reads the server key that seals secrets at rest, creating it
-// (32 random bytes, mode 0600) on first start. It lives beside the database
-// and never inside it, so a copy of the database alone reveals no secret. A
-// key file of the wrong size is refused rather than replaced: replacing it
-// would make every sealed secret unreadable.
-func loadSealKey(path string) ([]byte, error) {
+// readSealKey reads the server key that seals secrets at rest, making it
+// (32 random bytes) on first start, to be written (mode 0600) with made.
+// It lives beside the database and never inside it, so a copy of the
+// database alone reveals no secret. A key file of the wrong size is refused
+// rather than replaced: replacing it would make every sealed secret
+// unreadable.
+func readSealKey(path string, made *[]newFile) ([]byte, error) {
 	key, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return createSealKey(path)
+		key = make([]byte, secrets.KeyLen)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		*made = append(*made, newFile{path: path, data: key, what: "server key"})
+		return key, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read server key: %w", err)
@@ -471,15 +483,22 @@ func loadSealKey(path string) ([]byte, error) {
 	return key, nil
 }
 
-func createSealKey(path string) ([]byte, error) {
-	key := make([]byte, secrets.KeyLen)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
+// newFile is a file a first start makes (a key, the node id): held in
+// memory until every check that can refuse the start has passed, so a
+// refused start writes none of them.
+type newFile struct {
+	path, what string
+	data       []byte
+}
+
+// writeNewFiles writes the files a start made, each with writeNewFile.
+func writeNewFiles(made []newFile) error {
+	for _, f := range made {
+		if err := writeNewFile(f.path, f.data); err != nil {
+			return fmt.Errorf("create %s: %w", f.what, err)
+		}
 	}
-	if err := writeNewFile(path, key); err != nil {
-		return nil, fmt.Errorf("create server key: %w", err)
-	}
-	return key, nil
+	return nil
 }
 
 // writeNewFile writes a secret file that must not exist yet (mode 0600,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -23,13 +24,17 @@ import (
 // open readies what the server runs on, in an order that keeps a failed
 // start from leaving anything behind: the engines other machines hold (the
 // bucket, then PostgreSQL) are reached first, so a typo in either fails
-// before the data directory, a key or a node id is created and before the
-// store is bound to this node's keys; then the data directory, the keys and
-// the node id; then the engines in the data directory. The store is bound
-// to the keys, the record and blob stores to one instance, and the leases
-// the node's previous run held are released.
+// before the data directory, a key, a node id or a missing bucket is
+// created and before the store is bound to this node's keys; then the keys and the node id are
+// read, or made in memory at the first start, and a store elsewhere is
+// checked against them; then the data directory is locked and the engines
+// in it opened; the store is checked, writing nothing, as bind will: against
+// the keys, with the blob store as one instance, its transparency log
+// whole; and only then are a missing bucket created and the keys and node
+// id a first start made written. The store is bound to the keys, the record and blob stores to
+// one instance, and the leases the node's previous run held are released.
 //
-// release closes the store and gives up the node id's lock.
+// release closes the store and gives up the data directory's lock.
 func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engine, format int, release func(), err error) {
 	log := s.Config.Log
 	unlock := func() {}
@@ -44,8 +49,14 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if err := s.refuseLocalStoreBeside(); err != nil {
 		return nil, nil, 0, nil, err
 	}
+	// A missing bucket is created once everything else has been checked.
+	createBucket := false
 	if s.Blobs != "" {
-		if blobStore, err = s.openBucket(ctx, log); err != nil {
+		blobStore, err = s.openBucket(ctx, log, false)
+		switch {
+		case errors.Is(err, s3.ErrNoBucket):
+			createBucket = true
+		case err != nil:
 			return nil, nil, 0, nil, err
 		}
 	}
@@ -57,38 +68,104 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 			return store, nil, 0, nil, err
 		}
 	}
-	if err := os.MkdirAll(s.Data, 0o700); err != nil {
-		return store, nil, 0, nil, fmt.Errorf("create data directory: %w", err)
-	}
-	key, err := loadSealKey(filepath.Join(s.Data, keyFile))
+	var made []newFile
+	key, err := readSealKey(filepath.Join(s.Data, keyFile), &made)
 	if err != nil {
 		return store, nil, 0, nil, err
 	}
 	s.Config.SealKey = key
-	if s.Config.LogKey, err = loadLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin); err != nil {
+	if s.Config.LogKey, err = readLogKey(filepath.Join(s.Data, admin.LogKeyFile), s.LogOrigin, &made); err != nil {
 		return store, nil, 0, nil, err
 	}
-	if s.Config.NodeID, err = loadNodeID(s.Data); err != nil {
+	if s.Config.NodeID, err = readNodeID(s.Data, &made); err != nil {
 		return store, nil, 0, nil, err
 	}
-	if unlock, err = lockNodeID(filepath.Join(s.Data, nodeIDFile)); err != nil {
+	// A store elsewhere is checked before the data directory is made, and
+	// so is the bucket beside it.
+	if store != nil {
+		if err := s.checkKeys(store); err != nil {
+			return store, nil, 0, nil, err
+		}
+	}
+	if store != nil && s.Blobs != "" {
+		if err := s.checkData(store, blobStore); err != nil {
+			return store, nil, 0, nil, err
+		}
+	}
+	if err := os.MkdirAll(s.Data, 0o700); err != nil {
+		return store, nil, 0, nil, fmt.Errorf("create data directory: %w", err)
+	}
+	// Locked before a key, the node id or the store file is written: two
+	// serves would race to make the keys, and a compact replaces the store.
+	if unlock, err = lockDataDir(s.Data); err != nil {
 		unlock = func() {}
+		if errors.Is(err, errDataDirLocked) {
+			err = fmt.Errorf("another sealbox serve runs on this data directory, or sealbox compact does (%w): one node per data directory, and compact only with the server stopped", err)
+		}
 		return store, nil, 0, nil, err
 	}
-	if store == nil {
-		if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
-			return nil, nil, 0, nil, err
+	if s.Store == "" || s.Blobs == "" {
+		if store == nil {
+			if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
+				return nil, nil, 0, nil, err
+			}
+			if err := s.checkKeys(store); err != nil {
+				return store, nil, 0, nil, err
+			}
+		}
+		if s.Blobs == "" {
+			if blobStore, err = s.openBlobs(ctx, false); err != nil {
+				return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
+			}
+		}
+		if err := s.checkData(store, blobStore); err != nil {
+			return store, nil, 0, nil, err
 		}
 	}
-	if blobStore == nil {
-		if blobStore, err = s.openBlobs(ctx, false); err != nil {
-			return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
+	if createBucket {
+		if blobStore, err = s.openBucket(ctx, log, true); err != nil {
+			return store, nil, 0, nil, err
 		}
+	}
+	if err := writeNewFiles(made); err != nil {
+		return store, nil, 0, nil, err
 	}
 	if format, err = s.bind(store, blobStore, key); err != nil {
 		return store, nil, 0, nil, err
 	}
 	return store, blobStore, format, func() { store.Close(); unlock() }, nil
+}
+
+// checkKeys and checkData refuse, writing nothing, what bind would refuse,
+// before the node writes any key it made. checkKeys: a store first started
+// with other keys than this node's.
+func (s *Serve) checkKeys(store *kv.Store) error {
+	if err := store.CheckNodeKeys(secrets.Fingerprint(s.Config.SealKey), s.Config.LogKey.VerifierKey); err != nil {
+		return refuseKeys(err)
+	}
+	return nil
+}
+
+// checkData: a record store and a blob store of two instances (bind's own
+// check, which marks them, refuses exactly what instanceRead refuses; a
+// bucket still to be created, blobStore nil, holds nothing to refuse), and
+// a transparency log that does not extend what was signed (signing on top
+// of it would show clients two histories).
+func (s *Serve) checkData(store *kv.Store, blobStore blobs.Engine) error {
+	if blobStore != nil {
+		if _, err := bindInstance(s.Location, store, blobStore, instanceRead); err != nil {
+			return fmt.Errorf("refusing to start: %w", err)
+		}
+	}
+	if err := store.VerifyLog(); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	return nil
+}
+
+// refuseKeys is the refusal of a node whose keys are not the store's.
+func refuseKeys(err error) error {
+	return fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
 }
 
 // storeOptions opens the store for serving: migrated, after saying which
@@ -107,12 +184,14 @@ func (s *Serve) storeOptions() kv.Options {
 }
 
 // openBucket opens the bucket --blobs names, creating it when it is
-// missing, and says so; and says when the URL sends the blobs to AWS. The
-// engine registers its series on a registry the server's metrics serve.
-func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engine, error) {
+// missing and create is set, and says so (without create, a missing bucket
+// is an error wrapping s3.ErrNoBucket); and says when the URL sends the
+// blobs to AWS. The engine registers its series on a registry the server's
+// metrics serve.
+func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger, create bool) (blobs.Engine, error) {
 	metrics := prometheus.NewRegistry()
 	s.Config.EngineMetrics = metrics
-	b, err := s3.Open(ctx, s.Blobs, s3.Options{Metrics: metrics, CreateBucket: true})
+	b, err := s3.Open(ctx, s.Blobs, s3.Options{Metrics: metrics, CreateBucket: create})
 	if err != nil {
 		return nil, fmt.Errorf("open blob store: %w", err)
 	}
@@ -125,7 +204,7 @@ func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger) (blobs.Engin
 	return b, nil
 }
 
-// bind checks the store's transparency log, binds the store to this node's
+// bind binds the store (checked by checkKeys and checkData) to this node's
 // keys and the record and blob stores to one instance, moves the small blob
 // files into the store (moveInline: only once the two are known to belong
 // together), releases the leases this node's previous run held and signs a
@@ -135,11 +214,6 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	format, _, err := store.Format()
 	if err != nil {
 		return 0, err
-	}
-	// Signing on top of a log that does not extend what was signed would
-	// show clients two histories.
-	if err := store.VerifyLog(); err != nil {
-		return 0, fmt.Errorf("refusing to start: %w", err)
 	}
 	if _, err := bindInstance(s.Location, store, blobStore, instanceServe); err != nil {
 		return 0, fmt.Errorf("refusing to start: %w", err)
@@ -151,7 +225,7 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	// open and sign checkpoints under another key.
 	rebound, err := store.BindNodeKeys(secrets.Fingerprint(key), s.Config.LogKey.VerifierKey)
 	if err != nil {
-		return 0, fmt.Errorf("refusing to start: %w (copy %s and %s from the data directory of a node that runs)", err, keyFile, admin.LogKeyFile)
+		return 0, refuseKeys(err)
 	}
 	if rebound {
 		log.Warn().Str("store", s.describeStore()).Msg("the store never served (no account, no log record) and was bound to other keys, by a start that failed: bound it to this node's keys")

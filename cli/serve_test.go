@@ -45,6 +45,7 @@ func TestServeFlagsReadEnvironment(t *testing.T) {
 	t.Setenv("SEALBOX_MAX_BODY", "64KiB")
 	t.Setenv("SEALBOX_REGISTRATION", "closed")
 	t.Setenv("SEALBOX_ACCESS_TTL", "5m")
+	t.Setenv("SEALBOX_MAX_SHARE_LINKS", "50")
 	cmd := newServeCmd()
 	if err := cmd.ParseFlags([]string{"--access-ttl", "7m"}); err != nil {
 		t.Fatal(err)
@@ -55,6 +56,9 @@ func TestServeFlagsReadEnvironment(t *testing.T) {
 	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
 	if got := get("max-body"); got != "65536" {
 		t.Errorf("max-body: got %s", got)
+	}
+	if got := get("max-share-links"); got != "50" {
+		t.Errorf("max-share-links: got %s", got)
 	}
 	if got := get("registration"); got != "closed" {
 		t.Errorf("registration: got %s", got)
@@ -288,7 +292,7 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 	f := newServeCmd().Flags()
 	for name, want := range map[string]string{
 		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
-		"share-rate": "20", "share-burst": "200",
+		"share-rate": "20", "share-burst": "200", "max-share-links": "1000", "max-share-serves": "100000",
 		"upgrade-window": "15m0s",
 	} {
 		if got := f.Lookup(name).DefValue; got != want {
@@ -320,6 +324,8 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 		{"share-burst zero", func(c *server.Config) { c.ShareBurst = 0 }},
 		{"share bucket spans centuries", func(c *server.Config) { c.ShareRate, c.ShareBurst = 1e-9, 1000 }},
 		{"upgrade-window zero", func(c *server.Config) { c.UpgradeWindow = 0 }},
+		{"max-share-links zero", func(c *server.Config) { c.MaxShareLinks = 0 }},
+		{"max-share-serves below one link's most", func(c *server.Config) { c.MaxShareServes = 9_999 }},
 	} {
 		cfg := server.DefaultConfig()
 		tc.edit(&cfg)
@@ -331,12 +337,19 @@ func TestServeProtocolAndBlobFlags(t *testing.T) {
 
 func TestLoadSealKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), keyFile)
-	key, err := loadSealKey(path)
+	var made []newFile
+	key, err := readSealKey(path, &made)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(key) != 32 {
 		t.Fatalf("key length: got %d, want 32", len(key))
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the key was written before the start wrote what it made: %v", err)
+	}
+	if err := writeNewFiles(made); err != nil {
+		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -345,9 +358,10 @@ func TestLoadSealKey(t *testing.T) {
 	if mode := fi.Mode().Perm(); mode != 0o600 {
 		t.Fatalf("key file mode: got %o, want 600", mode)
 	}
-	again, err := loadSealKey(path)
-	if err != nil {
-		t.Fatal(err)
+	made = nil
+	again, err := readSealKey(path, &made)
+	if err != nil || len(made) != 0 {
+		t.Fatalf("reading the key again: %v, %d files made", err, len(made))
 	}
 	if !bytes.Equal(again, key) {
 		t.Fatal("a second start made a new key: every sealed secret would be lost")
@@ -359,7 +373,8 @@ func TestLoadSealKeyRefusesWrongSize(t *testing.T) {
 	if err := os.WriteFile(path, []byte("short"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadSealKey(path); err == nil {
+	var made []newFile
+	if _, err := readSealKey(path, &made); err == nil {
 		t.Fatal("a 5-byte key file was accepted")
 	}
 	if b, _ := os.ReadFile(path); string(b) != "short" {

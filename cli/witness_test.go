@@ -46,8 +46,12 @@ type witnessedLog struct {
 // so witnesses can be told the key first, and returns its verifier key.
 func newLogKey(t *testing.T, dir string) string {
 	t.Helper()
-	key, err := loadLogKey(filepath.Join(dir, admin.LogKeyFile), "sealbox/witnessed.example")
+	var made []newFile
+	key, err := readLogKey(filepath.Join(dir, admin.LogKeyFile), "sealbox/witnessed.example", &made)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeNewFiles(made); err != nil {
 		t.Fatal(err)
 	}
 	return key.VerifierKey

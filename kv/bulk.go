@@ -49,8 +49,9 @@ func (b *Bulk) Op(accountID string, op *Op) (*OpResult, error) {
 	return res, err
 }
 
-// Share registers a share link as CreateShare does, with its checks.
+// Share registers a share link as CreateShare does, with its checks but
+// without the per-account caps: a filled library sets its own shape.
 func (b *Bulk) Share(opaqueID string, sh *Share) error {
 	serves := slices.Sorted(slices.Values(sh.Serves))
-	return createShare(b.tx, b.now, opaqueID, sh, serves, shareDigest(sh, serves))
+	return createShare(b.tx, b.now, opaqueID, sh, serves, shareDigest(sh, serves), ShareLimits{})
 }

@@ -13,7 +13,7 @@ import (
 // store records its format in the meta bucket; one written before formats
 // were recorded (no meta bucket) is format 0. Every change of layout adds one
 // entry to migrations and raises FormatVersion by one.
-const FormatVersion = 6
+const FormatVersion = 7
 
 var (
 	bucketMeta = []byte("meta")
@@ -42,6 +42,7 @@ var migrations = []Migration{
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
 	{To: 5, Name: "sign-in challenges and upload sessions are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
 	{To: 6, Name: "small blobs are kept inline in the store; the blob files at or under the inline threshold move in after the step", apply: migrateInline},
+	{To: 7, Name: "share links are indexed by account with their count of served blobs, for the caps on them", apply: migrateSharesByAccount},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -278,6 +279,40 @@ func migrateLeases(Tx, time.Time) error { return nil }
 // sealbox of format 5 refuses the store afterwards, as it would not read
 // inline blobs.
 func migrateInline(Tx, time.Time) error { return nil }
+
+// migrateSharesByAccount (format 6 to 7) lists every link record under its
+// account in shares_by_account, with the count of blobs it serves, so the
+// caps of ShareLimits count the links made before them too.
+func migrateSharesByAccount(tx Tx, _ time.Time) error {
+	type link struct {
+		key, entryKey []byte
+		entry         shareEntry
+	}
+	// Collected first: a bucket is not written while it is scanned.
+	var links []link
+	err := scanPages(tx.Bucket(bucketShares), func(key, v []byte) error {
+		var rec shareRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		links = append(links, link{
+			key: bytes.Clone(key), entryKey: shareEntryKey(rec.AccountID, key),
+			entry: shareEntry{ExpiresAt: rec.ExpiresAt, RevokedAt: rec.RevokedAt},
+		})
+		return nil
+	})
+	for i := 0; i < len(links) && err == nil; i++ {
+		l := &links[i]
+		err = scanPrefix(tx.Bucket(bucketShareBlobs), l.key, func(_, _ []byte) error {
+			l.entry.Serves++
+			return nil
+		})
+		if err == nil {
+			err = tx.Bucket(bucketSharesByAccount).Put(l.entryKey, encode(&l.entry))
+		}
+	}
+	return err
+}
 
 // migrateFormat5 (format 4 to 5) indexes the pending sign-in challenges and
 // the open upload sessions by account and dates the revoked links, in one

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sealbox/kv/bolt"
+	"sealbox/kv/fault"
 )
 
 // storeBytes counts the records of every bucket and sums their keys' and
@@ -96,5 +97,77 @@ func TestRefreshChainStoreGrowth(t *testing.T) {
 	}
 	if _, err := s.Authenticate(fmt.Sprintf("sbx_at_%d", rotations)); err == nil {
 		t.Fatal("reuse of the chain's first token left its live session open")
+	}
+}
+
+// TestShareStoreGrowth: one account holding 2,000 tiny blobs posts 40 links
+// naming all of them, then revokes and posts again. Its links hold at most
+// ShareLimits.Serves served hashes whatever it posts: the links past the
+// cap are refused and store nothing. Each link used to store a row per
+// served hash without bound (40 links of 10,000 took a store from 8 to
+// 118 MiB).
+func TestShareStoreGrowth(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "sealbox.db")
+	e, err := bolt.Open(path, bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenEngine(e, path, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const held, links = 2000, 40
+	hashes := make([]string, held)
+	for i := range hashes {
+		hashes[i] = fmt.Sprintf("%064x", i)
+	}
+	err = s.update(func(tx Tx) error {
+		for _, h := range hashes {
+			if err := tx.Bucket(bucketHoldings).Put(holdingKey("acct", h), member); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := ShareLimits{Links: 1000, Serves: 5 * held}
+	post := func(round int) (created int) {
+		for i := range links {
+			err := s.CreateShare(fmt.Sprintf("%02x%030x", round, i), &Share{AccountID: "acct", MetadataHash: hashes[0], Serves: hashes}, lim)
+			switch {
+			case err == nil:
+				created++
+			case fault.ErrorCode(err) != fault.ECodeLimitShares:
+				t.Fatalf("link %d: %v", i, err)
+			}
+		}
+		return created
+	}
+	served := func() int {
+		t.Helper()
+		n := 0
+		err := s.view(func(tx Tx) error {
+			n = 0
+			return scanPages(tx.Bucket(bucketShareBlobs), func(_, _ []byte) error { n++; return nil })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if created := post(0); created != 5 || served() != lim.Serves {
+		t.Fatalf("%d links created serving %d hashes, want 5 serving %d", created, served(), lim.Serves)
+	}
+	for i := range links {
+		if err := s.RevokeShare("acct", fmt.Sprintf("%02x%030x", 0, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if created := post(1); created != 5 || served() != lim.Serves {
+		t.Fatalf("after revoking, %d links created serving %d hashes, want 5 serving %d", created, served(), lim.Serves)
 	}
 }

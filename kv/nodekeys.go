@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -35,38 +36,26 @@ var ErrKeysDiffer = errors.New("this node's keys are not the store's")
 // them (and whose data directory was then deleted) leaves behind.
 func (s *Store) BindNodeKeys(sealCheck []byte, logVerifier string) (rebound bool, err error) {
 	var differ []string
+	keys := nodeKeys(sealCheck, logVerifier)
 	err = s.update(func(tx Tx) error {
-		differ, rebound = nil, false
-		served, err := servedIn(tx)
-		if err != nil {
-			return err
+		rebound = false
+		d, err := keysDiffer(tx, keys)
+		if differ = d; err != nil || len(differ) > 0 {
+			return cmp.Or(err, error(ErrKeysDiffer)) // rolls back: nothing recorded on a refusal
 		}
 		meta := tx.Bucket(bucketMeta)
-		for _, k := range []struct {
-			key   []byte
-			value []byte
-			name  string
-		}{
-			{metaSealKeyCheck, sealCheck, "server.key"},
-			{metaLogVerifier, []byte(logVerifier), "the transparency log key"},
-		} {
+		for _, k := range keys {
 			have, err := meta.Get(k.key)
 			if err != nil {
 				return err
 			}
-			switch {
-			case bytes.Equal(have, k.value):
-			case have != nil && served:
-				differ = append(differ, k.name)
-			default:
-				rebound = rebound || have != nil
-				if err := meta.Put(k.key, k.value); err != nil {
-					return err
-				}
+			if bytes.Equal(have, k.value) {
+				continue
 			}
-		}
-		if len(differ) > 0 {
-			return ErrKeysDiffer // rolls back: nothing recorded on a refusal
+			rebound = rebound || have != nil
+			if err := meta.Put(k.key, k.value); err != nil {
+				return err
+			}
 		}
 		if rebound {
 			// The checkpoints (of the empty log) were signed by the old
@@ -76,14 +65,69 @@ func (s *Store) BindNodeKeys(sealCheck []byte, logVerifier string) (rebound bool
 		return nil
 	})
 	if errors.Is(err, ErrKeysDiffer) {
-		verb := "differs"
-		if len(differ) > 1 {
-			verb = "differ"
-		}
-		return false, fmt.Errorf("%w: %s %s from what %s was first started with: every node needs the same copy",
-			ErrKeysDiffer, joinNames(differ), verb, s.where)
+		return false, s.keysDifferError(differ)
 	}
 	return rebound, err
+}
+
+// CheckNodeKeys returns, writing nothing, the ErrKeysDiffer that
+// BindNodeKeys would return for these keys, or nil: a start checks the keys
+// it made before it writes them, so a refused start leaves none behind.
+func (s *Store) CheckNodeKeys(sealCheck []byte, logVerifier string) error {
+	var differ []string
+	err := s.view(func(tx Tx) error {
+		var err error
+		differ, err = keysDiffer(tx, nodeKeys(sealCheck, logVerifier))
+		return err
+	})
+	if err == nil && len(differ) > 0 {
+		err = s.keysDifferError(differ)
+	}
+	return err
+}
+
+// nodeKey is one key's record in the meta bucket: its meta key, the value
+// a node's key gives it, and the key's name for messages.
+type nodeKey struct {
+	key, value []byte
+	name       string
+}
+
+func nodeKeys(sealCheck []byte, logVerifier string) []nodeKey {
+	return []nodeKey{
+		{metaSealKeyCheck, sealCheck, "server.key"},
+		{metaLogVerifier, []byte(logVerifier), "the transparency log key"},
+	}
+}
+
+// keysDiffer names the keys whose record differs from keys in a store that
+// served; a store that never served differs in nothing (it is bound anew).
+func keysDiffer(tx Tx, keys []nodeKey) ([]string, error) {
+	served, err := servedIn(tx)
+	if err != nil || !served {
+		return nil, err
+	}
+	var differ []string
+	for _, k := range keys {
+		have, err := tx.Bucket(bucketMeta).Get(k.key)
+		if err != nil {
+			return nil, err
+		}
+		if have != nil && !bytes.Equal(have, k.value) {
+			differ = append(differ, k.name)
+		}
+	}
+	return differ, nil
+}
+
+// keysDifferError is the ErrKeysDiffer naming the keys that differ.
+func (s *Store) keysDifferError(differ []string) error {
+	verb := "differs"
+	if len(differ) > 1 {
+		verb = "differ"
+	}
+	return fmt.Errorf("%w: %s %s from what %s was first started with: every node needs the same copy",
+		ErrKeysDiffer, joinNames(differ), verb, s.where)
 }
 
 // joinNames is "a", "a and b".

@@ -60,3 +60,28 @@ func TestBindNodeKeys(t *testing.T) {
 		t.Fatalf("a refused node changed the record: %v", err)
 	}
 }
+
+// TestCheckNodeKeys: CheckNodeKeys answers what BindNodeKeys would, and
+// records nothing: a store that never served accepts any keys (and stays
+// unbound), one that served refuses other keys, naming them, and accepts
+// its own.
+func TestCheckNodeKeys(t *testing.T) {
+	s, _ := kvtest.MustOpenStore(t)
+	seal, logKey := []byte("fingerprint-of-the-key"), "sealbox/test+12345678+AAAA"
+	if err := s.CheckNodeKeys([]byte("any"), "sealbox/test+0+0"); err != nil {
+		t.Fatalf("a fresh store: %v", err)
+	}
+	if rebound, err := s.BindNodeKeys(seal, logKey); err != nil || rebound {
+		t.Fatalf("binding after the check: %v, rebound %v; want a first binding (the check recorded nothing)", err, rebound)
+	}
+	if err := s.AddAccount(&kv.Account{ID: "acct-1", Email: "first@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckNodeKeys(seal, logKey); err != nil {
+		t.Fatalf("the store's own keys: %v", err)
+	}
+	err := s.CheckNodeKeys([]byte("another"), logKey)
+	if !errors.Is(err, kv.ErrKeysDiffer) || !strings.Contains(err.Error(), "server.key differs") {
+		t.Fatalf("another server.key: %v, want ErrKeysDiffer naming it", err)
+	}
+}

@@ -72,7 +72,7 @@ func TestShareBlobRefusesARevokedLinkAtOnce(t *testing.T) {
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	for _, id := range []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"} {
 		if err := s.CreateShare(id, &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')},
-			ExpiresAt: c.Now().Add(time.Hour)}); err != nil {
+			ExpiresAt: c.Now().Add(time.Hour)}, kv.ShareLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.ShareBlob(id, hexHash('a')); err != nil {
@@ -96,7 +96,7 @@ func TestShareBlobExpiresWithoutAWrite(t *testing.T) {
 	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	const id = "0123456789abcdef0123456789abcdef"
 	if err := s.CreateShare(id, &kv.Share{AccountID: "acct", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')},
-		ExpiresAt: c.Now().Add(time.Hour)}); err != nil {
+		ExpiresAt: c.Now().Add(time.Hour)}, kv.ShareLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ShareBlob(id, hexHash('a')); err != nil {
@@ -116,7 +116,7 @@ func TestNodesSeeEachOthersRevocations(t *testing.T) {
 	mustAccount(t, a, c, 1)
 	holdVia(t, a, "acct-1", "album", kv.Blob{Hash: hexHash('a'), Size: 1})
 	const id = "0123456789abcdef0123456789abcdef"
-	if err := a.CreateShare(id, &kv.Share{AccountID: "acct-1", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')}}); err != nil {
+	if err := a.CreateShare(id, &kv.Share{AccountID: "acct-1", MetadataHash: hexHash('a'), Serves: []string{hexHash('a')}}, kv.ShareLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Authenticate("at-1"); err != nil {

@@ -24,6 +24,11 @@ import (
 //   - share_tombstones: SHA-256(opaque id) -> shareTombstone: the ids of
 //     revoked links swept from shares, which stay taken.
 //
+//   - shares_by_account: idPart(account)|SHA-256(opaque id) -> shareEntry:
+//     each link record of the account, with its count of served blobs, so
+//     the account's caps (ShareLimits) read its links by one prefix scan
+//     and never decode a record.
+//
 // A revoked link keeps its record (owner and body digest, nothing to serve)
 // for revokedShareKeep, so a delayed retry of its registration is recognised
 // and refused; then the sweep replaces it by a tombstone of a few bytes,
@@ -70,6 +75,116 @@ const revokedShareKeep = 30 * 24 * time.Hour
 type shareTombstone struct {
 	ExpiresAt time.Time `cbor:"1,keyasint,omitempty"`
 }
+
+// shareEntry is a link's line in shares_by_account: what the caps count.
+// Serves is zero once the link is revoked (its served blobs are deleted
+// then).
+type shareEntry struct {
+	Serves    int       `cbor:"1,keyasint,omitempty"`
+	ExpiresAt time.Time `cbor:"2,keyasint,omitempty"`
+	RevokedAt time.Time `cbor:"3,keyasint,omitempty"`
+}
+
+// ShareLimits bound the link records one account has (server/PROTOCOL.md
+// §7): Links caps its links, and Serves the blobs its links serve together.
+// Both count each link until the sweep removes what it holds: a revoked
+// link's served blobs go at once but its record stays until the sweep
+// replaces it by a tombstone, and an expired link's record and blobs stay
+// until the sweep deletes them, so neither revoking nor short expiries let
+// one account grow the store faster than the sweep shrinks it. A
+// registration beyond either is error.limit.shares. Zero is no limit.
+type ShareLimits struct {
+	Links  int
+	Serves int
+}
+
+// Limit flag names of the share caps.
+const (
+	LimitShareLinks  = "max-share-links"
+	LimitShareServes = "max-share-serves"
+)
+
+// shareUsage is what an account's link records hold: how many there are,
+// the blobs they serve, and the soonest a record frees its place (its expiry
+// or its sweep after revocation) and a link frees its serves (its expiry).
+type shareUsage struct {
+	links, serves              int
+	linkFreedAt, servesFreedAt time.Time
+}
+
+// accountShares sums the account's link records.
+func accountShares(tx Tx, accountID string) (shareUsage, error) {
+	var u shareUsage
+	soonest := func(t *time.Time, at time.Time) {
+		if t.IsZero() || at.Before(*t) {
+			*t = at
+		}
+	}
+	err := scanPrefix(tx.Bucket(bucketSharesByAccount), idPart(accountID), func(_, v []byte) error {
+		var e shareEntry
+		if err := decode(v, &e); err != nil {
+			return err
+		}
+		u.links++
+		if !e.ExpiresAt.IsZero() {
+			soonest(&u.linkFreedAt, e.ExpiresAt)
+		}
+		if !e.RevokedAt.IsZero() {
+			soonest(&u.linkFreedAt, e.RevokedAt.Add(revokedShareKeep))
+			return nil
+		}
+		u.serves += e.Serves
+		if !e.ExpiresAt.IsZero() {
+			soonest(&u.servesFreedAt, e.ExpiresAt)
+		}
+		return nil
+	})
+	return u, err
+}
+
+// shareLimitWait is the Retry-After of a share cap that waiting alone does
+// not lift (every link counted lives until revoked): a 429 always names a
+// wait, and an hour is about how long a person takes to revoke links.
+// shareSweepWait is the wait for a link already expired, which frees its
+// place at the next sweep (every minute by default).
+const (
+	shareLimitWait = time.Hour
+	shareSweepWait = time.Minute
+)
+
+// checkShareLimits refuses a new link of n served blobs that would take the
+// account past lim at now, with the wait until a counted link frees its
+// place, or shareLimitWait when none will by itself.
+func checkShareLimits(tx Tx, accountID string, n int, lim ShareLimits, now time.Time) error {
+	if lim.Links <= 0 && lim.Serves <= 0 {
+		return nil
+	}
+	u, err := accountShares(tx, accountID)
+	if err != nil {
+		return err
+	}
+	wait := func(at time.Time) time.Duration {
+		switch {
+		case at.IsZero():
+			return shareLimitWait
+		case !at.After(now):
+			return shareSweepWait
+		}
+		return at.Sub(now)
+	}
+	if lim.Links > 0 && u.links >= lim.Links {
+		return fault.LimitErrorf(fault.ECodeLimitShares, LimitShareLinks, wait(u.linkFreedAt),
+			"the account has %d share links (revoked ones count for 30 days); one must expire or be swept first", u.links)
+	}
+	if lim.Serves > 0 && u.serves+n > lim.Serves {
+		return fault.LimitErrorf(fault.ECodeLimitShares, LimitShareServes, wait(u.servesFreedAt),
+			"the account's share links serve %d blobs and this one %d more, past the %d allowed; revoke a link first", u.serves, n, lim.Serves)
+	}
+	return nil
+}
+
+// shareEntryKey is the link's line in shares_by_account.
+func shareEntryKey(accountID string, key []byte) []byte { return join(idPart(accountID), key) }
 
 func (t *shareTombstone) expired(now time.Time) bool {
 	return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)
@@ -152,6 +267,9 @@ func deleteShare(tx Tx, key []byte, rec *shareRecord) error {
 	if err := tx.Bucket(bucketShares).Delete(key); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bucketSharesByAccount).Delete(shareEntryKey(rec.AccountID, key)); err != nil {
+		return err
+	}
 	if !rec.ExpiresAt.IsZero() {
 		if err := deleteExpiry(tx, rec.ExpiresAt, kindShare, key); err != nil {
 			return err
@@ -182,16 +300,17 @@ func tombstoned(tx Tx, key []byte, now time.Time) (bool, error) {
 // ciphertext. An id already registered answers nil again when it is the same
 // account's live link with the same body (an idempotent retry; serves compare
 // as a set) and error.share.id_taken otherwise, revoked links included. An id
-// whose link has expired is free again.
-func (s *Store) CreateShare(opaqueID string, sh *Share) error {
+// whose link has expired is free again. A new link that takes the account
+// past lim is error.limit.shares, naming the cap.
+func (s *Store) CreateShare(opaqueID string, sh *Share, lim ShareLimits) error {
 	serves := slices.Sorted(slices.Values(sh.Serves))
 	digest := shareDigest(sh, serves)
-	return s.update(func(tx Tx) error { return createShare(tx, s.now(), opaqueID, sh, serves, digest) })
+	return s.update(func(tx Tx) error { return createShare(tx, s.now(), opaqueID, sh, serves, digest, lim) })
 }
 
 // createShare is CreateShare inside tx at now; serves are sh.Serves sorted
 // and digest the body's shareDigest.
-func createShare(tx Tx, now time.Time, opaqueID string, sh *Share, serves []string, digest []byte) error {
+func createShare(tx Tx, now time.Time, opaqueID string, sh *Share, serves []string, digest []byte, lim ShareLimits) error {
 	key := HashToken(opaqueID)
 	old, err := getShare(tx, key)
 	if err != nil {
@@ -221,6 +340,9 @@ func createShare(tx Tx, now time.Time, opaqueID string, sh *Share, serves []stri
 			return refuse(RuleShareServesHeld, h)
 		}
 	}
+	if err := checkShareLimits(tx, sh.AccountID, len(serves), lim, now); err != nil {
+		return err
+	}
 	rec := shareRecord{
 		AccountID: sh.AccountID, MetadataHash: sh.MetadataHash, WrappedSecret: sh.WrappedSecret,
 		ExpiresAt: sh.ExpiresAt, CreatedAt: now, Digest: digest,
@@ -232,6 +354,10 @@ func createShare(tx Tx, now time.Time, opaqueID string, sh *Share, serves []stri
 		if err := tx.Bucket(bucketShareBlobs).Put(join(key, []byte(h)), member); err != nil {
 			return err
 		}
+	}
+	entry := shareEntry{Serves: len(serves), ExpiresAt: rec.ExpiresAt}
+	if err := tx.Bucket(bucketSharesByAccount).Put(shareEntryKey(rec.AccountID, key), encode(&entry)); err != nil {
+		return err
 	}
 	if rec.ExpiresAt.IsZero() {
 		return nil
@@ -256,6 +382,10 @@ func (s *Store) RevokeShare(accountID, opaqueID string) error {
 			return err
 		}
 		if err := deleteShareBlobs(tx, key); err != nil {
+			return err
+		}
+		entry := shareEntry{ExpiresAt: rec.ExpiresAt, RevokedAt: rec.RevokedAt}
+		if err := tx.Bucket(bucketSharesByAccount).Put(shareEntryKey(accountID, key), encode(&entry)); err != nil {
 			return err
 		}
 		if sweepAt := rec.RevokedAt.Add(revokedShareKeep); rec.ExpiresAt.IsZero() || sweepAt.Before(rec.ExpiresAt) {

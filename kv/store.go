@@ -74,6 +74,10 @@ var (
 	bucketShareTombstones        = newBucket("share_tombstones")
 	bucketRelayChannelsByAccount = newBucket("relay_channels_by_account")
 	bucketInlineBlobs            = newBucket("inline_blobs")
+	// shares_by_account: idPart(account)|SHA-256(opaque id) -> shareEntry,
+	// every link record the account has, so its caps read them by one
+	// prefix scan.
+	bucketSharesByAccount = newBucket("shares_by_account")
 )
 
 // domainBuckets is every bucket newBucket declared, in declaration order:

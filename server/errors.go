@@ -66,6 +66,7 @@ var statusByCode = map[string]int{
 	fault.ECodeShareNotFound:     http.StatusNotFound,
 	fault.ECodeShareIDTaken:      http.StatusUnprocessableEntity,
 	fault.ECodeShareBlobNotOwned: http.StatusUnprocessableEntity,
+	fault.ECodeLimitShares:       http.StatusTooManyRequests,
 
 	fault.ECodeProtocolUnsupported: http.StatusUpgradeRequired,
 	fault.ECodeOpProtocolMismatch:  http.StatusConflict,

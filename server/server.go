@@ -131,6 +131,13 @@ type Config struct {
 	RelayChannels int
 	RelayBytes    int64
 
+	// MaxShareLinks caps the link records one account has (revoked links
+	// count for the 30 days their record is kept) and MaxShareServes the
+	// blobs its links serve together: the bound on the store one account's
+	// links take (server/PROTOCOL.md §7).
+	MaxShareLinks  int
+	MaxShareServes int
+
 	// DirectoryPublishes is how many directory publishes an account earns
 	// back per hour, DirectoryBurst how many it may make at once: the bound
 	// on each account's growth of the transparency log.
@@ -210,6 +217,8 @@ func DefaultConfig() Config {
 		MaxPendingBytes:     64 << 30,
 		UploadBufferAccount: 16 << 20,
 		UploadBufferTotal:   48 << 20,
+		MaxShareLinks:       1000,
+		MaxShareServes:      100_000,
 		AccessTTL:           15 * time.Minute,
 		RefreshTTL:          30 * 24 * time.Hour,
 		FreshWindow:         10 * time.Minute,

@@ -89,6 +89,11 @@ func (req *issueShareRequest) validate(now time.Time) (*kv.Share, error) {
 	return sh, nil
 }
 
+// shareLimits are the configured per-account caps on links.
+func (s *Server) shareLimits() kv.ShareLimits {
+	return kv.ShareLimits{Links: s.cfg.MaxShareLinks, Serves: s.cfg.MaxShareServes}
+}
+
 type issueShareResponse struct {
 	OpaqueID string `json:"opaque_id"`
 }
@@ -106,7 +111,7 @@ func (s *Server) handleShareCreate(w http.ResponseWriter, r *http.Request, _ htt
 		return err
 	}
 	sh.AccountID = sess.AccountID
-	if err := s.store.CreateShare(*req.OpaqueID, sh); err != nil {
+	if err := s.store.CreateShare(*req.OpaqueID, sh, s.shareLimits()); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusCreated, issueShareResponse{OpaqueID: *req.OpaqueID})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/kv/fault"
 	"sealbox/server"
 	"sealbox/server/servertest"
 )
@@ -585,4 +586,42 @@ func TestShareDisabledOwner(t *testing.T) {
 			node.Do(t, Req{Method: "GET", Path: path}).WantProblem(t, http.StatusNotFound, "error.share.not_found")
 		}
 	}
+}
+
+// TestShareCapsPerAccount: an account's links are bounded (--max-share-links,
+// --max-share-serves): one past either cap is 429 error.limit.shares with
+// Retry-After, registers nothing and is counted under its flag; a retry of a
+// registered link and another account's links pass.
+func TestShareCapsPerAccount(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.MaxShareLinks, c.MaxShareServes = 2, 3 })
+	alice := ts.Register(t, "alice@example.org")
+	bob := ts.Register(t, "bob@example.org")
+	first := ts.newLink(t, alice.Access)
+	post := func(tok string, id string, served ...[]byte) *Response {
+		body := map[string]any{"opaque_id": id, "metadata_hash": servertest.HashOf(served[0]), "serves": []string{}}
+		for _, b := range served {
+			body["serves"] = append(body["serves"].([]string), servertest.HashOf(b))
+		}
+		return ts.Do(t, Req{Method: "POST", Path: "/v1/shares", Token: tok, Body: body})
+	}
+	two := []byte("a second link's metadata")
+	ts.Upload(t, alice.Access, two)
+	over := strings.Repeat("d", 32)
+	r := post(alice.Access, over, two, first.content)
+	p := r.WantProblem(t, http.StatusTooManyRequests, fault.ECodeLimitShares)
+	if detail := p["detail"].(string); !strings.Contains(detail, "serve 2 blobs and this one 2 more, past the 3 allowed") {
+		t.Fatalf("detail: %q", detail)
+	}
+	// No link expires, so waiting frees nothing: the wait is the fixed hour.
+	wantHeader(t, r, "Retry-After", "3600")
+	ts.Do(t, Req{Method: "GET", Path: "/s/" + over}).WantProblem(t, http.StatusNotFound, fault.ECodeShareNotFound)
+	post(alice.Access, strings.Repeat("e", 32), two).WantStatus(t, http.StatusCreated)
+	p = post(alice.Access, over, two).WantProblem(t, http.StatusTooManyRequests, fault.ECodeLimitShares)
+	if detail := p["detail"].(string); !strings.Contains(detail, "has 2 share links") {
+		t.Fatalf("detail: %q", detail)
+	}
+	post(alice.Access, strings.Repeat("e", 32), two).WantStatus(t, http.StatusCreated)
+	ts.newLink(t, bob.Access)
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="max-share-serves"} 1`)
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="max-share-links"} 1`)
 }

@@ -34,7 +34,7 @@ func (s *Engine) openBucket(ctx context.Context, create bool) error {
 		return bucketErr(fmt.Sprintf("blobs: the bucket %q at %s cannot be used: %s", s.bucket, s.Endpoint(), describeS3(err)), err)
 	}
 	if !create {
-		return bucketErr(fmt.Sprintf("blobs: the bucket %q does not exist at %s", s.bucket, s.Endpoint()), err)
+		return bucketErr(fmt.Sprintf("blobs: the bucket %q does not exist at %s", s.bucket, s.Endpoint()), errors.Join(ErrNoBucket, err))
 	}
 	if _, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &s.bucket}); err != nil {
 		return bucketErr(fmt.Sprintf("blobs: the bucket %q does not exist at %s, and creating it failed: %s (create it, or give the name of one that exists)",
@@ -59,6 +59,11 @@ func (s *Engine) Endpoint() string {
 	}
 	return s.endpoint
 }
+
+// ErrNoBucket is wrapped by Open's error when the bucket does not exist
+// and Options.CreateBucket is not set: the credentials reached the endpoint,
+// and a caller may create the bucket later, once nothing else can fail.
+var ErrNoBucket = errors.New("blobs: no such bucket")
 
 // sentenceError is an error whose message is a sentence for the operator,
 // wrapping the client's error for errors.Is and errors.As.

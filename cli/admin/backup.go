@@ -122,7 +122,13 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 	if err != nil {
 		return rep, err
 	}
-	err = o.copyBlobs(ctx, snap, destBlobs, prev, &rep, progress)
+	// The inline blobs travel in the snapshot: re-hashed there, as a blob
+	// file is when it is copied, so damage fails the backup instead of
+	// spreading into it.
+	err = inlineWhole(snap)
+	if err == nil {
+		err = o.copyBlobs(ctx, snap, destBlobs, prev, &rep, progress)
+	}
 	if err == nil {
 		err = markCopy(snap, destBlobs)
 	}
@@ -143,6 +149,16 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 		return rep, fmt.Errorf("%d referenced blobs are missing from the data directory and could not be backed up (run `sealbox check`)", len(rep.Missing))
 	}
 	return rep, nil
+}
+
+// inlineWhole fails when a blob the snapshot keeps inline is missing, of
+// another size than recorded, or no longer hashes to its name, naming each.
+func inlineWhole(snap *kv.Store) error {
+	problems, err := snap.InlineProblems(true, maxRestoreProblems)
+	if err != nil || len(problems) == 0 {
+		return err
+	}
+	return fmt.Errorf("the store's inline blobs are not whole (run `sealbox check --deep`), the backup was not written:\n  %s", strings.Join(problems, "\n  "))
 }
 
 // generationLayout names a generation by when its backup started, in UTC;

@@ -28,9 +28,14 @@ const maxReported = 1000
 // holds, that every blob a share link, upload session or provenance chain names is recorded, that every
 // recorded blob exists with its recorded size (a file of the blob store, or
 // bytes the store keeps inline), and with deep that every such blob's bytes
-// still hash to its name.
+// still hash to its name. The data directory's keys are checked as a
+// restore reads them: a key that is there must be a regular file of its
+// format, or no server can start on the directory.
 func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 	rep := CheckReport{Store: o.StoreAt, BlobStore: o.BlobsAt, Deep: deep, Problems: []string{}}
+	if _, err := readKeys(o.DataDir); err != nil {
+		rep.Problems = append(rep.Problems, "keys: "+err.Error())
+	}
 	integrity, err := o.Store.CheckIntegrity()
 	if err != nil {
 		return rep, err

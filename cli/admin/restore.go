@@ -147,8 +147,8 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// An inline blob was restored with the store: check verifies its
-		// bytes.
+		// An inline blob was restored with the store, whose inline blobs
+		// storeProblems re-hashes.
 		files := page[:0:0]
 		for _, b := range page {
 			if b.Inline {

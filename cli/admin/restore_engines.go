@@ -26,7 +26,11 @@ import (
 type EngineTarget struct {
 	DataDir string
 	Store   *kv.Store
-	Blobs   blobs.Engine
+	// Blobs is nil when the bucket does not exist yet: CreateBlobs then
+	// creates it, once the backup and the targets have been checked and
+	// just before the restore's first write.
+	Blobs       blobs.Engine
+	CreateBlobs func() (blobs.Engine, error)
 	// StoreAt and BlobsAt name them in messages, never with a password.
 	StoreAt, BlobsAt string
 }
@@ -72,6 +76,11 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 	}
 	if err := checkBlobTarget(dst, source); err != nil {
 		return rep, err
+	}
+	if dst.Blobs == nil {
+		if dst.Blobs, err = dst.CreateBlobs(); err != nil {
+			return rep, err
+		}
 	}
 	// The keys go first: a node started on the unfinished restore then
 	// finds the backup's keys, makes none of its own, and is refused.
@@ -180,9 +189,10 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 	return scratch, source, func() { scratch.Close(); os.RemoveAll(dir) }, nil
 }
 
-// storeProblems is what a restore checks of a store besides its blobs (the
-// blobs are hashed as they are copied): its own consistency (bbolt's page
-// check), references to unrecorded blobs, and its transparency log.
+// storeProblems is what a restore checks of a store besides its blob files
+// (hashed as they are copied): its own consistency (bbolt's page check),
+// references to unrecorded blobs, its transparency log, and the blobs it
+// keeps inline, each re-hashed as check --deep does.
 func storeProblems(store *kv.Store) ([]string, error) {
 	var problems []string
 	integrity, err := store.CheckIntegrity()
@@ -197,7 +207,11 @@ func storeProblems(store *kv.Store) ([]string, error) {
 		return nil, err
 	}
 	logProblems, err := store.CheckLog(maxRestoreProblems)
-	return append(append(problems, dangling...), logProblems...), err
+	if err != nil {
+		return nil, err
+	}
+	inline, err := store.InlineProblems(true, maxRestoreProblems)
+	return append(append(append(problems, dangling...), logProblems...), inline...), err
 }
 
 // notWhole refuses a backup with problems; after says what was left.
@@ -215,6 +229,9 @@ func notWhole(src string, problems []string, after string) error {
 // restore's marker before its first blob, so on a resumed run its blobs
 // are known to be this restore's.
 func checkBlobTarget(dst EngineTarget, source string) error {
+	if dst.Blobs == nil {
+		return nil // a bucket still to be created holds nothing
+	}
 	in, err := dst.Store.Instance()
 	if err != nil {
 		return err
@@ -260,14 +277,17 @@ func copyVerified(ctx context.Context, store *kv.Store, src *blobs.Dir, dst blob
 			}
 		}()
 		if b.Inline {
-			// Restored with the store: check verifies its bytes.
+			// Restored with the store, whose inline blobs storeProblems
+			// re-hashed.
 			rep.Blobs++
 			rep.Bytes += b.Size
 			return nil
 		}
-		if info, err := dst.Stat(b.Hash); err == nil && info.Size == b.Size {
+		if have, err := alreadyCopied(dst, b); err != nil {
+			return err
+		} else if have {
 			rep.Blobs++
-			rep.Bytes += info.Size
+			rep.Bytes += b.Size
 			return nil
 		}
 		problem, err := copyBlob(src, dst, b)
@@ -280,6 +300,34 @@ func copyVerified(ctx context.Context, store *kv.Store, src *blobs.Dir, dst blob
 		return err
 	})
 	return problems, err
+}
+
+// alreadyCopied reports whether dst holds b whole, copied by an earlier run
+// of the restore: at its recorded size and, in a local blob directory,
+// re-hashed, since a file there may have been changed since that run (a
+// bucket's objects are not rewritten in place, and reading each back would
+// cost the whole download again). A damaged file is removed, to be copied
+// again.
+func alreadyCopied(dst blobs.Engine, b kv.Blob) (bool, error) {
+	info, err := dst.Stat(b.Hash)
+	switch {
+	case errors.Is(err, blobs.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case info.Size != b.Size:
+		return false, nil
+	}
+	if _, local := dst.(*blobs.Dir); !local {
+		return true, nil
+	}
+	switch err := dst.Verify(b.Hash); {
+	case errors.Is(err, blobs.ErrCorrupt):
+		return false, dst.Remove(b.Hash)
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // copyBlob copies one blob, verifying its hash and size; a problem of the

@@ -76,6 +76,10 @@ func CompactFile(path string, timeout time.Duration) (CompactReport, error) {
 		os.Remove(tmp)
 		return rep, fmt.Errorf("compact %s: the compacted copy does not check clean, the store is left as it was: %w", path, err)
 	}
+	if err := takeOwnerAndMode(tmp, fi); err != nil {
+		os.Remove(tmp)
+		return rep, fmt.Errorf("compact %s: %w", path, err)
+	}
 	if err := os.Remove(rep.Old); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return rep, err
 	}
@@ -208,4 +212,22 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// takeOwnerAndMode gives the compacted copy at tmp the mode of the store it
+// replaces, and its owner when this process may (root): compact run as root
+// between stopping and starting the service must not leave the service's
+// user a store it cannot open.
+func takeOwnerAndMode(tmp string, store fs.FileInfo) error {
+	if err := os.Chmod(tmp, store.Mode().Perm()); err != nil {
+		return err
+	}
+	st, ok := store.Sys().(*syscall.Stat_t)
+	if !ok || os.Geteuid() != 0 {
+		return nil
+	}
+	if err := os.Chown(tmp, int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("give the compacted copy the store's owner (%d:%d): %w", st.Uid, st.Gid, err)
+	}
+	return nil
 }

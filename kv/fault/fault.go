@@ -131,6 +131,9 @@ const (
 	ECodeShareNotFound     = "error.share.not_found"
 	ECodeShareIDTaken      = "error.share.id_taken"
 	ECodeShareBlobNotOwned = "error.share.blob_not_owned"
+	// ECodeLimitShares: the account's share links, or the blobs its live
+	// links serve together, are at their cap (429).
+	ECodeLimitShares = "error.limit.shares"
 
 	ECodeOpProtocolMismatch  = "error.op.protocol_mismatch"
 	ECodeOpStaleChain        = "error.op.stale_chain"
