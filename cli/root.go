@@ -49,9 +49,23 @@ func NewRootCmd() *cobra.Command {
 		Version:       versionText(),
 	}
 	root.SetVersionTemplate("{{.Version}}")
-	root.AddCommand(newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(), newCompactCmd(), newVersionCmd(), newHealthcheckCmd(), newDevCmd(), newAuditCmd())
+	// Operators' commands and users' commands stay apart in --help.
+	root.AddGroup(&cobra.Group{ID: groupUsing, Title: "Using sealbox (putting photos in, getting them back):"},
+		&cobra.Group{ID: groupRunning, Title: "Running a sealbox server:"})
+	for _, c := range []*cobra.Command{newServeCmd(), newUsersCmd(), newBackupCmd(), newRestoreCmd(), newCheckCmd(), newGCCmd(),
+		newCompactCmd(), newHealthcheckCmd(), newDevCmd(), newAuditCmd()} {
+		c.GroupID = groupRunning
+		root.AddCommand(c)
+	}
+	root.AddCommand(newClientCmd(), newVersionCmd())
 	return root
 }
+
+// The groups of sealbox's commands in --help.
+const (
+	groupUsing   = "using"
+	groupRunning = "running"
+)
 
 // envName is the environment variable of a flag: --max-body is
 // SEALBOX_MAX_BODY.

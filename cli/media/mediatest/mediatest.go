@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"image/png"
 )
 
 // EXIF is what JPEG writes into a photo's APP1 segment; zero fields are
@@ -47,6 +48,21 @@ func JPEG(w, h int, seed byte, e EXIF) []byte {
 	out.Write(app1)
 	out.Write(b[2:])
 	return out.Bytes()
+}
+
+// PNG is a w×h PNG of a gradient.
+func PNG(w, h int) []byte {
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			m.Set(x, y, color.RGBA{R: byte(x * 10), G: byte(y * 10), B: 100, A: 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, m); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
 }
 
 // entry is one IFD entry; value holds its bytes, written inline when they

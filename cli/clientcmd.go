@@ -1,0 +1,492 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"sealbox/cli/client"
+	"sealbox/cli/library"
+	"sealbox/server"
+)
+
+// The `sealbox client` commands are the person's side: sign up or in, sync
+// a photo folder, export it back, share. They talk to a server over HTTP
+// like any other client (cli/client), seal with cli/sealed, and keep their
+// state in a profile (cli/library). Exit status: 0 all done, 1 some files
+// failed (listed), 2 usage, credentials or a refusal of the server.
+
+// clientError is a client command's failure with its exit status.
+type clientError struct {
+	code int
+	err  error
+}
+
+func (e *clientError) Error() string { return e.err.Error() }
+func (e *clientError) Unwrap() error { return e.err }
+func (e *clientError) ExitCode() int { return e.code }
+
+// refused is a failure of usage, credentials or the server: exit 2.
+func refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &clientError{code: 2, err: err}
+}
+
+// clientArgs is an argument check whose failure exits 2, as a usage error.
+func clientArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error { return refused(check(cmd, args)) }
+}
+
+// clientFlags are what every client command takes.
+type clientFlags struct {
+	profile string
+	json    bool
+}
+
+func (f *clientFlags) add(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&f.profile, "profile", "", "keep this client's session, keys and index in DIR (default $XDG_CONFIG_HOME/sealbox and $XDG_STATE_HOME/sealbox)")
+	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "write one JSON object per line instead of text")
+}
+
+func newClientCmd() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Put photos in a sealbox server and get them back: sign up, sync a folder, export, share",
+		Long: `The sealbox client seals every photo and video on this device before it leaves it:
+the server stores and serves ciphertext, and the keys stay with you (and in an escrow only
+your password or your recovery key opens).`,
+		GroupID: groupUsing,
+	}
+	f.add(cmd)
+	cmd.AddCommand(newClientSignupCmd(&f), newClientLoginCmd(&f), newClientLogoutCmd(&f), newClientStatusCmd(&f),
+		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f))
+	return cmd
+}
+
+// account is what a signed-in client command works with.
+type account struct {
+	profile *library.Profile
+	client  *client.Client
+	session *library.Session
+	keys    *library.Keys
+}
+
+// openAccount opens the profile and its signed-in session.
+func openAccount(f *clientFlags) (*account, error) {
+	p, err := library.OpenProfile(f.profile)
+	if err != nil {
+		return nil, refused(err)
+	}
+	s, err := p.Session()
+	if err != nil {
+		return nil, refused(err)
+	}
+	keys, err := p.Keys()
+	if err != nil {
+		return nil, refused(err)
+	}
+	c, err := client.New(s.Server, nil)
+	if err != nil {
+		return nil, refused(err)
+	}
+	c.UserAgent = "sealbox-client/" + server.Version
+	library.KeepTokens(p, c, s)
+	return &account{profile: p, client: c, session: s, keys: keys}, nil
+}
+
+// serverError says what the server's refusal means for the person, exit 2.
+func serverError(err error) error {
+	if errors.Is(err, client.ErrSignedOut) {
+		return refused(fmt.Errorf("%w: run sealbox client login", err))
+	}
+	return refused(err)
+}
+
+// readSecret reads a password or passphrase: the first line of standard
+// input with fromStdin, else from the terminal without echo (twice with
+// confirm).
+func readSecret(cmd *cobra.Command, fromStdin bool, prompt string, confirm bool) (string, error) {
+	if fromStdin {
+		line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if err != nil && (err != io.EOF || line == "") {
+			return "", fmt.Errorf("read the %s from standard input: %w", strings.ToLower(prompt), err)
+		}
+		return strings.TrimRight(line, "\r\n"), nil
+	}
+	fd := int(os.Stdin.Fd())
+	if !term.IsTerminal(fd) {
+		return "", fmt.Errorf("standard input is not a terminal: pass --password-stdin to read the %s from it", strings.ToLower(prompt))
+	}
+	ask := func(p string) (string, error) {
+		fmt.Fprint(cmd.ErrOrStderr(), p+": ")
+		b, err := term.ReadPassword(fd)
+		fmt.Fprintln(cmd.ErrOrStderr())
+		return string(b), err
+	}
+	s, err := ask(prompt)
+	if err != nil || !confirm {
+		return s, err
+	}
+	again, err := ask(prompt + " again")
+	if err != nil {
+		return "", err
+	}
+	if s != again {
+		return "", errors.New("the two differ")
+	}
+	return s, nil
+}
+
+// emit writes v as one JSON line.
+func emit(w io.Writer, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintln(w, string(b))
+}
+
+func newClientSignupCmd(f *clientFlags) *cobra.Command {
+	var email string
+	var fromStdin bool
+	cmd := &cobra.Command{
+		Use:   "signup URL",
+		Short: "Create an account on the server at URL, with its keys, and sign in on this device",
+		Long: `Creates the account and its keys. The password you choose opens your photos' keys: the
+server is sent only a secret derived from it, never the password. A recovery key is printed
+once: write it down and keep it safe. It is the only way back to your photos if you forget the
+password, and nobody, the server's operator included, can recover them without it.`,
+		Args: clientArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if email == "" {
+				return refused(errors.New("give the account's email with --email"))
+			}
+			p, err := library.OpenProfile(f.profile)
+			if err != nil {
+				return refused(err)
+			}
+			password, err := readSecret(cmd, fromStdin, "Password", true)
+			if err != nil {
+				return refused(err)
+			}
+			if len(password) < 8 {
+				return refused(errors.New("the password must be at least 8 characters"))
+			}
+			c, err := client.New(args[0], nil)
+			if err != nil {
+				return refused(err)
+			}
+			recovery, err := library.Signup(cmd.Context(), p, c, email, password)
+			if err != nil {
+				return serverError(err)
+			}
+			if f.json {
+				emit(cmd.OutOrStdout(), map[string]string{"email": email, "server": c.BaseURL(), "recovery_key": recovery.String()})
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Signed up as %s on %s.\n\nYour recovery key (write it down now; it is shown only this once):\n\n    %s\n\n"+
+				"Without your password and without this key, nobody can open your photos, the server's operator included.\n",
+				email, c.BaseURL(), recovery)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
+	return cmd
+}
+
+func newClientLoginCmd(f *clientFlags) *cobra.Command {
+	var email, code string
+	var fromStdin bool
+	cmd := &cobra.Command{
+		Use:   "login URL",
+		Short: "Sign in on this device and open the account's keys with the password",
+		Args:  clientArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if email == "" {
+				return refused(errors.New("give the account's email with --email"))
+			}
+			p, err := library.OpenProfile(f.profile)
+			if err != nil {
+				return refused(err)
+			}
+			password, err := readSecret(cmd, fromStdin, "Password", false)
+			if err != nil {
+				return refused(err)
+			}
+			c, err := client.New(args[0], nil)
+			if err != nil {
+				return refused(err)
+			}
+			if err := library.Login(cmd.Context(), p, c, email, password, code); err != nil {
+				return serverError(err)
+			}
+			if f.json {
+				emit(cmd.OutOrStdout(), map[string]string{"email": email, "server": c.BaseURL()})
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Signed in as %s on %s.\n", email, c.BaseURL())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	cmd.Flags().StringVar(&code, "code", "", "the second factor's current code, for an account that has one")
+	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
+	return cmd
+}
+
+func newClientLogoutCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout",
+		Short: "Sign out: end the session on the server and remove this device's session and keys",
+		Args:  clientArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			// The server may be gone for good: the keys are removed here
+			// whatever it answers.
+			serr := a.client.Logout(cmd.Context())
+			if err := a.profile.Forget(); err != nil {
+				return err
+			}
+			if serr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sealbox: signed out on this device; the server did not confirm the end of the session: %v\n", serr)
+			}
+			return nil
+		},
+	}
+}
+
+func newClientStatusCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the account this device is signed in to, and check the session",
+		Args:  clientArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			_, perr := a.client.Profile(cmd.Context())
+			state := "signed in"
+			if perr != nil {
+				state = "session not usable: " + perr.Error()
+			}
+			if f.json {
+				emit(cmd.OutOrStdout(), map[string]any{"server": a.session.Server, "email": a.session.Email,
+					"user_id": a.session.UserID, "device_id": a.session.DeviceID, "signed_in": perr == nil})
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "Server:  %s\nAccount: %s (%s)\nDevice:  %s\nSession: %s\n",
+					a.session.Server, a.session.Email, a.session.UserID, a.session.DeviceID, state)
+			}
+			return serverErrorOrNil(perr)
+		},
+	}
+}
+
+func serverErrorOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return serverError(err)
+}
+
+// reporter prints a run's events: one JSON object per line with --json,
+// else a line per file that did something.
+func reporter(cmd *cobra.Command, asJSON bool) func(library.Event) {
+	out := cmd.OutOrStdout()
+	return func(ev library.Event) {
+		if asJSON {
+			emit(out, ev)
+			return
+		}
+		switch ev.What {
+		case "unchanged":
+		case "failed":
+			fmt.Fprintf(cmd.ErrOrStderr(), "failed    %s: %s\n", ev.Path, ev.Error)
+		default:
+			fmt.Fprintf(out, "%-9s %s\n", ev.What, ev.Path)
+		}
+	}
+}
+
+// finish is a run's last line and its exit status: 1 when files failed.
+func finish(cmd *cobra.Command, asJSON bool, verb string, sum library.Summary, started time.Time) error {
+	if asJSON {
+		emit(cmd.OutOrStdout(), map[string]any{"event": "done", "done": sum.Uploaded, "unchanged": sum.Unchanged,
+			"known": sum.Known, "failed": sum.Failed, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()})
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, in %s\n", verb, sum.Uploaded,
+			FormatSize(sum.Bytes), sum.Unchanged, sum.Known, sum.Failed, time.Since(started).Round(time.Millisecond))
+	}
+	if sum.Failed > 0 {
+		return &clientError{code: 1, err: fmt.Errorf("%d files failed: %s", sum.Failed, strings.Join(sum.FailedPaths, ", "))}
+	}
+	return nil
+}
+
+func newClientSyncCmd(f *clientFlags) *cobra.Command {
+	s := library.Syncer{Jobs: 4, TusOver: 64 << 20}
+	cmd := &cobra.Command{
+		Use:   "sync FOLDER...",
+		Short: "Seal and upload the photos and videos of folders (a backup: files deleted here stay on the server)",
+		Long: `Seals every photo and video below the folders and uploads what the server does not have.
+A backup, not a mirror: a file deleted here stays on the server. A second run reads no file that
+did not change, and a moved or renamed file is recognised and not sent again. Large files go
+through resumable uploads that a later run resumes.`,
+		Args: clientArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if s.Album != "" && s.AlbumPerFolder {
+				return refused(errors.New("give --album or --album-per-folder, not both"))
+			}
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			ix, err := a.profile.OpenIndex()
+			if err != nil {
+				return refused(err)
+			}
+			defer ix.Close()
+			s.Client, s.Profile, s.Index, s.Session, s.Keys = a.client, a.profile, ix, a.session, a.keys
+			s.Report, s.ClientVersion, s.Now = reporter(cmd, f.json), "sealbox/"+server.Version, time.Now
+			started := time.Now()
+			sum, err := s.Sync(cmd.Context(), args)
+			if err != nil {
+				return serverError(err)
+			}
+			return finish(cmd, f.json, "uploaded", sum, started)
+		},
+	}
+	cmd.Flags().StringVar(&s.Album, "album", "", "file every photo in the album of this title (default: an album named after each folder given)")
+	cmd.Flags().BoolVar(&s.AlbumPerFolder, "album-per-folder", false, "file each folder's photos in an album named after the folder")
+	cmd.Flags().IntVar(&s.Jobs, "jobs", s.Jobs, "files sealed and uploaded at once")
+	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "say what would be uploaded, and upload nothing")
+	return cmd
+}
+
+// catalog opens the account's albums and assets.
+func (a *account) catalog() *library.Catalog {
+	return &library.Catalog{Client: a.client, Keys: a.keys}
+}
+
+func newClientAlbumsCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "albums",
+		Short: "List the account's albums with their photo counts",
+		Args:  clientArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			return listAlbums(cmd.Context(), cmd, a, f.json, "")
+		},
+	}
+}
+
+func newClientLsCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls ALBUM",
+		Short: "List an album's photos and videos",
+		Args:  clientArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			return listAlbums(cmd.Context(), cmd, a, f.json, args[0])
+		},
+	}
+}
+
+// listAlbums lists the albums (title ""), or the assets of the album of
+// that title.
+func listAlbums(ctx context.Context, cmd *cobra.Command, a *account, asJSON bool, title string) error {
+	cat := a.catalog()
+	ids, err := cat.Albums(ctx)
+	if err != nil {
+		return serverError(err)
+	}
+	found := false
+	for _, id := range ids {
+		assets, failed, err := cat.Assets(ctx, id)
+		if err != nil {
+			return serverError(err)
+		}
+		name := id
+		if len(assets) > 0 {
+			name = assets[0].AlbumTitle
+		}
+		if title == "" {
+			if asJSON {
+				emit(cmd.OutOrStdout(), map[string]any{"album": name, "album_id": id, "assets": len(assets), "unreadable": len(failed)})
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-30s %6d\n", name, len(assets))
+			}
+			continue
+		}
+		if name != title {
+			continue
+		}
+		found = true
+		for _, as := range assets {
+			taken := ""
+			if as.Meta.Taken != nil {
+				taken = as.Meta.Taken.Local
+			}
+			if asJSON {
+				emit(cmd.OutOrStdout(), map[string]any{"name": as.Meta.Name, "asset_id": as.Entry.AssetID, "size": as.Meta.Size,
+					"media_type": as.Meta.MediaType, "taken": taken})
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-19s %10s  %s\n", taken, FormatSize(as.Meta.Size), as.Meta.Name)
+			}
+		}
+	}
+	if title != "" && !found {
+		return refused(fmt.Errorf("no album %q: sealbox client albums lists them", title))
+	}
+	return nil
+}
+
+func newClientExportCmd(f *clientFlags) *cobra.Command {
+	x := library.Exporter{Layout: "album"}
+	cmd := &cobra.Command{
+		Use:   "export DEST",
+		Short: "Write the originals into a folder, byte for byte, each with its capture time",
+		Long: `Downloads and opens every original into DEST (or one album's with --album). A second export
+writes nothing that is already there. A file damaged on the server is refused with its name and
+album, the rest is exported, and the exit status is 1.`,
+		Args: clientArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if x.Layout != "album" && x.Layout != "date" {
+				return refused(fmt.Errorf("--layout is album or date, not %q", x.Layout))
+			}
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			x.Catalog, x.Dest, x.Report = a.catalog(), args[0], reporter(cmd, f.json)
+			started := time.Now()
+			sum, err := x.Export(cmd.Context())
+			if err != nil {
+				return serverError(err)
+			}
+			return finish(cmd, f.json, "exported", sum, started)
+		},
+	}
+	cmd.Flags().StringVar(&x.Album, "album", "", "export only the album of this title")
+	cmd.Flags().StringVar(&x.Layout, "layout", x.Layout, "album (DEST/ALBUM/NAME) or date (DEST/YYYY/MM/NAME)")
+	return cmd
+}
