@@ -71,7 +71,8 @@ your password or your recovery key opens).`,
 	}
 	f.add(cmd)
 	cmd.AddCommand(newClientSignupCmd(&f), newClientLoginCmd(&f), newClientLogoutCmd(&f), newClientStatusCmd(&f),
-		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f))
+		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f),
+		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f))
 	return cmd
 }
 
@@ -489,4 +490,161 @@ album, the rest is exported, and the exit status is 1.`,
 	cmd.Flags().StringVar(&x.Album, "album", "", "export only the album of this title")
 	cmd.Flags().StringVar(&x.Layout, "layout", x.Layout, "album (DEST/ALBUM/NAME) or date (DEST/YYYY/MM/NAME)")
 	return cmd
+}
+
+func newClientShareCmd(f *clientFlags) *cobra.Command {
+	var expires time.Duration
+	var withPassphrase, fromStdin bool
+	cmd := &cobra.Command{
+		Use:   "share ALBUM|ASSET...",
+		Short: "Make a link to albums or photos that opens in any browser, decrypted on the viewer's device",
+		Long: `Prints a link https://HOST/s/ID#SECRET. The part after # is the key: it never reaches the
+server, so whoever has the whole link can see what it shows, and the server cannot. An ASSET is
+an asset id or a file name (sealbox client ls shows both). With --passphrase the link also asks
+for a passphrase.`,
+		Args: clientArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			passphrase := ""
+			if withPassphrase || fromStdin {
+				if passphrase, err = readSecret(cmd, fromStdin, "Passphrase", !fromStdin); err != nil {
+					return refused(err)
+				}
+			}
+			var until *time.Time
+			if expires > 0 {
+				t := time.Now().Add(expires).Truncate(time.Second)
+				until = &t
+			}
+			title, assets, err := selectAssets(cmd.Context(), a, args)
+			if err != nil {
+				return err
+			}
+			link, err := library.Share(cmd.Context(), a.client, title, assets, passphrase, until)
+			if err != nil {
+				return serverError(err)
+			}
+			ix, err := a.profile.OpenIndex()
+			if err != nil {
+				return refused(err)
+			}
+			defer ix.Close()
+			if err := ix.SaveLink(link); err != nil {
+				return err
+			}
+			if f.json {
+				emit(cmd.OutOrStdout(), link)
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), link.URL)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&expires, "expires", 0, "the link stops working after this long (e.g. 168h); default never")
+	cmd.Flags().BoolVar(&withPassphrase, "passphrase", false, "ask for a passphrase the link's viewers must give too")
+	cmd.Flags().BoolVar(&fromStdin, "passphrase-stdin", false, "read the passphrase from the first line of standard input")
+	return cmd
+}
+
+// selectAssets finds what args name: every asset of an album of that
+// title, or an asset by its id or file name. The link's title is the
+// first album's.
+func selectAssets(ctx context.Context, a *account, args []string) (string, []library.Asset, error) {
+	cat := a.catalog()
+	ids, err := cat.Albums(ctx)
+	if err != nil {
+		return "", nil, serverError(err)
+	}
+	wanted := map[string]bool{}
+	for _, arg := range args {
+		wanted[arg] = true
+	}
+	matched := map[string]bool{}
+	title := ""
+	var picked []library.Asset
+	for _, id := range ids {
+		assets, _, err := cat.Assets(ctx, id)
+		if err != nil {
+			return "", nil, serverError(err)
+		}
+		for _, as := range assets {
+			for _, key := range []string{as.AlbumTitle, as.Entry.AssetID, as.Meta.Name} {
+				if wanted[key] {
+					matched[key] = true
+					picked = append(picked, as)
+					if title == "" {
+						title = as.AlbumTitle
+					}
+					break
+				}
+			}
+		}
+	}
+	for _, arg := range args {
+		if !matched[arg] {
+			return "", nil, refused(fmt.Errorf("no album, asset or file named %q: sealbox client albums and ls list them", arg))
+		}
+	}
+	return title, picked, nil
+}
+
+func newClientSharesCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "shares",
+		Short: "List the links this device made",
+		Args:  clientArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := library.OpenProfile(f.profile)
+			if err != nil {
+				return refused(err)
+			}
+			ix, err := p.OpenIndex()
+			if err != nil {
+				return refused(err)
+			}
+			defer ix.Close()
+			links, err := ix.Links()
+			if err != nil {
+				return err
+			}
+			for _, l := range links {
+				if f.json {
+					emit(cmd.OutOrStdout(), l)
+					continue
+				}
+				until := "never expires"
+				if l.ExpiresAt != nil {
+					until = "until " + l.ExpiresAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-24s %4d assets, %s\n    %s\n", l.ID, l.Title, l.Assets, until, l.URL)
+			}
+			return nil
+		},
+	}
+}
+
+func newClientUnshareCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unshare ID",
+		Short: "End a link at once: every viewer is refused from now on",
+		Args:  clientArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			if err := a.client.RevokeShare(cmd.Context(), args[0]); err != nil {
+				return serverError(err)
+			}
+			ix, err := a.profile.OpenIndex()
+			if err != nil {
+				return refused(err)
+			}
+			defer ix.Close()
+			return ix.DropLink(args[0])
+		},
+	}
 }

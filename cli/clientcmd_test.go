@@ -21,7 +21,10 @@ import (
 	"time"
 
 	"sealbox/blobs"
+	"sealbox/cli/client"
 	"sealbox/cli/media/mediatest"
+	"sealbox/cli/sealed"
+	"sealbox/kv/fault"
 	"sealbox/server/servertest"
 )
 
@@ -184,6 +187,29 @@ func TestClientSyncAndExport(t *testing.T) {
 		t.Fatalf("a second export: %s", out)
 	}
 
+	// A link to the album opens, as a viewer would, with the fragment
+	// alone; one with a passphrase also needs it; unshare ends a link.
+	link := strings.TrimSpace(rig.mustRun(0, "", "share", "Holiday"))
+	if got := openLink(t, link, ""); !bytes.Equal(got["IMG_0001.jpg"], files["IMG_0001.jpg"]) || len(got) != 4 {
+		t.Fatalf("the link shows %d files, the photo's bytes %v", len(got), bytes.Equal(got["IMG_0001.jpg"], files["IMG_0001.jpg"]))
+	}
+	guarded := strings.TrimSpace(rig.mustRun(0, "a long passphrase\n", "share", "clip.mp4", "--passphrase-stdin", "--expires", "24h"))
+	if got := openLink(t, guarded, "a long passphrase"); len(got) != 1 || !bytes.Equal(got["clip.mp4"], files["clip.mp4"]) {
+		t.Fatalf("the passphrase link shows %d files", len(got))
+	}
+	if out := rig.mustRun(0, "", "shares"); !strings.Contains(out, link) || !strings.Contains(out, guarded) {
+		t.Fatalf("shares does not list both links: %s", out)
+	}
+	id := strings.TrimPrefix(strings.SplitN(link, "#", 2)[0], rig.url+"/s/")
+	rig.mustRun(0, "", "unshare", id)
+	viewer, _ := client.New(rig.url, nil)
+	if _, err := viewer.ShareInfo(t.Context(), id); client.CodeOf(err) != fault.ECodeShareNotFound {
+		t.Fatalf("an unshared link: %v", err)
+	}
+	if _, errOut, code := rig.run("", "share", "no such album"); code != 2 || !strings.Contains(errOut, "no album, asset or file") {
+		t.Fatalf("sharing what is not there: exit %d, %s", code, errOut)
+	}
+
 	// Nothing the server received or keeps names the marker.
 	rig.mu.Lock()
 	for _, b := range rig.bodies {
@@ -261,4 +287,68 @@ func flipOneBlobFile(t *testing.T, dir string, min int64) bool {
 		t.Fatal(err)
 	}
 	return true
+}
+
+// openLink opens a share link as a browser's viewer does (FORMAT.md §9),
+// without a token: the share index under the key in the fragment (and the
+// passphrase), then each asset's metadata and original. It returns the
+// originals by name.
+func openLink(t *testing.T, link, passphrase string) map[string][]byte {
+	t.Helper()
+	base, fragment, ok := strings.Cut(link, "#")
+	if !ok {
+		t.Fatalf("a link without a fragment: %s", link)
+	}
+	i := strings.LastIndex(base, "/s/")
+	server, id := base[:i], base[i+3:]
+	secret, err := sealed.ParseFragment(fragment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	viewer, _ := client.New(server, nil)
+	info, err := viewer.ShareInfo(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := secret.Key()
+	if info.PassphraseProtected {
+		wrapped, err := viewer.WrappedSecret(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key, err = sealed.OpenWrappedSecret(wrapped, secret, passphrase); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(hash string) []byte {
+		r, err := viewer.ReadSharedBlob(ctx, id, hash, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		b, _ := io.ReadAll(r)
+		return b
+	}
+	idx, err := sealed.OpenShareIndex(key, read(info.MetadataHash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, item := range idx.Items {
+		md, err := sealed.OpenMetadata(item.AssetKey, read(item.MetadataHash))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := sealed.NewReader(item.AssetKey.BlobKey(sealed.RoleOriginal), bytes.NewReader(read(md.Blobs[sealed.RoleOriginal].Hash)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[md.Name] = b
+	}
+	return out
 }

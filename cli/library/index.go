@@ -28,6 +28,7 @@ var (
 	bucketContent   = []byte("content")
 	bucketAlbums    = []byte("albums")
 	bucketTransfers = []byte("transfers")
+	bucketLinks     = []byte("links")
 )
 
 // OpenIndex opens (or creates) the index in the profile's state directory.
@@ -42,7 +43,7 @@ func (p *Profile) OpenIndex() (*Index, error) {
 		return nil, fmt.Errorf("the client's index %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketFiles, bucketContent, bucketAlbums, bucketTransfers} {
+		for _, b := range [][]byte{bucketFiles, bucketContent, bucketAlbums, bucketTransfers, bucketLinks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -173,3 +174,26 @@ func (ix *Index) SavePending(path string, u *PendingUpload) error {
 
 // DropPending forgets the unfinished upload of the file at path.
 func (ix *Index) DropPending(path string) error { return del(ix, bucketTransfers, path) }
+
+// SaveLink records a link this device made. Its URL holds the link's
+// secret: the index is as private as the keys.
+func (ix *Index) SaveLink(l *Link) error { return put(ix, bucketLinks, l.ID, l) }
+
+// DropLink forgets a link.
+func (ix *Index) DropLink(id string) error { return del(ix, bucketLinks, id) }
+
+// Links are the links this device made, by id.
+func (ix *Index) Links() ([]Link, error) {
+	var links []Link
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLinks).ForEach(func(_, v []byte) error {
+			var l Link
+			if err := json.Unmarshal(v, &l); err != nil {
+				return err
+			}
+			links = append(links, l)
+			return nil
+		})
+	})
+	return links, err
+}
