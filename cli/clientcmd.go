@@ -16,6 +16,7 @@ import (
 
 	"sealbox/cli/client"
 	"sealbox/cli/library"
+	"sealbox/cli/sealed"
 	"sealbox/server"
 )
 
@@ -72,7 +73,7 @@ your password or your recovery key opens).`,
 	f.add(cmd)
 	cmd.AddCommand(newClientSignupCmd(&f), newClientLoginCmd(&f), newClientLogoutCmd(&f), newClientStatusCmd(&f),
 		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f),
-		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f))
+		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f), newClientPasswdCmd(&f), newClientRecoverCmd(&f))
 	return cmd
 }
 
@@ -647,4 +648,116 @@ func newClientUnshareCmd(f *clientFlags) *cobra.Command {
 			return ix.DropLink(args[0])
 		},
 	}
+}
+
+func newClientPasswdCmd(f *clientFlags) *cobra.Command {
+	var fromStdin bool
+	cmd := &cobra.Command{
+		Use:   "passwd",
+		Short: "Change the password: the keys' escrow is sealed again under it, and every other session ends",
+		Long: `Asks for the current password, then the new one twice (with --password-stdin: the current
+on the first line of standard input, the new one on the second). Your recovery key stays valid.`,
+		Args: clientArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			var current, next string
+			if fromStdin {
+				lines, err := readLines(cmd, 2)
+				if err != nil {
+					return refused(err)
+				}
+				current, next = lines[0], lines[1]
+			} else {
+				if current, err = readSecret(cmd, false, "Current password", false); err != nil {
+					return refused(err)
+				}
+				if next, err = readSecret(cmd, false, "New password", true); err != nil {
+					return refused(err)
+				}
+			}
+			if len(next) < 8 {
+				return refused(errors.New("the new password must be at least 8 characters"))
+			}
+			if err := library.ChangePassword(cmd.Context(), a.client, a.session, current, next); err != nil {
+				return serverError(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "Password changed. Other devices sign in again with the new one.")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the current and the new password from the first two lines of standard input")
+	return cmd
+}
+
+func newClientRecoverCmd(f *clientFlags) *cobra.Command {
+	var email, code string
+	var fromStdin bool
+	cmd := &cobra.Command{
+		Use:   "recover URL",
+		Short: "Open the account's keys with the recovery key after a forgotten password was reset",
+		Long: `When you forgot your password, the server's operator sets a new one (sealbox users
+set-password); it signs you in but cannot open your photos' keys, which only you hold. recover
+signs in with the new password, opens the keys with your recovery key and seals them again
+under the new password. Asks for the password and the recovery key (with --password-stdin: the
+password on the first line of standard input, the recovery key on the second).`,
+		Args: clientArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if email == "" {
+				return refused(errors.New("give the account's email with --email"))
+			}
+			p, err := library.OpenProfile(f.profile)
+			if err != nil {
+				return refused(err)
+			}
+			var password, typed string
+			if fromStdin {
+				lines, err := readLines(cmd, 2)
+				if err != nil {
+					return refused(err)
+				}
+				password, typed = lines[0], lines[1]
+			} else {
+				if password, err = readSecret(cmd, false, "Password", false); err != nil {
+					return refused(err)
+				}
+				if typed, err = readSecret(cmd, false, "Recovery key", false); err != nil {
+					return refused(err)
+				}
+			}
+			recovery, err := sealed.ParseRecoveryKey(typed)
+			if err != nil {
+				return refused(fmt.Errorf("the recovery key is mistyped: %w", err))
+			}
+			c, err := client.New(args[0], nil)
+			if err != nil {
+				return refused(err)
+			}
+			if err := library.Recover(cmd.Context(), p, c, email, password, code, recovery); err != nil {
+				return serverError(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Signed in as %s; your keys are sealed under the new password.\n", email)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	cmd.Flags().StringVar(&code, "code", "", "the second factor's current code, for an account that has one")
+	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password and the recovery key from the first two lines of standard input")
+	return cmd
+}
+
+// readLines reads n lines of standard input.
+func readLines(cmd *cobra.Command, n int) ([]string, error) {
+	r := bufio.NewReader(cmd.InOrStdin())
+	lines := make([]string, n)
+	for i := range lines {
+		line, err := r.ReadString('\n')
+		if err != nil && (err != io.EOF || line == "") {
+			return nil, fmt.Errorf("read line %d of standard input: %w", i+1, err)
+		}
+		lines[i] = strings.TrimRight(line, "\r\n")
+	}
+	return lines, nil
 }

@@ -140,7 +140,8 @@ func TestClientSyncAndExport(t *testing.T) {
 	}
 
 	out := rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
-	if !regexp.MustCompile(`[0-9A-Z]{4}(-[0-9A-Z]{4}){7}`).MatchString(out) {
+	recoveryKey := regexp.MustCompile(`[0-9A-Z]{4}(-[0-9A-Z]{4}){7}`).FindString(out)
+	if recoveryKey == "" {
 		t.Fatalf("signup printed no recovery key: %s", out)
 	}
 	fi, err := os.Stat(filepath.Join(rig.profile, "keys.json"))
@@ -244,6 +245,31 @@ func TestClientSyncAndExport(t *testing.T) {
 		t.Fatalf("a wrong password: exit %d, %s", code, errOut)
 	}
 	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", "family@example.org", "--password-stdin")
+
+	// passwd: the new password signs in and opens the keys, the old one
+	// does neither.
+	rig.mustRun(0, "correct horse battery\nnew horse battery\n", "passwd", "--password-stdin")
+	if _, _, code := rig.run("correct horse battery\n", "login", rig.url, "--email", "family@example.org", "--password-stdin"); code != 2 {
+		t.Fatalf("the old password after passwd: exit %d", code)
+	}
+	rig.mustRun(0, "new horse battery\n", "login", rig.url, "--email", "family@example.org", "--password-stdin")
+
+	// A forgotten password reset on the server (here through the API, as
+	// sealbox users set-password does it): the new password signs in but
+	// opens nothing, until recover opens the keys with the recovery key.
+	resetPassword(t, rig, "family@example.org", "new horse battery", "reset password 1")
+	_, errOut, code = rig.run("reset password 1\n", "login", rig.url, "--email", "family@example.org", "--password-stdin")
+	if code != 2 || !strings.Contains(errOut, "recovery key") {
+		t.Fatalf("a reset password before recover: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code := rig.run("reset password 1\nAAAA-BBBB-CCCC-DDDD-EEEE-FFFF-GGGG-HHHH\n", "recover", rig.url, "--email", "family@example.org", "--password-stdin"); code != 2 || !strings.Contains(errOut, "mistyped") {
+		t.Fatalf("a mistyped recovery key: exit %d, %s", code, errOut)
+	}
+	rig.mustRun(0, "reset password 1\n"+strings.ToLower(recoveryKey)+"\n", "recover", rig.url, "--email", "family@example.org", "--password-stdin")
+	rig.mustRun(0, "reset password 1\n", "login", rig.url, "--email", "family@example.org", "--password-stdin")
+	if out := rig.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "IMG_0001.jpg") {
+		t.Fatalf("after recover the photos do not open: %s", out)
+	}
 	if err := os.Chmod(rig.profile, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -351,4 +377,18 @@ func openLink(t *testing.T, link, passphrase string) map[string][]byte {
 		out[md.Name] = b
 	}
 	return out
+}
+
+// resetPassword sets the account's password on the server to the login
+// secret of next, leaving the escrow as it is: what an operator's reset
+// of a forgotten password does.
+func resetPassword(t *testing.T, rig *clientRig, email, current, next string) {
+	t.Helper()
+	c, _ := client.New(rig.url, nil)
+	if _, _, err := c.Login(t.Context(), email, sealed.LoginSecret(email, current), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ChangePassword(t.Context(), sealed.LoginSecret(email, current), sealed.LoginSecret(email, next)); err != nil {
+		t.Fatal(err)
+	}
 }

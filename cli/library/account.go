@@ -52,6 +52,10 @@ func Signup(ctx context.Context, p *Profile, c *client.Client, email, password s
 	return recovery, p.SaveKeys(keys)
 }
 
+// ErrKeysNotOpened is a password that signs in but does not open the
+// account's keys: the operator reset a forgotten password.
+var ErrKeysNotOpened = errors.New("the password signs in but does not open the account's keys: use sealbox client recover with the recovery key")
+
 // ErrCodeNeeded is a sign-in to an account with a second factor made
 // without its code: give --code.
 var ErrCodeNeeded = errors.New("this account asks for a second-factor code: give it with --code")
@@ -90,7 +94,7 @@ func Login(ctx context.Context, p *Profile, c *client.Client, email, password, c
 	}
 	secrets, err := sealed.OpenEscrowWithPassphrase(escrow, password)
 	if err != nil {
-		return fmt.Errorf("the password signs in but does not open the account's keys (%w): use sealbox client recover with the recovery key", err)
+		return fmt.Errorf("%w (%v)", ErrKeysNotOpened, err)
 	}
 	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
 }
@@ -120,4 +124,71 @@ func KeepTokens(p *Profile, c *client.Client, s *Session) {
 		// again when its refresh token is refused.
 		_ = p.SaveSession(s)
 	}
+}
+
+// ChangePassword changes the password on this device and on the server:
+// the escrow's password slot is sealed again under the new password (its
+// recovery slot stays as it is), then the server's login secret is changed.
+// The server's password change ends every other session of the account.
+// Should the change fail after the new escrow was stored, the old escrow
+// is put back, so the password that signs in always opens the keys.
+func ChangePassword(ctx context.Context, c *client.Client, s *Session, current, next string) error {
+	oldSecret, newSecret := sealed.LoginSecret(s.Email, current), sealed.LoginSecret(s.Email, next)
+	old, err := c.Escrow(ctx)
+	if err != nil {
+		return err
+	}
+	secrets, err := sealed.OpenEscrowWithPassphrase(old, current)
+	if err != nil {
+		return fmt.Errorf("the current password does not open the account's keys: %w", err)
+	}
+	escrow, err := sealed.ReplacePassphrase(old, secrets, next)
+	if err != nil {
+		return err
+	}
+	// The escrow is behind the freshness window.
+	if err := c.Reauthenticate(ctx, oldSecret); err != nil {
+		return err
+	}
+	if err := c.PutEscrow(ctx, escrow); err != nil {
+		return err
+	}
+	if err := c.ChangePassword(ctx, oldSecret, newSecret); err != nil {
+		if perr := c.PutEscrow(ctx, old); perr != nil {
+			return fmt.Errorf("%w; and the old escrow could not be put back (%v): use sealbox client recover", err, perr)
+		}
+		return err
+	}
+	return nil
+}
+
+// Recover signs in with a password the escrow does not open (a forgotten
+// password the operator reset, cli/sealed/FORMAT.md §5.3) and opens the
+// keys with the recovery key instead; a new escrow is sealed under the
+// password and the same recovery key, and the keys are saved in p.
+func Recover(ctx context.Context, p *Profile, c *client.Client, email, password, code string, recovery sealed.RecoveryKey) error {
+	err := Login(ctx, p, c, email, password, code)
+	if !errors.Is(err, ErrKeysNotOpened) {
+		return err // signed in and opened (nothing to recover), or not signed in
+	}
+	escrow, err := c.Escrow(ctx)
+	if err != nil {
+		return err
+	}
+	secrets, err := sealed.OpenEscrowWithRecoveryKey(escrow, recovery)
+	if err != nil {
+		return fmt.Errorf("the recovery key does not open the account's keys: %w", err)
+	}
+	info, err := sealed.ParseEscrow(escrow)
+	if err != nil {
+		return err
+	}
+	fresh, err := sealed.NewEscrow(secrets, password, recovery, info.Argon2)
+	if err != nil {
+		return err
+	}
+	if err := c.PutEscrow(ctx, fresh); err != nil {
+		return err
+	}
+	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
 }

@@ -91,6 +91,23 @@ func newEscrow(s AccountSecrets, passphrase string, recovery RecoveryKey, p Argo
 	return b, nil
 }
 
+// ReplacePassphrase returns escrow b with its passphrase slot sealed again
+// under passphrase (a fresh nonce; the same salt and Argon2id parameters),
+// and its recovery and identity slots as they are (FORMAT.md §5.1): the
+// recovery key is kept nowhere, so its slot cannot be sealed anew, and it
+// still opens. s are the secrets b holds, opened by the caller.
+func ReplacePassphrase(b []byte, s AccountSecrets, passphrase string) ([]byte, error) {
+	info, err := ParseEscrow(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, EscrowSize)
+	out = append(out, b[:escrowHeaderSize]...)
+	hdr := out[:escrowHeaderSize:escrowHeaderSize]
+	out = sealSlot(out, argonKEK(passphrase, info.Salt[:], info.Argon2), hdr, slotPassphrase, randomNonce(), s.Master)
+	return append(out, b[escrowHeaderSize+escrowSlotSize:]...), nil
+}
+
 func (p Argon2Params) check() error {
 	if p.Time < 1 || p.Time > maxArgon2.Time || p.Threads < 1 ||
 		p.MemoryKiB < 8*uint32(p.Threads) || p.MemoryKiB > maxArgon2.MemoryKiB {

@@ -145,3 +145,30 @@ func TestRecoveryKeyTypos(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacePassphrase: the new passphrase opens the escrow, the old one
+// no longer does, and the recovery key still does, with the same secrets.
+func TestReplacePassphrase(t *testing.T) {
+	s := AccountSecrets{Master: NewMasterKey(), Identity: NewIdentitySeed()}
+	rk := NewRecoveryKey()
+	b, err := NewEscrow(s, "old passphrase", rk, testArgon2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := ReplacePassphrase(b, s, "new passphrase")
+	if err != nil || len(nb) != EscrowSize {
+		t.Fatalf("%d bytes, %v", len(nb), err)
+	}
+	if got, err := OpenEscrowWithPassphrase(nb, "new passphrase"); err != nil || got != s {
+		t.Fatalf("the new passphrase: %v", err)
+	}
+	if _, err := OpenEscrowWithPassphrase(nb, "old passphrase"); err == nil {
+		t.Fatal("the old passphrase still opens the escrow")
+	}
+	if got, err := OpenEscrowWithRecoveryKey(nb, rk); err != nil || got != s {
+		t.Fatalf("the recovery key: %v", err)
+	}
+	if _, err := ReplacePassphrase(nb[:100], s, "x"); err == nil {
+		t.Fatal("a truncated escrow was rewritten")
+	}
+}
