@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -363,6 +364,10 @@ through resumable uploads that a later run resumes.`,
 			defer ix.Close()
 			s.Client, s.Profile, s.Index, s.Session, s.Keys = a.client, a.profile, ix, a.session, a.keys
 			s.Report, s.ClientVersion, s.Now = reporter(cmd, f.json), "sealbox/"+server.Version, time.Now
+			if bar := newSyncBar(cmd, f.json); bar != nil {
+				s.Plan, s.Report = bar.plan, bar.report(s.Report)
+				defer bar.finish()
+			}
 			started := time.Now()
 			sum, err := s.Sync(cmd.Context(), args)
 			if err != nil {
@@ -760,4 +765,58 @@ func readLines(cmd *cobra.Command, n int) ([]string, error) {
 		lines[i] = strings.TrimRight(line, "\r\n")
 	}
 	return lines, nil
+}
+
+// syncBar is a sync's progress on a terminal: files and bytes done of the
+// run's, the rate and the time left.
+type syncBar struct {
+	cmd   *cobra.Command
+	bar   *progressbar.ProgressBar
+	files int
+	done  int
+}
+
+// newSyncBar is the terminal's progress bar, nil when standard output is
+// no terminal or the output is JSON (a line per file then, as for scripts).
+func newSyncBar(cmd *cobra.Command, asJSON bool) *syncBar {
+	f, ok := cmd.OutOrStdout().(*os.File)
+	if asJSON || !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return &syncBar{cmd: cmd}
+}
+
+func (b *syncBar) plan(files int, bytes int64) {
+	b.files = files
+	b.bar = progressbar.NewOptions64(bytes,
+		progressbar.OptionSetWriter(b.cmd.ErrOrStderr()),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionSetDescription(fmt.Sprintf("0/%d files", files)),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish())
+}
+
+// report moves the bar with each file, and prints what failed above it.
+func (b *syncBar) report(next func(library.Event)) func(library.Event) {
+	return func(ev library.Event) {
+		b.done++
+		if b.bar != nil {
+			b.bar.Describe(fmt.Sprintf("%d/%d files", b.done, b.files))
+			b.bar.Add64(ev.Size)
+		}
+		if ev.What == "failed" {
+			if b.bar != nil {
+				b.bar.Clear()
+			}
+			next(ev)
+		}
+	}
+}
+
+func (b *syncBar) finish() {
+	if b.bar != nil {
+		b.bar.Finish()
+	}
 }

@@ -46,6 +46,9 @@ type Syncer struct {
 	TusOver int64
 	// Report receives one Event per file.
 	Report func(Event)
+	// Plan, when set, is told how many files and bytes the run looks at,
+	// before the first Event.
+	Plan func(files int, bytes int64)
 	// ClientVersion is written into every manifest.
 	ClientVersion string
 	// Now is the clock of the manifests' timestamps.
@@ -64,7 +67,10 @@ type Event struct {
 	// "skipped" (not a photo or video) or "failed".
 	What  string `json:"event"`
 	Album string `json:"album,omitempty"`
-	Bytes int64  `json:"bytes,omitempty"`
+	// Bytes are the bytes sent (or exported); Size is the file's size,
+	// whatever was done with it.
+	Bytes int64 `json:"bytes,omitempty"`
+	Size  int64 `json:"size,omitempty"`
 	// NoThumbnail is a photo or video the client cannot make a thumbnail
 	// of (HEIC, RAW, video): its original is kept all the same.
 	NoThumbnail bool   `json:"no_thumbnail,omitempty"`
@@ -97,6 +103,15 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 			return Summary{}, err
 		}
 		jobs = append(jobs, found...)
+	}
+	if s.Plan != nil {
+		var total int64
+		for _, j := range jobs {
+			if fi, err := os.Stat(j.path); err == nil {
+				total += fi.Size()
+			}
+		}
+		s.Plan(len(jobs), total)
 	}
 	var sum Summary
 	var mu sync.Mutex
@@ -208,6 +223,9 @@ func (s *Syncer) syncFile(ctx context.Context, j job) Event {
 	}
 	what, n, err := s.syncAsset(ctx, j, &ev)
 	ev.What, ev.Bytes = what, n
+	if fi, serr := os.Stat(j.path); serr == nil {
+		ev.Size = fi.Size()
+	}
 	if err != nil {
 		ev.What, ev.Error = "failed", err.Error()
 	}
