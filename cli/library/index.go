@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -85,15 +86,46 @@ type AlbumRecord struct {
 	ProtocolVersion string          `json:"protocol_version"`
 }
 
-// PendingUpload is a sealed original waiting to be sent or resumed: the
-// sealed file in the profile's state, its content address, and the tus
-// location once a transfer was started.
+// PendingUpload is an asset staged for upload and not yet recorded as
+// synced: its sealed blobs in files of the profile's state, its sealed
+// metadata and signed manifest, and the tus location of its original once
+// a transfer was started. A later run sends exactly these bytes again.
 type PendingUpload struct {
-	FileID     string `json:"file_id"`
-	SealedPath string `json:"sealed_path"`
-	Hash       string `json:"hash"`
-	Size       int64  `json:"size"`
-	Location   string `json:"location,omitempty"`
+	FileID      string          `json:"file_id"`
+	ContentHMAC string          `json:"content_hmac"`
+	Original    StagedBlob      `json:"original"`
+	Renditions  []StagedBlob    `json:"renditions,omitempty"`
+	Metadata    []byte          `json:"metadata"`
+	Manifest    []byte          `json:"manifest"`
+	Envelope    sealed.Envelope `json:"envelope"`
+	Location    string          `json:"location,omitempty"`
+}
+
+// StagedBlob is a sealed blob in a file, with its content address and
+// sealed size.
+type StagedBlob struct {
+	Path string `json:"path"`
+	Hash string `json:"hash"`
+	Size int64  `json:"size"`
+}
+
+// intact reports whether every staged file is still there whole.
+func (p *PendingUpload) intact() bool {
+	for _, b := range append([]StagedBlob{p.Original}, p.Renditions...) {
+		if fi, err := os.Stat(b.Path); err != nil || fi.Size() != b.Size {
+			return false
+		}
+	}
+	return len(p.Manifest) > 0 && len(p.Metadata) > 0
+}
+
+// remove removes the staged files.
+func (p *PendingUpload) remove() {
+	for _, b := range append([]StagedBlob{p.Original}, p.Renditions...) {
+		if b.Path != "" {
+			os.Remove(b.Path)
+		}
+	}
 }
 
 func get[T any](ix *Index, bucket []byte, key string) (*T, error) {

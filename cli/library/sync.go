@@ -1,7 +1,6 @@
 package library
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -276,39 +275,71 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 	if s.DryRun {
 		return "would-upload", size, nil
 	}
-	probe := media.ProbeFile(j.path, mt, j.sidecars)
-	kind := media.KindOf(j.path)
-	ev.NoThumbnail = kind != media.Image
+	ev.NoThumbnail = media.KindOf(j.path) != media.Image
+	p, err := s.stage(j, album, size, mt, contentHMAC, ev)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := s.send(ctx, j.path, album.ID, p); err != nil {
+		return "", 0, err
+	}
+	rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: p.FileID, ContentHMAC: contentHMAC}
+	if err := s.Index.Synced(j.path, rec); err != nil {
+		return "", 0, err
+	}
+	if err := s.Index.DropPending(j.path); err != nil {
+		return "", 0, err
+	}
+	p.remove()
+	return "uploaded", size, nil
+}
 
-	pending, err := s.sealOriginal(j.path, size, album)
+// stage makes everything the asset's upload sends, under the profile's
+// state, and records it before a byte is sent: the sealed original, the
+// sealed thumbnail and preview, the sealed metadata and the signed
+// manifest. A run killed at any point after this resends exactly these
+// bytes (the blobs are content-addressed and the op is answered as a
+// replay), so no file becomes two assets and no asset holds blobs nobody
+// refers to. An earlier run's staging of the same file, intact and of the
+// same content, is used as it is.
+func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, contentHMAC string, ev *Event) (*PendingUpload, error) {
+	if p, err := s.Index.Pending(j.path); err != nil {
+		return nil, err
+	} else if p != nil && p.ContentHMAC == contentHMAC && p.intact() {
+		ev.NoThumbnail = len(p.Renditions) == 0
+		return p, nil
+	} else if p != nil {
+		p.remove()
+	}
+	dir := filepath.Join(s.Profile.StateDir, "staged")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	p := &PendingUpload{FileID: ids.UUID(rand.Reader), ContentHMAC: contentHMAC}
+	assetKey, err := album.Key.DeriveAssetKey(p.FileID)
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
-	upload, err := s.upload(ctx, album.ID)
+	fail := func(err error) (*PendingUpload, error) {
+		p.remove()
+		return nil, err
+	}
+	original, err := sealFile(dir, j.path, size, assetKey.BlobKey(sealed.RoleOriginal))
 	if err != nil {
-		return "", 0, err
+		return fail(err)
 	}
-	if err := s.sendOriginal(ctx, j.path, upload, pending); err != nil {
-		return "", 0, err
-	}
-	assetKey, err := album.Key.DeriveAssetKey(pending.FileID)
-	if err != nil {
-		return "", 0, err
-	}
-	blobsRefs := map[sealed.Role]sealed.BlobRef{sealed.RoleOriginal: {Hash: pending.Hash, Size: size}}
-	if kind == media.Image {
-		refs, err := s.renditions(ctx, j.path, probe.Orientation, assetKey, upload)
-		if err != nil {
+	p.Original = original
+	refs := map[sealed.Role]sealed.BlobRef{sealed.RoleOriginal: {Hash: original.Hash, Size: size}}
+	probe := media.ProbeFile(j.path, mt, j.sidecars)
+	if media.KindOf(j.path) == media.Image {
+		if err := s.stageRenditions(dir, j.path, probe.Orientation, assetKey, p, refs); err != nil {
 			// A photo Go cannot decode keeps its original; it shows no
 			// thumbnail until a client that can make one replaces it.
 			ev.NoThumbnail = true
 		}
-		for role, ref := range refs {
-			blobsRefs[role] = ref
-		}
 	}
 	md := &sealed.Metadata{
-		Name: filepath.Base(j.path), MediaType: media.MediaType(j.path), Size: size, Blobs: blobsRefs,
+		Name: filepath.Base(j.path), MediaType: media.MediaType(j.path), Size: size, Blobs: refs,
 		ContentHMAC: contentHMAC, Taken: taken(probe), Width: int64(probe.Width), Height: int64(probe.Height),
 		Extra: map[string]json.RawMessage{},
 	}
@@ -317,37 +348,49 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 	}
 	title, _ := json.Marshal(j.album)
 	md.Extra[AlbumTitleKey] = title
-	metaBlob, err := sealed.SealMetadata(assetKey, md)
-	if err != nil {
-		return "", 0, err
+	if p.Metadata, err = sealed.SealMetadata(assetKey, md); err != nil {
+		return fail(err)
 	}
-	metaHash := hashOf(metaBlob)
 	wrappedAlbumKey, err := s.Keys.Master.WrapAlbumKey(album.ID, 0, album.Key)
 	if err != nil {
-		return "", 0, err
+		return fail(err)
 	}
 	m := &sealed.Manifest{
-		ProtocolVersion: album.ProtocolVersion, AlbumID: album.ID, FileID: pending.FileID,
-		CiphertextHash: pending.Hash, PlaintextSize: size, KeyMode: "derived", MetadataBlobHash: metaHash,
+		ProtocolVersion: album.ProtocolVersion, AlbumID: album.ID, FileID: p.FileID,
+		CiphertextHash: original.Hash, PlaintextSize: size, KeyMode: "derived", MetadataBlobHash: hashOf(p.Metadata),
 		CreatedByUser: s.Session.UserID, CreatedByDevice: s.Session.DeviceID, ClientVersion: s.ClientVersion,
 		Timestamp: s.Now().UTC().Format(time.RFC3339), Action: "create", AlbumKey: wrappedAlbumKey,
 	}
-	manifest, err := m.Sign(s.Keys.Identity.Identity())
+	if p.Manifest, err = m.Sign(s.Keys.Identity.Identity()); err != nil {
+		return fail(err)
+	}
+	p.Envelope = m.Envelope()
+	if err := s.Index.SavePending(j.path, p); err != nil {
+		return fail(err)
+	}
+	return p, nil
+}
+
+// send sends a staged asset: its blobs, then its op.
+func (s *Syncer) send(ctx context.Context, path, albumID string, p *PendingUpload) error {
+	upload, err := s.upload(ctx, albumID)
 	if err != nil {
-		return "", 0, err
+		return err
 	}
-	if _, err := s.Client.ApplyOp(ctx, album.ID, client.Op{ManifestEnvelope: m.Envelope(), ManifestCBOR: manifest, MetadataBlob: metaBlob}); err != nil {
-		return "", 0, err
+	if err := s.sendOriginal(ctx, path, upload, p); err != nil {
+		return err
 	}
-	rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: pending.FileID, ContentHMAC: contentHMAC}
-	if err := s.Index.Synced(j.path, rec); err != nil {
-		return "", 0, err
+	for _, r := range p.Renditions {
+		if _, err := s.Client.PutBlob(ctx, upload, r.Hash, r.Size, openFile(r.Path)); err != nil {
+			return err
+		}
 	}
-	if err := s.Index.DropPending(j.path); err != nil {
-		return "", 0, err
-	}
-	os.Remove(pending.SealedPath)
-	return "uploaded", size, nil
+	_, err = s.Client.ApplyOp(ctx, albumID, client.Op{ManifestEnvelope: p.Envelope, ManifestCBOR: p.Manifest, MetadataBlob: p.Metadata})
+	return err
+}
+
+func openFile(path string) client.Content {
+	return func() (io.Reader, error) { return os.Open(path) }
 }
 
 // AlbumTitleKey is the metadata blob's member that names the album the
@@ -388,40 +431,21 @@ func (s *Syncer) contentHMAC(path string, size int64) (string, error) {
 // on the next run, once it has settled.
 var errChanging = errors.New("the file changed while it was read; it is synced on the next run")
 
-// sealOriginal seals the file's bytes into a file of the profile's state
-// (bounded memory whatever the size), or finds the one an earlier run
-// sealed and did not finish sending, so the rerun sends the same bytes
-// under the same address and the same asset id.
-func (s *Syncer) sealOriginal(path string, size int64, album *AlbumRecord) (*PendingUpload, error) {
-	if p, err := s.Index.Pending(path); err != nil {
-		return nil, err
-	} else if p != nil {
-		if fi, err := os.Stat(p.SealedPath); err == nil && fi.Size() == p.Size && sealed.SealedSize(size) == p.Size {
-			return p, nil
-		}
-	}
-	fileID := ids.UUID(rand.Reader)
+// sealFile seals the file at path (size bytes, under key) into a new
+// file of dir, in bounded memory whatever the size, and returns it with its
+// content address.
+func sealFile(dir, path string, size int64, key sealed.BlobKey) (StagedBlob, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return StagedBlob{}, err
 	}
 	defer f.Close()
-	tmpDir := filepath.Join(s.Profile.StateDir, "sealed")
-	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
-		return nil, err
-	}
-	out, err := os.CreateTemp(tmpDir, "original-*")
+	out, err := os.CreateTemp(dir, "blob-*")
 	if err != nil {
-		return nil, err
-	}
-	p := &PendingUpload{FileID: fileID, SealedPath: out.Name()}
-	key, err := album.Key.DeriveAssetKey(fileID)
-	if err != nil {
-		out.Close()
-		return nil, err
+		return StagedBlob{}, err
 	}
 	h := sha256.New()
-	w, err := sealed.NewWriter(key.BlobKey(sealed.RoleOriginal), io.MultiWriter(out, h))
+	w, err := sealed.NewWriter(key, io.MultiWriter(out, h))
 	if err == nil {
 		var n int64
 		n, err = io.Copy(w, f)
@@ -439,23 +463,26 @@ func (s *Syncer) sealOriginal(path string, size int64, album *AlbumRecord) (*Pen
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(p.SealedPath)
-		return nil, err
+		os.Remove(out.Name())
+		return StagedBlob{}, err
 	}
-	p.Hash, p.Size = hex.EncodeToString(h.Sum(nil)), sealed.SealedSize(size)
-	return p, s.Index.SavePending(path, p)
+	return StagedBlob{Path: out.Name(), Hash: hex.EncodeToString(h.Sum(nil)), Size: sealed.SealedSize(size)}, nil
 }
 
 // sendOriginal sends the sealed original: one PUT, or a tus transfer whose
 // location is kept so a later run resumes it.
 func (s *Syncer) sendOriginal(ctx context.Context, path, upload string, p *PendingUpload) error {
-	content := func() (io.Reader, error) { return os.Open(p.SealedPath) }
-	if p.Size < s.TusOver {
-		_, err := s.Client.PutBlob(ctx, upload, p.Hash, p.Size, content)
+	o := p.Original
+	content := openFile(o.Path)
+	if o.Size < s.TusOver {
+		_, err := s.Client.PutBlob(ctx, upload, o.Hash, o.Size, content)
+		return err
+	}
+	if held, err := s.Client.Holds(ctx, o.Hash); err != nil || held {
 		return err
 	}
 	if p.Location == "" {
-		loc, err := s.Client.TusCreate(ctx, upload, p.Hash, p.Size)
+		loc, err := s.Client.TusCreate(ctx, upload, o.Hash, o.Size)
 		if err != nil {
 			return err
 		}
@@ -464,7 +491,7 @@ func (s *Syncer) sendOriginal(ctx context.Context, path, upload string, p *Pendi
 			return err
 		}
 	}
-	err := s.Client.TusUpload(ctx, p.Location, p.Hash, p.Size, content)
+	err := s.Client.TusUpload(ctx, p.Location, o.Hash, o.Size, content)
 	if client.CodeOf(err) == "error.transfer.not_found" {
 		// The transfer expired with its upload session: start another.
 		p.Location = ""
@@ -476,41 +503,47 @@ func (s *Syncer) sendOriginal(ctx context.Context, path, upload string, p *Pendi
 	return err
 }
 
-// renditions makes, seals and sends the photo's thumbnail and preview.
-func (s *Syncer) renditions(ctx context.Context, path string, orientation int, k sealed.AssetKey, upload string) (map[sealed.Role]sealed.BlobRef, error) {
+// stageRenditions makes the photo's thumbnail and preview and seals each
+// into a file of dir, recording them in p and refs.
+func (s *Syncer) stageRenditions(dir, path string, orientation int, k sealed.AssetKey, p *PendingUpload, refs map[sealed.Role]sealed.BlobRef) error {
 	s.renderMu <- struct{}{}
 	f, err := os.Open(path)
 	if err != nil {
 		<-s.renderMu
-		return nil, err
+		return err
 	}
 	thumb, preview, err := media.Renditions(f, orientation)
 	f.Close()
 	<-s.renderMu
 	if err != nil {
-		return nil, err
+		return err
 	}
-	refs := map[sealed.Role]sealed.BlobRef{}
-	for role, plain := range map[sealed.Role][]byte{sealed.RoleThumbnail: thumb, sealed.RolePreview: preview} {
-		var b bytes.Buffer
-		w, err := sealed.NewWriter(k.BlobKey(role), &b)
+	for _, r := range []struct {
+		role  sealed.Role
+		plain []byte
+	}{{sealed.RoleThumbnail, thumb}, {sealed.RolePreview, preview}} {
+		out, err := os.CreateTemp(dir, "blob-*")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := w.Write(plain); err != nil {
-			return nil, err
+		h := sha256.New()
+		w, err := sealed.NewWriter(k.BlobKey(r.role), io.MultiWriter(out, h))
+		if err == nil {
+			if _, err = w.Write(r.plain); err == nil {
+				err = w.Close()
+			}
 		}
-		if err := w.Close(); err != nil {
-			return nil, err
+		if cerr := out.Close(); err == nil {
+			err = cerr
 		}
-		sealedBytes := b.Bytes()
-		hash := hashOf(sealedBytes)
-		if _, err := s.Client.PutBlob(ctx, upload, hash, int64(len(sealedBytes)), func() (io.Reader, error) { return bytes.NewReader(sealedBytes), nil }); err != nil {
-			return nil, err
+		b := StagedBlob{Path: out.Name(), Hash: hex.EncodeToString(h.Sum(nil)), Size: sealed.SealedSize(int64(len(r.plain)))}
+		p.Renditions = append(p.Renditions, b)
+		if err != nil {
+			return err
 		}
-		refs[role] = sealed.BlobRef{Hash: hash, Size: int64(len(plain))}
+		refs[r.role] = sealed.BlobRef{Hash: b.Hash, Size: int64(len(r.plain))}
 	}
-	return refs, nil
+	return nil
 }
 
 func hashOf(b []byte) string {
