@@ -341,6 +341,8 @@ func finish(cmd *cobra.Command, asJSON bool, verb string, sum library.Summary, s
 
 func newClientSyncCmd(f *clientFlags) *cobra.Command {
 	s := library.Syncer{Jobs: 4, TusOver: 64 << 20}
+	var watch bool
+	var settle, rescan time.Duration
 	cmd := &cobra.Command{
 		Use:   "sync FOLDER...",
 		Short: "Seal and upload the photos and videos of folders (a backup: files deleted here stay on the server)",
@@ -368,6 +370,22 @@ through resumable uploads that a later run resumes.`,
 				s.Plan, s.Report = bar.plan, bar.report(s.Report)
 				defer bar.finish()
 			}
+			if watch {
+				if s.DryRun {
+					return refused(errors.New("--watch syncs as things change: it takes no --dry-run"))
+				}
+				started := time.Now()
+				return s.Watch(cmd.Context(), args, settle, rescan, func(sum library.Summary, err error) {
+					if err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "sealbox: %v; trying again at the next change\n", err)
+						return
+					}
+					if ferr := finish(cmd, f.json, "uploaded", sum, started); ferr != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "sealbox: %v; trying again at the next change\n", ferr)
+					}
+					started = time.Now()
+				})
+			}
 			started := time.Now()
 			sum, err := s.Sync(cmd.Context(), args)
 			if err != nil {
@@ -380,6 +398,9 @@ through resumable uploads that a later run resumes.`,
 	cmd.Flags().BoolVar(&s.AlbumPerFolder, "album-per-folder", false, "file each folder's photos in an album named after the folder")
 	cmd.Flags().IntVar(&s.Jobs, "jobs", s.Jobs, "files sealed and uploaded at once")
 	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "say what would be uploaded, and upload nothing")
+	cmd.Flags().BoolVar(&watch, "watch", false, "keep running, and sync what changes in the folders (until interrupted)")
+	cmd.Flags().DurationVar(&settle, "settle", 2*time.Second, "with --watch: how long the folders must stay unchanged before a change is synced")
+	cmd.Flags().DurationVar(&rescan, "rescan", time.Minute, "with --watch: how often the folders are synced whole anyway (a folder unmounted and mounted again is seen by then)")
 	return cmd
 }
 

@@ -464,3 +464,48 @@ func TestClientSyncSurvivesKill(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestClientSyncWatch: sync --watch uploads a photo copied into the folder
+// once it has settled, and one copied in after the folder was moved away
+// and back (as an unmounted and remounted disk is).
+func TestClientSyncWatch(t *testing.T) {
+	rig := newClientRig(t)
+	folder := filepath.Join(t.TempDir(), "Camera")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "watch@example.org", "--password-stdin")
+	cmd := exec.Command(rig.bin, "client", "sync", folder, "--watch", "--settle", "200ms", "--rescan", "2s", "--json", "--profile", rig.profile)
+	cmd.Env = serveEnv()
+	var out syncBuffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	uploaded := func(name string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			for _, line := range strings.Split(out.String(), "\n") {
+				if strings.Contains(line, `"event":"uploaded"`) && strings.Contains(line, name) {
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s was not uploaded by the watch; its output:\n%s", name, out.String())
+	}
+	os.WriteFile(filepath.Join(folder, "IMG_1.jpg"), mediatest.JPEG(16, 16, 1, mediatest.EXIF{}), 0o644)
+	uploaded("IMG_1.jpg")
+	away := folder + ".unmounted"
+	if err := os.Rename(folder, away); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the watch sees the folder gone
+	if err := os.Rename(away, folder); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(folder, "IMG_2.jpg"), mediatest.JPEG(16, 16, 2, mediatest.EXIF{}), 0o644)
+	uploaded("IMG_2.jpg")
+}
