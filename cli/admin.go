@@ -8,7 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,12 +144,39 @@ func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Adm
 	if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 		return err
 	}
+	if !loc.networked() {
+		if _, err := os.Stat(filepath.Join(loc.Data, dbFile)); errors.Is(err, fs.ErrPermission) {
+			return unreadableData(loc.Data, cmd.CommandPath(), err)
+		}
+	}
 	a, release, err := connectAdmin(cmd.Context(), *loc, mode, cmd.ErrOrStderr())
+	if err != nil && !loc.networked() && errors.Is(err, fs.ErrPermission) {
+		return unreadableData(loc.Data, cmd.CommandPath(), err)
+	}
 	if err != nil {
 		return err
 	}
 	defer release()
 	return fn(a)
+}
+
+// unreadableData is the refusal of an admin command run by a user who may
+// not enter the data directory, or open its store or its socket: a systemd
+// install keeps them for the service's user, whose account the command must
+// run under. Said any other way, the "permission denied" of the socket
+// reads as a server holding the store.
+func unreadableData(dir, command string, cause error) error {
+	owner := "sealbox"
+	if fi, err := os.Stat(dir); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = "#" + strconv.FormatUint(uint64(st.Uid), 10)
+			if u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10)); err == nil {
+				owner = u.Username
+			}
+		}
+	}
+	return fmt.Errorf("the data directory %s is not readable by this user (%v): it belongs to the user sealbox runs as. "+
+		"Run the command as that user, as the README's systemd install does: sudo -u %s %s --data %s", dir, cause, owner, command, dir)
 }
 
 // addDataFlag gives an admin command the --data, --store and --blobs flags

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -49,5 +52,50 @@ func TestAdminDataFlagHelp(t *testing.T) {
 		if created := strings.Contains(line, "created on first start"); created != (args[0] == "serve") {
 			t.Errorf("%s --help: the --data line %q", args, line)
 		}
+	}
+}
+
+// TestAdminCommandOfAUserWhoCannotEnterTheDataDirectory: with no server
+// running, an admin command run by a user who may not enter the data
+// directory says so, and shows the sudo -u form that runs it as the
+// directory's owner, instead of blaming the admin socket. Root enters any
+// directory, so as root the binary runs as another user.
+func TestAdminCommandOfAUserWhoCannotEnterTheDataDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, stop := runServe(t, dir)
+	stop()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(dir, 0o700)
+		_, _, err := runCLI(t, "", "users", "list", "--data", dir)
+		if err == nil || !strings.Contains(err.Error(), "the data directory "+dir+" is not readable by this user") ||
+			!strings.Contains(err.Error(), "sudo -u ") || !strings.Contains(err.Error(), " sealbox users list --data "+dir) {
+			t.Fatalf("users list on a directory this user cannot enter: %v", err)
+		}
+		return
+	}
+	bin := buildBinary(t)
+	// The other user must reach the binary and the data directory's
+	// parent; the data directory itself is another user's, 0700.
+	for _, d := range []string{filepath.Dir(filepath.Dir(bin)), filepath.Dir(bin), filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(dir, 4343, 4343); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "users", "list", "--data", dir)
+	cmd.Env = serveEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 4242, Gid: 4242}}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the data directory "+dir+" is not readable by this user") ||
+		!strings.Contains(string(out), "sudo -u #4343 sealbox users list --data "+dir) || strings.Contains(string(out), "not opening the store directly") {
+		t.Fatalf("users list run by a user who cannot enter the data directory: %v\n%s", err, out)
 	}
 }
