@@ -344,7 +344,7 @@ func (a *Audit) reportUnsigned(ctx context.Context, signed, size int64) error {
 			}
 		}
 	}
-	fmt.Fprintf(a.Out, "%d more records are in the log but not yet in a signed checkpoint", size-signed)
+	fmt.Fprintf(a.Out, "%s more in the log, not yet in a signed checkpoint", count(size-signed, "record"))
 	if a.Account != "" {
 		fmt.Fprintf(a.Out, " (%d of them this account's)", mine)
 	}
@@ -641,6 +641,6 @@ func (a *Audit) listAccount(ctx context.Context, tree tlog.Tree, tiles tlog.Hash
 			return inconsistent("the entry bundle at record %d holds more records than the log signed", start)
 		}
 	}
-	fmt.Fprintf(a.Out, "%d directory records of account %s in %d records of the log\n", found, a.Account, tree.N)
+	fmt.Fprintf(a.Out, "%s of account %s in %s of the log\n", count(found, "directory record"), a.Account, count(tree.N, "record"))
 	return nil
 }

@@ -193,7 +193,7 @@ func TestAuditRightAfterAPublish(t *testing.T) {
 	code, out := runAudit(t, state, flags...)
 	if code != 0 || !strings.Contains(out, "index 0  version 1  directory ") || !strings.Contains(out, "  (not yet in a signed checkpoint)\n") ||
 		!strings.Contains(out, "0 directory records of account "+userID+" in 0 records of the log") ||
-		!strings.Contains(out, "1 more records are in the log but not yet in a signed checkpoint (1 of them this account's): the server signs every 5 s") {
+		!strings.Contains(out, "1 record more in the log, not yet in a signed checkpoint (1 of them this account's): the server signs every 5 s") {
 		t.Fatalf("audit right after a publish: exit %d\n%s", code, out)
 	}
 	code, out = runAudit(t, state, append(flags, "--wait=1s")...)
@@ -203,7 +203,7 @@ func TestAuditRightAfterAPublish(t *testing.T) {
 	proxy.setMode("old-checkpoint-once")
 	code, out = runAudit(t, state, append(flags, "--wait")...)
 	if code != 0 || !strings.Contains(out, "waiting up to 1m0s for a signed checkpoint") || !strings.Contains(out, "index 0  version 1  directory ") ||
-		!strings.Contains(out, "1 directory records of account "+userID+" in 1 records of the log") || strings.Contains(out, "not yet") {
+		!strings.Contains(out, "1 directory record of account "+userID+" in 1 record of the log") || strings.Contains(out, "not yet") {
 		t.Fatalf("--wait for the next checkpoint: exit %d\n%s", code, out)
 	}
 

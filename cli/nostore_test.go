@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"sealbox/kv/fault"
 )
 
 // TestAdminCommandsSayNoStoreOneWay: every admin command that writes,
@@ -97,5 +101,43 @@ func TestAdminCommandOfAUserWhoCannotEnterTheDataDirectory(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "the data directory "+dir+" is not readable by this user") ||
 		!strings.Contains(string(out), "sudo -u #4343 sealbox users list --data "+dir) || strings.Contains(string(out), "not opening the store directly") {
 		t.Fatalf("users list run by a user who cannot enter the data directory: %v\n%s", err, out)
+	}
+}
+
+// TestCLIMessagesSayItInWords: an admin command's refusal says what is
+// wrong in words, without the API's error code, whether the store was
+// opened directly or the running server answered; a count of one is
+// singular.
+func TestCLIMessagesSayItInWords(t *testing.T) {
+	dir := t.TempDir()
+	_, stop := runServe(t, dir)
+	stop()
+	run := func(args ...string) string {
+		var out bytes.Buffer
+		cmd := NewRootCmd()
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetIn(strings.NewReader("a long enough password\n"))
+		if code := execute(t.Context(), cmd, append(args, "--data", dir)); code != 1 {
+			t.Fatalf("sealbox %s: exit %d, want 1\n%s", strings.Join(args, " "), code, &out)
+		}
+		return out.String()
+	}
+	for _, through := range []string{"directly", "through the server"} {
+		if through == "through the server" {
+			startServe(t, dir)
+		}
+		if out := run("users", "disable", "nobody@example.org"); !strings.Contains(out, "\nsealbox: no account is registered under nobody@example.org\n") || strings.Contains(out, "error.") {
+			t.Errorf("users disable of an unknown account, %s: %q", through, out)
+		}
+		if out := run("users", "add", "not-an-email", "--password-stdin"); !strings.Contains(out, "\nsealbox: email must be an address of 3 to 254 characters with one @\n") || strings.Contains(out, "error.") {
+			t.Errorf("users add of a malformed email, %s: %q", through, out)
+		}
+	}
+	if got := inWords(fmt.Errorf("refusing: %w", &fault.Error{Code: "error.account.not_found"})); got != "refusing: account not found" {
+		t.Errorf("a code without a message: %q", got)
+	}
+	if got := count(1, "problem") + ", " + count(0, "problem") + ", " + count(int64(2), "problem"); got != "1 problem, 0 problems, 2 problems" {
+		t.Errorf("count: %q", got)
 	}
 }
