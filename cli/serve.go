@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -102,6 +103,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			if err := s.parseWitnesses(witnesses, name); err != nil {
+				return err
+			}
+			if err := s.validateAddresses(name); err != nil {
 				return err
 			}
 			level, err := zerolog.ParseLevel(logLevel)
@@ -306,13 +310,13 @@ func checkOrigin(o string) error {
 func (s *Serve) Run(ctx context.Context) error {
 	ln, err := server.Listen(s.Listen)
 	if err != nil {
-		return err
+		return portHeld(err)
 	}
 	defer ln.Close() // Start owns it once called; closing it twice is harmless
 	var shareLn net.Listener
 	if s.ShareListen != "" {
 		if shareLn, err = server.Listen(s.ShareListen); err != nil {
-			return fmt.Errorf("share listener: %w", err)
+			return fmt.Errorf("share listener: %w", portHeld(err))
 		}
 		defer shareLn.Close()
 	}
@@ -469,12 +473,39 @@ func newLogger(w io.Writer) (log zerolog.Logger, closeLog func() error) {
 	return zerolog.New(buf).With().Timestamp().Logger(), buf.Close
 }
 
+// validateAddresses refuses a listen address that is not HOST:PORT, and
+// for a port alone (--listen 8080) says the two addresses meant.
+func (s *Serve) validateAddresses(name func(flag string) string) error {
+	for _, f := range [][2]string{{"listen", s.Listen}, {"share-listen", s.ShareListen}, {"metrics-listen", s.MetricsListen}} {
+		flag, addr := f[0], f[1]
+		if addr == "" {
+			continue
+		}
+		if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
+			return fmt.Errorf("%s %q is a port without a host: write 127.0.0.1:%s (this machine only) or :%s (every interface)", name(flag), addr, addr, addr)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%s %q is not HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every interface)", name(flag), addr)
+		}
+	}
+	return nil
+}
+
+// portHeld says who holds a port a listener could not take: the bare
+// "address already in use" names no one.
+func portHeld(err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: another process holds that port, maybe another sealbox serve; stop it or listen on another port", err)
+	}
+	return err
+}
+
 // serveMetrics serves h on its own listener and returns the function that
 // stops it.
 func serveMetrics(addr string, h http.Handler) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
+		return nil, fmt.Errorf("metrics listener: %w", portHeld(err))
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)

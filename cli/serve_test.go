@@ -394,3 +394,33 @@ func TestServeBusySharePortCreatesNothing(t *testing.T) {
 		t.Fatal("serve created the data directory though its share port was busy")
 	}
 }
+
+// TestServeListenAddressMistakes: a port without a host names the two
+// addresses meant, and a port another process holds says so, both before
+// the data directory is created.
+func TestServeListenAddressMistakes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, err := runServeCmd(t.Context(), "--data", dir, "--listen", "8080")
+	if err == nil || err.Error() != `--listen "8080" is a port without a host: write 127.0.0.1:8080 (this machine only) or :8080 (every interface)` {
+		t.Fatalf("serve --listen 8080: %v", err)
+	}
+	t.Setenv("SEALBOX_METRICS_LISTEN", "localhost")
+	_, err = runServeCmd(t.Context(), "--data", dir, "--listen", "127.0.0.1:0")
+	if err == nil || err.Error() != `SEALBOX_METRICS_LISTEN "localhost" is not HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every interface)` {
+		t.Fatalf("serve with SEALBOX_METRICS_LISTEN=localhost: %v", err)
+	}
+	t.Setenv("SEALBOX_METRICS_LISTEN", "")
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, err = runServeCmd(t.Context(), "--data", dir, "--listen", held.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "listen on "+held.Addr().String()+": ") ||
+		!strings.Contains(err.Error(), "address already in use: another process holds that port, maybe another sealbox serve; stop it or listen on another port") {
+		t.Fatalf("serve on a port another process holds: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused serve created its data directory: %v", err)
+	}
+}
