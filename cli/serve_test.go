@@ -50,7 +50,7 @@ func TestServeFlagsReadEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
-	if got := get("max-body"); got != "65536" {
+	if got := get("max-body"); got != "64KiB" {
 		t.Errorf("max-body: got %s", got)
 	}
 	if got := get("registration"); got != "closed" {
@@ -226,7 +226,7 @@ func TestServeRunCreatesDataAndShutsDown(t *testing.T) {
 func TestServeProtocolAndBlobFlags(t *testing.T) {
 	f := newServeCmd().Flags()
 	for name, want := range map[string]string{
-		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
+		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "16GiB",
 		"share-rate": "20", "share-burst": "200",
 		"upgrade-window": "15m0s",
 	} {
@@ -422,5 +422,32 @@ func TestServeListenAddressMistakes(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a refused serve created its data directory: %v", err)
+	}
+}
+
+// TestSizeFlagsShowUnits: --help shows a size flag's default in the unit a
+// person writes it in (16GiB, not 17179869184), a form the flag reads back;
+// a size no unit divides stays in bytes.
+func TestSizeFlagsShowUnits(t *testing.T) {
+	out, _ := mustCLI(t, "", "serve", "--help")
+	for _, want := range []string{"(e.g. 16GiB) [$SEALBOX_MAX_BLOB] (default 16GiB)", "[$SEALBOX_MAX_BODY] (default 1MiB)", "[$SEALBOX_INLINE_MAX] (default 16KiB)", "[$SEALBOX_MAX_PENDING_BYTES] (default 64GiB)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+	for _, n := range []int64{0, 1000, 1536, 3 << 40, 5 << 20} {
+		v := n
+		text := sizeFlag{&v}.String()
+		var back int64
+		if err := (sizeFlag{&back}).Set(text); err != nil || back != n {
+			t.Errorf("%d prints as %q, which reads back as %d (%v)", n, text, back, err)
+		}
+	}
+	if got := (sizeFlag{new(int64)}).String(); got != "0" {
+		t.Errorf("0 prints as %q", got)
+	}
+	v := int64(1536)
+	if got := (sizeFlag{&v}).String(); got != "1536" {
+		t.Errorf("1536 prints as %q, want 1536", got)
 	}
 }
