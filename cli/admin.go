@@ -189,6 +189,10 @@ func addDataFlag(cmd *cobra.Command) *Location {
 	// creates one (serve's help says its directory is created on first
 	// start).
 	flags.Lookup("data").Usage = "the instance's data directory (server key, transparency log key; by default also the database and the blobs)"
+	// Nor does it choose where an instance keeps things: it names where
+	// this one keeps them.
+	flags.Lookup("store").Usage = "the instance's PostgreSQL database, when it keeps its records there (as serve's --store): postgres://USER@HOST:PORT/DB?sslmode=... (the password from PGPASSWORD or PGPASSFILE, not the URL: ps shows the command line)"
+	flags.Lookup("blobs").Usage = "the instance's S3-compatible bucket, when it keeps its blobs there (as serve's --blobs): s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
 	documentEnv(flags)
 	return loc
 }

@@ -59,6 +59,29 @@ func TestAdminDataFlagHelp(t *testing.T) {
 	}
 }
 
+// TestAdminStoreAndBlobsFlagHelp: an admin command describes --store and
+// --blobs as where the instance keeps its records and blobs, which it
+// names, not in serve's words for choosing where to keep them.
+func TestAdminStoreAndBlobsFlagHelp(t *testing.T) {
+	for _, args := range [][]string{{"users", "list"}, {"users", "add"}, {"backup"}, {"check"}, {"gc"}, {"compact"}} {
+		out, _ := mustCLI(t, "", append(args, "--help")...)
+		for flag, want := range map[string]string{
+			"--store string": "the instance's PostgreSQL database, when it keeps its records there (as serve's --store): postgres://",
+			"--blobs string": "the instance's S3-compatible bucket, when it keeps its blobs there (as serve's --blobs): s3://",
+		} {
+			var line string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, flag) {
+					line = l
+				}
+			}
+			if !strings.Contains(line, want) || strings.Contains(line, "instead") {
+				t.Errorf("%s --help: the %s line %q", args, flag, line)
+			}
+		}
+	}
+}
+
 // TestAdminCommandOfAUserWhoCannotEnterTheDataDirectory: with no server
 // running, an admin command run by a user who may not enter the data
 // directory says so, and shows the sudo -u form that runs it as the

@@ -323,3 +323,55 @@ func TestREADMEOutputsAreIgnored(t *testing.T) {
 		}
 	}
 }
+
+// sectionCitation is a reference to a README section by its name in
+// quotes, after "see" or "the README's" (the quotes escaped in Go strings
+// too).
+var sectionCitation = regexp.MustCompile(`(?:[Ss]ee (?:the README's )?|README's )\\?"([^"\\]+)\\?"`)
+
+// TestREADMESectionCitations: every section the README, the changelog and
+// the code's messages and help cite by name is a heading of the README
+// (backticks aside), so a reader sent there finds it.
+func TestREADMESectionCitations(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+			headings[strings.ReplaceAll(strings.TrimSpace(title), "`", "")] = true
+		}
+	}
+	cited := 0
+	err = filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".md")) {
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			for _, m := range sectionCitation.FindAllStringSubmatch(line, -1) {
+				cited++
+				if name := strings.ReplaceAll(m[1], "`", ""); !headings[name] {
+					t.Errorf("%s:%d cites the README's section %q, which it does not have", path, i+1, name)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cited < 10 {
+		t.Fatalf("found %d citations: the pattern no longer reads them", cited)
+	}
+}
