@@ -259,7 +259,7 @@ const unsignedAdvice = "the server signs every 5 s (its --checkpoint-interval, u
 // waitSigned waits, up to a.Wait, for a signed checkpoint of at least size
 // records, and returns it.
 func (a *Audit) waitSigned(ctx context.Context, logVerifier note.Verifier, size, signed int64) ([]byte, tlog.Tree, error) {
-	fmt.Fprintf(a.Out, "the log holds %d records, the signed checkpoint %d: waiting up to %s for a signed checkpoint that holds them all\n", size, signed, a.Wait)
+	fmt.Fprintf(a.Out, "the log holds %s, the signed checkpoint %d: waiting up to %s for a signed checkpoint that holds them all\n", count(size, "record"), signed, a.Wait)
 	deadline := time.Now().Add(a.Wait)
 	for {
 		select {
@@ -421,7 +421,7 @@ func (a *Audit) checkAgainstLast(tree tlog.Tree, raw []byte, logVerifier note.Ve
 	kept, err := os.ReadFile(a.stateFile())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(a.Out, "first audit of %s on this machine: trusting what the server shows now (%d records); later audits prove the log only grows from here\n", logVerifier.Name(), tree.N)
+		fmt.Fprintf(a.Out, "first audit of %s on this machine: trusting what the server shows now (%s); later audits prove the log only grows from here\n", logVerifier.Name(), count(tree.N, "record"))
 	case err != nil:
 		return unusable("read the last checkpoint seen: %v", err)
 	default:
@@ -436,7 +436,7 @@ func (a *Audit) checkAgainstLast(tree tlog.Tree, raw []byte, logVerifier note.Ve
 		if err := proveExtends(tree, tlog.Tree{N: last.N, Hash: last.Hash}, tiles); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.Out, "consistent: %s grew from %d to %d records and still holds every record of the last checkpoint seen\n", logVerifier.Name(), last.N, tree.N)
+		fmt.Fprintf(a.Out, "consistent: %s grew from %d to %s and still holds every record of the last checkpoint seen\n", logVerifier.Name(), last.N, count(tree.N, "record"))
 	}
 	if err := a.keep(raw); err != nil {
 		return unusable("keep the checkpoint: %v", err)
