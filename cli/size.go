@@ -55,7 +55,9 @@ func (f sizeFlag) String() string {
 	}
 	return strconv.FormatInt(n, 10)
 }
-func (f sizeFlag) Type() string   { return "size" }
+
+func (f sizeFlag) Type() string { return "size" }
+
 func (f sizeFlag) Set(s string) error {
 	n, err := ParseSize(s)
 	if err != nil {
