@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -101,15 +100,13 @@ type filler struct {
 	next int
 }
 
-// fillStore fills an empty store and blob store to spec, writing records
-// only through kv's domain operations (kv.Bulk: the checks and writes the
-// server's handlers run, many per transaction) and blobs only through the
-// blob engine, before the records that name them, as the server does.
+// fillStore fills a new store and blob store (openFillTarget checked and
+// marked them) to spec, writing records only through kv's domain
+// operations (kv.Bulk: the checks and writes the server's handlers run,
+// many per transaction) and blobs only through the blob engine, before the
+// records that name them, as the server does.
 func fillStore(ctx context.Context, spec fillSpec, store *kv.Store, blobStore blobs.Engine) (*fillReport, error) {
 	start := time.Now()
-	if n, _, err := store.BlobTotals(); err != nil || n > 0 {
-		return nil, cmp.Or(err, errors.New("the store already records blobs: dev fill fills a new, empty data directory"))
-	}
 	f := &filler{spec: spec, store: store, blobs: blobStore, protocol: server.DefaultConfig().ProtocolMax, now: store.Now()}
 	if err := f.people(ctx); err != nil {
 		return nil, err
