@@ -451,3 +451,31 @@ func TestSizeFlagsShowUnits(t *testing.T) {
 		t.Errorf("1536 prints as %q, want 1536", got)
 	}
 }
+
+// TestLockoutHelpSaysPerEmail: serve's --help and the README's tables say
+// what the lockout counts, the failures against one account email
+// (registered or not), not against a client address.
+func TestLockoutHelpSaysPerEmail(t *testing.T) {
+	out, _ := mustCLI(t, "", "serve", "--help")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "--lockout-failures") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "consecutive failed password checks against one account email (registered or not) that lock sign-ins to it") {
+		t.Errorf("serve --help does not say the lockout counts per account email: %q", line)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| `--lockout-failures` | `SEALBOX_LOCKOUT_FAILURES` | `10` | Consecutive failed password checks against one account email (registered or not) that lock sign-ins to it. |",
+		"| Failed password checks before a lockout (per account email, registered or not) |",
+	} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("the README lacks %q", want)
+		}
+	}
+}
