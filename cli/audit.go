@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"filippo.io/torchwood"
@@ -467,12 +468,12 @@ func (a *Audit) keep(raw []byte) error {
 	}
 	tmp := a.stateFile() + ".tmp"
 	// What an interrupted run left at the name, or a link, is removed (a
-	// link itself, never what it names); O_EXCL then creates the file and
-	// fails rather than follow a link made in between.
+	// link itself, never what it names); O_EXCL and O_NOFOLLOW then create
+	// the file and fail rather than follow a link made in between.
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
