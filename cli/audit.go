@@ -36,6 +36,10 @@ type Audit struct {
 	// Wait, when set, is how long to wait for the records the log holds
 	// beyond the checkpoint it serves to be in a signed checkpoint.
 	Wait time.Duration
+	// Now and After are the clock --wait reads and waits on (tests make
+	// it run at once); default time.Now and time.After.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
 	// StateDir keeps the last checkpoint seen, per log.
 	StateDir string
 	Client   *http.Client
@@ -149,6 +153,12 @@ func (a *Audit) settle(quorumSet bool) error {
 	if a.Client == nil {
 		a.Client = &http.Client{Timeout: 30 * time.Second}
 	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	if a.After == nil {
+		a.After = time.After
+	}
 	a.Server = strings.TrimSuffix(a.Server, "/")
 	return nil
 }
@@ -261,18 +271,18 @@ const unsignedAdvice = "the server signs every 5 s (its --checkpoint-interval, u
 // records, and returns it.
 func (a *Audit) waitSigned(ctx context.Context, logVerifier note.Verifier, size, signed int64) ([]byte, tlog.Tree, error) {
 	fmt.Fprintf(a.Out, "the log holds %s, the signed checkpoint %d: waiting up to %s for a signed checkpoint that holds them all\n", count(size, "record"), signed, a.Wait)
-	deadline := time.Now().Add(a.Wait)
+	deadline := a.Now().Add(a.Wait)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, tlog.Tree{}, unusable("%v", ctx.Err())
-		case <-time.After(auditPoll):
+		case <-a.After(auditPoll):
 		}
 		raw, tree, err := a.signedCheckpoint(ctx, logVerifier)
 		if err != nil || tree.N >= size {
 			return raw, tree, err
 		}
-		if time.Now().After(deadline) {
+		if a.Now().After(deadline) {
 			return nil, tlog.Tree{}, unusable("after waiting %s, the signed checkpoint still holds %d of the log's %d records: %s", a.Wait, tree.N, size, unsignedAdvice)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -196,9 +197,26 @@ func TestAuditRightAfterAPublish(t *testing.T) {
 		!strings.Contains(out, "1 record more in the log, not yet in a signed checkpoint (1 of them this account's): the server signs every 5 s") {
 		t.Fatalf("audit right after a publish: exit %d\n%s", code, out)
 	}
-	code, out = runAudit(t, state, append(flags, "--wait=1s")...)
-	if code != 2 || !strings.Contains(out, "after waiting 1s, the signed checkpoint still holds 0 of the log's 1 records: the server signs every 5 s") {
-		t.Fatalf("--wait 1s for a checkpoint that does not come: exit %d\n%s", code, out)
+	// --wait gives up at its deadline, on the test's clock: a poll moves
+	// it 30 s on, so the third poll is past the minute.
+	now, polls := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), 0
+	var waited bytes.Buffer
+	a := &Audit{Server: front.URL, LogKey: logKey, Account: userID, Wait: time.Minute, StateDir: t.TempDir(), Out: &waited,
+		Now: func() time.Time { return now },
+		After: func(d time.Duration) <-chan time.Time {
+			polls++
+			now = now.Add(30 * time.Second)
+			ch := make(chan time.Time, 1)
+			ch <- now
+			return ch
+		}}
+	if err := a.settle(false); err != nil {
+		t.Fatal(err)
+	}
+	var coded *exitError
+	if err := a.Run(t.Context()); !errors.As(err, &coded) || coded.code != 2 || polls != 3 ||
+		!strings.Contains(err.Error(), "after waiting 1m0s, the signed checkpoint still holds 0 of the log's 1 records: the server signs every 5 s") {
+		t.Fatalf("--wait for a checkpoint that does not come: %v after %d polls\n%s", err, polls, &waited)
 	}
 	proxy.setMode("old-checkpoint-once")
 	code, out = runAudit(t, state, append(flags, "--wait")...)
