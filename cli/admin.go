@@ -8,7 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,12 +144,39 @@ func withAdmin(cmd *cobra.Command, loc *Location, mode access, fn func(admin.Adm
 	if err := loc.validate(flagNamer(cmd.Flags())); err != nil {
 		return err
 	}
+	if !loc.networked() {
+		if _, err := os.Stat(filepath.Join(loc.Data, dbFile)); errors.Is(err, fs.ErrPermission) {
+			return unreadableData(loc.Data, cmd.CommandPath(), err)
+		}
+	}
 	a, release, err := connectAdmin(cmd.Context(), *loc, mode, cmd.ErrOrStderr())
+	if err != nil && !loc.networked() && errors.Is(err, fs.ErrPermission) {
+		return unreadableData(loc.Data, cmd.CommandPath(), err)
+	}
 	if err != nil {
 		return err
 	}
 	defer release()
 	return fn(a)
+}
+
+// unreadableData is the refusal of an admin command run by a user who may
+// not enter the data directory, or open its store or its socket: a systemd
+// install keeps them for the service's user, whose account the command must
+// run under. Said any other way, the "permission denied" of the socket
+// reads as a server holding the store.
+func unreadableData(dir, command string, cause error) error {
+	owner := "sealbox"
+	if fi, err := os.Stat(dir); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = "#" + strconv.FormatUint(uint64(st.Uid), 10)
+			if u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10)); err == nil {
+				owner = u.Username
+			}
+		}
+	}
+	return fmt.Errorf("the data directory %s is not readable by this user (%v): it belongs to the user sealbox runs as. "+
+		"Run the command as that user, as the README's systemd install does: sudo -u %s %s --data %s", dir, cause, owner, command, dir)
 }
 
 // addDataFlag gives an admin command the --data, --store and --blobs flags
@@ -159,6 +189,10 @@ func addDataFlag(cmd *cobra.Command) *Location {
 	// creates one (serve's help says its directory is created on first
 	// start).
 	flags.Lookup("data").Usage = "the instance's data directory (server key, transparency log key; by default also the database and the blobs)"
+	// Nor does it choose where an instance keeps things: it names where
+	// this one keeps them.
+	flags.Lookup("store").Usage = "the instance's PostgreSQL database, when it keeps its records there (as serve's --store): postgres://USER@HOST:PORT/DB?sslmode=... (the password from PGPASSWORD or PGPASSFILE, not the URL: ps shows the command line)"
+	flags.Lookup("blobs").Usage = "the instance's S3-compatible bucket, when it keeps its blobs there (as serve's --blobs): s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
 	documentEnv(flags)
 	return loc
 }

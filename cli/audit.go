@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"filippo.io/torchwood"
@@ -32,6 +33,13 @@ type Audit struct {
 	Quorum int
 	// Account, when set, lists that account's directory records.
 	Account string
+	// Wait, when set, is how long to wait for the records the log holds
+	// beyond the checkpoint it serves to be in a signed checkpoint.
+	Wait time.Duration
+	// Now and After are the clock --wait reads and waits on (tests make
+	// it run at once); default time.Now and time.After.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
 	// StateDir keeps the last checkpoint seen, per log.
 	StateDir string
 	Client   *http.Client
@@ -75,7 +83,12 @@ transparency log is signed by the log key you trust, cosigned by enough of the
 witnesses you trust, and consistent with every checkpoint this machine saw
 before: the log only grows and never shows two histories. With --account it
 lists every directory record of that account in the log, so its owner sees
-every key ever published for them.`,
+every key ever published for them.
+
+The server signs a checkpoint in the background, at most once per its
+--checkpoint-interval (5 s by default): a record published a moment ago is in
+the log but not yet in a signed checkpoint. audit says so, and with --wait it
+waits for a checkpoint that holds it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := bindEnv(cmd); err != nil {
@@ -97,7 +110,9 @@ every key ever published for them.`,
 	f.StringVar(&a.LogKey, "log-key", "", "the log's note verifier key, as the server's operator published it (GET /v1/transparency/key)")
 	f.StringArrayVar(&a.Witnesses, "witness", nil, "the cosignature verifier key of a witness you trust (repeatable)")
 	f.IntVar(&a.Quorum, "quorum", 0, "witnesses that must have cosigned the checkpoint (default: every --witness)")
-	f.StringVar(&a.Account, "account", "", "list the directory records of this account (its user id)")
+	f.StringVar(&a.Account, "account", "", "list the directory records of this account: its user id (a UUID, the user_id of GET /v1/auth/profile), not its email")
+	f.DurationVar(&a.Wait, "wait", 0, "wait for records published a moment ago to be in a signed checkpoint, up to a minute (--wait) or as long as given (--wait=5m)")
+	f.Lookup("wait").NoOptDefVal = "1m"
 	f.DurationVar(&watch, "watch", 0, "audit again at this interval until stopped")
 	return cmd
 }
@@ -122,6 +137,12 @@ func (a *Audit) settle(quorumSet bool) error {
 	if a.Quorum < 0 || a.Quorum > len(a.Witnesses) {
 		return unusable("--quorum %d: must be between 0 and the %d witnesses given", a.Quorum, len(a.Witnesses))
 	}
+	// The log names an account by its user id alone, never by email: an
+	// email would match nothing and read as "no key was ever published".
+	if a.Account != "" && !isUserID(a.Account) {
+		return unusable("--account takes the account's user id (a UUID such as 6f1c2a3b-…), not %q: the log never names an email. "+
+			"Its owner finds it as user_id in GET /v1/auth/profile (their client's account page); the server's operator in the USER ID column of `sealbox users list`", a.Account)
+	}
 	if a.StateDir == "" {
 		dir, err := auditStateDir()
 		if err != nil {
@@ -131,6 +152,12 @@ func (a *Audit) settle(quorumSet bool) error {
 	}
 	if a.Client == nil {
 		a.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	if a.After == nil {
+		a.After = time.After
 	}
 	a.Server = strings.TrimSuffix(a.Server, "/")
 	return nil
@@ -147,6 +174,26 @@ func auditStateDir() (string, error) {
 		return "", fmt.Errorf("no place for the audit's state: set XDG_STATE_HOME or HOME (%v)", err)
 	}
 	return filepath.Join(home, ".local", "state", "sealbox", "audit"), nil
+}
+
+// isUserID reports whether s is a user id: a UUID in canonical lowercase.
+func isUserID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Watch audits every interval until ctx ends. An inconsistency ends it; a
@@ -179,13 +226,18 @@ func (a *Audit) Run(ctx context.Context) error {
 	if strings.TrimSpace(string(served)) != a.LogKey {
 		return inconsistent("the server now names another log key than the one you trust (%s): it serves %q", a.LogKey, strings.TrimSpace(string(served)))
 	}
-	raw, err := a.fetch(ctx, "/v1/transparency/checkpoint")
+	raw, tree, err := a.signedCheckpoint(ctx, logVerifier)
 	if err != nil {
 		return err
 	}
-	tree, err := a.verifyCheckpoint(raw, logVerifier)
+	size, err := a.logSize(ctx, tree.N)
 	if err != nil {
 		return err
+	}
+	if a.Wait > 0 && size > tree.N {
+		if raw, tree, err = a.waitSigned(ctx, logVerifier, size, tree.N); err != nil {
+			return err
+		}
 	}
 	tiles := tlog.TileHashReader(tree, &httpTiles{ctx: ctx, a: a})
 	if err := a.checkAgainstLast(tree, raw, logVerifier, tiles); err != nil {
@@ -196,7 +248,143 @@ func (a *Audit) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	return a.reportUnsigned(ctx, tree.N, size)
+}
+
+// signedCheckpoint fetches the checkpoint the server serves and verifies it.
+func (a *Audit) signedCheckpoint(ctx context.Context, logVerifier note.Verifier) ([]byte, tlog.Tree, error) {
+	raw, err := a.fetch(ctx, "/v1/transparency/checkpoint")
+	if err != nil {
+		return nil, tlog.Tree{}, err
+	}
+	tree, err := a.verifyCheckpoint(raw, logVerifier)
+	return raw, tree, err
+}
+
+// auditPoll is how often --wait asks for a newer checkpoint.
+const auditPoll = time.Second
+
+// unsignedAdvice says why records are in the log but in no checkpoint yet.
+const unsignedAdvice = "the server signs every 5 s (its --checkpoint-interval, unless its operator changed it), and with witnesses serves a checkpoint once its quorum cosigned it"
+
+// waitSigned waits, up to a.Wait, for a signed checkpoint of at least size
+// records, and returns it.
+func (a *Audit) waitSigned(ctx context.Context, logVerifier note.Verifier, size, signed int64) ([]byte, tlog.Tree, error) {
+	fmt.Fprintf(a.Out, "the log holds %s, the signed checkpoint %d: waiting up to %s for a signed checkpoint that holds them all\n", count(size, "record"), signed, a.Wait)
+	deadline := a.Now().Add(a.Wait)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, tlog.Tree{}, unusable("%v", ctx.Err())
+		case <-a.After(auditPoll):
+		}
+		raw, tree, err := a.signedCheckpoint(ctx, logVerifier)
+		if err != nil || tree.N >= size {
+			return raw, tree, err
+		}
+		if a.Now().After(deadline) {
+			return nil, tlog.Tree{}, unusable("after waiting %s, the signed checkpoint still holds %d of the log's %d records: %s", a.Wait, tree.N, size, unsignedAdvice)
+		}
+	}
+}
+
+// logSize returns how many records the log holds, from signed (the size of
+// the verified checkpoint) on: entry bundles are served up to the log's
+// size, signed or not, so it probes them, a binary search of the widths of
+// each tile.
+func (a *Audit) logSize(ctx context.Context, signed int64) (int64, error) {
+	n := signed
+	for {
+		tile, have := n/256, int(n%256)
+		ok, err := a.bundleExists(ctx, tile, have+1)
+		if err != nil || !ok {
+			return n, err
+		}
+		lo, hi := have+1, 256
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			ok, err := a.bundleExists(ctx, tile, mid)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		n = tile*256 + int64(lo)
+		if lo < 256 {
+			return n, nil
+		}
+	}
+}
+
+// bundleExists reports whether the server serves the entry bundle of tile
+// n with width records (a 404 is a log too small for it).
+func (a *Audit) bundleExists(ctx context.Context, n int64, width int) (bool, error) {
+	status, _, err := a.get(ctx, "/v1/transparency/tile/"+tileURLPath(tlog.Tile{H: 8, L: -1, N: n, W: width}))
+	switch {
+	case err != nil:
+		return false, err
+	case status == http.StatusOK:
+		return true, nil
+	case status == http.StatusNotFound:
+		return false, nil
+	}
+	return false, unusable("GET an entry bundle: %d %s", status, http.StatusText(status))
+}
+
+// reportUnsigned says that the records from signed to size are in the log
+// but in no signed checkpoint yet, and lists the account's among them:
+// right after a publish, "0 records" would falsely reassure.
+func (a *Audit) reportUnsigned(ctx context.Context, signed, size int64) error {
+	if size <= signed {
+		return nil
+	}
+	mine := 0
+	if a.Account != "" {
+		recs, err := a.unsignedRecords(ctx, signed, size)
+		if err != nil {
+			return err
+		}
+		for i, rec := range recs {
+			r, err := parseLogRecord(rec)
+			if err == nil && a.printRecord(signed+int64(i), r, "  (not yet in a signed checkpoint)") {
+				mine++
+			}
+		}
+	}
+	fmt.Fprintf(a.Out, "%s more in the log, not yet in a signed checkpoint", count(size-signed, "record"))
+	if a.Account != "" {
+		fmt.Fprintf(a.Out, " (%d of them this account's)", mine)
+	}
+	fmt.Fprintf(a.Out, ": %s; run again in a few seconds, or with --wait\n", unsignedAdvice)
 	return nil
+}
+
+// unsignedRecords reads the records from signed to size. No signed tree
+// proves them yet: they are shown as the server's word, never as proven.
+func (a *Audit) unsignedRecords(ctx context.Context, signed, size int64) ([][]byte, error) {
+	var out [][]byte
+	for start := signed - signed%256; start < size; start += 256 {
+		width := int(min(256, size-start))
+		bundle, err := (&httpTiles{ctx: ctx, a: a}).ReadTiles([]tlog.Tile{{H: 8, L: -1, N: start / 256, W: width}})
+		if err != nil {
+			return nil, err
+		}
+		data := bundle[0]
+		for i := start; i < start+int64(width); i++ {
+			var rec []byte
+			if rec, data, err = torchwood.ReadTileEntry(data); err != nil {
+				return nil, unusable("the entry bundle at record %d is malformed: %v", start, err)
+			}
+			if i >= signed {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out, nil
 }
 
 // verifyCheckpoint checks the log's signature and origin and the witness
@@ -244,7 +432,7 @@ func (a *Audit) checkAgainstLast(tree tlog.Tree, raw []byte, logVerifier note.Ve
 	kept, err := os.ReadFile(a.stateFile())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(a.Out, "first audit of %s on this machine: trusting what the server shows now (%d records); later audits prove the log only grows from here\n", logVerifier.Name(), tree.N)
+		fmt.Fprintf(a.Out, "first audit of %s on this machine: trusting what the server shows now (%s); later audits prove the log only grows from here\n", logVerifier.Name(), count(tree.N, "record"))
 	case err != nil:
 		return unusable("read the last checkpoint seen: %v", err)
 	default:
@@ -259,19 +447,76 @@ func (a *Audit) checkAgainstLast(tree tlog.Tree, raw []byte, logVerifier note.Ve
 		if err := proveExtends(tree, tlog.Tree{N: last.N, Hash: last.Hash}, tiles); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.Out, "consistent: %s grew from %d to %d records and still holds every record of the last checkpoint seen\n", logVerifier.Name(), last.N, tree.N)
+		fmt.Fprintf(a.Out, "consistent: %s grew from %d to %s and still holds every record of the last checkpoint seen\n", logVerifier.Name(), last.N, count(tree.N, "record"))
 	}
-	if err := os.MkdirAll(a.StateDir, 0o700); err != nil {
-		return unusable("keep the checkpoint: %v", err)
-	}
-	tmp := a.stateFile() + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return unusable("keep the checkpoint: %v", err)
-	}
-	if err := os.Rename(tmp, a.stateFile()); err != nil {
+	if err := a.keep(raw); err != nil {
 		return unusable("keep the checkpoint: %v", err)
 	}
 	return nil
+}
+
+// keep writes raw as the last checkpoint seen, in a directory only its
+// owner may enter (an existing one is made so, or refused when it cannot
+// be), through a temporary file created afresh and renamed over the state
+// file: what another user could plant at the temporary name never
+// redirects the write.
+func (a *Audit) keep(raw []byte) error {
+	if err := os.MkdirAll(a.StateDir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(a.StateDir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory but a %v: the audit keeps its state only in a directory of its own", a.StateDir, fi.Mode().Type())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(a.StateDir, 0o700); err != nil {
+			return fmt.Errorf("%s has mode %v and cannot be made private to you (0700): %v", a.StateDir, fi.Mode().Perm(), err)
+		}
+	}
+	tmp := a.stateFile() + ".tmp"
+	// What an interrupted run left at the name, or a link, is removed (a
+	// link itself, never what it names); O_EXCL and O_NOFOLLOW then create
+	// the file and fail rather than follow a link made in between.
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(raw)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, a.stateFile())
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// printRecord prints the record at index, followed by note, when it is one
+// of the account's directory records, and reports whether it was.
+func (a *Audit) printRecord(index int64, r logRecord, note string) bool {
+	switch {
+	case r.UserID != a.Account:
+		return false
+	case r.Kind == kindDirectory:
+		fmt.Fprintf(a.Out, "index %d  version %d  directory %s  key %s%s\n", index, r.Version, r.DirectoryHash, r.KeyHash, note)
+	case r.Kind == kindDirectoryReset:
+		fmt.Fprintf(a.Out, "index %d  reset by the operator: version %d cleared, key %s unpinned%s\n", index, r.Version, r.KeyHash, note)
+	default:
+		return false
+	}
+	return true
 }
 
 // proveExtends proves that tree holds every record of last.
@@ -343,23 +588,29 @@ func tileURLPath(t tlog.Tile) string {
 
 // fetch GETs path on the server; anything but a 200 is a network error.
 func (a *Audit) fetch(ctx context.Context, path string) ([]byte, error) {
+	status, body, err := a.get(ctx, path)
+	if err == nil && status != http.StatusOK {
+		err = unusable("GET %s: %d %s", path, status, http.StatusText(status))
+	}
+	return body, err
+}
+
+// get GETs path on the server and returns the status and the body.
+func (a *Audit) get(ctx context.Context, path string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Server+path, nil)
 	if err != nil {
-		return nil, unusable("%v", err)
+		return 0, nil, unusable("%v", err)
 	}
 	resp, err := a.Client.Do(req)
 	if err != nil {
-		return nil, unusable("%v", err)
+		return 0, nil, unusable("%v", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, unusable("GET %s: %v", path, err)
+		return 0, nil, unusable("GET %s: %v", path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, unusable("GET %s: %s", path, resp.Status)
-	}
-	return body, nil
+	return resp.StatusCode, body, nil
 }
 
 // listAccount prints every directory record of the account in the tree:
@@ -393,18 +644,14 @@ func (a *Audit) listAccount(ctx context.Context, tree tlog.Tree, tiles tlog.Hash
 				fmt.Fprintf(a.Out, "record %d: %v (%q), skipped\n", start+i, err, r.Kind)
 			case err != nil:
 				return inconsistent("record %d, which the log signed, is malformed: %v", start+i, err)
-			case r.Kind == kindDirectory && r.UserID == a.Account:
+			case a.printRecord(start+i, r, ""):
 				found++
-				fmt.Fprintf(a.Out, "index %d  version %d  directory %s  key %s\n", start+i, r.Version, r.DirectoryHash, r.KeyHash)
-			case r.Kind == kindDirectoryReset && r.UserID == a.Account:
-				found++
-				fmt.Fprintf(a.Out, "index %d  reset by the operator: version %d cleared, key %s unpinned\n", start+i, r.Version, r.KeyHash)
 			}
 		}
 		if len(data) != 0 {
 			return inconsistent("the entry bundle at record %d holds more records than the log signed", start)
 		}
 	}
-	fmt.Fprintf(a.Out, "%d directory records of account %s in %d records of the log\n", found, a.Account, tree.N)
+	fmt.Fprintf(a.Out, "%s of account %s in %s of the log\n", count(found, "directory record"), a.Account, count(tree.N, "record"))
 	return nil
 }

@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -33,7 +37,7 @@ func runAudit(t *testing.T, stateDir string, args ...string) (int, string) {
 // its mode says.
 type tamperer struct {
 	mu     sync.Mutex
-	mode   string // "", "tile", "drop-cosignature", "old-checkpoint"
+	mode   string // "", "tile", "drop-cosignature", "old-checkpoint", "old-checkpoint-once"
 	old    []byte // the checkpoint "old-checkpoint" serves
 	target string
 }
@@ -63,6 +67,9 @@ func (p *tamperer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = body[:bytes.LastIndexByte(body[:len(body)-1], '\n')+1]
 	case mode == "old-checkpoint" && strings.HasSuffix(r.URL.Path, "/checkpoint"):
 		body = old
+	case mode == "old-checkpoint-once" && strings.HasSuffix(r.URL.Path, "/checkpoint"):
+		body = old
+		p.setMode("")
 	}
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body)
@@ -160,5 +167,105 @@ func TestProveExtends(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (!errors.As(err, &coded) || coded.code != 1 || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestAuditRightAfterAPublish: a record in the log but not yet in the
+// signed checkpoint the server serves is listed as such, with when the
+// server signs, instead of "0 records"; --wait waits for a checkpoint that
+// holds it (and says how long it waited when none comes); and --account
+// refuses an email, saying where the user id is found.
+func TestAuditRightAfterAPublish(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	logKey := newLogKey(t, dir)
+	l := serveWitnessed(t, dir, logKey, 0)
+	empty := waitCheckpoint(t, l.url+"/v1/transparency/checkpoint", 0)
+	l.publish("fresh@example.org")
+	waitCheckpoint(t, l.url+"/v1/transparency/checkpoint", 1)
+	_, profile := apiClient{t, l.url}.do("GET", "/v1/auth/profile", l.token, "", nil)
+	userID, _ := profile["user_id"].(string)
+
+	// The proxy serves the checkpoint signed before the publish, as the
+	// server does until its next signing.
+	proxy := &tamperer{target: l.url, old: empty, mode: "old-checkpoint"}
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+	flags := []string{"--server", front.URL, "--log-key", logKey, "--account", userID}
+	code, out := runAudit(t, state, flags...)
+	if code != 0 || !strings.Contains(out, "index 0  version 1  directory ") || !strings.Contains(out, "  (not yet in a signed checkpoint)\n") ||
+		!strings.Contains(out, "0 directory records of account "+userID+" in 0 records of the log") ||
+		!strings.Contains(out, "1 record more in the log, not yet in a signed checkpoint (1 of them this account's): the server signs every 5 s") {
+		t.Fatalf("audit right after a publish: exit %d\n%s", code, out)
+	}
+	// --wait gives up at its deadline, on the test's clock: a poll moves
+	// it 30 s on, so the third poll is past the minute.
+	now, polls := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), 0
+	var waited bytes.Buffer
+	a := &Audit{Server: front.URL, LogKey: logKey, Account: userID, Wait: time.Minute, StateDir: t.TempDir(), Out: &waited,
+		Now: func() time.Time { return now },
+		After: func(d time.Duration) <-chan time.Time {
+			polls++
+			now = now.Add(30 * time.Second)
+			ch := make(chan time.Time, 1)
+			ch <- now
+			return ch
+		}}
+	if err := a.settle(false); err != nil {
+		t.Fatal(err)
+	}
+	var coded *exitError
+	if err := a.Run(t.Context()); !errors.As(err, &coded) || coded.code != 2 || polls != 3 ||
+		!strings.Contains(err.Error(), "after waiting 1m0s, the signed checkpoint still holds 0 of the log's 1 records: the server signs every 5 s") {
+		t.Fatalf("--wait for a checkpoint that does not come: %v after %d polls\n%s", err, polls, &waited)
+	}
+	proxy.setMode("old-checkpoint-once")
+	code, out = runAudit(t, state, append(flags, "--wait")...)
+	if code != 0 || !strings.Contains(out, "waiting up to 1m0s for a signed checkpoint") || !strings.Contains(out, "index 0  version 1  directory ") ||
+		!strings.Contains(out, "1 directory record of account "+userID+" in 1 record of the log") || strings.Contains(out, "not yet") {
+		t.Fatalf("--wait for the next checkpoint: exit %d\n%s", code, out)
+	}
+
+	code, out = runAudit(t, state, "--server", l.url, "--log-key", logKey, "--account", "fresh@example.org")
+	if code != 2 || !strings.Contains(out, `--account takes the account's user id (a UUID such as 6f1c2a3b-…), not "fresh@example.org"`) ||
+		!strings.Contains(out, "user_id in GET /v1/auth/profile") || !strings.Contains(out, "USER ID column of `sealbox users list`") {
+		t.Fatalf("--account with an email: exit %d\n%s", code, out)
+	}
+}
+
+// TestAuditKeepsItsStatePrivate: the audit's state directory, found open
+// to others, is made 0700, and a link planted at the temporary name of the
+// state file does not redirect the write: the file it names is left as it
+// was, and the state file is a private regular file.
+func TestAuditKeepsItsStatePrivate(t *testing.T) {
+	dir, xdg := t.TempDir(), t.TempDir()
+	logKey := newLogKey(t, dir)
+	l := serveWitnessed(t, dir, logKey, 0)
+	waitCheckpoint(t, l.url+"/v1/transparency/checkpoint", 0)
+	a := &Audit{LogKey: logKey, StateDir: filepath.Join(xdg, "sealbox", "audit")}
+	if err := os.MkdirAll(a.StateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(a.StateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	writeFile(t, victim, []byte("untouched"))
+	if err := os.Symlink(victim, a.stateFile()+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runAudit(t, xdg, "--server", l.url, "--log-key", logKey); code != 0 {
+		t.Fatalf("audit: exit %d\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "untouched" {
+		t.Fatalf("the file the planted link names now holds %q", got)
+	}
+	if fi, err := os.Lstat(a.StateDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("state directory: %v %v, want mode 0700", fi.Mode(), err)
+	}
+	if fi, err := os.Lstat(a.stateFile()); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file: %v %v, want a regular file of mode 0600", fi.Mode(), err)
+	}
+	if _, err := os.Lstat(a.stateFile() + ".tmp"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the temporary name is left behind: %v", err)
 	}
 }

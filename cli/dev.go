@@ -33,7 +33,7 @@ import (
 func newDevCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Make client-side test material (for client developers and tests; the server never needs it)",
+		Short: "For tests and measuring: make client-side test material, or fill and measure a test instance (the server never needs them)",
 		Long: `The dev commands make what a real client would send: a hybrid identity key,
 a revoke-all proof, a device directory, an upgrade intent and tombstone, a
 lifecycle op, and the current code of a second factor. They exist for client
@@ -41,8 +41,9 @@ developers and tests, and for the README's examples. The server never needs
 them. A key made here is kept unencrypted in a file: never use one to protect
 real photos.
 
-fill and measure make a large test library in a new data directory and measure
-an instance serving it (the README's Scale section).`,
+fill and measure are for measuring: fill makes a large test library in a new
+data directory it creates, and measure times an instance serving it (the
+README's Scale section). Both refuse any store dev fill did not create.`,
 	}
 	cmd.AddCommand(newDevKeygenCmd(), newDevPubkeyCmd(), newDevSignRevokeAllCmd(), newDevDirectoryCmd(),
 		newDevUpgradeIntentCmd(), newDevTombstoneCmd(), newDevOpCmd(), newDevTOTPCodeCmd(), newDevFillCmd(), newDevMeasureCmd())

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,7 +19,7 @@ import (
 )
 
 func newHealthcheckCmd() *cobra.Command {
-	var target string
+	var target, caFile string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "healthcheck",
@@ -27,19 +29,42 @@ otherwise, saying why. Without --url it asks the server of this environment: the
 address of --listen's variable SEALBOX_LISTEN (default 127.0.0.1:8080; a wildcard
 address is asked on loopback), over HTTPS when SEALBOX_TLS_CERT or SEALBOX_TLS_DOMAIN
 is set. That local probe checks the server answers, not its certificate, which
-names a domain rather than the loopback address.`,
+names a domain rather than the loopback address. --url https://… checks the
+certificate against the system's CAs, or against --cacert's for a private CA.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			insecure := false
 			if target == "" {
 				target, insecure = localReadyURL(os.Getenv)
 			}
-			return healthcheck(cmd.Context(), cmd.OutOrStdout(), target, timeout, insecure)
+			tlsConfig := &tls.Config{InsecureSkipVerify: insecure}
+			if caFile != "" {
+				roots, err := loadCAFile(caFile)
+				if err != nil {
+					return err
+				}
+				tlsConfig.RootCAs = roots
+			}
+			return healthcheck(cmd.Context(), cmd.OutOrStdout(), target, timeout, tlsConfig)
 		},
 	}
 	cmd.Flags().StringVar(&target, "url", "", "the readiness URL to ask, or the server's base URL (its /readyz); default: this environment's server")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
+	cmd.Flags().StringVar(&caFile, "cacert", "", "PEM file of the CA certificates an https:// server's certificate must chain to (a private CA), instead of the system's")
 	return cmd
+}
+
+// loadCAFile reads the PEM certificates of --cacert.
+func loadCAFile(path string) (*x509.CertPool, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cacert: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("--cacert %s holds no PEM certificate", path)
+	}
+	return roots, nil
 }
 
 // localReadyURL is the /readyz URL of the server configured by env, and
@@ -65,7 +90,7 @@ func localReadyURL(getenv func(string) string) (string, bool) {
 // healthcheck asks url and succeeds on 200. A base URL (no path) asks its
 // /readyz. An HTTPS server asked over HTTP, or the reverse, is named for
 // what it speaks instead of the bare protocol error.
-func healthcheck(ctx context.Context, w io.Writer, rawURL string, timeout time.Duration, insecure bool) error {
+func healthcheck(ctx context.Context, w io.Writer, rawURL string, timeout time.Duration, tlsConfig *tls.Config) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("--url %q: want an http:// or https:// URL (a base URL asks its /readyz)", rawURL)
@@ -75,7 +100,7 @@ func healthcheck(ctx context.Context, w io.Writer, rawURL string, timeout time.D
 	}
 	target := u.String()
 	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure},
+		TLSClientConfig: tlsConfig,
 		Proxy:           nil,
 	}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
@@ -85,6 +110,10 @@ func healthcheck(ctx context.Context, w io.Writer, rawURL string, timeout time.D
 	resp, err := client.Do(req)
 	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
 		return fmt.Errorf("not healthy: %s speaks plain HTTP, not HTTPS: ask http://%s", u.Host, u.Host+u.RequestURI())
+	}
+	var unknownCA x509.UnknownAuthorityError
+	if errors.As(err, &unknownCA) {
+		return fmt.Errorf("not healthy: %s's certificate is not signed by a CA this machine trusts (%w): for a private CA, give its certificate with --cacert FILE", u.Host, err)
 	}
 	if err != nil {
 		return fmt.Errorf("not healthy: %w", err)

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,5 +82,31 @@ func TestHealthcheckURLs(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "", "healthcheck", "--url", "localhost:8080"); err == nil || !strings.Contains(err.Error(), "want an http:// or https:// URL") {
 		t.Fatalf("healthcheck of a URL without a scheme: %v", err)
+	}
+}
+
+// TestHealthcheckPrivateCA: an https:// server whose certificate a private
+// CA signed is refused, with a pointer to --cacert, until --cacert names
+// that CA's certificate; a --cacert holding no certificate is refused.
+func TestHealthcheckPrivateCA(t *testing.T) {
+	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"status":"ready","checks":{"store":"ok"}}`))
+	}))
+	defer tlsServer.Close()
+	host := strings.TrimPrefix(tlsServer.URL, "https://")
+	if _, _, err := runCLI(t, "", "healthcheck", "--url", tlsServer.URL); err == nil ||
+		!strings.Contains(err.Error(), "not healthy: "+host+"'s certificate is not signed by a CA this machine trusts") || !strings.Contains(err.Error(), "give its certificate with --cacert FILE") {
+		t.Fatalf("healthcheck of a server of a private CA: %v", err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	writeFile(t, ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsServer.Certificate().Raw}))
+	out, _, err := runCLI(t, "", "healthcheck", "--url", tlsServer.URL, "--cacert", ca)
+	if err != nil || out != "ready: "+tlsServer.URL+"/readyz answered 200 {\"store\":\"ok\"}\n" {
+		t.Fatalf("healthcheck --cacert: %q %v", out, err)
+	}
+	notPEM := filepath.Join(t.TempDir(), "ca.txt")
+	writeFile(t, notPEM, []byte("not a certificate"))
+	if _, _, err := runCLI(t, "", "healthcheck", "--url", tlsServer.URL, "--cacert", notPEM); err == nil || err.Error() != "--cacert "+notPEM+" holds no PEM certificate" {
+		t.Fatalf("healthcheck --cacert of a file without a certificate: %v", err)
 	}
 }

@@ -154,7 +154,7 @@ func (l Location) refuseLocalStoreBeside() error {
 		}
 	}
 	return fmt.Errorf("%s holds a sealbox store of its own, but --store names another, %s: going on would leave that data behind. "+
-		"To move that instance there: sealbox backup BACKUP --data %s, then sealbox restore BACKUP --data NEWDIR --store %s (see the README's \"Several machines\"); to leave it, move %s away",
+		"To move that instance there: sealbox backup BACKUP --data %s, then sealbox restore BACKUP --data NEWDIR --store %s (see the README's \"Running on several machines\"); to leave it, move %s away",
 		path, l.describeStore(), l.Data, l.describeStore(), path)
 }
 

@@ -99,7 +99,7 @@ func newCheckCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), "problem:", p)
 			}
 			if len(rep.Problems) > 0 {
-				return fmt.Errorf("%d problems found in the store %s and the blob store %s", len(rep.Problems), rep.Store, rep.BlobStore)
+				return fmt.Errorf("%s found in the store %s and the blob store %s", count(len(rep.Problems), "problem"), rep.Store, rep.BlobStore)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ok: the store %s is consistent and all %d referenced blobs are present%s in %s\n",
 				rep.Store, rep.Blobs, map[bool]string{true: " and whole", false: ""}[deep], rep.BlobStore)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -256,4 +257,121 @@ func TestREADMENamesEveryVariable(t *testing.T) {
 			t.Errorf("the README does not name %s (--%s)", envName(f.Name), f.Name)
 		}
 	})
+}
+
+// readmeOutputs are the patterns of what the README's commands write in the
+// directory they run in, each with the paths it writes there: redirections
+// and -o (the files sent and fetched), "$PWD/NAME" (data directories and
+// backups, which hold server.key, and the audit's state), keys made by
+// keygen (ssh-keygen's with its .pub), and the release build's directory.
+var readmeOutputs = []struct {
+	re    *regexp.Regexp
+	paths []string
+}{
+	{regexp.MustCompile(`[0-9]?>\s*([A-Za-z][\w.-]*)`), []string{""}},
+	{regexp.MustCompile(`\s-o\s+([A-Za-z][\w.-]*)`), []string{""}},
+	{regexp.MustCompile(`"\$PWD/([\w.-]+)"`), []string{"", "/server.key"}},
+	{regexp.MustCompile(`dev keygen\s+([\w.-]+)`), []string{""}},
+	{regexp.MustCompile(`ssh-keygen\s.*-f\s+([\w.-]+)`), []string{"", ".pub"}},
+	{regexp.MustCompile(`\.ci/release\s+([\w.-]+)`), []string{"/sealbox-linux-amd64", "/SHA256SUMS"}},
+}
+
+// TestREADMEOutputsAreIgnored: every file the README's examples and
+// .ci/release write when run in the checkout (private keys, backups that
+// hold server.key, data directories, release binaries) is one git ignores,
+// so none is committed by accident.
+func TestREADMEOutputsAreIgnored(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is needed to ask what the checkout ignores")
+	}
+	var paths []string
+	for _, lang := range []string{"sh", "bash", "console"} {
+		blocks, err := readmeBlocks("../README.md", lang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, blk := range blocks {
+			for _, line := range blk.lines {
+				for _, o := range readmeOutputs {
+					for _, m := range o.re.FindAllStringSubmatch(line, -1) {
+						for _, suffix := range o.paths {
+							if p := m[1] + suffix; !slices.Contains(paths, p) {
+								paths = append(paths, p)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, want := range []string{"alice.key", "sealbox-backup/server.key", "dist/SHA256SUMS", "audit-state", "witness.key.pub"} {
+		if !slices.Contains(paths, want) {
+			t.Fatalf("the README's outputs found lack %s: the patterns no longer read the README (%v)", want, paths)
+		}
+	}
+	cmd := exec.Command(git, append([]string{"check-ignore", "--no-index", "--verbose", "--non-matching", "--"}, paths...)...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if len(out) == 0 {
+		t.Fatalf("git check-ignore: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// A path no pattern ignores is "::\t<path>".
+		if rest, ok := strings.CutPrefix(line, "::\t"); ok {
+			t.Errorf("the README's examples write %s in the checkout, and .gitignore does not cover it", rest)
+		}
+	}
+}
+
+// sectionCitation is a reference to a README section by its name in
+// quotes, after "see" or "the README's" (the quotes escaped in Go strings
+// too).
+var sectionCitation = regexp.MustCompile(`(?:[Ss]ee (?:the README's )?|README's )\\?"([^"\\]+)\\?"`)
+
+// TestREADMESectionCitations: every section the README, the changelog and
+// the code's messages and help cite by name is a heading of the README
+// (backticks aside), so a reader sent there finds it.
+func TestREADMESectionCitations(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+			headings[strings.ReplaceAll(strings.TrimSpace(title), "`", "")] = true
+		}
+	}
+	cited := 0
+	err = filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".md")) {
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			for _, m := range sectionCitation.FindAllStringSubmatch(line, -1) {
+				cited++
+				if name := strings.ReplaceAll(m[1], "`", ""); !headings[name] {
+					t.Errorf("%s:%d cites the README's section %q, which it does not have", path, i+1, name)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cited < 10 {
+		t.Fatalf("found %d citations: the pattern no longer reads them", cited)
+	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"sealbox/kv/fault"
 )
 
 // Execute runs the sealbox command line and returns the process exit code.
@@ -28,7 +30,7 @@ func Execute(args []string) int {
 func execute(ctx context.Context, cmd *cobra.Command, args []string) int {
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox:", err)
+		fmt.Fprintln(cmd.ErrOrStderr(), "sealbox:", inWords(err))
 		// A command with exit codes of its own (audit) says which.
 		var coded interface{ ExitCode() int }
 		if errors.As(err, &coded) {
@@ -37,6 +39,29 @@ func execute(ctx context.Context, cmd *cobra.Command, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// inWords is err's message for a person. A catalog error's stable code is
+// for programs (the API's problem bodies carry it): the message alone says
+// it, or, when there is none, the code spelled out in words.
+func inWords(err error) string {
+	var fe *fault.Error
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	words := fe.Message
+	if words == "" {
+		words = strings.NewReplacer(".", " ", "_", " ").Replace(strings.TrimPrefix(fe.Code, "error."))
+	}
+	return strings.Replace(err.Error(), fe.Error(), words, 1)
+}
+
+// count says n of a noun in words: "1 problem", "2 problems".
+func count[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // NewRootCmd builds the `sealbox` command and its subcommands.

@@ -25,7 +25,7 @@ func newDevFillCmd() *cobra.Command {
 	sessions, shares := -1, -1
 	cmd := &cobra.Command{
 		Use:   "fill",
-		Short: "Fill a new data directory with a large test library (accounts, albums, op chains, sessions, shares, blobs)",
+		Short: "For measuring: fill a new, empty data directory with a large test library (never a real instance)",
 		Long: `fill writes a test instance of --items assets into a new data directory (or
 an empty PostgreSQL store with --store), fast: many records per transaction and
 no fsync per commit, through the same store operations the server's handlers
@@ -40,7 +40,11 @@ store. The same flags give the same library.
 
 It leaves scale-fill.json in the data directory, readable by its owner only:
 the accounts' one password and an access token per account, for dev measure.
-It makes a test instance: never fill a real one.`,
+
+It is for measuring, and writes only a store it creates: --data must not exist
+or be empty, and a --store or --blobs must hold nothing. Anything else is
+refused before it is written to. A dev-instance marker written at creation
+tells dev measure the instance is a test one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := spec.defaults(sessions, shares); err != nil {
@@ -120,7 +124,7 @@ func newDevMeasureCmd() *cobra.Command {
 	spec := measureSpec{Samples: 200, SignIns: 40, Scratch: os.TempDir(), Admin: []string{"check", "gc", "backup", "restore"}}
 	cmd := &cobra.Command{
 		Use:   "measure",
-		Short: "Measure an instance dev fill made: request latencies, start time, memory, admin command costs",
+		Short: "For measuring: time an instance dev fill made (request latencies, start time, memory, admin command costs)",
 		Long: `measure starts this binary's serve on the instance (--data, and --store or
 --blobs as it was filled), times its start to /readyz and reads its RSS, then
 times, one request after another over loopback: feed pages of the largest album
@@ -130,7 +134,10 @@ directory under --scratch, removed after), each as a child process whose wall
 time, peak RSS and peak anonymous RSS it reports (--admin picks which). It
 prints a Markdown table.
 
-The ops and sign-ins it sends stay in the instance: measure a fresh fill.`,
+The ops and sign-ins it sends stay in the instance: measure a fresh fill. It
+measures only an instance dev fill made (its dev-instance marker, and the same
+instance id in the store and the blob store), and refuses any other before
+starting it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if spec.Samples < 1 || spec.SignIns < 1 {
@@ -138,6 +145,9 @@ The ops and sign-ins it sends stay in the instance: measure a fresh fill.`,
 			}
 			if slices.Contains(spec.Admin, "restore") && !slices.Contains(spec.Admin, "backup") {
 				return errors.New("--admin restore restores the backup it times: give backup too")
+			}
+			if err := refuseNonDev(cmd.Context(), spec.Loc); err != nil {
+				return err
 			}
 			exe, err := os.Executable()
 			if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,55 @@ func TestCheckListsABoundedNumberOfBlobProblems(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; last != "problem: blobs: 200 more problems like those above, not listed" {
 		t.Fatalf("last line %q, want the count of the problems not listed", last)
+	}
+}
+
+// TestDevCommandsWriteOnlyWhatTheyMade: dev fill refuses a real instance
+// with an account and no blob, and a store of an older format, before
+// writing anything to either (no migration, no test account); dev measure
+// refuses an instance without the marker fill writes at creation, and one
+// whose store is not the instance the marker names, before starting it.
+func TestDevCommandsWriteOnlyWhatTheyMade(t *testing.T) {
+	real := t.TempDir()
+	_, stop := runServe(t, real)
+	stop()
+	mustCLI(t, "a long enough password\n", "users", "add", "alice@example.org", "--password-stdin", "--data", real)
+	old := t.TempDir()
+	copyDir(t, format0Dir, old)
+	for name, dir := range map[string]string{"a real instance": real, "a format-0 store": old} {
+		before := treeOf(t, dir)
+		_, errOut, err := runCLI(t, "", "dev", "fill", "--data", dir, "--items", "10", "--accounts", "1")
+		if err == nil || !strings.Contains(err.Error(), dir+" is not empty: dev fill, a measuring tool, writes only a new, empty data directory") {
+			t.Fatalf("dev fill of %s: %v %s", name, err, errOut)
+		}
+		if after := treeOf(t, dir); !maps.Equal(after, before) {
+			t.Fatalf("a refused dev fill changed %s: %v, was %v", name, after, before)
+		}
+	}
+
+	before := treeOf(t, real)
+	if _, _, err := runCLI(t, "", "dev", "measure", "--data", real); err == nil || !strings.Contains(err.Error(), "was not made by sealbox dev fill (it has no dev-instance marker)") {
+		t.Fatalf("dev measure of a real instance: %v", err)
+	}
+	if after := treeOf(t, real); !maps.Equal(after, before) {
+		t.Fatalf("a refused dev measure changed the instance: %v, was %v", after, before)
+	}
+	writeFile(t, filepath.Join(real, devMarkerFile), []byte("00000000-0000-4000-8000-000000000000\n"))
+	if _, _, err := runCLI(t, "", "dev", "measure", "--data", real); err == nil || !strings.Contains(err.Error(), "says dev fill made instance 00000000-0000-4000-8000-000000000000, but the store") {
+		t.Fatalf("dev measure of a real instance with a forged marker: %v", err)
+	}
+
+	if !pgtest.Enabled() && !s3test.Enabled() {
+		return
+	}
+	// A store or a bucket in use is refused even from a new data
+	// directory.
+	loc := engineLocation(t)
+	_, stop = runServeAt(t, loc)
+	stop()
+	loc.Data = filepath.Join(t.TempDir(), "new")
+	_, errOut, err := runCLI(t, "", append([]string{"dev", "fill", "--items", "10", "--accounts", "1"}, loc.args()...)...)
+	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds") || !strings.Contains(err.Error(), "dev fill, a measuring tool, fills only a new") {
+		t.Fatalf("dev fill of a store in use: %v %s", err, errOut)
 	}
 }

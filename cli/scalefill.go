@@ -2,17 +2,18 @@ package cli
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,15 +100,13 @@ type filler struct {
 	next int
 }
 
-// fillStore fills an empty store and blob store to spec, writing records
-// only through kv's domain operations (kv.Bulk: the checks and writes the
-// server's handlers run, many per transaction) and blobs only through the
-// blob engine, before the records that name them, as the server does.
+// fillStore fills a new store and blob store (openFillTarget checked and
+// marked them) to spec, writing records only through kv's domain
+// operations (kv.Bulk: the checks and writes the server's handlers run,
+// many per transaction) and blobs only through the blob engine, before the
+// records that name them, as the server does.
 func fillStore(ctx context.Context, spec fillSpec, store *kv.Store, blobStore blobs.Engine) (*fillReport, error) {
 	start := time.Now()
-	if n, _, err := store.BlobTotals(); err != nil || n > 0 {
-		return nil, cmp.Or(err, errors.New("the store already records blobs: dev fill fills a new, empty data directory"))
-	}
 	f := &filler{spec: spec, store: store, blobs: blobStore, protocol: server.DefaultConfig().ProtocolMax, now: store.Now()}
 	if err := f.people(ctx); err != nil {
 		return nil, err
@@ -374,23 +373,115 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// openFillTarget opens the store and blob store loc names for a fill: a
-// bbolt file whose commits skip fsync (the file is synced once at the end;
-// a crash mid-fill leaves a directory to delete, nothing else).
+// devMarkerFile marks a data directory dev fill made. It holds the instance
+// id fill gave the store and the blob store, written before the first
+// record, so the dev commands tell a test instance they made from a real one
+// and refuse any other before writing to it: a real instance must never get
+// test accounts with month-long tokens, nor be migrated without fsync.
+const devMarkerFile = "dev-instance"
+
+// openFillTarget opens the store and blob store loc names for a fill, only
+// when they are new: a data directory that does not exist or is empty, and
+// a store and blob store that hold nothing and carry no instance id. It
+// marks them as a dev instance (devMarkerFile, and the id in both) before
+// returning. The bbolt file's commits skip fsync (it is synced once at the
+// end; a crash mid-fill leaves a directory to delete, nothing else).
 func openFillTarget(ctx context.Context, loc Location) (*kv.Store, blobs.Engine, error) {
+	entries, err := os.ReadDir(loc.Data)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	if len(entries) > 0 {
+		return nil, nil, fmt.Errorf("%s is not empty: dev fill, a measuring tool, writes only a new, empty data directory it creates, never one that may be a real instance's; give --data a new directory", loc.Data)
+	}
 	if err := os.MkdirAll(loc.Data, 0o700); err != nil {
 		return nil, nil, err
 	}
-	store, err := loc.openStore(ctx, kv.Options{Version: server.Version}, bolt.Options{NoSync: true})
+	// NoMigrate: a PostgreSQL store of an older format is refused as it
+	// is, not migrated and then refused.
+	store, err := loc.openStore(ctx, kv.Options{Version: server.Version, NoMigrate: true}, bolt.Options{NoSync: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	blobStore, err := loc.openBlobs(ctx, false)
+	if err == nil {
+		err = refuseUsed(loc, store, blobStore)
+	}
+	if err == nil {
+		id := ids.UUID(rand.Reader)
+		if err = writeNewFile(filepath.Join(loc.Data, devMarkerFile), []byte(id+"\n")); err == nil {
+			_, err = markInstance(store, blobStore, id)
+		}
+	}
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
 	return store, blobStore, nil
+}
+
+// refuseUsed refuses a store or blob store that is not new: one that holds
+// a record or a blob, or carries an instance id.
+func refuseUsed(loc Location, store *kv.Store, blobStore blobs.Engine) error {
+	in, err := store.Instance()
+	if err != nil {
+		return err
+	}
+	served, err := store.Served()
+	if err != nil {
+		return err
+	}
+	if served || in.ID != "" || in.Restoring != "" {
+		return fmt.Errorf("the store %s is not empty (it holds records or an instance id): dev fill, a measuring tool, fills only a new store, never one that may be a real instance's", loc.describeStore())
+	}
+	marker, err := blobStore.Instance()
+	if err != nil {
+		return err
+	}
+	held, err := blobs.HoldsBlobs(blobStore)
+	if err != nil {
+		return err
+	}
+	if held || marker != "" {
+		return fmt.Errorf("the blob store %s is not empty (it holds blobs or an instance marker): dev fill, a measuring tool, fills only a new blob store, never one that may be a real instance's", loc.describeBlobs())
+	}
+	return nil
+}
+
+// refuseNonDev refuses an instance dev fill did not make: one without the
+// marker, or whose store or blob store is another instance than the marker
+// names. It opens both read-only, so a refused instance is left untouched.
+func refuseNonDev(ctx context.Context, loc Location) error {
+	raw, err := os.ReadFile(filepath.Join(loc.Data, devMarkerFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s was not made by sealbox dev fill (it has no %s marker): dev measure, a measuring tool, writes ops and sign-ins into what it measures, so it measures only a test instance dev fill made", loc.Data, devMarkerFile)
+	}
+	if err != nil {
+		return err
+	}
+	id := strings.TrimSpace(string(raw))
+	store, err := loc.openStore(ctx, kv.Options{ReadOnly: true}, bolt.Options{OpenTimeout: adminOpenTimeout})
+	if err != nil {
+		return err
+	}
+	in, err := store.Instance()
+	store.Close()
+	if err != nil {
+		return err
+	}
+	blobStore, err := loc.openBlobs(ctx, true)
+	if err != nil {
+		return err
+	}
+	marker, err := blobStore.Instance()
+	if err != nil {
+		return err
+	}
+	if in.ID != id || marker != id {
+		return fmt.Errorf("%s says dev fill made instance %s, but the store %s is instance %q and the blob store %s instance %q: dev measure measures only the instance dev fill made there",
+			loc.Data, id, loc.describeStore(), in.ID, loc.describeBlobs(), marker)
+	}
+	return nil
 }
 
 // syncFile makes a file written without fsync durable.

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -104,6 +105,9 @@ func newServeCmd() *cobra.Command {
 			if err := s.parseWitnesses(witnesses, name); err != nil {
 				return err
 			}
+			if err := s.validateAddresses(name); err != nil {
+				return err
+			}
 			level, err := zerolog.ParseLevel(logLevel)
 			if err != nil || !slices.Contains(logLevels, logLevel) {
 				return fmt.Errorf("%s must be one of %s, not %q", name("log-level"), strings.Join(logLevels, ", "), logLevel)
@@ -148,7 +152,7 @@ func addNodeFlags(f *pflag.FlagSet, s *Serve, logLevel *string, witnesses *[]str
 	f.StringVar(&s.TLS.ACMEDirectory, "acme-directory", autocert.DefaultACMEDirectory, "the ACME server's directory URL, for --tls-domain")
 	f.StringVar(&s.TLS.ACMEEmail, "acme-email", "", "contact address given to the ACME server (expiry warnings), for --tls-domain")
 	f.StringVar(&s.TLS.ACMECAFile, "acme-ca", "", "PEM file of CA certificates to trust for the ACME server itself (a private ACME server)")
-	f.StringVar(&s.LogOrigin, "log-origin", "", "origin of the transparency log, fixed when its key is made at first start (default sealbox/<host name>)")
+	f.StringVar(&s.LogOrigin, "log-origin", "", "origin of the transparency log, fixed when its key is made at first start; two instances on one host need distinct values (default sealbox/<host name>)")
 	f.StringSliceVar(witnesses, "witness", nil, "a witness that cosigns the transparency log's checkpoints, as VKEY=URL: its C2SP cosignature verifier key and its base URL (repeatable, or comma-separated)")
 	f.IntVar(&cfg.WitnessQuorum, "witness-quorum", cfg.WitnessQuorum, "witnesses that must cosign a checkpoint before /v1/transparency/checkpoint serves it (default 1 when any --witness is given)")
 	f.DurationVar(&s.Witnessing.Interval, "checkpoint-interval", s.Witnessing.Interval, "least time between two signed checkpoints of the transparency log, and between two submissions to the witnesses")
@@ -172,7 +176,7 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.DurationVar(&cfg.AccessTTL, "access-ttl", cfg.AccessTTL, "access token lifetime")
 	f.DurationVar(&cfg.RefreshTTL, "refresh-ttl", cfg.RefreshTTL, "refresh token lifetime")
 	f.DurationVar(&cfg.FreshWindow, "fresh-window", cfg.FreshWindow, "how recent a credential presentation must be for sensitive operations")
-	f.IntVar(&cfg.LockoutFailures, "lockout-failures", cfg.LockoutFailures, "consecutive failed password checks that lock an account")
+	f.IntVar(&cfg.LockoutFailures, "lockout-failures", cfg.LockoutFailures, "consecutive failed password checks against one account email (registered or not) that lock sign-ins to it")
 	f.DurationVar(&cfg.LockoutWindow, "lockout-window", cfg.LockoutWindow, "how long a lockout lasts")
 	f.IntVar(&cfg.TOTPAttempts, "totp-attempts", cfg.TOTPAttempts, "wrong second-factor codes an account's signed-in checks (verify-enrollment, disable) take per --totp-attempt-window")
 	f.DurationVar(&cfg.TOTPAttemptWindow, "totp-attempt-window", cfg.TOTPAttemptWindow, "the window --totp-attempts counts over")
@@ -360,13 +364,13 @@ func warnPlainHTTP(log zerolog.Logger, origins []string, witnesses []witness.Wit
 func (s *Serve) Run(ctx context.Context) error {
 	ln, err := server.Listen(s.Listen)
 	if err != nil {
-		return err
+		return portHeld(err)
 	}
 	defer ln.Close() // Start owns it once called; closing it twice is harmless
 	var shareLn net.Listener
 	if s.ShareListen != "" {
 		if shareLn, err = server.Listen(s.ShareListen); err != nil {
-			return fmt.Errorf("share listener: %w", err)
+			return fmt.Errorf("share listener: %w", portHeld(err))
 		}
 		defer shareLn.Close()
 	}
@@ -536,12 +540,39 @@ func newLogger(w io.Writer) (log zerolog.Logger, closeLog func() error) {
 	return zerolog.New(buf).With().Timestamp().Logger(), buf.Close
 }
 
+// validateAddresses refuses a listen address that is not HOST:PORT, and
+// for a port alone (--listen 8080) says the two addresses meant.
+func (s *Serve) validateAddresses(name func(flag string) string) error {
+	for _, f := range [][2]string{{"listen", s.Listen}, {"share-listen", s.ShareListen}, {"metrics-listen", s.MetricsListen}} {
+		flag, addr := f[0], f[1]
+		if addr == "" {
+			continue
+		}
+		if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
+			return fmt.Errorf("%s %q is a port without a host: write 127.0.0.1:%s (this machine only) or :%s (every interface)", name(flag), addr, addr, addr)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%s %q is not HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every interface)", name(flag), addr)
+		}
+	}
+	return nil
+}
+
+// portHeld says who holds a port a listener could not take: the bare
+// "address already in use" names no one.
+func portHeld(err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: another process holds that port, maybe another sealbox serve; stop it or listen on another port", err)
+	}
+	return err
+}
+
 // serveMetrics serves h on its own listener and returns the function that
 // stops it.
 func serveMetrics(addr string, h http.Handler) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
+		return nil, fmt.Errorf("metrics listener: %w", portHeld(err))
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)

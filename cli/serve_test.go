@@ -54,7 +54,7 @@ func TestServeFlagsReadEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
-	if got := get("max-body"); got != "65536" {
+	if got := get("max-body"); got != "64KiB" {
 		t.Errorf("max-body: got %s", got)
 	}
 	if got := get("max-share-links"); got != "50" {
@@ -291,7 +291,7 @@ func TestServeRunCreatesDataAndShutsDown(t *testing.T) {
 func TestServeProtocolAndBlobFlags(t *testing.T) {
 	f := newServeCmd().Flags()
 	for name, want := range map[string]string{
-		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "17179869184",
+		"protocol-min": "2025-01-15", "protocol-max": "2026-09-01", "album-protocol": "", "max-blob": "16GiB",
 		"share-rate": "20", "share-burst": "200", "max-share-links": "1000", "max-share-serves": "100000",
 		"upgrade-window": "15m0s",
 	} {
@@ -469,5 +469,90 @@ func TestServeBusySharePortCreatesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("serve created the data directory though its share port was busy")
+	}
+}
+
+// TestServeListenAddressMistakes: a port without a host names the two
+// addresses meant, and a port another process holds says so, both before
+// the data directory is created.
+func TestServeListenAddressMistakes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, err := runServeCmd(t.Context(), "--data", dir, "--listen", "8080")
+	if err == nil || err.Error() != `--listen "8080" is a port without a host: write 127.0.0.1:8080 (this machine only) or :8080 (every interface)` {
+		t.Fatalf("serve --listen 8080: %v", err)
+	}
+	t.Setenv("SEALBOX_METRICS_LISTEN", "localhost")
+	_, err = runServeCmd(t.Context(), "--data", dir, "--listen", "127.0.0.1:0")
+	if err == nil || err.Error() != `SEALBOX_METRICS_LISTEN "localhost" is not HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every interface)` {
+		t.Fatalf("serve with SEALBOX_METRICS_LISTEN=localhost: %v", err)
+	}
+	t.Setenv("SEALBOX_METRICS_LISTEN", "")
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, err = runServeCmd(t.Context(), "--data", dir, "--listen", held.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "listen on "+held.Addr().String()+": ") ||
+		!strings.Contains(err.Error(), "address already in use: another process holds that port, maybe another sealbox serve; stop it or listen on another port") {
+		t.Fatalf("serve on a port another process holds: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused serve created its data directory: %v", err)
+	}
+}
+
+// TestSizeFlagsShowUnits: --help shows a size flag's default in the unit a
+// person writes it in (16GiB, not 17179869184), a form the flag reads back;
+// a size no unit divides stays in bytes.
+func TestSizeFlagsShowUnits(t *testing.T) {
+	out, _ := mustCLI(t, "", "serve", "--help")
+	for _, want := range []string{"(e.g. 16GiB) [$SEALBOX_MAX_BLOB] (default 16GiB)", "[$SEALBOX_MAX_BODY] (default 1MiB)", "[$SEALBOX_INLINE_MAX] (default 16KiB)", "[$SEALBOX_MAX_PENDING_BYTES] (default 64GiB)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+	for _, n := range []int64{0, 1000, 1536, 3 << 40, 5 << 20} {
+		v := n
+		text := sizeFlag{&v}.String()
+		var back int64
+		if err := (sizeFlag{&back}).Set(text); err != nil || back != n {
+			t.Errorf("%d prints as %q, which reads back as %d (%v)", n, text, back, err)
+		}
+	}
+	if got := (sizeFlag{new(int64)}).String(); got != "0" {
+		t.Errorf("0 prints as %q", got)
+	}
+	v := int64(1536)
+	if got := (sizeFlag{&v}).String(); got != "1536" {
+		t.Errorf("1536 prints as %q, want 1536", got)
+	}
+}
+
+// TestLockoutHelpSaysPerEmail: serve's --help and the README's tables say
+// what the lockout counts, the failures against one account email
+// (registered or not), not against a client address.
+func TestLockoutHelpSaysPerEmail(t *testing.T) {
+	out, _ := mustCLI(t, "", "serve", "--help")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "--lockout-failures") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "consecutive failed password checks against one account email (registered or not) that lock sign-ins to it") {
+		t.Errorf("serve --help does not say the lockout counts per account email: %q", line)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| `--lockout-failures` | `SEALBOX_LOCKOUT_FAILURES` | `10` | Consecutive failed password checks against one account email (registered or not) that lock sign-ins to it. |",
+		"| Failed password checks before a lockout (per account email, registered or not) |",
+	} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("the README lacks %q", want)
+		}
 	}
 }

@@ -13,7 +13,7 @@ func TestServeUploadBufferFlags(t *testing.T) {
 	t.Setenv("SEALBOX_UPLOAD_BUFFER_ACCOUNT", "4MiB")
 	cmd := newServeCmd()
 	f := cmd.Flags()
-	for name, want := range map[string]string{"upload-buffer-account": "16777216", "upload-buffer-total": "50331648"} {
+	for name, want := range map[string]string{"upload-buffer-account": "16MiB", "upload-buffer-total": "48MiB"} {
 		if got := f.Lookup(name).DefValue; got != want {
 			t.Errorf("--%s default: got %q, want %q", name, got, want)
 		}
@@ -24,7 +24,7 @@ func TestServeUploadBufferFlags(t *testing.T) {
 	if _, err := bindEnv(cmd); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Lookup("upload-buffer-account").Value.String(); got != "4194304" {
+	if got := f.Lookup("upload-buffer-account").Value.String(); got != "4MiB" {
 		t.Errorf("upload-buffer-account from the environment: got %s", got)
 	}
 	for name, edit := range map[string]func(*server.Config){

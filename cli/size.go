@@ -41,8 +41,23 @@ func ParseSize(s string) (int64, error) {
 // sizeFlag is a pflag.Value holding a byte size.
 type sizeFlag struct{ n *int64 }
 
-func (f sizeFlag) String() string { return strconv.FormatInt(*f.n, 10) }
-func (f sizeFlag) Type() string   { return "size" }
+// String writes the size as --help shows it and ParseSize reads it back:
+// in the largest binary unit that divides it ("16GiB"), else in bytes.
+func (f sizeFlag) String() string {
+	n := *f.n
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (f sizeFlag) Type() string { return "size" }
+
 func (f sizeFlag) Set(s string) error {
 	n, err := ParseSize(s)
 	if err != nil {

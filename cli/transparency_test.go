@@ -162,7 +162,7 @@ func TestUsersResetDirectory(t *testing.T) {
 
 	out, how := mustCLI(t, "", "users", "reset-directory", "Victim@example.org", "--data", dir)
 	if !strings.Contains(how, "using the running server") ||
-		!strings.Contains(out, "directory and pinned identity key cleared for victim@example.org ("+userID+"); 1 sessions closed") ||
+		!strings.Contains(out, "directory and pinned identity key cleared for victim@example.org ("+userID+"); 1 session closed") ||
 		!strings.Contains(out, "the reset is transparency log record 1") {
 		t.Fatalf("reset-directory: %q %q", how, out)
 	}
@@ -203,7 +203,7 @@ func TestUsersResetDirectory(t *testing.T) {
 
 	api.account("never@example.org")
 	out, _ = mustCLI(t, "", "users", "reset-directory", "never@example.org", "--data", dir)
-	if !strings.Contains(out, "has no directory; nothing to clear, 1 sessions closed") {
+	if !strings.Contains(out, "has no directory; nothing to clear, 1 session closed") {
 		t.Fatalf("reset-directory of an account without one: %q", out)
 	}
 	// The log holds three records still: no bundle of four (checkpoints are

@@ -132,7 +132,7 @@ func newResetDirectoryCmd(data *Location) *cobra.Command {
 					return err
 				}
 				if u.Unchanged || u.LogIndex == nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) has no directory; nothing to clear, %d sessions closed\n", u.Email, u.UserID, u.RevokedSessions)
+					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) has no directory; nothing to clear, %s closed\n", u.Email, u.UserID, count(u.RevokedSessions, "session"))
 					return nil
 				}
 				report(cmd, u, nil, "directory and pinned identity key cleared for")
@@ -149,7 +149,7 @@ func report(cmd *cobra.Command, u admin.User, err error, verb string) error {
 	}
 	line := fmt.Sprintf("%s %s (%s)", verb, u.Email, u.UserID)
 	if u.RevokedSessions > 0 {
-		line += fmt.Sprintf("; %d sessions closed", u.RevokedSessions)
+		line += "; " + count(u.RevokedSessions, "session") + " closed"
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), line)
 	return nil

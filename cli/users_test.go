@@ -193,7 +193,7 @@ func TestUsersThroughTheRunningServer(t *testing.T) {
 		t.Fatalf("users: %+v", users)
 	}
 	out, _ := mustCLI(t, "", "users", "disable", "ann@example.org", "--data", dir)
-	if !strings.Contains(out, "1 sessions closed") {
+	if !strings.Contains(out, "1 session closed") {
 		t.Fatalf("disable: %q", out)
 	}
 	if got := login(t, url, "ann@example.org", "hunter2hunter2"); got != 423 {
@@ -216,7 +216,7 @@ func TestUsersThroughTheRunningServer(t *testing.T) {
 		t.Fatalf("login with a second factor: got %d, want 202 (a code is asked)", got)
 	}
 	out, _ = mustCLI(t, "", "users", "reset-2fa", "ann@example.org", "--data", dir)
-	if !strings.Contains(out, "; 1 sessions closed") {
+	if !strings.Contains(out, "; 1 session closed") {
 		t.Fatalf("reset-2fa: %q", out)
 	}
 	if usersJSON(t, dir)[0].SecondFactor {
@@ -283,7 +283,7 @@ func TestUsersDirectlyOnTheStore(t *testing.T) {
 		t.Fatal("the confirmed second factor is not listed")
 	}
 	out, how := mustCLI(t, "", "users", "reset-2fa", "cy@example.org", "--data", dir)
-	if !strings.Contains(how, "directly") || !strings.Contains(out, "second factor removed for cy@example.org") || !strings.Contains(out, "; 1 sessions closed") {
+	if !strings.Contains(how, "directly") || !strings.Contains(out, "second factor removed for cy@example.org") || !strings.Contains(out, "; 1 session closed") {
 		t.Fatalf("reset-2fa: %q %q", how, out)
 	}
 	if u := usersJSON(t, dir)[0]; u.Disabled || u.QuotaBytes != 1<<30 || u.SecondFactor {

@@ -6,10 +6,14 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"sealbox/kv/engine"
@@ -68,9 +72,15 @@ func Open(path string, opts Options) (*Engine, error) {
 	if opts.MaxBatchDelay <= 0 {
 		opts.MaxBatchDelay = 2 * time.Millisecond
 	}
+	if err := checkLength(path); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout, ReadOnly: opts.ReadOnly})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, engine.ErrLocked
+	}
+	if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) {
+		return nil, fmt.Errorf("open store %s: %w (%v): %s", path, ErrDamaged, err, restoreAdvice)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -84,6 +94,76 @@ func Open(path string, opts Options) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// ErrDamaged reports a store file that cannot be read as a bbolt file:
+// empty, cut short of the pages its meta page counts, or with no valid
+// meta page.
+var ErrDamaged = errors.New("the file is damaged")
+
+// restoreAdvice ends every ErrDamaged refusal: the file cannot be repaired
+// in place, and the backup is what holds the instance.
+const restoreAdvice = "restore the instance from a backup (sealbox restore BACKUP --data DIR, the README's \"Backups\")"
+
+// Offsets in a bbolt meta page (go.etcd.io/bbolt/internal/common/meta.go),
+// after the page header, in the host's byte order.
+const (
+	metaMagic     = 0xED0CDAED
+	metaPageSize  = 8
+	metaPgid      = 40
+	metaTxid      = 48
+	metaChecksum  = 56
+	metaReadBytes = pageHeaderSize + metaChecksum + 8
+)
+
+// checkLength refuses a file shorter than the pages its newest valid meta
+// page counts, before bbolt maps it: bbolt reads the file through a map,
+// and a page past the end of a file cut short (a copy interrupted, a disk
+// that filled) faults the process (SIGBUS) instead of returning an error.
+// An empty file is refused too: bbolt would make a new, empty store of it,
+// and the instance would start over without a word. A missing file is
+// left to bbolt, which creates it; a file without a valid meta page too,
+// which bbolt refuses as invalid.
+func checkLength(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	if fi.Size() == 0 {
+		return fmt.Errorf("open store %s: %w: it is empty (0 bytes). If the instance ever served, %s; a first start cut off before it wrote anything also leaves an empty file, which may then be removed", path, ErrDamaged, restoreAdvice)
+	}
+	var pages, txid uint64
+	var size uint32
+	for _, off := range []int64{0, -1} {
+		if off < 0 {
+			off = int64(cmp.Or(size, uint32(os.Getpagesize())))
+		}
+		b := make([]byte, metaReadBytes)
+		if _, err := f.ReadAt(b, off); err != nil {
+			continue
+		}
+		m := b[pageHeaderSize:]
+		h := fnv.New64a()
+		h.Write(m[:metaChecksum])
+		if binary.NativeEndian.Uint32(m) != metaMagic || h.Sum64() != binary.NativeEndian.Uint64(m[metaChecksum:]) {
+			continue
+		}
+		if t := binary.NativeEndian.Uint64(m[metaTxid:]); pages == 0 || t > txid {
+			pages, txid, size = binary.NativeEndian.Uint64(m[metaPgid:]), t, binary.NativeEndian.Uint32(m[metaPageSize:])
+		}
+	}
+	if need := pages * uint64(size); pages > 0 && uint64(fi.Size()) < need {
+		return fmt.Errorf("open store %s: %w: it is %d bytes, but its pages reach %d: the file was cut short (a copy interrupted, a disk that filled). %s", path, ErrDamaged, fi.Size(), need, upperFirst(restoreAdvice))
+	}
+	return nil
+}
+
+// upperFirst is s with its first letter capitalised, to start a sentence.
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 // OpenScratch opens a new bbolt file that nothing needs after a crash (a
 // snapshot of another engine being assembled): its commits skip fsync,

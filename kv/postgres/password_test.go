@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,4 +97,15 @@ func TestPostgresPasswordFromTheEnvironment(t *testing.T) {
 	}
 	t.Setenv("PGPASSFILE", passfile)
 	try("from-the-file")
+}
+
+// TestPostgresLoginFailureNamesPGPASSWORD: a login the server refuses for
+// its password (28P01) says where the password goes.
+func TestPostgresLoginFailureNamesPGPASSWORD(t *testing.T) {
+	addr, _ := passwordCatcher(t)
+	t.Setenv("PGPASSWORD", "")
+	_, err := postgres.Open(context.Background(), "postgres://sealbox@"+addr+"/sealbox?sslmode=disable&connect_timeout=5")
+	if err == nil || !strings.Contains(err.Error(), "(SQLSTATE 28P01): give the role's password in PGPASSWORD, or in the file PGPASSFILE names (~/.pgpass by default), not in the URL") {
+		t.Fatalf("a refused login: %v", err)
+	}
 }

@@ -63,6 +63,11 @@ func Open(ctx context.Context, url string) (*Engine, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
+		// A refused password is most often one not given at all: it is
+		// never read from the URL's place on a command line.
+		if pgErrCode(err) == "28P01" {
+			return nil, fmt.Errorf("connect to PostgreSQL: %w: give the role's password in PGPASSWORD, or in the file PGPASSFILE names (~/.pgpass by default), not in the URL", err)
+		}
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	e := &Engine{pool: pool}
