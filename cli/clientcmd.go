@@ -343,6 +343,7 @@ func newClientSyncCmd(f *clientFlags) *cobra.Command {
 	s := library.Syncer{Jobs: 4, TusOver: 64 << 20}
 	var watch bool
 	var settle, rescan time.Duration
+	var rate int64
 	cmd := &cobra.Command{
 		Use:   "sync FOLDER...",
 		Short: "Seal and upload the photos and videos of folders (a backup: files deleted here stay on the server)",
@@ -365,6 +366,7 @@ through resumable uploads that a later run resumes.`,
 			}
 			defer ix.Close()
 			s.Client, s.Profile, s.Index, s.Session, s.Keys = a.client, a.profile, ix, a.session, a.keys
+			a.client.SetUploadRate(rate)
 			s.Report, s.ClientVersion, s.Now = reporter(cmd, f.json), "sealbox/"+server.Version, time.Now
 			if bar := newSyncBar(cmd, f.json); bar != nil {
 				s.Plan, s.Report = bar.plan, bar.report(s.Report)
@@ -398,6 +400,7 @@ through resumable uploads that a later run resumes.`,
 	cmd.Flags().BoolVar(&s.AlbumPerFolder, "album-per-folder", false, "file each folder's photos in an album named after the folder")
 	cmd.Flags().IntVar(&s.Jobs, "jobs", s.Jobs, "files sealed and uploaded at once")
 	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "say what would be uploaded, and upload nothing")
+	cmd.Flags().Var(sizeFlag{&rate}, "limit-rate", "send at most this many bytes a second, all uploads together (e.g. 2MiB; default no limit)")
 	cmd.Flags().BoolVar(&watch, "watch", false, "keep running, and sync what changes in the folders (until interrupted)")
 	cmd.Flags().DurationVar(&settle, "settle", 2*time.Second, "with --watch: how long the folders must stay unchanged before a change is synced")
 	cmd.Flags().DurationVar(&rescan, "rescan", time.Minute, "with --watch: how often the folders are synced whole anyway (a folder unmounted and mounted again is seen by then)")

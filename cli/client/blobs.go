@@ -46,22 +46,30 @@ type Content func() (io.Reader, error)
 func (c *Client) PutBlob(ctx context.Context, uploadID, hash string, size int64, content Content) (created bool, err error) {
 	status, err := c.doJSON(ctx, request{
 		method: http.MethodPut, path: "/v1/uploads/" + url.PathEscape(uploadID) + "/blobs/" + hash,
-		contentType: "application/octet-stream", body: sized(size, content), bearer: true, retryable: true,
+		contentType: "application/octet-stream", body: c.sized(ctx, size, content), bearer: true, retryable: true,
 	}, nil)
 	return status == http.StatusCreated, err
 }
 
 // sized makes the body of each try with its length known, so it is sent
 // with a Content-Length and the server refuses a blob over its limits
-// before a byte arrives.
-func sized(size int64, content Content) func() (io.Reader, error) {
+// before a byte arrives, paced by the client's upload rate.
+func (c *Client) sized(ctx context.Context, size int64, content Content) func() (io.Reader, error) {
 	return func() (io.Reader, error) {
 		r, err := content()
 		if err != nil {
 			return nil, err
 		}
-		return &lengthReader{Reader: io.LimitReader(r, size), n: size, src: r}, nil
+		return &lengthReader{Reader: c.paced(ctx, io.LimitReader(r, size)), n: size, src: r}, nil
 	}
+}
+
+// paced is r read at the client's upload rate, when it has one.
+func (c *Client) paced(ctx context.Context, r io.Reader) io.Reader {
+	if c.rate == nil {
+		return r
+	}
+	return &pacedReader{ctx: ctx, r: r, rate: c.rate}
 }
 
 // lengthReader is a body of a known length (send sends it as the
@@ -221,7 +229,7 @@ func (c *Client) tusPatch(ctx context.Context, location string, offset, size int
 			}
 			return nil, err
 		}
-		return &lengthReader{Reader: io.LimitReader(r, size-offset), n: size - offset, src: r}, nil
+		return &lengthReader{Reader: c.paced(ctx, io.LimitReader(r, size-offset)), n: size - offset, src: r}, nil
 	}
 	// Not retried here: TusUpload goes on from the offset the server
 	// acknowledged by then. An expired access token is refreshed by do.

@@ -62,6 +62,8 @@ type Client struct {
 
 	mu     sync.Mutex
 	tokens Tokens
+	// rate paces upload bodies (SetUploadRate); nil: no limit.
+	rate *rateLimit
 }
 
 // New returns a client of the server at base (scheme://host[:port], with

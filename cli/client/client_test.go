@@ -402,3 +402,43 @@ func TestAssetsAndOps(t *testing.T) {
 		t.Fatalf("the feed after the assets: %+v %v", page, err)
 	}
 }
+
+// TestUploadRate: with an upload rate, the bodies of uploads running at
+// once are paced together: the last of 600 KiB sent at 100 KiB/s waits
+// five seconds (the first second's bytes go at once). The test's clock
+// stands still, so every wait is counted from the same instant.
+func TestUploadRate(t *testing.T) {
+	ts := servertest.MustOpenServer(t)
+	c, waits := newClient(t, ts.URL())
+	if _, err := c.Register(ctx, "grace@example.org", servertest.Password); err != nil {
+		t.Fatal(err)
+	}
+	album := "4f0a9162-5e7d-4c2f-8b1a-6d5c4e3f2a1b"
+	if _, err := c.ProvisionAlbum(ctx, album); err != nil {
+		t.Fatal(err)
+	}
+	up, err := c.OpenUpload(ctx, album)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetUploadRate(100 << 10)
+	still := time.Now()
+	c.SetClock(func() time.Time { return still })
+	var wg sync.WaitGroup
+	for i := range 3 {
+		data := bytes.Repeat([]byte{byte(i)}, 200<<10)
+		wg.Go(func() {
+			if _, err := c.PutBlob(ctx, up, hashOf(data), int64(len(data)), bytesContent(data)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var longest time.Duration
+	for _, w := range *waits {
+		longest = max(longest, w)
+	}
+	if longest < 4900*time.Millisecond || longest > 5100*time.Millisecond {
+		t.Fatalf("the last bytes waited %v, want 5s", longest)
+	}
+}
