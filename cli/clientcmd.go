@@ -122,11 +122,11 @@ func serverError(err error) error {
 // confirm).
 func readSecret(cmd *cobra.Command, fromStdin bool, prompt string, confirm bool) (string, error) {
 	if fromStdin {
-		line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-		if err != nil && (err != io.EOF || line == "") {
-			return "", fmt.Errorf("read the %s from standard input: %w", strings.ToLower(prompt), err)
+		lines, err := readLines(cmd, 1)
+		if err != nil {
+			return "", fmt.Errorf("the %s: %w", strings.ToLower(prompt), err)
 		}
-		return strings.TrimRight(line, "\r\n"), nil
+		return lines[0], nil
 	}
 	fd := int(os.Stdin.Fd())
 	if !term.IsTerminal(fd) {
@@ -327,10 +327,10 @@ func reporter(cmd *cobra.Command, asJSON bool) func(library.Event) {
 // finish is a run's last line and its exit status: 1 when files failed.
 func finish(cmd *cobra.Command, asJSON bool, verb string, sum library.Summary, started time.Time) error {
 	if asJSON {
-		emit(cmd.OutOrStdout(), map[string]any{"event": "done", "done": sum.Uploaded, "unchanged": sum.Unchanged,
+		emit(cmd.OutOrStdout(), map[string]any{"event": "done", "done": sum.Done, "unchanged": sum.Unchanged,
 			"known": sum.Known, "failed": sum.Failed, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()})
 	} else {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, in %s\n", verb, sum.Uploaded,
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, in %s\n", verb, sum.Done,
 			FormatSize(sum.Bytes), sum.Unchanged, sum.Known, sum.Failed, time.Since(started).Round(time.Millisecond))
 	}
 	if sum.Failed > 0 {
@@ -692,20 +692,9 @@ on the first line of standard input, the new one on the second). Your recovery k
 			if err != nil {
 				return err
 			}
-			var current, next string
-			if fromStdin {
-				lines, err := readLines(cmd, 2)
-				if err != nil {
-					return refused(err)
-				}
-				current, next = lines[0], lines[1]
-			} else {
-				if current, err = readSecret(cmd, false, "Current password", false); err != nil {
-					return refused(err)
-				}
-				if next, err = readSecret(cmd, false, "New password", true); err != nil {
-					return refused(err)
-				}
+			current, next, err := readTwoSecrets(cmd, fromStdin, "Current password", "New password", true)
+			if err != nil {
+				return refused(err)
 			}
 			if len(next) < 8 {
 				return refused(errors.New("the new password must be at least 8 characters"))
@@ -741,20 +730,9 @@ password on the first line of standard input, the recovery key on the second).`,
 			if err != nil {
 				return refused(err)
 			}
-			var password, typed string
-			if fromStdin {
-				lines, err := readLines(cmd, 2)
-				if err != nil {
-					return refused(err)
-				}
-				password, typed = lines[0], lines[1]
-			} else {
-				if password, err = readSecret(cmd, false, "Password", false); err != nil {
-					return refused(err)
-				}
-				if typed, err = readSecret(cmd, false, "Recovery key", false); err != nil {
-					return refused(err)
-				}
+			password, typed, err := readTwoSecrets(cmd, fromStdin, "Password", "Recovery key", false)
+			if err != nil {
+				return refused(err)
 			}
 			recovery, err := sealed.ParseRecoveryKey(typed)
 			if err != nil {
@@ -775,6 +753,24 @@ password on the first line of standard input, the recovery key on the second).`,
 	cmd.Flags().StringVar(&code, "code", "", "the second factor's current code, for an account that has one")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password and the recovery key from the first two lines of standard input")
 	return cmd
+}
+
+// readTwoSecrets reads two secrets: the first two lines of standard input
+// with fromStdin, else from the terminal (the second twice with confirm).
+func readTwoSecrets(cmd *cobra.Command, fromStdin bool, first, second string, confirm bool) (string, string, error) {
+	if fromStdin {
+		lines, err := readLines(cmd, 2)
+		if err != nil {
+			return "", "", err
+		}
+		return lines[0], lines[1], nil
+	}
+	a, err := readSecret(cmd, false, first, false)
+	if err != nil {
+		return "", "", err
+	}
+	b, err := readSecret(cmd, false, second, confirm)
+	return a, b, err
 }
 
 // readLines reads n lines of standard input.

@@ -187,16 +187,7 @@ type Exporter struct {
 func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 	var sum Summary
 	report := func(ev Event) {
-		switch ev.What {
-		case "exported", "linked":
-			sum.Uploaded++
-			sum.Bytes += ev.Bytes
-		case "unchanged":
-			sum.Unchanged++
-		case "failed":
-			sum.Failed++
-			sum.FailedPaths = append(sum.FailedPaths, ev.Path)
-		}
+		sum.count(ev)
 		if x.Report != nil {
 			x.Report(ev)
 		}

@@ -76,11 +76,28 @@ type Event struct {
 	Error       string `json:"error,omitempty"`
 }
 
-// Summary counts a run's events.
+// Summary counts a run's events. Done counts the files uploaded (or that a
+// dry run would upload) by a sync, and exported or linked by an export.
 type Summary struct {
-	Uploaded, Unchanged, Known, Failed int
-	Bytes                              int64
-	FailedPaths                        []string
+	Done, Unchanged, Known, Failed int
+	Bytes                          int64
+	FailedPaths                    []string
+}
+
+// count adds one event.
+func (sum *Summary) count(ev Event) {
+	switch ev.What {
+	case "uploaded", "would-upload", "exported", "linked":
+		sum.Done++
+		sum.Bytes += ev.Bytes
+	case "unchanged":
+		sum.Unchanged++
+	case "known":
+		sum.Known++
+	case "failed":
+		sum.Failed++
+		sum.FailedPaths = append(sum.FailedPaths, ev.Path)
+	}
 }
 
 // job is one file to sync, with the album it goes to and its asset's
@@ -121,18 +138,7 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 			for j := range work {
 				ev := s.syncFile(ctx, j)
 				mu.Lock()
-				switch ev.What {
-				case "uploaded", "would-upload":
-					sum.Uploaded++
-					sum.Bytes += ev.Bytes
-				case "unchanged":
-					sum.Unchanged++
-				case "known":
-					sum.Known++
-				case "failed":
-					sum.Failed++
-					sum.FailedPaths = append(sum.FailedPaths, ev.Path)
-				}
+				sum.count(ev)
 				if s.Report != nil {
 					s.Report(ev)
 				}
