@@ -54,9 +54,11 @@ func clientArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 type clientFlags struct {
 	profile string
 	json    bool
+	retries int
 }
 
 func (f *clientFlags) add(cmd *cobra.Command) {
+	cmd.PersistentFlags().IntVar(&f.retries, "retries", client.DefaultRetry.Attempts, "tries of a request the server did not answer (or answered busy), with backoff, before the command gives up")
 	cmd.PersistentFlags().StringVar(&f.profile, "profile", "", "keep this client's session, keys and index in DIR (default $XDG_CONFIG_HOME/sealbox and $XDG_STATE_HOME/sealbox)")
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "write one JSON object per line instead of text")
 }
@@ -105,6 +107,7 @@ func openAccount(f *clientFlags) (*account, error) {
 		return nil, refused(err)
 	}
 	c.UserAgent = "sealbox-client/" + server.Version
+	c.Retry.Attempts = max(1, f.retries)
 	library.KeepTokens(p, c, s)
 	return &account{profile: p, client: c, session: s, keys: keys}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +42,9 @@ type clientRig struct {
 
 	mu     sync.Mutex
 	bodies [][]byte
+	// down is how many requests the proxy answers with a broken answer
+	// (the server restarting, or gone): each one counts it down.
+	down atomic.Int32
 }
 
 func newClientRig(t *testing.T) *clientRig {
@@ -49,6 +53,13 @@ func newClientRig(t *testing.T) *clientRig {
 	target, _ := url.Parse(rig.ts.URL())
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rig.down.Add(-1) >= 0 {
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			conn.Write([]byte("not HTTP\r\n\r\n"))
+			conn.Close()
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		rig.mu.Lock()
 		rig.bodies = append(rig.bodies, append([]byte(r.URL.String()+"\n"), body...))
@@ -508,4 +519,46 @@ func TestClientSyncWatch(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(folder, "IMG_2.jpg"), mediatest.JPEG(16, 16, 2, mediatest.EXIF{}), 0o644)
 	uploaded("IMG_2.jpg")
+}
+
+// TestClientSyncStops: a server that does not answer for a while (a
+// restart) is retried with backoff and the sync resumes and ends well; one
+// that stays away is given up on with a message that says so, exit 2; a
+// quota too small for the next photo stops the sync with the numbers,
+// exit 2.
+func TestClientSyncStops(t *testing.T) {
+	rig := newClientRig(t)
+	folder := filepath.Join(t.TempDir(), "Trip")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, seed byte) {
+		if err := os.WriteFile(filepath.Join(folder, name), mediatest.JPEG(24, 24, seed, mediatest.EXIF{}), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "stops@example.org", "--password-stdin")
+	write("a.jpg", 1)
+	write("b.jpg", 2)
+	rig.down.Store(3)
+	out := rig.mustRun(0, "", "sync", folder, "--json", "--retries", "5")
+	if ev := events(t, out); len(ev["uploaded"]) != 2 || len(ev["failed"]) != 0 {
+		t.Fatalf("a sync through a restart: %s", out)
+	}
+
+	write("c.jpg", 3)
+	rig.down.Store(1 << 20)
+	_, errOut, code := rig.run("", "sync", folder, "--retries", "2")
+	rig.down.Store(0)
+	if code != 2 || !strings.Contains(errOut, "gave up after 2 tries") || !strings.Contains(errOut, "did not answer") {
+		t.Fatalf("a server that stays away: exit %d, %s", code, errOut)
+	}
+
+	if err := rig.ts.Store.SetQuota("stops@example.org", 1); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = rig.run("", "sync", folder)
+	if code != 2 || !strings.Contains(errOut, "past its quota (room for 0 more bytes)") {
+		t.Fatalf("a full quota: exit %d, %s", code, errOut)
+	}
 }

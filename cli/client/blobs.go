@@ -23,9 +23,9 @@ func (c *Client) OpenUpload(ctx context.Context, albumID string) (uploadID strin
 	var a struct {
 		UploadID string `json:"upload_id"`
 	}
-	// Not retried: a lost answer leaves an unused session, which expires;
-	// the caller's next try opens another.
-	_, err = c.doJSON(ctx, request{method: http.MethodPost, path: "/v1/albums/" + url.PathEscape(albumID) + "/uploads", bearer: true}, &a)
+	// Retried: a try whose answer was lost leaves an unused session,
+	// which expires within the hour.
+	_, err = c.doJSON(ctx, request{method: http.MethodPost, path: "/v1/albums/" + url.PathEscape(albumID) + "/uploads", bearer: true, retryable: true}, &a)
 	return a.UploadID, err
 }
 

@@ -20,6 +20,7 @@ import (
 	"sealbox/cli/client"
 	"sealbox/cli/media"
 	"sealbox/cli/sealed"
+	"sealbox/kv/fault"
 	"sealbox/server/ids"
 )
 
@@ -131,23 +132,35 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 	}
 	var sum Summary
 	var mu sync.Mutex
+	var stopped error
+	run, stop := context.WithCancel(ctx)
+	defer stop()
 	work := make(chan job)
 	var wg sync.WaitGroup
 	for range max(1, s.Jobs) {
 		wg.Go(func() {
 			for j := range work {
-				ev := s.syncFile(ctx, j)
+				ev, err := s.syncFile(run, j)
 				mu.Lock()
-				sum.count(ev)
-				if s.Report != nil {
-					s.Report(ev)
+				if stopsRun(err) {
+					// Every file after this one would fail the same way:
+					// the run ends, saying why once.
+					if stopped == nil {
+						stopped = err
+					}
+					stop()
+				} else if run.Err() == nil {
+					sum.count(ev)
+					if s.Report != nil {
+						s.Report(ev)
+					}
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	for _, j := range jobs {
-		if ctx.Err() != nil {
+		if run.Err() != nil {
 			break
 		}
 		work <- j
@@ -156,7 +169,19 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 	wg.Wait()
 	s.closeUploads(ctx)
 	sort.Strings(sum.FailedPaths)
+	if stopped != nil {
+		return sum, stopped
+	}
 	return sum, ctx.Err()
+}
+
+// stopsRun reports whether err ends the whole run rather than one file's
+// sync: the account's quota is full, the session ended, or the server did
+// not answer through every retry.
+func stopsRun(err error) bool {
+	var ne *client.NetError
+	return client.CodeOf(err) == fault.ECodeQuotaExceeded || errors.Is(err, client.ErrSignedOut) ||
+		client.CodeOf(err) == fault.ECodeUnauthenticated || errors.As(err, &ne)
 }
 
 // walk lists the media files below root with their albums, grouping each
@@ -219,12 +244,13 @@ func (s *Syncer) walk(root string) ([]job, error) {
 	return jobs, err
 }
 
-// syncFile syncs one file and says what happened.
-func (s *Syncer) syncFile(ctx context.Context, j job) Event {
+// syncFile syncs one file and says what happened; err is the failure, if
+// any, for the run to judge (stopsRun).
+func (s *Syncer) syncFile(ctx context.Context, j job) (Event, error) {
 	ev := Event{Path: j.path, Album: j.album}
 	if j.album == "" {
 		ev.What, ev.Error = "failed", "the folder cannot be read"
-		return ev
+		return ev, nil
 	}
 	what, n, err := s.syncAsset(ctx, j, &ev)
 	ev.What, ev.Bytes = what, n
@@ -234,7 +260,7 @@ func (s *Syncer) syncFile(ctx context.Context, j job) Event {
 	if err != nil {
 		ev.What, ev.Error = "failed", err.Error()
 	}
-	return ev
+	return ev, err
 }
 
 // statFile is a file's size, modification time and inode.
