@@ -289,12 +289,28 @@ func newClientStatusCmd(f *clientFlags) *cobra.Command {
 			if perr != nil {
 				state = "session not usable: " + perr.Error()
 			}
+			ix, err := a.profile.OpenIndex()
+			if err != nil {
+				return refused(err)
+			}
+			st, err := ix.Stats()
+			ix.Close()
+			if err != nil {
+				return err
+			}
 			if f.json {
 				emit(cmd.OutOrStdout(), map[string]any{"server": a.session.Server, "email": a.session.Email,
-					"user_id": a.session.UserID, "device_id": a.session.DeviceID, "signed_in": perr == nil})
+					"user_id": a.session.UserID, "device_id": a.session.DeviceID, "signed_in": perr == nil,
+					"synced_files": st.Files, "pending": st.Pending, "no_thumbnail": st.NoThumbnail})
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "Server:  %s\nAccount: %s (%s)\nDevice:  %s\nSession: %s\n",
-					a.session.Server, a.session.Email, a.session.UserID, a.session.DeviceID, state)
+				fmt.Fprintf(cmd.OutOrStdout(), "Server:  %s\nAccount: %s (%s)\nDevice:  %s\nSession: %s\nSynced:  %d files from this device, %d not yet all sent\n",
+					a.session.Server, a.session.Email, a.session.UserID, a.session.DeviceID, state, st.Files, st.Pending)
+				if len(st.NoThumbnail) > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "Kept without a thumbnail (HEIC, RAW, video or undecodable), %d:\n", len(st.NoThumbnail))
+					for _, p := range st.NoThumbnail {
+						fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", p)
+					}
+				}
 			}
 			return serverErrorOrNil(perr)
 		},

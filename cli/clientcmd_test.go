@@ -179,6 +179,12 @@ func TestClientSyncAndExport(t *testing.T) {
 		t.Fatalf("a renamed file: %s", out)
 	}
 
+	out = rig.mustRun(0, "", "status", "--json")
+	var st map[string]any
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st["synced_files"] != float64(5) || st["pending"] != float64(0) ||
+		len(st["no_thumbnail"].([]any)) != 1 || !strings.HasSuffix(st["no_thumbnail"].([]any)[0].(string), "clip.mp4") {
+		t.Fatalf("status: %s", out)
+	}
 	out = rig.mustRun(0, "", "albums")
 	if !strings.Contains(out, "Holiday") {
 		t.Fatalf("albums: %s", out)

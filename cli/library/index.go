@@ -71,6 +71,9 @@ type FileRecord struct {
 	// ContentHMAC is the keyed hash of its bytes (cli/sealed/FORMAT.md
 	// §6.3), never a plain hash.
 	ContentHMAC string `json:"content_hmac"`
+	// NoThumbnail: the client could make no thumbnail of it (HEIC, RAW,
+	// video, or a photo it could not decode); its original is kept.
+	NoThumbnail bool `json:"no_thumbnail,omitempty"`
 }
 
 // Unchanged reports whether a file of that size, time and inode is the
@@ -228,4 +231,34 @@ func (ix *Index) Links() ([]Link, error) {
 		})
 	})
 	return links, err
+}
+
+// Stats are what the index knows of the synced files.
+type Stats struct {
+	Files int `json:"files"`
+	// NoThumbnail are the synced files of which no thumbnail could be
+	// made, by path.
+	NoThumbnail []string `json:"no_thumbnail"`
+	// Pending is how many files are staged and not yet all sent.
+	Pending int `json:"pending"`
+}
+
+// Stats counts the synced files.
+func (ix *Index) Stats() (Stats, error) {
+	st := Stats{NoThumbnail: []string{}}
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		st.Pending = tx.Bucket(bucketTransfers).Stats().KeyN
+		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
+			var r FileRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			st.Files++
+			if r.NoThumbnail {
+				st.NoThumbnail = append(st.NoThumbnail, string(k))
+			}
+			return nil
+		})
+	})
+	return st, err
 }

@@ -315,7 +315,8 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 	if err := s.send(ctx, j.path, album.ID, p); err != nil {
 		return "", 0, err
 	}
-	rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: p.FileID, ContentHMAC: contentHMAC}
+	rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: p.FileID, ContentHMAC: contentHMAC,
+		NoThumbnail: ev.NoThumbnail}
 	if err := s.Index.Synced(j.path, rec); err != nil {
 		return "", 0, err
 	}
