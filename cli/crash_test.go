@@ -198,7 +198,7 @@ func newCrashRig(t *testing.T, bin, dir string, seed uint64) *crashRig {
 
 // buildBinary builds sealbox from the module root into a temp dir, with
 // the build tags given.
-func buildBinary(t *testing.T, tags ...string) string {
+func buildBinary(t testing.TB, tags ...string) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" {
