@@ -157,7 +157,7 @@ func report(cmd *cobra.Command, u admin.User, err error, verb string) error {
 
 func printUsers(w io.Writer, users []admin.User) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EMAIL\tUSER ID\tCREATED\tSESSIONS\t2FA\tSTATUS\tALBUMS\tBLOBS\tSTORED\tQUOTA")
+	fmt.Fprintln(tw, "EMAIL\tUSER ID\tCREATED\tSESSIONS\t2FA\tSTATUS\tALBUMS\tBLOBS\tSTORED\tQUOTA\tUSED")
 	for _, u := range users {
 		status := "active"
 		switch {
@@ -166,8 +166,8 @@ func printUsers(w io.Writer, users []admin.User) error {
 		case u.Locked:
 			status = "locked"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", u.Email, u.UserID, u.CreatedAt.Format(time.DateOnly),
-			u.LiveSessions, onOff(u.SecondFactor), status, u.Albums, u.BlobsHeld, FormatSize(u.BytesHeld), quotaText(u.QuotaBytes))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", u.Email, u.UserID, u.CreatedAt.Format(time.DateOnly),
+			u.LiveSessions, onOff(u.SecondFactor), status, u.Albums, u.BlobsHeld, FormatSize(u.BytesHeld), quotaText(u.QuotaBytes), usedText(u.BytesHeld, u.QuotaBytes))
 	}
 	return tw.Flush()
 }
@@ -184,6 +184,15 @@ func quotaText(q int64) string {
 		return "unlimited"
 	}
 	return FormatSize(q)
+}
+
+// usedText is the share of its quota an account holds, in whole percent
+// rounded down (so 100% means full), "-" without a quota.
+func usedText(held, quota int64) string {
+	if quota == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", int64(float64(held)/float64(quota)*100))
 }
 
 // readPassword reads a new account's password: from standard input with

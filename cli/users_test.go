@@ -21,6 +21,7 @@ import (
 	"sealbox/kv/kvtest"
 	"sealbox/server"
 	"sealbox/server/password"
+	"sealbox/server/servertest"
 )
 
 // runCLI runs the sealbox command line in-process and returns its output.
@@ -376,5 +377,35 @@ func TestAdminCommandOnASilentSocketDoesNotHang(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
 		t.Fatal("the store was opened directly although a process listens on the socket")
+	}
+}
+
+// TestDefaultQuotaOnTheSocket: an account `users add` creates on a running
+// server gets its --default-quota, and the listing shows usage against it.
+func TestDefaultQuotaOnTheSocket(t *testing.T) {
+	dir := t.TempDir()
+	url := startServe(t, dir, func(c *server.Config) { c.DefaultQuota = 1000 })
+	mustCLI(t, "longenough1\n", "users", "add", "dee@example.org", "--password-stdin", "--data", dir)
+	if u := usersJSON(t, dir)[0]; u.QuotaBytes != 1000 {
+		t.Fatalf("quota of an added account: got %d, want 1000", u.QuotaBytes)
+	}
+	api := apiClient{t, url}
+	access := api.signIn("dee@example.org", "longenough1")
+	servertest.Client{BaseURL: url}.Upload(t, access, bytes.Repeat([]byte{1}, 250))
+	table, _ := mustCLI(t, "", "users", "list", "--data", dir)
+	if lines := strings.Split(table, "\n"); len(lines) < 2 || !strings.HasSuffix(strings.Join(strings.Fields(lines[0]), " "), "STORED QUOTA USED") ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "250 B 1000 B 25%") {
+		t.Fatalf("users list shows no usage against the quota:\n%s", table)
+	}
+}
+
+func TestUsedText(t *testing.T) {
+	for _, tc := range []struct {
+		held, quota int64
+		want        string
+	}{{0, 0, "-"}, {5 << 30, 0, "-"}, {0, 100, "0%"}, {999, 1000, "99%"}, {1000, 1000, "100%"}, {1500, 1000, "150%"}} {
+		if got := usedText(tc.held, tc.quota); got != tc.want {
+			t.Errorf("usedText(%d, %d): got %q, want %q", tc.held, tc.quota, got, tc.want)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package kv_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"sealbox/kv"
@@ -52,6 +54,31 @@ func TestAdminOperations(t *testing.T) {
 	} {
 		if err := op(); fault.ErrorCode(err) != fault.ECodeAccountNotFound {
 			t.Fatalf("an unknown address: %v", err)
+		}
+	}
+}
+
+// TestLargestAccounts: the metrics' top accounts are the n holding the most
+// bytes, largest first, ties by id; a blob two accounts hold counts for
+// each, and an account holding nothing is not listed.
+func TestLargestAccounts(t *testing.T) {
+	s, c := kvtest.MustOpenStore(t)
+	mustAccount(t, s, c, 1) // holds nothing
+	for i, size := range []int64{30, 10, 50, 30, 20} {
+		id := fmt.Sprintf("acct-%c", 'a'+i)
+		holdVia(t, s, id, "album-"+id, kv.Blob{Hash: hexHash(byte('a' + i)), Size: size})
+	}
+	holdVia(t, s, "acct-b", "album-b2", kv.Blob{Hash: hexHash('a'), Size: 30}) // acct-a's blob: acct-b now 40
+	for _, tc := range []struct {
+		n    int
+		want []kv.AccountBytes
+	}{
+		{3, []kv.AccountBytes{{"acct-c", 50}, {"acct-b", 40}, {"acct-a", 30}}},
+		{10, []kv.AccountBytes{{"acct-c", 50}, {"acct-b", 40}, {"acct-a", 30}, {"acct-d", 30}, {"acct-e", 20}}},
+	} {
+		got, err := s.LargestAccounts(tc.n)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Fatalf("LargestAccounts(%d): got %v %v, want %v", tc.n, got, err, tc.want)
 		}
 	}
 }

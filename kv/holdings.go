@@ -91,6 +91,11 @@ func charge(tx Tx, accountID string, size int64) error {
 	return tx.Bucket(bucketUsage).Put([]byte(accountID), u64(uint64(used+size)))
 }
 
+// LimitQuota names an account's quota (the operator's `users set-quota`,
+// or the server's --default-quota given at creation) in the refusals it
+// makes, so the metrics count them beside the flags' limits.
+const LimitQuota = "quota"
+
 // checkQuota refuses storing size more bytes when, with the used bytes the
 // account holds and the declared lengths its open transfers have reserved
 // (see pendingBytes), that would pass the account's quota: a reserved
@@ -106,7 +111,7 @@ func checkQuota(tx Tx, accountID string, used, size int64) error {
 		return err
 	}
 	if used+pending+size > a.QuotaBytes {
-		return fault.Errorf(fault.ECodeQuotaExceeded, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use, %d reserved by open transfers)", size, a.QuotaBytes, used, pending)
+		return fault.LimitErrorf(fault.ECodeQuotaExceeded, LimitQuota, 0, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use, %d reserved by open transfers)", size, a.QuotaBytes, used, pending)
 	}
 	return nil
 }

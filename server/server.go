@@ -65,6 +65,9 @@ type Config struct {
 	// uploadbuffer.go).
 	UploadBufferAccount int64
 	UploadBufferTotal   int64
+	// DefaultQuota is the quota in bytes of every account registration
+	// creates; 0 is unlimited.
+	DefaultQuota int64
 
 	AccessTTL   time.Duration
 	RefreshTTL  time.Duration

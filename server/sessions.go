@@ -185,7 +185,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 	if err != nil {
 		return clientGone(err)
 	}
-	acct := &kv.Account{ID: s.newUUID(), Email: email, PasswordHash: hash, CreatedAt: s.now()}
+	acct := &kv.Account{ID: s.newUUID(), Email: email, PasswordHash: hash, CreatedAt: s.now(), QuotaBytes: s.cfg.DefaultQuota}
 	grant := s.newSession(r, acct.ID, "", "")
 	if err := s.store.CreateAccount(acct, grant.session, grant.access, grant.refresh); err != nil {
 		return err

@@ -73,6 +73,10 @@ type Ops struct {
 	Blobs            blobs.Engine
 	Hasher           *password.Hasher
 	Rand             io.Reader
+	// DefaultQuota is the quota of the accounts AddUser creates: the
+	// server's --default-quota on its socket; 0 (unlimited) when the CLI
+	// works on a store no server holds, which knows no server's flags.
+	DefaultQuota int64
 }
 
 var _ Admin = (*Ops)(nil)
@@ -105,7 +109,7 @@ func (o *Ops) AddUser(ctx context.Context, email, pw string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	acct := &kv.Account{ID: ids.UUID(o.Rand), Email: email, PasswordHash: hash, CreatedAt: o.Store.Now()}
+	acct := &kv.Account{ID: ids.UUID(o.Rand), Email: email, PasswordHash: hash, CreatedAt: o.Store.Now(), QuotaBytes: o.DefaultQuota}
 	if err := o.Store.AddAccount(acct); err != nil {
 		return User{}, err
 	}
