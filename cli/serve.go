@@ -160,7 +160,7 @@ func addNodeFlags(f *pflag.FlagSet, s *Serve, logLevel *string, witnesses *[]str
 // bodies, limits, lifetimes and protocol dates, each defaulting to
 // server.DefaultConfig's value.
 func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
-	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
+	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open, closed, or invite (only with an invitation from `sealbox users invite`)")
 	f.Var(sizeFlag{&cfg.MaxBody}, "max-body", "largest ordinary request body (e.g. 1MiB)")
 	f.Var(sizeFlag{&cfg.MaxBlob}, "max-blob", "largest uploaded blob (e.g. 16GiB)")
 	f.Var(sizeFlag{&cfg.InlineMax}, "inline-max", "largest blob kept in the store itself instead of the blob store, 0 to 1MiB (0: none); at start, blob files up to it move in")
@@ -211,8 +211,8 @@ const maxInline = 1 << 20
 
 // validateConfig refuses flag values the server cannot run with.
 func validateConfig(cfg *server.Config, name func(flag string) string) error {
-	if cfg.Registration != "open" && cfg.Registration != "closed" {
-		return fmt.Errorf("%s must be open or closed, not %q", name("registration"), cfg.Registration)
+	if !slices.Contains([]string{server.RegistrationOpen, server.RegistrationClosed, server.RegistrationInvite}, cfg.Registration) {
+		return fmt.Errorf("%s must be open, closed or invite, not %q", name("registration"), cfg.Registration)
 	}
 	if cfg.MaxBlob <= 0 {
 		return fmt.Errorf("%s must be positive", name("max-blob"))

@@ -22,7 +22,7 @@ func newUsersCmd() *cobra.Command {
 	cmd.AddCommand(newUsersListCmd(data), newUsersAddCmd(data), newReset2FACmd(data), newResetDirectoryCmd(data),
 		newSetDisabledCmd(data, "disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
 		newSetDisabledCmd(data, "enable", "Enable a disabled account", false, "enabled"),
-		newSetQuotaCmd(data))
+		newSetQuotaCmd(data), newUsersInviteCmd(data), newUsersInvitesCmd(data), newUsersUninviteCmd(data))
 	return cmd
 }
 

@@ -25,6 +25,7 @@ const (
 	kindLease        byte = 'L'
 	kindAttempt      byte = 'a'
 	kindTOTPAttempts byte = 't'
+	kindInvite       byte = 'i'
 )
 
 // Deadline is the expiry of a record that lives for ttl from now, cut to a
@@ -90,6 +91,8 @@ var sweepers = map[byte]sweeper{
 		func(r *attemptRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
 	kindTOTPAttempts: sweepRecord(bucketTOTPAttempts,
 		func(r *codeFailuresRecord, now time.Time) bool { return reached(r.ExpiresAt.Time(), now) }, nil),
+	kindInvite: sweepRecord(bucketInvites,
+		func(r *inviteRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteInvite),
 }
 
 func putExpiry(tx Tx, at time.Time, kind byte, id []byte) error {

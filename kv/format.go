@@ -13,7 +13,7 @@ import (
 // store records its format in the meta bucket; one written before formats
 // were recorded (no meta bucket) is format 0. Every change of layout adds one
 // entry to migrations and raises FormatVersion by one.
-const FormatVersion = 6
+const FormatVersion = 7
 
 var (
 	bucketMeta = []byte("meta")
@@ -42,6 +42,7 @@ var migrations = []Migration{
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
 	{To: 5, Name: "sign-in challenges and upload sessions are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
 	{To: 6, Name: "small blobs are kept inline in the store; the blob files at or under the inline threshold move in after the step", apply: migrateInline},
+	{To: 7, Name: "invitations to register are kept in the store", apply: migrateInvites},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -278,6 +279,12 @@ func migrateLeases(Tx, time.Time) error { return nil }
 // sealbox of format 5 refuses the store afterwards, as it would not read
 // inline blobs.
 func migrateInline(Tx, time.Time) error { return nil }
+
+// migrateInvites (format 6 to 7): the invites and invites_by_code buckets
+// join the store (Open creates them, empty: no invitation exists yet), so
+// the step writes nothing but the format. A sealbox of format 6 refuses the
+// store afterwards, as it would neither honour nor sweep invitations.
+func migrateInvites(Tx, time.Time) error { return nil }
 
 // migrateFormat5 (format 4 to 5) indexes the pending sign-in challenges and
 // the open upload sessions by account and dates the revoked links, in one

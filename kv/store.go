@@ -74,6 +74,10 @@ var (
 	bucketShareTombstones        = newBucket("share_tombstones")
 	bucketRelayChannelsByAccount = newBucket("relay_channels_by_account")
 	bucketInlineBlobs            = newBucket("inline_blobs")
+
+	// invites: id -> inviteRecord; invites_by_code: the code's SHA-256 -> id.
+	bucketInvites       = newBucket("invites")
+	bucketInvitesByCode = newBucket("invites_by_code")
 )
 
 // domainBuckets is every bucket newBucket declared, in declaration order:

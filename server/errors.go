@@ -26,6 +26,8 @@ var statusByCode = map[string]int{
 	fault.ECodeHashQueueFull:    http.StatusServiceUnavailable,
 
 	fault.ECodeRegistrationClosed: http.StatusForbidden,
+	fault.ECodeInviteRequired:     http.StatusForbidden,
+	fault.ECodeInviteNotFound:     http.StatusNotFound,
 	fault.ECodeAccountExists:      http.StatusConflict,
 	fault.ECodeAccountNotFound:    http.StatusNotFound,
 

@@ -42,7 +42,8 @@ type Config struct {
 	// caller gave it); the metrics listener serves them beside the
 	// server's own.
 	EngineMetrics prometheus.Gatherer
-	// Registration is "open" or "closed".
+	// Registration is RegistrationOpen, RegistrationClosed or
+	// RegistrationInvite.
 	Registration string
 	// TrustProxy takes the client address from the last hop of
 	// X-Forwarded-For instead of the TCP peer.
@@ -201,10 +202,18 @@ type Config struct {
 	Log  zerolog.Logger
 }
 
+// The registration modes (server/PROTOCOL.md §2): anyone may register,
+// nobody may, or whoever holds an invitation the operator issued.
+const (
+	RegistrationOpen   = "open"
+	RegistrationClosed = "closed"
+	RegistrationInvite = "invite"
+)
+
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{
-		Registration:        "open",
+		Registration:        RegistrationOpen,
 		MaxBody:             1 << 20,
 		MaxBlob:             16 << 30,
 		InlineMax:           16 << 10,

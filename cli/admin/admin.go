@@ -26,6 +26,9 @@ type Admin interface {
 	SetQuota(ctx context.Context, email string, quota int64) (User, error)
 	ResetSecondFactor(ctx context.Context, email string) (User, error)
 	ResetDirectory(ctx context.Context, email string) (User, error)
+	Invite(ctx context.Context, opts InviteOptions) (Invitation, error)
+	Invites(ctx context.Context) ([]Invitation, error)
+	Uninvite(ctx context.Context, id string) error
 	Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error)
 	Check(ctx context.Context, deep bool) (CheckReport, error)
 	GC(ctx context.Context, dryRun bool, grace time.Duration) (GCReport, error)

@@ -95,6 +95,13 @@ const (
 
 	ECodeAccountExists   = "error.account.exists"
 	ECodeAccountNotFound = "error.account.not_found"
+	// ECodeInviteRequired (403): in invite mode, a registration without a
+	// live invitation for its email; missing, wrong, spent, expired and
+	// bound to another email answer alike.
+	ECodeInviteRequired = "error.registration.invite_required"
+	// ECodeInviteNotFound: the operator named an invitation that is not
+	// outstanding (spent, expired, revoked or never issued).
+	ECodeInviteNotFound = "error.invite.not_found"
 
 	ECodeInvalidCredentials = "error.auth.invalid_credentials"
 	ECodeUnauthenticated    = "error.auth.unauthenticated"
