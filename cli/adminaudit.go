@@ -111,3 +111,9 @@ func (a auditedAdmin) Uninvite(ctx context.Context, id string) error {
 	a.audit("users uninvite", "", err)
 	return err
 }
+
+func (a auditedAdmin) SetPassword(ctx context.Context, email, password string) (admin.User, error) {
+	u, err := a.next.SetPassword(ctx, email, password)
+	a.audit("users set-password", u.UserID, err)
+	return u, err
+}

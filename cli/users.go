@@ -22,7 +22,7 @@ func newUsersCmd() *cobra.Command {
 	cmd.AddCommand(newUsersListCmd(data), newUsersAddCmd(data), newReset2FACmd(data), newResetDirectoryCmd(data),
 		newSetDisabledCmd(data, "disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
 		newSetDisabledCmd(data, "enable", "Enable a disabled account", false, "enabled"),
-		newSetQuotaCmd(data), newUsersInviteCmd(data), newUsersInvitesCmd(data), newUsersUninviteCmd(data))
+		newSetQuotaCmd(data), newSetPasswordCmd(data), newUsersInviteCmd(data), newUsersInvitesCmd(data), newUsersUninviteCmd(data))
 	return cmd
 }
 
@@ -99,6 +99,34 @@ func newSetQuotaCmd(data *Location) *cobra.Command {
 			})
 		},
 	}
+}
+
+// newSetPasswordCmd is `users set-password EMAIL`: the operator's reset for
+// a forgotten password. The password comes from standard input or a prompt,
+// never from an argument (which other users of the host can read).
+func newSetPasswordCmd(data *Location) *cobra.Command {
+	var passwordStdin bool
+	cmd := &cobra.Command{
+		Use:   "set-password EMAIL",
+		Short: "Set a new password for an account (forgotten password): closes its sessions and pending sign-ins, clears its lockout",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pw, err := readPassword(cmd, passwordStdin)
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
+				u, err := a.SetPassword(cmd.Context(), args[0], pw)
+				if err := report(cmd, u, err, "password set for"); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "The photos' keys are unchanged and the server cannot open them: the client does, with the encryption passphrase, else the recovery key or another linked device.")
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
+	return cmd
 }
 
 // newReset2FACmd is `users reset-2fa EMAIL`: for a lost authenticator.

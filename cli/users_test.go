@@ -15,6 +15,7 @@ import (
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
+	"github.com/rs/zerolog"
 
 	"sealbox/cli/admin"
 	"sealbox/kv"
@@ -407,5 +408,52 @@ func TestUsedText(t *testing.T) {
 		if got := usedText(tc.held, tc.quota); got != tc.want {
 			t.Errorf("usedText(%d, %d): got %q, want %q", tc.held, tc.quota, got, tc.want)
 		}
+	}
+}
+
+// TestSetPassword: `users set-password` through the running server gives a
+// locked-out user a new password: the old one and every session stop, the
+// lockout is cleared, and the server's log has an audit line without the
+// password or the email.
+func TestSetPassword(t *testing.T) {
+	var log syncBuffer
+	dir := t.TempDir()
+	url := startServe(t, dir, func(c *server.Config) { c.Log = zerolog.New(&log); c.LockoutFailures = 2 })
+	mustCLI(t, "old password 1\n", "users", "add", "eve@example.org", "--password-stdin", "--data", dir)
+	api := apiClient{t, url}
+	access := api.signIn("eve@example.org", "old password 1")
+	for range 2 {
+		if got := login(t, url, "eve@example.org", "a wrong guess"); got != 401 {
+			t.Fatalf("a wrong password: %d", got)
+		}
+	}
+	if got := login(t, url, "eve@example.org", "old password 1"); got != 423 {
+		t.Fatalf("after two failures: %d, want 423 (locked)", got)
+	}
+	const secret = "the new password 2"
+	out, _ := mustCLI(t, secret+"\n", "users", "set-password", "eve@example.org", "--password-stdin", "--data", dir)
+	if !strings.Contains(out, "password set for eve@example.org") || !strings.Contains(out, "; 1 sessions closed") || !strings.Contains(out, "recovery key") {
+		t.Fatalf("users set-password: %q", out)
+	}
+	if status, _ := api.do("GET", "/v1/auth/profile", access, "", nil); status != 401 {
+		t.Fatalf("a session survived the reset: profile answered %d", status)
+	}
+	if got := login(t, url, "eve@example.org", "old password 1"); got != 401 {
+		t.Fatalf("the old password after the reset: %d, want 401", got)
+	}
+	if got := login(t, url, "eve@example.org", secret); got != 200 {
+		t.Fatalf("the new password after the reset: %d, want 200 (lockout cleared)", got)
+	}
+	if !strings.Contains(log.String(), `"command":"users set-password"`) || strings.Contains(log.String(), secret) || strings.Contains(log.String(), "eve@example.org") {
+		t.Fatalf("the audit line of set-password:\n%s", log.String())
+	}
+	if _, _, err := runCLI(t, "short\n", "users", "set-password", "eve@example.org", "--password-stdin", "--data", dir); err == nil {
+		t.Fatal("a short password was accepted")
+	}
+	if _, _, err := runCLI(t, secret+"\n", "users", "set-password", "nobody@example.org", "--password-stdin", "--data", dir); err == nil {
+		t.Fatal("an unknown account was accepted")
+	}
+	if _, _, err := runCLI(t, "", "users", "set-password", "eve@example.org", "--password", secret, "--data", dir); err == nil {
+		t.Fatal("a password flag was accepted")
 	}
 }

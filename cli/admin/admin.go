@@ -26,6 +26,7 @@ type Admin interface {
 	SetQuota(ctx context.Context, email string, quota int64) (User, error)
 	ResetSecondFactor(ctx context.Context, email string) (User, error)
 	ResetDirectory(ctx context.Context, email string) (User, error)
+	SetPassword(ctx context.Context, email, password string) (User, error)
 	Invite(ctx context.Context, opts InviteOptions) (Invitation, error)
 	Invites(ctx context.Context) ([]Invitation, error)
 	Uninvite(ctx context.Context, id string) error
@@ -117,6 +118,29 @@ func (o *Ops) AddUser(ctx context.Context, email, pw string) (User, error) {
 		return User{}, err
 	}
 	return o.user(email)
+}
+
+// SetPassword is the operator's password reset, for a user who forgot
+// theirs: the new password (the rules of registration) replaces the old,
+// every session and pending sign-in of the account closes and its lockout
+// is cleared. The photos' keys are the client's, sealed under the
+// encryption passphrase and the recovery key, never the sign-in password:
+// the reset leaves them as they are, and the server cannot open them.
+func (o *Ops) SetPassword(ctx context.Context, email, pw string) (User, error) {
+	if err := kv.CheckNewPassword(pw); err != nil {
+		return User{}, err
+	}
+	hash, err := o.Hasher.Hash(ctx, pw)
+	if err != nil {
+		return User{}, err
+	}
+	revoked, err := o.Store.SetPassword(normalize(email), hash)
+	if err != nil {
+		return User{}, err
+	}
+	u, err := o.user(email)
+	u.RevokedSessions = revoked
+	return u, err
 }
 
 // SetDisabled disables (closing every session) or enables an account.

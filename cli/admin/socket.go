@@ -88,6 +88,9 @@ func Handler(ops Admin) http.Handler {
 	handle("/users/set-quota", func(ctx context.Context, a args) (any, error) { return ops.SetQuota(ctx, a.Email, a.Quota) })
 	handle("/users/reset-2fa", func(ctx context.Context, a args) (any, error) { return ops.ResetSecondFactor(ctx, a.Email) })
 	handle("/users/reset-directory", func(ctx context.Context, a args) (any, error) { return ops.ResetDirectory(ctx, a.Email) })
+	handle("/users/set-password", func(ctx context.Context, a args) (any, error) {
+		return ops.SetPassword(ctx, a.Email, a.Password)
+	})
 	handle("/users/invite", func(ctx context.Context, a args) (any, error) {
 		if a.Invite == nil {
 			return nil, fmt.Errorf("bad request: no invitation options")
@@ -352,6 +355,11 @@ func (c *Client) SetDisabled(ctx context.Context, email string, disabled bool) (
 func (c *Client) SetQuota(ctx context.Context, email string, quota int64) (User, error) {
 	var u User
 	return u, c.call(ctx, "/users/set-quota", args{Email: email, Quota: quota}, &u)
+}
+
+func (c *Client) SetPassword(ctx context.Context, email, password string) (User, error) {
+	var u User
+	return u, c.call(ctx, "/users/set-password", args{Email: email, Password: password}, &u)
 }
 
 func (c *Client) ResetSecondFactor(ctx context.Context, email string) (User, error) {
