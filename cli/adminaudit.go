@@ -117,3 +117,9 @@ func (a auditedAdmin) SetPassword(ctx context.Context, email, password string) (
 	a.audit("users set-password", u.UserID, err)
 	return u, err
 }
+
+func (a auditedAdmin) DeleteUser(ctx context.Context, email string) (admin.User, error) {
+	u, err := a.next.DeleteUser(ctx, email)
+	a.audit("users delete", u.UserID, err)
+	return u, err
+}

@@ -399,6 +399,9 @@ func (a *Audit) listAccount(ctx context.Context, tree tlog.Tree, tiles tlog.Hash
 			case r.Kind == kindDirectoryReset && r.UserID == a.Account:
 				found++
 				fmt.Fprintf(a.Out, "index %d  reset by the operator: version %d cleared, key %s unpinned\n", start+i, r.Version, r.KeyHash)
+			case r.Kind == kindAccountDeleted && r.UserID == a.Account:
+				found++
+				fmt.Fprintf(a.Out, "index %d  account deleted: version %d cleared, key %s unpinned\n", start+i, r.Version, r.KeyHash)
 			}
 		}
 		if len(data) != 0 {

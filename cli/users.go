@@ -22,7 +22,7 @@ func newUsersCmd() *cobra.Command {
 	cmd.AddCommand(newUsersListCmd(data), newUsersAddCmd(data), newReset2FACmd(data), newResetDirectoryCmd(data),
 		newSetDisabledCmd(data, "disable", "Disable an account and close its sessions (login answers 423)", true, "disabled"),
 		newSetDisabledCmd(data, "enable", "Enable a disabled account", false, "enabled"),
-		newSetQuotaCmd(data), newSetPasswordCmd(data), newUsersInviteCmd(data), newUsersInvitesCmd(data), newUsersUninviteCmd(data))
+		newSetQuotaCmd(data), newSetPasswordCmd(data), newUsersDeleteCmd(data), newUsersInviteCmd(data), newUsersInvitesCmd(data), newUsersUninviteCmd(data))
 	return cmd
 }
 
@@ -126,6 +126,39 @@ func newSetPasswordCmd(data *Location) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
+	return cmd
+}
+
+// newUsersDeleteCmd is `users delete EMAIL`: an account deleted for good,
+// after the operator types its email again (or --yes, for scripts).
+func newUsersDeleteCmd(data *Location) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete EMAIL",
+		Short: "Delete an account for good: sessions, albums, share links, escrow, directory; its blobs go to gc",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !yes {
+				fmt.Fprintf(cmd.ErrOrStderr(), "This deletes %s and every photo only it holds, for good. Type the email again to confirm: ", args[0])
+				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if err != nil && (err != io.EOF || line == "") {
+					return fmt.Errorf("not confirmed; nothing deleted")
+				}
+				if typed := strings.ToLower(strings.TrimSpace(line)); typed != strings.ToLower(strings.TrimSpace(args[0])) {
+					return fmt.Errorf("%q is not %s: not confirmed; nothing deleted", strings.TrimSpace(line), args[0])
+				}
+			}
+			return withAdmin(cmd, data, readWrite, func(a admin.Admin) error {
+				u, err := a.DeleteUser(cmd.Context(), args[0])
+				if err := report(cmd, u, err, "deleted"); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d blobs are held by nobody now (sealbox gc removes them); the deletion is transparency log record %d\n", u.UnheldBlobs, *u.LogIndex)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "delete without asking to confirm (scripts)")
 	return cmd
 }
 

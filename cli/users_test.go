@@ -457,3 +457,63 @@ func TestSetPassword(t *testing.T) {
 		t.Fatal("a password flag was accepted")
 	}
 }
+
+// TestDeleteUserThenGC: `users delete` asks for the email again (or takes
+// --yes), deletes the account, and the gc that follows frees exactly the
+// blobs nobody else holds: of two accounts sharing a blob, the deleted
+// one's own blob goes, the shared one and the other account's stay.
+func TestDeleteUserThenGC(t *testing.T) {
+	dir := t.TempDir()
+	url := startServe(t, dir, openRegistration)
+	api := apiClient{t, url}
+	ann, annUp := api.account("ann@example.org")
+	bob, bobUp := api.account("bob@example.org")
+	shared, annOwn, bobOwn := blob(1), blob(2), blob(3)
+	for _, p := range []struct {
+		token, upload string
+		data          []byte
+	}{{ann, annUp, shared}, {ann, annUp, annOwn}, {bob, bobUp, shared}, {bob, bobUp, bobOwn}} {
+		if status := api.put(p.token, p.upload, p.data); status != 201 {
+			t.Fatalf("upload: %d", status)
+		}
+	}
+	long := time.Now().Add(-48 * time.Hour)
+	for _, b := range [][]byte{shared, annOwn, bobOwn} {
+		os.Chtimes(blobPath(dir, hashHex(b)), long, long)
+	}
+	if _, _, err := runCLI(t, "bob@example.org\n", "users", "delete", "ann@example.org", "--data", dir); err == nil || !strings.Contains(err.Error(), "nothing deleted") {
+		t.Fatalf("delete confirmed with another email: %v", err)
+	}
+	if len(usersJSON(t, dir)) != 2 {
+		t.Fatal("an unconfirmed delete deleted")
+	}
+	out, errOut := mustCLI(t, "Ann@example.org\n", "users", "delete", "ann@example.org", "--data", dir)
+	if !strings.Contains(errOut, "Type the email again") || !strings.Contains(out, "deleted ann@example.org") || !strings.Contains(out, "1 blobs are held by nobody now") {
+		t.Fatalf("users delete: %q %q", out, errOut)
+	}
+	if users := usersJSON(t, dir); len(users) != 1 || users[0].Email != "bob@example.org" {
+		t.Fatalf("users after the deletion: %+v", users)
+	}
+	if status, _ := api.do("GET", "/v1/auth/profile", ann, "", nil); status != 401 {
+		t.Fatalf("the deleted account's token: %d", status)
+	}
+	gc, _ := mustCLI(t, "", "gc", "--data", dir)
+	if !strings.Contains(gc, "removed 1 unreferenced blobs") {
+		t.Fatalf("gc: %q", gc)
+	}
+	for b, want := range map[string]bool{hashHex(shared): true, hashHex(annOwn): false, hashHex(bobOwn): true} {
+		if _, err := os.Stat(blobPath(dir, b)); (err == nil) != want {
+			t.Errorf("blob %s after gc: present %v, want %v", b[:8], err == nil, want)
+		}
+	}
+	if status, _ := api.do("GET", "/v1/blobs/"+hashHex(shared), bob, "", nil); status != 200 {
+		t.Fatalf("bob's shared blob after gc: %d", status)
+	}
+	if _, _, err := runCLI(t, "", "users", "delete", "ann@example.org", "--yes", "--data", dir); err == nil {
+		t.Fatal("deleting a deleted account succeeded")
+	}
+	mustCLI(t, "", "users", "delete", "bob@example.org", "--yes", "--data", dir)
+	if users := usersJSON(t, dir); len(users) != 0 {
+		t.Fatalf("users after --yes: %+v", users)
+	}
+}

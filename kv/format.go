@@ -42,7 +42,7 @@ var migrations = []Migration{
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
 	{To: 5, Name: "sign-in challenges and upload sessions are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
 	{To: 6, Name: "small blobs are kept inline in the store; the blob files at or under the inline threshold move in after the step", apply: migrateInline},
-	{To: 7, Name: "invitations to register are kept in the store", apply: migrateInvites},
+	{To: 7, Name: "invitations to register are kept in the store; blobs are indexed by holder and share links by account", apply: migrateFormat7},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -280,11 +280,36 @@ func migrateLeases(Tx, time.Time) error { return nil }
 // inline blobs.
 func migrateInline(Tx, time.Time) error { return nil }
 
-// migrateInvites (format 6 to 7): the invites and invites_by_code buckets
-// join the store (Open creates them, empty: no invitation exists yet), so
-// the step writes nothing but the format. A sealbox of format 6 refuses the
-// store afterwards, as it would neither honour nor sweep invitations.
-func migrateInvites(Tx, time.Time) error { return nil }
+// migrateFormat7 (format 6 to 7): the invites and invites_by_code buckets
+// join the store empty (Open creates them), and two indexes are built from
+// what the store holds: every holding under its blob (blob_holders), so
+// deleting an account tells the blobs nobody else holds, and every share
+// link under its account (shares_by_account), so deleting an account ends
+// its links. One transaction, like every step: a crash leaves format 6 and
+// the step runs again in full (its puts are idempotent). A sealbox of
+// format 6 refuses the store afterwards, as it would neither keep the
+// indexes nor honour invitations.
+func migrateFormat7(tx Tx, _ time.Time) error {
+	holders := tx.Bucket(bucketBlobHolders)
+	err := scanPages(tx.Bucket(bucketHoldings), func(k, _ []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 {
+			return fmt.Errorf("kv: a holding key without its account part: %x", k)
+		}
+		return holders.Put(holderKey(string(k[i+1:]), string(k[:i])), member)
+	})
+	if err != nil {
+		return err
+	}
+	byAccount := tx.Bucket(bucketSharesByAccount)
+	return scanPages(tx.Bucket(bucketShares), func(k, v []byte) error {
+		var rec shareRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		return byAccount.Put(join(idPart(rec.AccountID), k), member)
+	})
+}
 
 // migrateFormat5 (format 4 to 5) indexes the pending sign-in challenges and
 // the open upload sessions by account and dates the revoked links, in one

@@ -92,6 +92,15 @@ func TestOpenMigratesFormat0(t *testing.T) {
 	if got := sessionsOf(t, s, bob.ID); len(got) != 2 {
 		t.Fatalf("bob has %d sessions after alice's were revoked", len(got))
 	}
+	// Migration 7 indexed alice's holding under her blob: deleting her
+	// leaves it held by nobody, so no longer recorded.
+	d, err := s.DeleteAccount(alice.Email)
+	if err != nil || d.UnheldBlobs != 1 {
+		t.Fatalf("deleting alice: %+v %v", d, err)
+	}
+	if recorded, err := s.BlobsRecorded([]string{blob}); err != nil || recorded[blob] {
+		t.Fatalf("alice's blob after her deletion: recorded %v (%v)", recorded, err)
+	}
 }
 
 // TestOpenRefusesWithoutWriting: a store that needs a migration, opened with

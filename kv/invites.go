@@ -171,3 +171,31 @@ func deleteInvite(tx Tx, id []byte, rec *inviteRecord) error {
 	}
 	return deleteExpiry(tx, rec.ExpiresAt, kindInvite, id)
 }
+
+// deleteEmailInvites deletes the invitations bound to email (a deleted
+// account's). It reads the invites bucket whole: an operator's few
+// invitations, on the rare deletion of an account.
+func deleteEmailInvites(tx Tx, email string) error {
+	type bound struct {
+		id  []byte
+		rec inviteRecord
+	}
+	var found []bound
+	err := scanPages(tx.Bucket(bucketInvites), func(k, v []byte) error {
+		var rec inviteRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		if rec.Email == email {
+			found = append(found, bound{bytes.Clone(k), rec})
+		}
+		return nil
+	})
+	for _, b := range found {
+		if err != nil {
+			break
+		}
+		err = deleteInvite(tx, b.id, &b.rec)
+	}
+	return err
+}

@@ -152,6 +152,9 @@ func deleteShare(tx Tx, key []byte, rec *shareRecord) error {
 	if err := tx.Bucket(bucketShares).Delete(key); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bucketSharesByAccount).Delete(join(idPart(rec.AccountID), key)); err != nil {
+		return err
+	}
 	if !rec.ExpiresAt.IsZero() {
 		if err := deleteExpiry(tx, rec.ExpiresAt, kindShare, key); err != nil {
 			return err
@@ -226,6 +229,9 @@ func createShare(tx Tx, now time.Time, opaqueID string, sh *Share, serves []stri
 		ExpiresAt: sh.ExpiresAt, CreatedAt: now, Digest: digest,
 	}
 	if err := tx.Bucket(bucketShares).Put(key, encode(&rec)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketSharesByAccount).Put(join(idPart(sh.AccountID), key), member); err != nil {
 		return err
 	}
 	for _, h := range serves {

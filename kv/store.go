@@ -78,6 +78,11 @@ var (
 	// invites: id -> inviteRecord; invites_by_code: the code's SHA-256 -> id.
 	bucketInvites       = newBucket("invites")
 	bucketInvitesByCode = newBucket("invites_by_code")
+	// blob_holders: hash|accountID -> member, the holdings by blob, so
+	// releasing one tells whether any other account still holds it.
+	bucketBlobHolders = newBucket("blob_holders")
+	// shares_by_account: idPart(accountID)|link key -> member.
+	bucketSharesByAccount = newBucket("shares_by_account")
 )
 
 // domainBuckets is every bucket newBucket declared, in declaration order:

@@ -27,6 +27,7 @@ type Admin interface {
 	ResetSecondFactor(ctx context.Context, email string) (User, error)
 	ResetDirectory(ctx context.Context, email string) (User, error)
 	SetPassword(ctx context.Context, email, password string) (User, error)
+	DeleteUser(ctx context.Context, email string) (User, error)
 	Invite(ctx context.Context, opts InviteOptions) (Invitation, error)
 	Invites(ctx context.Context) ([]Invitation, error)
 	Uninvite(ctx context.Context, id string) error
@@ -54,8 +55,11 @@ type User struct {
 	// factor reset on an account without one).
 	Unchanged bool `json:"unchanged,omitempty"`
 	// LogIndex is the transparency log index of the record a directory
-	// reset appended.
+	// reset or an account's deletion appended.
 	LogIndex *int64 `json:"log_index,omitempty"`
+	// UnheldBlobs counts the blobs a deletion left held by nobody, which gc
+	// removes after its grace period.
+	UnheldBlobs int `json:"unheld_blobs,omitempty"`
 }
 
 func userOf(row kv.UserSummary) User {
@@ -141,6 +145,21 @@ func (o *Ops) SetPassword(ctx context.Context, email, pw string) (User, error) {
 	u, err := o.user(email)
 	u.RevokedSessions = revoked
 	return u, err
+}
+
+// DeleteUser deletes the account for good, with everything that is its own
+// (kv.Store.DeleteAccount), and reports it as it was just before.
+func (o *Ops) DeleteUser(_ context.Context, email string) (User, error) {
+	u, err := o.user(email)
+	if err != nil {
+		return User{}, err
+	}
+	d, err := o.Store.DeleteAccount(normalize(email))
+	if err != nil {
+		return User{}, err
+	}
+	u.UserID, u.RevokedSessions, u.UnheldBlobs, u.LogIndex = d.AccountID, d.RevokedSessions, d.UnheldBlobs, &d.LogIndex
+	return u, nil
 }
 
 // SetDisabled disables (closing every session) or enables an account.

@@ -91,6 +91,7 @@ func Handler(ops Admin) http.Handler {
 	handle("/users/set-password", func(ctx context.Context, a args) (any, error) {
 		return ops.SetPassword(ctx, a.Email, a.Password)
 	})
+	handle("/users/delete", func(ctx context.Context, a args) (any, error) { return ops.DeleteUser(ctx, a.Email) })
 	handle("/users/invite", func(ctx context.Context, a args) (any, error) {
 		if a.Invite == nil {
 			return nil, fmt.Errorf("bad request: no invitation options")
@@ -360,6 +361,11 @@ func (c *Client) SetQuota(ctx context.Context, email string, quota int64) (User,
 func (c *Client) SetPassword(ctx context.Context, email, password string) (User, error) {
 	var u User
 	return u, c.call(ctx, "/users/set-password", args{Email: email, Password: password}, &u)
+}
+
+func (c *Client) DeleteUser(ctx context.Context, email string) (User, error) {
+	var u User
+	return u, c.call(ctx, "/users/delete", args{Email: email}, &u)
 }
 
 func (c *Client) ResetSecondFactor(ctx context.Context, email string) (User, error) {
