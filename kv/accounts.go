@@ -197,7 +197,7 @@ func (s *Store) DeleteAccount(email string) (AccountDeletion, error) {
 		if d.RevokedSessions, err = deleteAccountSessions(tx, a.ID, ""); err != nil {
 			return err
 		}
-		if d.UnheldBlobs, err = deleteAccountData(tx, a); err != nil {
+		if d.UnheldBlobs, err = deleteAccountData(tx, a, s.now()); err != nil {
 			return err
 		}
 		var version uint64
@@ -217,8 +217,9 @@ func (s *Store) DeleteAccount(email string) (AccountDeletion, error) {
 }
 
 // deleteAccountData deletes what the account owns but its record, email
-// and sessions, and reports how many blobs nobody holds any more.
-func deleteAccountData(tx Tx, a *Account) (int, error) {
+// and sessions, and reports how many blobs nobody holds any more. Its live
+// links leave tombstones, as revoked ones do, so their ids stay taken.
+func deleteAccountData(tx Tx, a *Account, now time.Time) (int, error) {
 	own := idPart(a.ID)
 	for _, r := range []struct{ bucket, key []byte }{
 		{bucketLockouts, []byte(a.Email)}, {bucketTOTPAttempts, []byte(a.ID)},
@@ -302,6 +303,11 @@ func deleteAccountData(tx Tx, a *Account) (int, error) {
 		}
 		if err := deleteShare(tx, key, rec); err != nil {
 			return 0, err
+		}
+		if !rec.expired(now) {
+			if err := putShareTombstone(tx, key, rec); err != nil {
+				return 0, err
+			}
 		}
 	}
 	if err := deleteEmailInvites(tx, a.Email); err != nil {

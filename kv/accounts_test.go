@@ -107,6 +107,11 @@ func TestDeleteAccount(t *testing.T) {
 	if _, err := s.Share(link); err != kv.ErrShareNotFound {
 		t.Fatalf("the link after the deletion: %v", err)
 	}
+	zs := kv.Blob{Hash: hexHash('d'), Size: 1}
+	holdVia(t, s, "acct-z", "album-z", zs)
+	if err := s.CreateShare(link, &kv.Share{AccountID: "acct-z", MetadataHash: zs.Hash, Serves: []string{zs.Hash}}); fault.ErrorCode(err) != fault.ECodeShareIDTaken {
+		t.Fatalf("the deleted link's id handed out again: %v, want %s", err, fault.ECodeShareIDTaken)
+	}
 	if err := s.AppendRelay("sbx_rl_x", kv.ToInitiator, []byte("p"), kv.RelayLimits{}); fault.ErrorCode(err) != fault.ECodeRelayChannelNotFound {
 		t.Fatalf("the relay channel after the deletion: %v", err)
 	}
@@ -117,10 +122,10 @@ func TestDeleteAccount(t *testing.T) {
 		t.Fatalf("invitations after the deletion: %+v %v", list, err)
 	}
 	blobs, err := s.Blobs("", 10)
-	if err != nil || len(blobs) != 1 || blobs[0].Hash != shared.Hash {
+	if err != nil || len(blobs) != 2 || blobs[0].Hash != shared.Hash || blobs[1].Hash != hexHash('d') {
 		t.Fatalf("recorded blobs after the deletion: %+v %v", blobs, err)
 	}
-	if count, size, err := s.BlobTotals(); err != nil || count != 1 || size != 100 {
+	if count, size, err := s.BlobTotals(); err != nil || count != 2 || size != 101 {
 		t.Fatalf("blob totals: %d %d %v", count, size, err)
 	}
 	if held, err := s.HeldBytes("acct-y"); err != nil || held != 100 {

@@ -118,6 +118,13 @@ func sweepShare(tx Tx, key []byte, now time.Time) error {
 	if err := deleteShare(tx, key, rec); err != nil || !rec.Revoked || rec.expired(now) {
 		return err
 	}
+	return putShareTombstone(tx, key, rec)
+}
+
+// putShareTombstone keeps the id of the deleted link rec taken until its
+// expiry, if it had one, and forever otherwise: an id once handed out never
+// serves another link.
+func putShareTombstone(tx Tx, key []byte, rec *shareRecord) error {
 	if err := tx.Bucket(bucketShareTombstones).Put(key, encode(&shareTombstone{ExpiresAt: rec.ExpiresAt})); err != nil {
 		return err
 	}
