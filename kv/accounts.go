@@ -229,8 +229,10 @@ func deleteAccountData(tx Tx, a *Account, now time.Time) (int, error) {
 			return 0, err
 		}
 	}
-	if err := deletePrefix(tx.Bucket(bucketCohorts), own); err != nil {
-		return 0, err
+	for _, b := range [][]byte{bucketCohorts, bucketBlobRefs} {
+		if err := deletePrefix(tx.Bucket(b), own); err != nil {
+			return 0, err
+		}
 	}
 	uploads, err := prefixKeys(tx.Bucket(bucketUploadsByAccount), own)
 	if err != nil {
@@ -331,13 +333,15 @@ func deleteAccountData(tx Tx, a *Account, now time.Time) (int, error) {
 }
 
 // deleteAlbum deletes the album and everything kept under it: its feed,
-// assets, applied manifests, upgrade and tombstones. Its upload sessions
+// assets (and the blobs they name), applied manifests, upgrade and
+// tombstones; its assets in the trash leave expiry entries the sweep
+// finds nothing for. Its upload sessions
 // are its account's, deleted with them.
 func deleteAlbum(tx Tx, albumID string) error {
 	if err := deleteUpgrade(tx, albumID); err != nil {
 		return err
 	}
-	for _, b := range [][]byte{bucketFeed, bucketAssets, bucketAppliedManifests, bucketTombstones} {
+	for _, b := range [][]byte{bucketFeed, bucketAssets, bucketAppliedManifests, bucketTombstones, bucketAssetBlobs} {
 		if err := deletePrefix(tx.Bucket(b), idPart(albumID)); err != nil {
 			return err
 		}

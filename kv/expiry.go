@@ -26,6 +26,7 @@ const (
 	kindAttempt      byte = 'a'
 	kindTOTPAttempts byte = 't'
 	kindInvite       byte = 'i'
+	kindTrash        byte = 'T'
 )
 
 // Deadline is the expiry of a record that lives for ttl from now, cut to a
@@ -91,6 +92,7 @@ var sweepers = map[byte]sweeper{
 		func(r *attemptRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
 	kindTOTPAttempts: sweepRecord(bucketTOTPAttempts,
 		func(r *codeFailuresRecord, now time.Time) bool { return reached(r.ExpiresAt.Time(), now) }, nil),
+	kindTrash: sweepTrash,
 	kindInvite: sweepRecord(bucketInvites,
 		func(r *inviteRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteInvite),
 }

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -42,7 +43,7 @@ var migrations = []Migration{
 	{To: 4, Name: "leases and password verifications in flight are kept in the store, for many nodes", apply: migrateLeases},
 	{To: 5, Name: "sign-in challenges and upload sessions are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
 	{To: 6, Name: "small blobs are kept inline in the store; the blob files at or under the inline threshold move in after the step", apply: migrateInline},
-	{To: 7, Name: "invitations to register are kept in the store; blobs are indexed by holder and share links by account", apply: migrateFormat7},
+	{To: 7, Name: "invitations to register are kept in the store; blobs are indexed by holder and by the assets that name them, share links by account", apply: migrateFormat7},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -302,12 +303,47 @@ func migrateFormat7(tx Tx, _ time.Time) error {
 		return err
 	}
 	byAccount := tx.Bucket(bucketSharesByAccount)
-	return scanPages(tx.Bucket(bucketShares), func(k, v []byte) error {
+	err = scanPages(tx.Bucket(bucketShares), func(k, v []byte) error {
 		var rec shareRecord
 		if err := decode(v, &rec); err != nil {
 			return err
 		}
 		return byAccount.Put(join(idPart(rec.AccountID), k), member)
+	})
+	if err != nil {
+		return err
+	}
+	return migrateAssetBlobs(tx)
+}
+
+// migrateAssetBlobs names, for every op in every feed, the blobs the op
+// named under its asset (nameBlob), as ApplyOp does from format 7 on.
+func migrateAssetBlobs(tx Tx) error {
+	owners := map[string]string{}
+	return scanPages(tx.Bucket(bucketFeed), func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) != i+9 {
+			return fmt.Errorf("kv: a feed key that is not album|sync_seq: %x", k)
+		}
+		albumID := string(k[:i])
+		owner, ok := owners[albumID]
+		if !ok {
+			a, err := getAlbum(tx, albumID)
+			if err != nil || a == nil {
+				return cmp.Or(err, fmt.Errorf("kv: the feed of album %s, which has no record", albumID))
+			}
+			owner, owners[albumID] = a.OwnerID, a.OwnerID
+		}
+		e, err := decodeFeedEntry(readU64(k[i+1:]), v)
+		if err != nil {
+			return err
+		}
+		for _, hash := range []string{e.ManifestHash, e.CiphertextHash, e.MetadataBlobHash, e.OriginalBlobHash} {
+			if err := nameBlob(tx, owner, albumID, e.AssetID, hash); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -314,8 +314,12 @@ func (s *Store) ShareBlob(opaqueID, hash string) (Blob, error) {
 			if err != nil {
 				return err
 			}
+			held, err := holds(tx, share.AccountID, hash)
+			if err != nil {
+				return err
+			}
 			active, err := ownerActive(tx, share.AccountID)
-			read = shareBlobRead{share: share, blob: rec, ownerDisabled: !active}
+			read = shareBlobRead{share: share, blob: rec, ownerDisabled: !active, released: !held}
 			return err
 		})
 		return read, read.share != nil, err
@@ -326,7 +330,7 @@ func (s *Store) ShareBlob(opaqueID, hash string) (Blob, error) {
 	// Whether the link is live is decided on every call, cached or not: it
 	// expires with the clock, not with a write. Disabling the owner is a
 	// write, so no entry read before it is used after it.
-	if read.share == nil || read.share.Revoked || read.ownerDisabled || read.share.expired(s.now()) {
+	if read.share == nil || read.share.Revoked || read.ownerDisabled || read.released || read.share.expired(s.now()) {
 		return Blob{}, ErrShareNotFound
 	}
 	if read.blob == nil {
@@ -344,4 +348,7 @@ type shareBlobRead struct {
 	share         *shareRecord
 	blob          *Blob
 	ownerDisabled bool
+	// released is set when the owner no longer holds the blob (a deleted
+	// photo purged from the trash): the link no longer serves it.
+	released bool
 }

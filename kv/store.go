@@ -83,6 +83,12 @@ var (
 	bucketBlobHolders = newBucket("blob_holders")
 	// shares_by_account: idPart(accountID)|link key -> member.
 	bucketSharesByAccount = newBucket("shares_by_account")
+	// asset_blobs: assetKey|hash -> member, every blob an op of the asset's
+	// chain names; blob_refs: idPart(accountID)|hash -> how many of the
+	// account's assets name it (8 bytes). A deleted asset's purge releases
+	// the blobs no other asset of the account names.
+	bucketAssetBlobs = newBucket("asset_blobs")
+	bucketBlobRefs   = newBucket("blob_refs")
 )
 
 // domainBuckets is every bucket newBucket declared, in declaration order:

@@ -102,6 +102,12 @@ const (
 	// ECodeInviteNotFound: the operator named an invitation that is not
 	// outstanding (spent, expired, revoked or never issued).
 	ECodeInviteNotFound = "error.invite.not_found"
+	// ECodeAssetDeleted (409): an op or a tombstone continues the chain of
+	// an asset that is deleted (in the trash, or purged from it).
+	ECodeAssetDeleted = "error.asset.deleted"
+	// ECodeAssetNotInTrash (404): a restore names an asset that is not in
+	// the trash (live, purged, unknown, or another account's album).
+	ECodeAssetNotInTrash = "error.asset.not_in_trash"
 
 	ECodeInvalidCredentials = "error.auth.invalid_credentials"
 	ECodeUnauthenticated    = "error.auth.unauthenticated"
