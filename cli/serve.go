@@ -169,6 +169,7 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.Var(sizeFlag{&cfg.MaxPendingBytes}, "max-pending-bytes", "bytes one account's open transfers may declare together, with or without a quota (e.g. 64GiB)")
 	f.Var(sizeFlag{&cfg.UploadBufferAccount}, "upload-buffer-account", "memory one account's uploads in flight (blob PUTs, tus PATCHes) may hold for their bodies; another upload beyond it is 429")
 	f.Var(sizeFlag{&cfg.UploadBufferTotal}, "upload-buffer-total", "memory all uploads in flight may hold for their bodies; another upload beyond it is 503")
+	f.Var(daysFlag{&cfg.Trash}, "trash", "how long a deleted photo stays restorable by its owner before its blobs are released (30d, 36h)")
 	f.Var(sizeFlag{&cfg.DefaultQuota}, "default-quota", "quota of every new account, registered or added by `users add` on the running server (e.g. 50GiB; 0: unlimited); `users set-quota` changes one account's")
 	f.DurationVar(&cfg.AccessTTL, "access-ttl", cfg.AccessTTL, "access token lifetime")
 	f.DurationVar(&cfg.RefreshTTL, "refresh-ttl", cfg.RefreshTTL, "refresh token lifetime")

@@ -28,6 +28,8 @@ var statusByCode = map[string]int{
 	fault.ECodeRegistrationClosed: http.StatusForbidden,
 	fault.ECodeInviteRequired:     http.StatusForbidden,
 	fault.ECodeInviteNotFound:     http.StatusNotFound,
+	fault.ECodeAssetDeleted:       http.StatusConflict,
+	fault.ECodeAssetNotInTrash:    http.StatusNotFound,
 	fault.ECodeAccountExists:      http.StatusConflict,
 	fault.ECodeAccountNotFound:    http.StatusNotFound,
 

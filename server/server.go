@@ -69,6 +69,9 @@ type Config struct {
 	// DefaultQuota is the quota in bytes of every account registration
 	// creates; 0 is unlimited.
 	DefaultQuota int64
+	// Trash is how long a deleted photo stays restorable before its blobs
+	// are released (server/PROTOCOL.md §9).
+	Trash time.Duration
 
 	AccessTTL   time.Duration
 	RefreshTTL  time.Duration
@@ -222,6 +225,7 @@ func DefaultConfig() Config {
 		MaxPendingBytes:     64 << 30,
 		UploadBufferAccount: 16 << 20,
 		UploadBufferTotal:   48 << 20,
+		Trash:               30 * 24 * time.Hour,
 		AccessTTL:           15 * time.Minute,
 		RefreshTTL:          30 * 24 * time.Hour,
 		FreshWindow:         10 * time.Minute,
