@@ -69,6 +69,12 @@ type assetRecord struct {
 	RestoreHead string    `cbor:"3,keyasint,omitempty"`
 	PurgeAt     time.Time `cbor:"4,keyasint,omitempty"`
 	Purged      bool      `cbor:"5,keyasint,omitempty"`
+	// Seq is the feed position of the deletion when the album's deletion
+	// made it (Head is then the album's tombstone, which the replay index
+	// does not map to one asset's entry); WithAlbum marks such an asset,
+	// which the album's restore brings back.
+	Seq       uint64 `cbor:"6,keyasint,omitempty"`
+	WithAlbum bool   `cbor:"7,keyasint,omitempty"`
 }
 
 func (r *assetRecord) deleted() bool { return !r.DeletedAt.IsZero() }
@@ -207,6 +213,9 @@ func checkOp(tx Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 			return nil, nil, err
 		}
 		return a, &OpResult{AssetID: e.AssetID, SyncSeq: e.SyncSeq, Action: e.Action, Replayed: true}, nil
+	}
+	if a.deleted() {
+		return nil, nil, albumDeleted()
 	}
 	asset, err := getRecord[assetRecord](tx, bucketAssets, assetKey(op.AlbumID, op.AssetID))
 	if err != nil {

@@ -96,6 +96,9 @@ func checkTombstone(tx Tx, accountID string, t *Tombstone) (*Album, *assetRecord
 		}
 		return a, nil, &OpResult{AssetID: e.AssetID, SyncSeq: e.SyncSeq, Action: e.Action, Replayed: true}, nil
 	}
+	if a.deleted() {
+		return nil, nil, nil, albumDeleted()
+	}
 	asset, err := getRecord[assetRecord](tx, bucketAssets, assetKey(t.AlbumID, t.AssetID))
 	switch {
 	case err != nil:
@@ -226,6 +229,9 @@ func (s *Store) RestoreAsset(accountID, albumID, assetID string) (*OpResult, err
 		if a == nil || a.OwnerID != accountID {
 			return notInTrash
 		}
+		if a.deleted() {
+			return albumDeleted()
+		}
 		key := assetKey(albumID, assetID)
 		asset, err := getRecord[assetRecord](tx, bucketAssets, key)
 		if err != nil {
@@ -314,4 +320,173 @@ func unnameAssetBlobs(tx Tx, accountID string, key []byte) error {
 		}
 	}
 	return nil
+}
+
+func (a *Album) deleted() bool { return !a.DeletedAt.IsZero() }
+
+func albumDeleted() *fault.Error {
+	return fault.Errorf(fault.ECodeAlbumDeleted, "the album is deleted; restore it from the trash first")
+}
+
+// AlbumTombstone is a signed tombstone of a whole album, checked for shape
+// by the server.
+type AlbumTombstone struct {
+	AlbumID         string
+	ProtocolVersion string
+	CreatedByUser   string
+	Manifest        Blob
+}
+
+// AlbumTrashResult is the outcome of DeleteAlbum or RestoreAlbum.
+type AlbumTrashResult struct {
+	// SyncSeq is the album's last feed position after the act; Assets
+	// counts the assets it deleted or restored.
+	SyncSeq  uint64
+	Assets   int
+	Replayed bool
+}
+
+// DeleteAlbum deletes the account's album with a signed tombstone, in one
+// transaction: every live asset of it is deleted as ApplyTombstone deletes
+// one (a feed entry of action "delete" each, the album's tombstone as
+// head, the trash until purgeAt), and the album is deleted: nothing is
+// added to it until RestoreAlbum. Its id stays taken. The same tombstone
+// sent again is a replay, answered as the first time.
+func (s *Store) DeleteAlbum(accountID string, t *AlbumTombstone, purgeAt time.Time) (*AlbumTrashResult, error) {
+	var res *AlbumTrashResult
+	err := s.update(func(tx Tx) error {
+		res = nil
+		now := s.now()
+		a, err := getAlbum(tx, t.AlbumID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case a == nil || a.OwnerID != accountID:
+			return fault.Errorf(fault.ECodeAlbumForbidden, "the album does not exist or belongs to another account")
+		case t.ProtocolVersion != a.ProtocolVersion:
+			return refuse(RuleOpProtocol, t.ProtocolVersion, a.ProtocolVersion)
+		case t.CreatedByUser != accountID:
+			return refuse(RuleOpAuthor)
+		case a.deleted() && a.Tombstone == t.Manifest.Hash:
+			res = &AlbumTrashResult{SyncSeq: a.SyncSeq, Replayed: true}
+			return nil
+		case a.deleted():
+			return albumDeleted()
+		}
+		if err := checkOpQuota(tx, accountID, []Blob{t.Manifest}); err != nil {
+			return err
+		}
+		if _, err := holdBlob(tx, accountID, t.Manifest, now); err != nil {
+			return err
+		}
+		res = &AlbumTrashResult{}
+		prefix := idPart(t.AlbumID)
+		type live struct {
+			key []byte
+			rec assetRecord
+		}
+		var assets []live
+		err = scanPrefix(tx.Bucket(bucketAssets), prefix, func(k, v []byte) error {
+			var rec assetRecord
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			if !rec.deleted() {
+				assets = append(assets, live{bytes.Clone(k), rec})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, l := range assets {
+			e, err := headEntry(tx, t.AlbumID, l.rec.Head)
+			if err != nil {
+				return err
+			}
+			a.SyncSeq++
+			assetID := string(l.key[len(prefix):])
+			if err := putFeedEntry(tx, t.AlbumID, &FeedEntry{
+				SyncSeq: a.SyncSeq, AssetID: assetID, Action: ActionDelete, ManifestHash: t.Manifest.Hash,
+				CiphertextHash: e.CiphertextHash, MetadataBlobHash: e.MetadataBlobHash, OriginalBlobHash: e.OriginalBlobHash,
+				AppliedAt: now,
+			}); err != nil {
+				return err
+			}
+			rec := assetRecord{Head: t.Manifest.Hash, DeletedAt: now, RestoreHead: l.rec.Head, PurgeAt: purgeAt, Seq: a.SyncSeq, WithAlbum: true}
+			if err := tx.Bucket(bucketAssets).Put(l.key, encode(&rec)); err != nil {
+				return err
+			}
+			if err := putExpiry(tx, purgeAt, kindTrash, l.key); err != nil {
+				return err
+			}
+		}
+		a.DeletedAt, a.Tombstone, a.PurgeAt = now, t.Manifest.Hash, purgeAt
+		res.SyncSeq, res.Assets = a.SyncSeq, len(assets)
+		return putAlbum(tx, a)
+	})
+	return res, err
+}
+
+// RestoreAlbum takes the account's deleted album out of the trash before
+// its purge, with every asset its deletion deleted (a feed entry of action
+// "restore" each); assets deleted one by one before it stay deleted. An
+// album not in the trash is error.album.not_in_trash.
+func (s *Store) RestoreAlbum(accountID, albumID string) (*AlbumTrashResult, error) {
+	var res *AlbumTrashResult
+	err := s.update(func(tx Tx) error {
+		res = nil
+		now := s.now()
+		a, err := getAlbum(tx, albumID)
+		if err != nil {
+			return err
+		}
+		if a == nil || a.OwnerID != accountID || !a.deleted() || reached(a.PurgeAt, now) {
+			return fault.Errorf(fault.ECodeAlbumNotInTrash, "the album is not in the trash")
+		}
+		prefix := idPart(albumID)
+		type deleted struct {
+			key []byte
+			rec assetRecord
+		}
+		var back []deleted
+		err = scanPrefix(tx.Bucket(bucketAssets), prefix, func(k, v []byte) error {
+			var rec assetRecord
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			if rec.WithAlbum && !rec.Purged {
+				back = append(back, deleted{bytes.Clone(k), rec})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range back {
+			e, err := headEntry(tx, albumID, d.rec.RestoreHead)
+			if err != nil {
+				return err
+			}
+			a.SyncSeq++
+			if err := putFeedEntry(tx, albumID, &FeedEntry{
+				SyncSeq: a.SyncSeq, AssetID: string(d.key[len(prefix):]), Action: ActionRestore, ManifestHash: d.rec.RestoreHead,
+				CiphertextHash: e.CiphertextHash, MetadataBlobHash: e.MetadataBlobHash, OriginalBlobHash: e.OriginalBlobHash,
+				AppliedAt: now,
+			}); err != nil {
+				return err
+			}
+			if err := deleteExpiry(tx, d.rec.PurgeAt, kindTrash, d.key); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketAssets).Put(d.key, encode(&assetRecord{Head: d.rec.RestoreHead})); err != nil {
+				return err
+			}
+		}
+		a.DeletedAt, a.Tombstone, a.PurgeAt = time.Time{}, "", time.Time{}
+		res = &AlbumTrashResult{SyncSeq: a.SyncSeq, Assets: len(back)}
+		return putAlbum(tx, a)
+	})
+	return res, err
 }

@@ -132,3 +132,92 @@ func TestTrash(t *testing.T) {
 		t.Fatalf("usage problems: %v %v", problems, err)
 	}
 }
+
+// TestDeleteAlbum: an album's tombstone deletes every live asset of it in
+// one act (a delete entry each) and closes the album to ops and uploads;
+// its id stays taken; its restore brings back the assets it deleted, not
+// one deleted before it; after the purge the album stays deleted.
+func TestDeleteAlbum(t *testing.T) {
+	s, c := kvtest.MustOpenStore(t)
+	acct := mustAccount(t, s, c, 1)
+	ciphertext := kv.Blob{Hash: hexHash('c'), Size: 10}
+	holdVia(t, s, acct.ID, "album", ciphertext)
+	manifest := func(n int) kv.Blob { return kv.Blob{Hash: fmt.Sprintf("%064x", n), Size: 100} }
+	op := func(asset string, n int) *kv.Op {
+		return &kv.Op{AlbumID: "album", AssetID: asset, Action: kv.OpCreate, ProtocolVersion: "2026-09-01", CreatedByUser: acct.ID,
+			CiphertextHash: ciphertext.Hash, Manifest: manifest(n)}
+	}
+	for i, asset := range []string{"a1", "a2", "a3"} {
+		if _, err := s.ApplyOp(acct.ID, op(asset, i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	purge := c.Now().Add(30 * 24 * time.Hour)
+	if _, err := s.ApplyTombstone(acct.ID, &kv.Tombstone{AlbumID: "album", AssetID: "a3", ProtocolVersion: "2026-09-01",
+		CreatedByUser: acct.ID, PriorHash: manifest(3).Hash, Manifest: manifest(30)}, purge); err != nil {
+		t.Fatal(err)
+	}
+	tomb := &kv.AlbumTombstone{AlbumID: "album", ProtocolVersion: "2026-09-01", CreatedByUser: acct.ID, Manifest: manifest(99)}
+	res, err := s.DeleteAlbum(acct.ID, tomb, purge)
+	if err != nil || res.Assets != 2 || res.SyncSeq != 6 || res.Replayed {
+		t.Fatalf("DeleteAlbum: %+v %v", res, err)
+	}
+	if res, err := s.DeleteAlbum(acct.ID, tomb, purge); err != nil || !res.Replayed || res.SyncSeq != 6 {
+		t.Fatalf("DeleteAlbum again: %+v %v", res, err)
+	}
+	other := *tomb
+	other.Manifest = manifest(98)
+	if _, err := s.DeleteAlbum(acct.ID, &other, purge); fault.ErrorCode(err) != fault.ECodeAlbumDeleted {
+		t.Fatalf("another tombstone of the deleted album: %v", err)
+	}
+	entries, _, err := s.Feed(acct.ID, "album", 4, 10)
+	if err != nil || len(entries) != 2 || entries[0].Action != kv.ActionDelete || entries[0].AssetID != "a1" || entries[1].ManifestHash != manifest(99).Hash {
+		t.Fatalf("the album's delete entries: %+v %v", entries, err)
+	}
+	assets, _, _, err := s.Assets(acct.ID, "album", "", 10)
+	if err != nil || len(assets) != 3 || assets[0].Action != kv.ActionDelete || assets[0].SyncSeq != 5 || assets[2].SyncSeq != 4 {
+		t.Fatalf("the assets of the deleted album: %+v %v", assets, err)
+	}
+	for name, err := range map[string]error{
+		"an op":     func() error { _, err := s.ApplyOp(acct.ID, op("a4", 4)); return err }(),
+		"an upload": func() error { _, err := s.OpenUpload(acct.ID, "album", "sbx_up_x", time.Hour, 0); return err }(),
+		"a restore": func() error { _, err := s.RestoreAsset(acct.ID, "album", "a1"); return err }(),
+	} {
+		if fault.ErrorCode(err) != fault.ECodeAlbumDeleted {
+			t.Errorf("%s in the deleted album: %v", name, err)
+		}
+	}
+	if _, _, err := s.ProvisionAlbum("acct-other", "album", "2026-09-01"); fault.ErrorCode(err) != fault.ECodeAlbumForbidden {
+		t.Fatalf("the deleted album's id for another account: %v", err)
+	}
+	res, err = s.RestoreAlbum(acct.ID, "album")
+	if err != nil || res.Assets != 2 || res.SyncSeq != 8 {
+		t.Fatalf("RestoreAlbum: %+v %v", res, err)
+	}
+	assets, _, _, err = s.Assets(acct.ID, "album", "", 10)
+	if err != nil || assets[0].Action != kv.OpCreate || assets[1].Action != kv.OpCreate || assets[2].Action != kv.ActionDelete {
+		t.Fatalf("the assets after the restore: %+v %v", assets, err)
+	}
+	if _, err := s.RestoreAlbum(acct.ID, "album"); fault.ErrorCode(err) != fault.ECodeAlbumNotInTrash {
+		t.Fatalf("restoring a live album: %v", err)
+	}
+	if _, err := s.ApplyOp(acct.ID, op("a4", 4)); err != nil {
+		t.Fatalf("an op after the restore: %v", err)
+	}
+	other.Manifest = manifest(97)
+	if _, err := s.DeleteAlbum(acct.ID, &other, c.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Hour)
+	if _, err := s.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RestoreAlbum(acct.ID, "album"); fault.ErrorCode(err) != fault.ECodeAlbumNotInTrash {
+		t.Fatalf("restoring a purged album: %v", err)
+	}
+	if held, err := s.Holds(acct.ID, ciphertext.Hash); err != nil || !held {
+		// a3, deleted alone, is purged later (30 days); it still names the
+		// ciphertext, so the account holds it.
+		t.Fatalf("the ciphertext a3 still names: held %v (%v)", held, err)
+	}
+}

@@ -30,6 +30,8 @@ var statusByCode = map[string]int{
 	fault.ECodeInviteNotFound:     http.StatusNotFound,
 	fault.ECodeAssetDeleted:       http.StatusConflict,
 	fault.ECodeAssetNotInTrash:    http.StatusNotFound,
+	fault.ECodeAlbumDeleted:       http.StatusConflict,
+	fault.ECodeAlbumNotInTrash:    http.StatusNotFound,
 	fault.ECodeAccountExists:      http.StatusConflict,
 	fault.ECodeAccountNotFound:    http.StatusNotFound,
 

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
@@ -15,6 +16,8 @@ import (
 func (s *Server) registerTrashRoutes() {
 	s.handle(http.MethodPost, "/v1/albums/:album_id/tombstones", s.bearer(s.handleTombstone))
 	s.handle(http.MethodPost, "/v1/albums/:album_id/assets/:asset_id/restore", s.bearer(s.handleAssetRestore))
+	s.handle(http.MethodDelete, "/v1/albums/:album_id", s.bearer(s.handleAlbumDelete))
+	s.handle(http.MethodPost, "/v1/albums/:album_id/restore", s.bearer(s.handleAlbumRestore))
 }
 
 // maxTombstoneBody bounds a tombstone request: a signed CBOR map of a few
@@ -175,4 +178,104 @@ func (s *Server) handleAssetRestore(w http.ResponseWriter, r *http.Request, ps h
 		return err
 	}
 	return writeOpResult(w, res)
+}
+
+// albumTombstoneRequest is AlbumTombstoneRequest: a photo's tombstone
+// without file_id and prior_provenance_hash, for the whole album.
+type albumTombstoneRequest struct {
+	TombstoneEnvelope *albumTombstoneEnvelope `json:"tombstone_envelope"`
+	TombstoneCBOR     *string                 `json:"tombstone_cbor"`
+}
+
+type albumTombstoneEnvelope struct {
+	CryptoSuiteID   *int64  `json:"crypto_suite_id"`
+	ProtocolVersion *string `json:"protocol_version"`
+	AlbumID         *string `json:"album_id"`
+	CreatedByUser   *string `json:"created_by_user"`
+	CreatedByDevice *string `json:"created_by_device"`
+	ClientVersion   *string `json:"client_version"`
+	Timestamp       *string `json:"timestamp"`
+}
+
+// validate checks an album's tombstone as a photo's is checked, the two
+// members it lacks given: the path's album and a placeholder chain.
+func (req *albumTombstoneRequest) validate(pathAlbumID string) (*kv.AlbumTombstone, []byte, error) {
+	photo := tombstoneRequest{TombstoneCBOR: req.TombstoneCBOR}
+	if e := req.TombstoneEnvelope; e != nil {
+		fileID, prior := pathAlbumID, strings.Repeat("0", 64)
+		photo.TombstoneEnvelope = &tombstoneEnvelope{
+			CryptoSuiteID: e.CryptoSuiteID, ProtocolVersion: e.ProtocolVersion, AlbumID: e.AlbumID, FileID: &fileID,
+			CreatedByUser: e.CreatedByUser, CreatedByDevice: e.CreatedByDevice, ClientVersion: e.ClientVersion,
+			Timestamp: e.Timestamp, PriorProvenanceHash: &prior,
+		}
+	}
+	t, raw, err := photo.validate(pathAlbumID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &kv.AlbumTombstone{AlbumID: pathAlbumID, ProtocolVersion: t.ProtocolVersion, CreatedByUser: t.CreatedByUser, Manifest: t.Manifest}, raw, nil
+}
+
+type albumTrashResponse struct {
+	AlbumID  string `json:"album_id"`
+	SyncSeq  uint64 `json:"sync_seq"`
+	Assets   int    `json:"assets"`
+	Replayed bool   `json:"replayed"`
+}
+
+// handles "DELETE /v1/albums/:album_id": deletes the album with a signed
+// tombstone: every live photo of it in one act, into the trash for --trash
+// (server/PROTOCOL.md §9). Its id stays taken.
+func (s *Server) handleAlbumDelete(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, mediaJSON, maxTombstoneBody)
+	if err != nil {
+		return err
+	}
+	var req albumTombstoneRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	t, raw, err := req.validate(albumID)
+	if err != nil {
+		return err
+	}
+	if !s.speaksProtocol(t.ProtocolVersion) {
+		return &fault.Error{
+			Code: fault.ECodeProtocolUnsupported, Field: "tombstone_envelope.protocol_version",
+			Message: "the tombstone's protocol_version is outside the range the server speaks",
+			Details: map[string]any{"protocol_min": s.cfg.ProtocolMin, "protocol_max": s.cfg.ProtocolMax},
+		}
+	}
+	if s.inlines(len(raw)) {
+		t.Manifest.Data = raw
+	} else if err := s.blobs.PutSmall(raw); err != nil {
+		// A refused deletion leaves the file unheld, for gc, as a refused
+		// op's manifest.
+		return err
+	}
+	res, err := s.store.DeleteAlbum(sess.AccountID, t, kv.Deadline(s.now(), s.cfg.Trash))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, albumTrashResponse{AlbumID: albumID, SyncSeq: res.SyncSeq, Assets: res.Assets, Replayed: res.Replayed})
+}
+
+// handles "POST /v1/albums/:album_id/restore": takes the caller's deleted
+// album, with the photos its deletion deleted, out of the trash.
+func (s *Server) handleAlbumRestore(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	sess := caller(r)
+	albumID, err := pathParam(ps, "album_id", isCanonicalUUID)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.RestoreAlbum(sess.AccountID, albumID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, albumTrashResponse{AlbumID: albumID, SyncSeq: res.SyncSeq, Assets: res.Assets})
 }

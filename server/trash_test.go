@@ -155,3 +155,56 @@ func TestTrashWindow(t *testing.T) {
 	f.ts.Do(t, Req{Method: "GET", Path: "/v1/blobs/" + own, Token: f.tok.Access}).WantProblem(t, http.StatusNotFound, "error.blob.not_found")
 	f.op(t, f.replaceBody(assetA, headA)).WantStatus(t, http.StatusOK)
 }
+
+func (f *opFixture) albumTombstoneBody() map[string]any {
+	body := f.tombstoneBody(assetA, "")
+	env := body["tombstone_envelope"].(map[string]any)
+	delete(env, "file_id")
+	delete(env, "prior_provenance_hash")
+	return body
+}
+
+// TestDeleteAlbum: DELETE /v1/albums/{id} with a signed tombstone deletes
+// every photo of the album in one act and closes it to ops and uploads
+// until its owner restores it; the album list shows it in the trash.
+func TestDeleteAlbum(t *testing.T) {
+	f := newOpFixture(t)
+	f.createAsset(t, assetA)
+	f.createAsset(t, trashB)
+	del := func(body any) *Response {
+		return f.ts.Do(t, Req{Method: "DELETE", Path: "/v1/albums/" + f.album, Token: f.tok.Access, Body: body})
+	}
+	tomb := f.albumTombstoneBody()
+	if r := del(tomb).WantStatus(t, http.StatusOK).JSON(t); r["assets"] != 2.0 || r["sync_seq"] != 4.0 || r["replayed"] != false {
+		t.Fatalf("the album's deletion: %v", r)
+	}
+	if r := del(tomb).WantStatus(t, http.StatusOK).JSON(t); r["replayed"] != true {
+		t.Fatalf("the deletion sent again: %v", r)
+	}
+	del(f.albumTombstoneBody()).WantProblem(t, http.StatusConflict, "error.album.deleted")
+	withFile := f.albumTombstoneBody()
+	withFile["tombstone_envelope"].(map[string]any)["file_id"] = assetA
+	del(withFile).WantProblem(t, http.StatusBadRequest, "error.request.malformed")
+	albums := f.ts.Do(t, Req{Method: "GET", Path: "/v1/albums", Token: f.tok.Access}).WantStatus(t, http.StatusOK).JSON(t)["albums"].([]any)
+	var mine map[string]any
+	for _, a := range albums {
+		if a.(map[string]any)["album_id"] == f.album {
+			mine = a.(map[string]any)
+		}
+	}
+	if mine["deleted_at"] != "2026-11-22T10:00:00Z" || mine["purge_at"] != "2026-12-22T10:00:00Z" {
+		t.Fatalf("the deleted album in the list: %v", mine)
+	}
+	f.op(t, f.createBody(trashC)).WantProblem(t, http.StatusConflict, "error.album.deleted")
+	f.ts.Do(t, Req{Method: "POST", Path: "/v1/albums/" + f.album + "/uploads", Token: f.tok.Access}).
+		WantProblem(t, http.StatusConflict, "error.album.deleted")
+	f.restore(t, assetA).WantProblem(t, http.StatusConflict, "error.album.deleted")
+	restore := func() *Response {
+		return f.ts.Do(t, Req{Method: "POST", Path: "/v1/albums/" + f.album + "/restore", Token: f.tok.Access})
+	}
+	if r := restore().WantStatus(t, http.StatusOK).JSON(t); r["assets"] != 2.0 || r["sync_seq"] != 6.0 {
+		t.Fatalf("the album's restore: %v", r)
+	}
+	restore().WantProblem(t, http.StatusNotFound, "error.album.not_in_trash")
+	f.op(t, f.createBody(trashC)).WantStatus(t, http.StatusOK)
+}

@@ -108,6 +108,12 @@ const (
 	// ECodeAssetNotInTrash (404): a restore names an asset that is not in
 	// the trash (live, purged, unknown, or another account's album).
 	ECodeAssetNotInTrash = "error.asset.not_in_trash"
+	// ECodeAlbumDeleted (409): the album is deleted: nothing is added to
+	// it until its owner restores it.
+	ECodeAlbumDeleted = "error.album.deleted"
+	// ECodeAlbumNotInTrash (404): a restore names an album that is not in
+	// the trash (live, purged, unknown or another account's).
+	ECodeAlbumNotInTrash = "error.album.not_in_trash"
 
 	ECodeInvalidCredentials = "error.auth.invalid_credentials"
 	ECodeUnauthenticated    = "error.auth.unauthenticated"
