@@ -60,7 +60,8 @@ func getAccount(tx Tx, id string) (*Account, error) {
 // operator enables the account again. Being read in the same transaction as
 // the link or channel, the answer is never older than the last commit, on
 // any node. A deleted account's links and channels are deleted with it
-// (DeleteAccount), so only the flag refuses.
+// (DeleteAccount), so only the flag refuses here; its enrollment codes, kept
+// by code alone, live out their few minutes.
 func ownerActive(tx Tx, accountID string) (bool, error) {
 	rec, err := getRecord[accountRecord](tx, bucketAccounts, []byte(accountID))
 	if err != nil {
