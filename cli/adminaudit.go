@@ -93,3 +93,33 @@ func (a auditedAdmin) GC(ctx context.Context, dryRun bool, grace time.Duration) 
 	a.audit(map[bool]string{true: "gc --dry-run", false: "gc"}[dryRun], "", err)
 	return rep, err
 }
+
+func (a auditedAdmin) Invite(ctx context.Context, opts admin.InviteOptions) (admin.Invitation, error) {
+	inv, err := a.next.Invite(ctx, opts)
+	a.audit("users invite", "", err)
+	return inv, err
+}
+
+func (a auditedAdmin) Invites(ctx context.Context) ([]admin.Invitation, error) {
+	list, err := a.next.Invites(ctx)
+	a.audit("users invites", "", err)
+	return list, err
+}
+
+func (a auditedAdmin) Uninvite(ctx context.Context, id string) error {
+	err := a.next.Uninvite(ctx, id)
+	a.audit("users uninvite", "", err)
+	return err
+}
+
+func (a auditedAdmin) SetPassword(ctx context.Context, email, password string) (admin.User, error) {
+	u, err := a.next.SetPassword(ctx, email, password)
+	a.audit("users set-password", u.UserID, err)
+	return u, err
+}
+
+func (a auditedAdmin) DeleteUser(ctx context.Context, email string) (admin.User, error) {
+	u, err := a.next.DeleteUser(ctx, email)
+	a.audit("users delete", u.UserID, err)
+	return u, err
+}

@@ -513,6 +513,8 @@ func (a *Audit) printRecord(index int64, r logRecord, note string) bool {
 		fmt.Fprintf(a.Out, "index %d  version %d  directory %s  key %s%s\n", index, r.Version, r.DirectoryHash, r.KeyHash, note)
 	case r.Kind == kindDirectoryReset:
 		fmt.Fprintf(a.Out, "index %d  reset by the operator: version %d cleared, key %s unpinned%s\n", index, r.Version, r.KeyHash, note)
+	case r.Kind == kindAccountDeleted:
+		fmt.Fprintf(a.Out, "index %d  account deleted: version %d cleared, key %s unpinned%s\n", index, r.Version, r.KeyHash, note)
 	default:
 		return false
 	}

@@ -26,7 +26,7 @@ type logRecord struct {
 
 // String writes the record back as the log holds it.
 func (r logRecord) String() string {
-	if r.Kind == kindDirectoryReset {
+	if r.Kind == kindDirectoryReset || r.Kind == kindAccountDeleted {
 		return fmt.Sprintf("%s %s %d %s\n", r.Kind, r.UserID, r.Version, r.KeyHash)
 	}
 	return fmt.Sprintf("%s %s %d %s %s\n", r.Kind, r.UserID, r.Version, r.DirectoryHash, r.KeyHash)
@@ -41,6 +41,9 @@ var errUnknownRecord = errors.New("a record of a kind this sealbox does not know
 const (
 	kindDirectory      = "sealbox-directory/v1"
 	kindDirectoryReset = "sealbox-directory-reset/v1"
+	// kindAccountDeleted ends an account (deleted by its owner or the
+	// operator): a reset after which no record of the user id follows.
+	kindAccountDeleted = "sealbox-account-deleted/v1"
 )
 
 // parseLogRecord reads one record of the log: its kind, then the fields
@@ -64,7 +67,7 @@ func parseLogRecord(rec []byte) (logRecord, error) {
 		if !isHexSHA256(r.DirectoryHash) {
 			return r, fmt.Errorf("a %s record's directory hash is not a lowercase hex SHA-256", r.Kind)
 		}
-	case kindDirectoryReset:
+	case kindDirectoryReset, kindAccountDeleted:
 		if len(fields) != 4 {
 			return r, fmt.Errorf("a %s record has 4 fields, not %d", r.Kind, len(fields))
 		}

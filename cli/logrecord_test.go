@@ -64,3 +64,16 @@ func FuzzParseLogRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestParseAccountDeletedRecord: the record of an account's deletion has a
+// reset's fields, and is written back as the log holds it.
+func TestParseAccountDeletedRecord(t *testing.T) {
+	rec := "sealbox-account-deleted/v1 u-1 0 " + hashB + "\n"
+	r, err := parseLogRecord([]byte(rec))
+	if err != nil || r != (logRecord{Kind: kindAccountDeleted, UserID: "u-1", KeyHash: hashB}) || r.String() != rec {
+		t.Fatalf("%q: %+v, %v", rec, r, err)
+	}
+	if _, err := parseLogRecord([]byte("sealbox-account-deleted/v1 u-1 0 " + hashA + " " + hashB + "\n")); err == nil || errors.Is(err, errUnknownRecord) {
+		t.Fatalf("a deletion with a directory hash: %v, want a malformed record", err)
+	}
+}

@@ -22,5 +22,5 @@ func warnOpenRegistration(log zerolog.Logger, cfg server.Config, addr net.Addr) 
 		reach = "loopback behind a reverse proxy (--trust-proxy), so from wherever the proxy is reachable"
 	}
 	log.Warn().Str("listen", addr.String()).Bool("trust_proxy", cfg.TrustProxy).
-		Msg("registration is open on " + reach + ": anyone who reaches it can create an account (--registration closed, then sealbox users add)")
+		Msg("registration is open on " + reach + ": anyone who reaches it can create an account (for a family: --registration invite, then sealbox users invite)")
 }

@@ -164,7 +164,7 @@ func addNodeFlags(f *pflag.FlagSet, s *Serve, logLevel *string, witnesses *[]str
 // bodies, limits, lifetimes and protocol dates, each defaulting to
 // server.DefaultConfig's value.
 func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
-	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open or closed")
+	f.StringVar(&cfg.Registration, "registration", cfg.Registration, "open, closed, or invite (only with an invitation from `sealbox users invite`)")
 	f.Var(sizeFlag{&cfg.MaxBody}, "max-body", "largest ordinary request body (e.g. 1MiB)")
 	f.Var(sizeFlag{&cfg.MaxBlob}, "max-blob", "largest uploaded blob (e.g. 16GiB)")
 	f.Var(sizeFlag{&cfg.InlineMax}, "inline-max", "largest blob kept in the store itself instead of the blob store, 0 to 1MiB (0: none); at start, blob files up to it move in")
@@ -173,6 +173,8 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.Var(sizeFlag{&cfg.MaxPendingBytes}, "max-pending-bytes", "bytes one account's open transfers may declare together, with or without a quota (e.g. 64GiB)")
 	f.Var(sizeFlag{&cfg.UploadBufferAccount}, "upload-buffer-account", "memory one account's uploads in flight (blob PUTs, tus PATCHes) may hold for their bodies; another upload beyond it is 429")
 	f.Var(sizeFlag{&cfg.UploadBufferTotal}, "upload-buffer-total", "memory all uploads in flight may hold for their bodies; another upload beyond it is 503")
+	f.Var(daysFlag{&cfg.Trash}, "trash", "how long a deleted photo stays restorable by its owner before its blobs are released (30d, 36h)")
+	f.Var(sizeFlag{&cfg.DefaultQuota}, "default-quota", "quota of every new account, registered or added by `users add` on the running server (e.g. 50GiB; 0: unlimited); `users set-quota` changes one account's")
 	f.DurationVar(&cfg.AccessTTL, "access-ttl", cfg.AccessTTL, "access token lifetime")
 	f.DurationVar(&cfg.RefreshTTL, "refresh-ttl", cfg.RefreshTTL, "refresh token lifetime")
 	f.DurationVar(&cfg.FreshWindow, "fresh-window", cfg.FreshWindow, "how recent a credential presentation must be for sensitive operations")
@@ -216,8 +218,8 @@ const maxInline = 1 << 20
 
 // validateConfig refuses flag values the server cannot run with.
 func validateConfig(cfg *server.Config, name func(flag string) string) error {
-	if cfg.Registration != "open" && cfg.Registration != "closed" {
-		return fmt.Errorf("%s must be open or closed, not %q", name("registration"), cfg.Registration)
+	if !slices.Contains([]string{server.RegistrationOpen, server.RegistrationClosed, server.RegistrationInvite}, cfg.Registration) {
+		return fmt.Errorf("%s must be open, closed or invite, not %q", name("registration"), cfg.Registration)
 	}
 	if cfg.MaxBlob <= 0 {
 		return fmt.Errorf("%s must be positive", name("max-blob"))
@@ -398,7 +400,9 @@ func (s *Serve) Run(ctx context.Context) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go onHangup(ctx, hup, reload, log)
-	stopAdmin, err := serveAdmin(filepath.Join(s.Data, adminSocket), newOps(s.Location, store, blobStore, s.Config.Argon2), log)
+	ops := newOps(s.Location, store, blobStore, s.Config.Argon2)
+	ops.DefaultQuota = s.Config.DefaultQuota
+	stopAdmin, err := serveAdmin(filepath.Join(s.Data, adminSocket), ops, log)
 	if err != nil {
 		srv.Close(context.Background())
 		return err

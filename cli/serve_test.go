@@ -102,8 +102,8 @@ func TestServeNamesTheSourceOfABadValue(t *testing.T) {
 		args             []string
 		want             string
 	}{
-		{"registration from the environment", "SEALBOX_REGISTRATION", "maybe", nil, "SEALBOX_REGISTRATION must be open or closed"},
-		{"registration on the command line", "", "", []string{"--registration", "maybe"}, "--registration must be open or closed"},
+		{"registration from the environment", "SEALBOX_REGISTRATION", "maybe", nil, "SEALBOX_REGISTRATION must be open, closed or invite"},
+		{"registration on the command line", "", "", []string{"--registration", "maybe"}, "--registration must be open, closed or invite"},
 		{"album protocol from the environment", "SEALBOX_ALBUM_PROTOCOL", "2020-01-01", nil, "SEALBOX_ALBUM_PROTOCOL 2020-01-01 is outside"},
 		{"size from the environment", "SEALBOX_MAX_BODY", "lots", nil, "SEALBOX_MAX_BODY: invalid size"},
 		{"log level from the environment", "SEALBOX_LOG_LEVEL", "loud", nil, "SEALBOX_LOG_LEVEL must be one of debug, info, warn, error"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // sizeUnits are the suffixes a size flag accepts: binary (KiB, MiB, ...) and
@@ -81,4 +82,24 @@ func FormatSize(n int64) string {
 	}
 	s := strconv.FormatFloat(v, 'f', 1, 64)
 	return strings.TrimSuffix(s, ".0") + " " + units[i:i+1] + "iB"
+}
+
+// daysFlag is a pflag.Value holding a positive duration written in days
+// ("30d") or in Go's form ("36h").
+type daysFlag struct{ d *time.Duration }
+
+func (f daysFlag) String() string {
+	if *f.d > 0 && *f.d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(*f.d/(24*time.Hour)), 10) + "d"
+	}
+	return f.d.String()
+}
+func (f daysFlag) Type() string { return "duration" }
+func (f daysFlag) Set(s string) error {
+	d, err := parseDays(s)
+	if err != nil {
+		return err
+	}
+	*f.d = d
+	return nil
 }

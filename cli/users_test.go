@@ -15,12 +15,15 @@ import (
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
+	"github.com/rs/zerolog"
 
 	"sealbox/cli/admin"
+	"sealbox/cli/sealed"
 	"sealbox/kv"
 	"sealbox/kv/kvtest"
 	"sealbox/server"
 	"sealbox/server/password"
+	"sealbox/server/servertest"
 )
 
 // runCLI runs the sealbox command line in-process and returns its output.
@@ -376,5 +379,152 @@ func TestAdminCommandOnASilentSocketDoesNotHang(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
 		t.Fatal("the store was opened directly although a process listens on the socket")
+	}
+}
+
+// TestDefaultQuotaOnTheSocket: an account `users add` creates on a running
+// server gets its --default-quota, and the listing shows usage against it.
+func TestDefaultQuotaOnTheSocket(t *testing.T) {
+	dir := t.TempDir()
+	url := startServe(t, dir, func(c *server.Config) { c.DefaultQuota = 1000 })
+	mustCLI(t, "longenough1\n", "users", "add", "dee@example.org", "--password-stdin", "--data", dir)
+	if u := usersJSON(t, dir)[0]; u.QuotaBytes != 1000 {
+		t.Fatalf("quota of an added account: got %d, want 1000", u.QuotaBytes)
+	}
+	api := apiClient{t, url}
+	access := api.signIn("dee@example.org", "longenough1")
+	servertest.Client{BaseURL: url}.Upload(t, access, bytes.Repeat([]byte{1}, 250))
+	table, _ := mustCLI(t, "", "users", "list", "--data", dir)
+	if lines := strings.Split(table, "\n"); len(lines) < 2 || !strings.HasSuffix(strings.Join(strings.Fields(lines[0]), " "), "STORED QUOTA USED") ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "250 B 1000 B 25%") {
+		t.Fatalf("users list shows no usage against the quota:\n%s", table)
+	}
+}
+
+func TestUsedText(t *testing.T) {
+	for _, tc := range []struct {
+		held, quota int64
+		want        string
+	}{{0, 0, "-"}, {5 << 30, 0, "-"}, {0, 100, "0%"}, {999, 1000, "99%"}, {1000, 1000, "100%"}, {1500, 1000, "150%"}} {
+		if got := usedText(tc.held, tc.quota); got != tc.want {
+			t.Errorf("usedText(%d, %d): got %q, want %q", tc.held, tc.quota, got, tc.want)
+		}
+	}
+}
+
+// TestSetPassword: `users set-password` through the running server gives a
+// locked-out user a new password: the old one and every session stop, the
+// lockout is cleared, and the server's log has an audit line without the
+// password or the email.
+func TestSetPassword(t *testing.T) {
+	var log syncBuffer
+	dir := t.TempDir()
+	url := startServe(t, dir, func(c *server.Config) { c.Log = zerolog.New(&log); c.LockoutFailures = 2 })
+	mustCLI(t, "old password 1\n", "users", "add", "eve@example.org", "--password-stdin", "--data", dir)
+	api := apiClient{t, url}
+	access := api.signIn("eve@example.org", "old password 1")
+	for range 2 {
+		if got := login(t, url, "eve@example.org", "a wrong guess"); got != 401 {
+			t.Fatalf("a wrong password: %d", got)
+		}
+	}
+	if got := login(t, url, "eve@example.org", "old password 1"); got != 423 {
+		t.Fatalf("after two failures: %d, want 423 (locked)", got)
+	}
+	const secret = "the new password 2"
+	out, _ := mustCLI(t, secret+"\n", "users", "set-password", "eve@example.org", "--password-stdin", "--raw", "--data", dir)
+	if !strings.Contains(out, "password set for eve@example.org") || !strings.Contains(out, "; 1 session closed") || !strings.Contains(out, "recovery key") {
+		t.Fatalf("users set-password: %q", out)
+	}
+	if status, _ := api.do("GET", "/v1/auth/profile", access, "", nil); status != 401 {
+		t.Fatalf("a session survived the reset: profile answered %d", status)
+	}
+	if got := login(t, url, "eve@example.org", "old password 1"); got != 401 {
+		t.Fatalf("the old password after the reset: %d, want 401", got)
+	}
+	if got := login(t, url, "eve@example.org", secret); got != 200 {
+		t.Fatalf("the new password after the reset: %d, want 200 (lockout cleared)", got)
+	}
+	if !strings.Contains(log.String(), `"command":"users set-password"`) || strings.Contains(log.String(), secret) || strings.Contains(log.String(), "eve@example.org") {
+		t.Fatalf("the audit line of set-password:\n%s", log.String())
+	}
+	// Without --raw the server is given the password's login secret, as
+	// sealbox client sends it (cli/sealed/FORMAT.md §5.3).
+	const forClient = "a password for the client 3"
+	mustCLI(t, forClient+"\n", "users", "set-password", "eve@example.org", "--password-stdin", "--data", dir)
+	if got := login(t, url, "eve@example.org", forClient); got != 401 {
+		t.Fatalf("the password itself after a reset for the client: %d, want 401", got)
+	}
+	if got := login(t, url, "eve@example.org", sealed.LoginSecret("eve@example.org", forClient)); got != 200 {
+		t.Fatalf("the login secret after a reset for the client: %d, want 200", got)
+	}
+	if _, _, err := runCLI(t, "short\n", "users", "set-password", "eve@example.org", "--password-stdin", "--data", dir); err == nil {
+		t.Fatal("a short password was accepted")
+	}
+	if _, _, err := runCLI(t, secret+"\n", "users", "set-password", "nobody@example.org", "--password-stdin", "--data", dir); err == nil {
+		t.Fatal("an unknown account was accepted")
+	}
+	if _, _, err := runCLI(t, "", "users", "set-password", "eve@example.org", "--password", secret, "--data", dir); err == nil {
+		t.Fatal("a password flag was accepted")
+	}
+}
+
+// TestDeleteUserThenGC: `users delete` asks for the email again (or takes
+// --yes), deletes the account, and the gc that follows frees exactly the
+// blobs nobody else holds: of two accounts sharing a blob, the deleted
+// one's own blob goes, the shared one and the other account's stay.
+func TestDeleteUserThenGC(t *testing.T) {
+	dir := t.TempDir()
+	url := startServe(t, dir, openRegistration)
+	api := apiClient{t, url}
+	ann, annUp := api.account("ann@example.org")
+	bob, bobUp := api.account("bob@example.org")
+	shared, annOwn, bobOwn := blob(1), blob(2), blob(3)
+	for _, p := range []struct {
+		token, upload string
+		data          []byte
+	}{{ann, annUp, shared}, {ann, annUp, annOwn}, {bob, bobUp, shared}, {bob, bobUp, bobOwn}} {
+		if status := api.put(p.token, p.upload, p.data); status != 201 {
+			t.Fatalf("upload: %d", status)
+		}
+	}
+	long := time.Now().Add(-48 * time.Hour)
+	for _, b := range [][]byte{shared, annOwn, bobOwn} {
+		os.Chtimes(blobPath(dir, hashHex(b)), long, long)
+	}
+	if _, _, err := runCLI(t, "bob@example.org\n", "users", "delete", "ann@example.org", "--data", dir); err == nil || !strings.Contains(err.Error(), "nothing deleted") {
+		t.Fatalf("delete confirmed with another email: %v", err)
+	}
+	if len(usersJSON(t, dir)) != 2 {
+		t.Fatal("an unconfirmed delete deleted")
+	}
+	out, errOut := mustCLI(t, "Ann@example.org\n", "users", "delete", "ann@example.org", "--data", dir)
+	if !strings.Contains(errOut, "Type the email again") || !strings.Contains(out, "deleted ann@example.org") || !strings.Contains(out, "1 blobs are held by nobody now") {
+		t.Fatalf("users delete: %q %q", out, errOut)
+	}
+	if users := usersJSON(t, dir); len(users) != 1 || users[0].Email != "bob@example.org" {
+		t.Fatalf("users after the deletion: %+v", users)
+	}
+	if status, _ := api.do("GET", "/v1/auth/profile", ann, "", nil); status != 401 {
+		t.Fatalf("the deleted account's token: %d", status)
+	}
+	gc, _ := mustCLI(t, "", "gc", "--data", dir)
+	if !strings.Contains(gc, "removed 1 unreferenced blobs") {
+		t.Fatalf("gc: %q", gc)
+	}
+	for b, want := range map[string]bool{hashHex(shared): true, hashHex(annOwn): false, hashHex(bobOwn): true} {
+		if _, err := os.Stat(blobPath(dir, b)); (err == nil) != want {
+			t.Errorf("blob %s after gc: present %v, want %v", b[:8], err == nil, want)
+		}
+	}
+	if status, _ := api.do("GET", "/v1/blobs/"+hashHex(shared), bob, "", nil); status != 200 {
+		t.Fatalf("bob's shared blob after gc: %d", status)
+	}
+	if _, _, err := runCLI(t, "", "users", "delete", "ann@example.org", "--yes", "--data", dir); err == nil {
+		t.Fatal("deleting a deleted account succeeded")
+	}
+	mustCLI(t, "", "users", "delete", "bob@example.org", "--yes", "--data", dir)
+	if users := usersJSON(t, dir); len(users) != 0 {
+		t.Fatalf("users after --yes: %+v", users)
 	}
 }

@@ -59,7 +59,9 @@ func getAccount(tx Tx, id string) (*Account, error) {
 // answer as if they did not exist, and those still live come back when the
 // operator enables the account again. Being read in the same transaction as
 // the link or channel, the answer is never older than the last commit, on
-// any node. Accounts are never deleted, so only the flag refuses.
+// any node. A deleted account's links and channels are deleted with it
+// (DeleteAccount), so only the flag refuses here; its enrollment codes, kept
+// by code alone, live out their few minutes.
 func ownerActive(tx Tx, accountID string) (bool, error) {
 	rec, err := getRecord[accountRecord](tx, bucketAccounts, []byte(accountID))
 	if err != nil {
@@ -158,4 +160,192 @@ func (s *Store) SetDisplayName(accountID string, name *string) (*Account, error)
 // adding a user). An address already registered is error.account.exists.
 func (s *Store) AddAccount(a *Account) error {
 	return s.update(func(tx Tx) error { return insertAccount(tx, a) })
+}
+
+// AccountDeletion is what DeleteAccount did.
+type AccountDeletion struct {
+	AccountID string
+	// LogIndex is the index of the deletion's record in the transparency
+	// log.
+	LogIndex int64
+	// RevokedSessions counts the sessions closed; UnheldBlobs the blobs
+	// nobody holds any more, which gc removes after its grace period.
+	RevokedSessions int
+	UnheldBlobs     int
+}
+
+// DeleteAccount deletes the account registered under email and everything
+// that is its own, in one transaction (server/PROTOCOL.md §2): sessions and
+// pending sign-ins, lockout, second factor, escrow, directory, albums with
+// their feeds, assets and upgrades, upload sessions and transfers, share
+// links, relay channels, the invitations bound to its email, and its
+// holdings, so a blob nobody else holds is left to gc. The transparency log
+// keeps every record of the account and gains AccountDeletedLogRecord. The
+// email may be registered again, as a new account with a new id.
+func (s *Store) DeleteAccount(email string) (AccountDeletion, error) {
+	var d AccountDeletion
+	err := s.update(func(tx Tx) error {
+		d = AccountDeletion{}
+		a, err := mustAccountByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		d.AccountID = a.ID
+		dir, err := getDirectory(tx, a.ID)
+		if err != nil {
+			return err
+		}
+		if d.RevokedSessions, err = deleteAccountSessions(tx, a.ID, ""); err != nil {
+			return err
+		}
+		if d.UnheldBlobs, err = deleteAccountData(tx, a, s.now()); err != nil {
+			return err
+		}
+		var version uint64
+		var key []byte
+		if dir != nil {
+			version, key = dir.Version, dir.IdentityKey
+		}
+		if d.LogIndex, err = appendLog(tx, AccountDeletedLogRecord(a.ID, version, key)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketAccountsByEmail).Delete([]byte(a.Email)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketAccounts).Delete([]byte(a.ID))
+	})
+	return d, err
+}
+
+// deleteAccountData deletes what the account owns but its record, email
+// and sessions, and reports how many blobs nobody holds any more. Its live
+// links leave tombstones, as revoked ones do, so their ids stay taken.
+func deleteAccountData(tx Tx, a *Account, now time.Time) (int, error) {
+	own := idPart(a.ID)
+	for _, r := range []struct{ bucket, key []byte }{
+		{bucketLockouts, []byte(a.Email)}, {bucketTOTPAttempts, []byte(a.ID)},
+		{bucketEscrow, []byte(a.ID)}, {bucketDirectories, []byte(a.ID)},
+	} {
+		if err := tx.Bucket(r.bucket).Delete(r.key); err != nil {
+			return 0, err
+		}
+	}
+	for _, b := range [][]byte{bucketCohorts, bucketBlobRefs} {
+		if err := deletePrefix(tx.Bucket(b), own); err != nil {
+			return 0, err
+		}
+	}
+	uploads, err := prefixKeys(tx.Bucket(bucketUploadsByAccount), own)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range uploads {
+		key := k[len(own):]
+		u, err := getUpload(tx, key)
+		if err != nil {
+			return 0, err
+		}
+		if u == nil {
+			if err := tx.Bucket(bucketUploadsByAccount).Delete(k); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := deleteUpload(tx, key, u); err != nil {
+			return 0, err
+		}
+	}
+	albums, err := prefixKeys(tx.Bucket(bucketAlbumsByAccount), own)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range albums {
+		// albumIndexKey: the account part, a fixed-width time, the id.
+		if err := deleteAlbum(tx, string(k[len(own)+8:])); err != nil {
+			return 0, err
+		}
+		if err := tx.Bucket(bucketAlbumsByAccount).Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	channels, err := prefixKeys(tx.Bucket(bucketRelayChannelsByAccount), own)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range channels {
+		key := k[len(own):]
+		ch, err := getRecord[channelRecord](tx, bucketRelayChannels, key)
+		if err != nil {
+			return 0, err
+		}
+		if ch == nil {
+			if err := tx.Bucket(bucketRelayChannelsByAccount).Delete(k); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := deleteChannel(tx, key, ch); err != nil {
+			return 0, err
+		}
+	}
+	shares, err := prefixKeys(tx.Bucket(bucketSharesByAccount), own)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range shares {
+		key := k[len(own):]
+		rec, err := getShare(tx, key)
+		if err != nil {
+			return 0, err
+		}
+		if rec == nil {
+			if err := tx.Bucket(bucketSharesByAccount).Delete(k); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := deleteShare(tx, key, rec); err != nil {
+			return 0, err
+		}
+		if !rec.expired(now) {
+			if err := putShareTombstone(tx, key, rec); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := deleteEmailInvites(tx, a.Email); err != nil {
+		return 0, err
+	}
+	holdings, err := prefixKeys(tx.Bucket(bucketHoldings), own)
+	if err != nil {
+		return 0, err
+	}
+	unheld := 0
+	for _, k := range holdings {
+		gone, err := releaseBlob(tx, a.ID, string(k[len(own):]))
+		if err != nil {
+			return 0, err
+		}
+		if gone {
+			unheld++
+		}
+	}
+	return unheld, tx.Bucket(bucketUsage).Delete([]byte(a.ID))
+}
+
+// deleteAlbum deletes the album and everything kept under it: its feed,
+// assets (and the blobs they name), applied manifests, upgrade and
+// tombstones; its assets in the trash leave expiry entries the sweep
+// finds nothing for. Its upload sessions
+// are its account's, deleted with them.
+func deleteAlbum(tx Tx, albumID string) error {
+	if err := deleteUpgrade(tx, albumID); err != nil {
+		return err
+	}
+	for _, b := range [][]byte{bucketFeed, bucketAssets, bucketAppliedManifests, bucketTombstones, bucketAssetBlobs} {
+		if err := deletePrefix(tx.Bucket(b), idPart(albumID)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketAlbums).Delete([]byte(albumID))
 }

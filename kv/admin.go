@@ -1,6 +1,9 @@
 package kv
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	"sealbox/kv/fault"
@@ -161,4 +164,66 @@ func (s *Store) ResetSecondFactor(email string) (removed bool, revoked int, err 
 		return err
 	})
 	return removed, revoked, err
+}
+
+// AccountBytes is an account and the bytes of the blobs it holds.
+type AccountBytes struct {
+	AccountID string
+	Bytes     int64
+}
+
+// LargestAccounts returns the n accounts that hold the most bytes, largest
+// first, ties by account id; accounts holding nothing are left out. It
+// reads the whole usage table (one 8-byte row per account that ever held a
+// blob), a page at a time: for the metrics scrape, never a request path.
+func (s *Store) LargestAccounts(n int) ([]AccountBytes, error) {
+	var top []AccountBytes
+	err := s.view(func(tx Tx) error {
+		top = top[:0]
+		return scanPages(tx.Bucket(bucketUsage), func(k, v []byte) error {
+			if len(v) != 8 || readU64(v) == 0 {
+				return nil
+			}
+			row := AccountBytes{AccountID: string(k), Bytes: int64(readU64(v))}
+			i, _ := slices.BinarySearchFunc(top, row, largerFirst)
+			if i < n {
+				top = slices.Insert(top, i, row)[:min(len(top)+1, n)]
+			}
+			return nil
+		})
+	})
+	return top, err
+}
+
+// largerFirst orders AccountBytes by bytes, largest first, then by id.
+func largerFirst(a, b AccountBytes) int {
+	if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+		return c
+	}
+	return strings.Compare(a.AccountID, b.AccountID)
+}
+
+// SetPassword is the operator's password reset: it writes the new hash of
+// the account registered under email, closes every session and pending
+// sign-in challenge of it and clears the address's lockout, in one
+// transaction, and reports how many sessions were closed.
+func (s *Store) SetPassword(email, hash string) (int, error) {
+	revoked := 0
+	err := s.update(func(tx Tx) error {
+		revoked = 0 // set afresh on every run: fn may run more than once
+		a, err := mustAccountByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		a.PasswordHash = hash
+		if err := putAccount(tx, a); err != nil {
+			return err
+		}
+		if err := clearLockout(tx, a.Email); err != nil {
+			return err
+		}
+		revoked, err = deleteAccountSessions(tx, a.ID, "")
+		return err
+	})
+	return revoked, err
 }

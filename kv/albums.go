@@ -17,6 +17,11 @@ type Album struct {
 	// SyncSeq is the feed position of the album's last applied lifecycle
 	// op; 0 until one is applied.
 	SyncSeq uint64
+	// DeletedAt is set while the album is deleted (DeleteAlbum), by the
+	// tombstone whose hash is Tombstone, restorable until PurgeAt.
+	DeletedAt time.Time
+	Tombstone string
+	PurgeAt   time.Time
 }
 
 type albumRecord struct {
@@ -25,6 +30,9 @@ type albumRecord struct {
 	ProtocolVersion string    `cbor:"3,keyasint"`
 	CreatedAt       time.Time `cbor:"4,keyasint"`
 	SyncSeq         uint64    `cbor:"5,keyasint"`
+	DeletedAt       time.Time `cbor:"6,keyasint,omitempty"`
+	Tombstone       string    `cbor:"7,keyasint,omitempty"`
+	PurgeAt         time.Time `cbor:"8,keyasint,omitempty"`
 }
 
 // albumIndexKey orders one account's albums by creation time, then id, so

@@ -43,14 +43,18 @@ func (s *Store) Assets(accountID, albumID, after string, limit int) (assets []Fe
 			if err := decode(v, &rec); err != nil {
 				return err
 			}
-			seq, err := tx.Bucket(bucketAppliedManifests).Get(appliedKey(albumID, rec.Head))
-			if err != nil {
-				return err
+			seq := rec.Seq
+			if seq == 0 {
+				v, err := tx.Bucket(bucketAppliedManifests).Get(appliedKey(albumID, rec.Head))
+				if err != nil {
+					return err
+				}
+				if len(v) != 8 {
+					return errMissingFeedEntry
+				}
+				seq = readU64(v)
 			}
-			if len(seq) != 8 {
-				return errMissingFeedEntry
-			}
-			e, err := getFeedEntry(tx, albumID, readU64(seq))
+			e, err := getFeedEntry(tx, albumID, seq)
 			if err != nil {
 				return err
 			}

@@ -25,6 +25,8 @@ const (
 	kindLease        byte = 'L'
 	kindAttempt      byte = 'a'
 	kindTOTPAttempts byte = 't'
+	kindInvite       byte = 'i'
+	kindTrash        byte = 'T'
 )
 
 // Deadline is the expiry of a record that lives for ttl from now, cut to a
@@ -90,6 +92,9 @@ var sweepers = map[byte]sweeper{
 		func(r *attemptRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, nil),
 	kindTOTPAttempts: sweepRecord(bucketTOTPAttempts,
 		func(r *codeFailuresRecord, now time.Time) bool { return reached(r.ExpiresAt.Time(), now) }, nil),
+	kindTrash: sweepTrash,
+	kindInvite: sweepRecord(bucketInvites,
+		func(r *inviteRecord, now time.Time) bool { return reached(r.ExpiresAt, now) }, deleteInvite),
 }
 
 func putExpiry(tx Tx, at time.Time, kind byte, id []byte) error {

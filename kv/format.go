@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,7 +14,7 @@ import (
 // store records its format in the meta bucket; one written before formats
 // were recorded (no meta bucket) is format 0. Every change of layout adds one
 // entry to migrations and raises FormatVersion by one.
-const FormatVersion = 7
+const FormatVersion = 8
 
 var (
 	bucketMeta = []byte("meta")
@@ -43,6 +44,7 @@ var migrations = []Migration{
 	{To: 5, Name: "sign-in challenges and upload sessions are indexed by account; refresh chains and wrong second-factor codes are kept; revoked links are swept", apply: migrateFormat5},
 	{To: 6, Name: "small blobs are kept inline in the store; the blob files at or under the inline threshold move in after the step", apply: migrateInline},
 	{To: 7, Name: "share links are indexed by account with their count of served blobs, for the caps on them", apply: migrateSharesByAccount},
+	{To: 8, Name: "invitations to register are kept in the store; blobs are indexed by holder and by the assets that name them", apply: migrateFormat8},
 }
 
 // ErrFormatTooNew reports a store written by a newer sealbox. Nothing was
@@ -312,6 +314,62 @@ func migrateSharesByAccount(tx Tx, _ time.Time) error {
 		}
 	}
 	return err
+}
+
+// migrateFormat8 (format 7 to 8): the invites and invites_by_code buckets
+// join the store empty (Open creates them), and two indexes are built from
+// what the store holds: every holding under its blob (blob_holders), so
+// deleting an account tells the blobs nobody else holds, and every blob an
+// op names under its asset (asset_blobs, blob_refs), so a purged photo
+// releases what only it named. Deleting an account ends its links through
+// shares_by_account, which format 7 built. One transaction, like every
+// step: a crash leaves format 7 and the step runs again in full (its puts
+// are idempotent). A sealbox of format 7 refuses the store afterwards, as it
+// would neither keep the indexes nor honour invitations.
+func migrateFormat8(tx Tx, _ time.Time) error {
+	holders := tx.Bucket(bucketBlobHolders)
+	err := scanPages(tx.Bucket(bucketHoldings), func(k, _ []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 {
+			return fmt.Errorf("kv: a holding key without its account part: %x", k)
+		}
+		return holders.Put(holderKey(string(k[i+1:]), string(k[:i])), member)
+	})
+	if err != nil {
+		return err
+	}
+	return migrateAssetBlobs(tx)
+}
+
+// migrateAssetBlobs names, for every op in every feed, the blobs the op
+// named under its asset (nameBlob), as ApplyOp does from format 7 on.
+func migrateAssetBlobs(tx Tx) error {
+	owners := map[string]string{}
+	return scanPages(tx.Bucket(bucketFeed), func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) != i+9 {
+			return fmt.Errorf("kv: a feed key that is not album|sync_seq: %x", k)
+		}
+		albumID := string(k[:i])
+		owner, ok := owners[albumID]
+		if !ok {
+			a, err := getAlbum(tx, albumID)
+			if err != nil || a == nil {
+				return cmp.Or(err, fmt.Errorf("kv: the feed of album %s, which has no record", albumID))
+			}
+			owner, owners[albumID] = a.OwnerID, a.OwnerID
+		}
+		e, err := decodeFeedEntry(readU64(k[i+1:]), v)
+		if err != nil {
+			return err
+		}
+		for _, hash := range []string{e.ManifestHash, e.CiphertextHash, e.MetadataBlobHash, e.OriginalBlobHash} {
+			if err := nameBlob(tx, owner, albumID, e.AssetID, hash); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // migrateFormat5 (format 4 to 5) indexes the pending sign-in challenges and

@@ -1,7 +1,9 @@
 package kv
 
 import (
+	"maps"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +70,86 @@ func TestMigrateUploadsByAccount(t *testing.T) {
 	defer s.Close()
 	if err := s.view(func(tx Tx) error { return checkOpenUploads(tx, "acct", s.now(), 2) }); fault.ErrorCode(err) != fault.ECodeLimitUploadSessions {
 		t.Fatalf("after the migration, a third session of two allowed: %v", err)
+	}
+}
+
+// TestMigrateFormats7And8: a format 6 store's holdings, links and applied
+// ops are indexed as the writers of format 8 index them (the indexes a
+// format 8 store built as it went, cleared and built again by the
+// migrations to 7 and 8, are the same).
+func TestMigrateFormats7And8(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sealbox.db")
+	s, err := openFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddAccount(&Account{ID: "acct", Email: "a@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ProvisionAlbum("acct", "album", "2026-09-01"); err != nil {
+		t.Fatal(err)
+	}
+	hash := func(c string) string { return strings.Repeat(c, 64) }
+	if _, err := s.OpenUpload("acct", "album", "sbx_up_1", time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"c", "d"} {
+		if _, err := s.AddUploadBlob("acct", "sbx_up_1", Blob{Hash: hash(c), Size: 10}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, asset := range []string{"a1", "a2"} {
+		if _, err := s.ApplyOp("acct", &Op{AlbumID: "album", AssetID: asset, Action: OpCreate, ProtocolVersion: "2026-09-01",
+			CreatedByUser: "acct", CiphertextHash: hash("c"), MetadataBlobHash: hash(string(rune('e' + i))),
+			Metadata: &Blob{Hash: hash(string(rune('e' + i))), Size: 1}, Manifest: Blob{Hash: hash(string(rune('1' + i))), Size: 5}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateShare(strings.Repeat("9", 32), &Share{AccountID: "acct", MetadataHash: hash("d"), Serves: []string{hash("d")}}, ShareLimits{Links: 10, Serves: 10}); err != nil {
+		t.Fatal(err)
+	}
+	indexes := [][]byte{bucketBlobHolders, bucketSharesByAccount, bucketAssetBlobs, bucketBlobRefs}
+	dump := func() map[string]string {
+		out := map[string]string{}
+		if err := s.view(func(tx Tx) error {
+			for _, b := range indexes {
+				if err := scanPages(tx.Bucket(b), func(k, v []byte) error {
+					out[string(b)+"/"+string(k)] = string(v)
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	built := dump()
+	// Holders: the two uploads, two manifests, two metadata blobs; one
+	// link; each asset names its manifest, metadata and the shared
+	// ciphertext; the account names five blobs.
+	if len(built) != 6+1+6+5 {
+		t.Fatalf("the writers' indexes: %d rows, want 18: %v", len(built), built)
+	}
+	// What a format 6 store holds: none of the indexes.
+	if err := s.update(func(tx Tx) error {
+		for _, b := range indexes {
+			if err := clearBucket(tx.Bucket(b)); err != nil {
+				return err
+			}
+		}
+		return writeFormat(tx, 6)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = openFile(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if migrated := dump(); !maps.Equal(migrated, built) {
+		t.Fatalf("after the migration:\n%v\nwant\n%v", migrated, built)
 	}
 }

@@ -78,12 +78,28 @@ func TestOpenMigratesFormat0(t *testing.T) {
 	if count, size, err := s.BlobTotals(); err != nil || count != 1 || size != int64(len("sealed bytes of a photo")) {
 		t.Fatalf("blob totals after migrating: %d blobs, %d bytes (%v)", count, size, err)
 	}
+	// Migration 7: invitations have their buckets, empty.
+	if invites, err := s.Invites(); err != nil || len(invites) != 0 {
+		t.Fatalf("invitations after migrating: %v %v", invites, err)
+	}
+	if err := s.CreateInvite(kv.Invite{ID: "inv-1", ExpiresAt: fixtureNow.Add(time.Hour)}, "sbx_in_code"); err != nil {
+		t.Fatalf("an invitation on the migrated store: %v", err)
+	}
 	// Revoking alice's sessions through the migrated index removes hers only.
 	if n, err := s.DeleteAccountSessions(alice.ID); err != nil || n != 3 {
 		t.Fatalf("revoked %d of alice's sessions (%v), want 3", n, err)
 	}
 	if got := sessionsOf(t, s, bob.ID); len(got) != 2 {
 		t.Fatalf("bob has %d sessions after alice's were revoked", len(got))
+	}
+	// Migration 7 indexed alice's holding under her blob: deleting her
+	// leaves it held by nobody, so no longer recorded.
+	d, err := s.DeleteAccount(alice.Email)
+	if err != nil || d.UnheldBlobs != 1 {
+		t.Fatalf("deleting alice: %+v %v", d, err)
+	}
+	if recorded, err := s.BlobsRecorded([]string{blob}); err != nil || recorded[blob] {
+		t.Fatalf("alice's blob after her deletion: recorded %v (%v)", recorded, err)
 	}
 }
 

@@ -91,6 +91,11 @@ func charge(tx Tx, accountID string, size int64) error {
 	return tx.Bucket(bucketUsage).Put([]byte(accountID), u64(uint64(used+size)))
 }
 
+// LimitQuota names an account's quota (the operator's `users set-quota`,
+// or the server's --default-quota given at creation) in the refusals it
+// makes, so the metrics count them beside the flags' limits.
+const LimitQuota = "quota"
+
 // checkQuota refuses storing size more bytes when, with the used bytes the
 // account holds and the declared lengths its open transfers have reserved
 // (see pendingBytes), that would pass the account's quota: a reserved
@@ -106,7 +111,7 @@ func checkQuota(tx Tx, accountID string, used, size int64) error {
 		return err
 	}
 	if used+pending+size > a.QuotaBytes {
-		return fault.Errorf(fault.ECodeQuotaExceeded, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use, %d reserved by open transfers)", size, a.QuotaBytes, used, pending)
+		return fault.LimitErrorf(fault.ECodeQuotaExceeded, LimitQuota, 0, "storing %d more bytes would exceed the account's quota of %d bytes (%d in use, %d reserved by open transfers)", size, a.QuotaBytes, used, pending)
 	}
 	return nil
 }
@@ -140,7 +145,63 @@ func holdBlob(tx Tx, accountID string, b Blob, now time.Time) (bool, error) {
 			return false, err
 		}
 	}
+	if err := tx.Bucket(bucketBlobHolders).Put(holderKey(b.Hash, accountID), member); err != nil {
+		return false, err
+	}
 	return true, tx.Bucket(bucketHoldings).Put(key, encode(&holdingRecord{Size: b.Size, HeldAt: now}))
+}
+
+// holderKey is the blob_holders key of the account's holding of hash: the
+// hash has a fixed length, so the hash alone is a prefix of its holders.
+func holderKey(hash, accountID string) []byte { return join([]byte(hash), []byte(accountID)) }
+
+// releaseBlob ends the account's holding of hash, returning its bytes to
+// the account's usage, and reports whether the blob is now held by nobody:
+// then its record (and its bytes, when the store kept them inline) goes
+// too, and gc removes its file after the grace period. Releasing a blob the
+// account does not hold changes nothing.
+func releaseBlob(tx Tx, accountID, hash string) (unheld bool, err error) {
+	key := holdingKey(accountID, hash)
+	rec, err := getRecord[holdingRecord](tx, bucketHoldings, key)
+	if err != nil || rec == nil {
+		return false, err
+	}
+	if err := tx.Bucket(bucketHoldings).Delete(key); err != nil {
+		return false, err
+	}
+	if err := tx.Bucket(bucketBlobHolders).Delete(holderKey(hash, accountID)); err != nil {
+		return false, err
+	}
+	used, err := usage(tx, accountID)
+	if err != nil {
+		return false, err
+	}
+	if err := tx.Bucket(bucketUsage).Put([]byte(accountID), u64(uint64(max(0, used-rec.Size)))); err != nil {
+		return false, err
+	}
+	others := false
+	holders := prefixRange([]byte(hash))
+	holders.Limit = 1
+	err = tx.Bucket(bucketBlobHolders).Scan(holders, func([]byte, []byte) error {
+		others = true
+		return nil
+	})
+	if err != nil || others {
+		return false, err
+	}
+	b, err := getBlob(tx, hash)
+	if err != nil || b == nil {
+		return false, err
+	}
+	if b.Inline {
+		if err := tx.Bucket(bucketInlineBlobs).Delete([]byte(hash)); err != nil {
+			return false, err
+		}
+	}
+	if err := tx.Bucket(bucketBlobs).Delete([]byte(hash)); err != nil {
+		return false, err
+	}
+	return true, addBlobTotals(tx, hash, -1, -b.Size)
 }
 
 // getBlob returns nil, nil when the blob is not recorded.

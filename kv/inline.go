@@ -18,10 +18,9 @@ import (
 //
 // The blob's record says which kind it is (blobRecord.Inline); reads,
 // quota, holdings, check and backup treat both kinds alike, and an inline
-// blob travels in the store's snapshot. Nothing drops a holding today, so
-// an inline blob, like a file, lives as long as its record; whatever comes
-// to delete a blob's record deletes its inline bytes in the same
-// transaction. A file the blob engine keeps of an inline blob is a
+// blob travels in the store's snapshot. An inline blob, like a file, lives
+// as long as its record: releaseBlob, which deletes the record of a blob
+// nobody holds any more, deletes its inline bytes in the same transaction. A file the blob engine keeps of an inline blob is a
 // leftover that gc collects (BlobsRecorded).
 
 // putInline keeps b.Data as the bytes of blob b.

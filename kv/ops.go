@@ -62,22 +62,27 @@ type OpResult struct {
 
 type assetRecord struct {
 	Head string `cbor:"1,keyasint"`
+	// DeletedAt is set while the asset is deleted: Head is its tombstone,
+	// RestoreHead the head a restore returns to until PurgeAt, when the
+	// trash sweep releases its blobs and sets Purged (see trash.go).
+	DeletedAt   time.Time `cbor:"2,keyasint,omitempty"`
+	RestoreHead string    `cbor:"3,keyasint,omitempty"`
+	PurgeAt     time.Time `cbor:"4,keyasint,omitempty"`
+	Purged      bool      `cbor:"5,keyasint,omitempty"`
+	// Seq is the feed position of the deletion when the album's deletion
+	// made it (Head is then the album's tombstone, which the replay index
+	// does not map to one asset's entry); WithAlbum marks such an asset,
+	// which the album's restore brings back.
+	Seq       uint64 `cbor:"6,keyasint,omitempty"`
+	WithAlbum bool   `cbor:"7,keyasint,omitempty"`
 }
+
+func (r *assetRecord) deleted() bool { return !r.DeletedAt.IsZero() }
 
 func assetKey(albumID, assetID string) []byte { return join(idPart(albumID), []byte(assetID)) }
 
 func appliedKey(albumID, manifestHash string) []byte {
 	return join(idPart(albumID), []byte(manifestHash))
-}
-
-// assetHead returns the asset's chain head, or "" when the asset does not
-// exist.
-func assetHead(tx Tx, albumID, assetID string) (string, error) {
-	rec, err := getRecord[assetRecord](tx, bucketAssets, assetKey(albumID, assetID))
-	if rec == nil {
-		return "", err
-	}
-	return rec.Head, nil
 }
 
 // opReads lists the keys checkOp and then applyOp read for op (bar the
@@ -106,8 +111,25 @@ func opReads(accountID string, op *Op) func() []engine.Key {
 				engine.Key{Bucket: bucketBlobs, Key: []byte(b.Hash)},
 				engine.Key{Bucket: bucketTotals, Key: totalsKey(b.Hash)})
 		}
+		for _, hash := range op.namedBlobs() {
+			keys = append(keys,
+				engine.Key{Bucket: bucketAssetBlobs, Key: join(assetKey(op.AlbumID, op.AssetID), []byte(hash))},
+				engine.Key{Bucket: bucketBlobRefs, Key: join(idPart(accountID), []byte(hash))})
+		}
 		return keys
 	}
+}
+
+// namedBlobs are the blobs the op names: its manifest, ciphertext, and
+// metadata and original when given.
+func (op *Op) namedBlobs() []string {
+	var out []string
+	for _, h := range []string{op.Manifest.Hash, op.CiphertextHash, op.MetadataBlobHash, op.OriginalBlobHash} {
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // storedBlobs are the blobs the op stores and the caller comes to hold.
@@ -192,11 +214,20 @@ func checkOp(tx Tx, accountID string, op *Op) (*Album, *OpResult, error) {
 		}
 		return a, &OpResult{AssetID: e.AssetID, SyncSeq: e.SyncSeq, Action: e.Action, Replayed: true}, nil
 	}
-	head, err := assetHead(tx, op.AlbumID, op.AssetID)
+	if a.deleted() {
+		return nil, nil, albumDeleted()
+	}
+	asset, err := getRecord[assetRecord](tx, bucketAssets, assetKey(op.AlbumID, op.AssetID))
 	if err != nil {
 		return nil, nil, err
 	}
+	head := ""
+	if asset != nil {
+		head = asset.Head
+	}
 	switch {
+	case op.Action == OpReplace && asset != nil && asset.deleted() && op.PriorHash == head:
+		return nil, nil, assetDeleted()
 	case op.Action == OpCreate && head != "":
 		return nil, nil, staleChain(head, "a create names an asset that already exists")
 	case op.Action == OpReplace && head == "":
@@ -301,6 +332,11 @@ func applyOp(tx Tx, now time.Time, accountID string, op *Op) (res *OpResult, ref
 	}
 	for _, b := range op.storedBlobs() {
 		if _, err := holdBlob(tx, accountID, b, now); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, hash := range op.namedBlobs() {
+		if err := nameBlob(tx, accountID, op.AlbumID, op.AssetID, hash); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -233,6 +233,13 @@ func sweepShare(tx Tx, key []byte, now time.Time) error {
 	if err := deleteShare(tx, key, rec); err != nil || !rec.Revoked || rec.expired(now) {
 		return err
 	}
+	return putShareTombstone(tx, key, rec)
+}
+
+// putShareTombstone keeps the id of the deleted link rec taken until its
+// expiry, if it had one, and forever otherwise: an id once handed out never
+// serves another link.
+func putShareTombstone(tx Tx, key []byte, rec *shareRecord) error {
 	if err := tx.Bucket(bucketShareTombstones).Put(key, encode(&shareTombstone{ExpiresAt: rec.ExpiresAt})); err != nil {
 		return err
 	}
@@ -431,8 +438,12 @@ func (s *Store) ShareBlob(opaqueID, hash string) (Blob, error) {
 			if err != nil {
 				return err
 			}
+			held, err := holds(tx, share.AccountID, hash)
+			if err != nil {
+				return err
+			}
 			active, err := ownerActive(tx, share.AccountID)
-			read = shareBlobRead{share: share, blob: rec, ownerDisabled: !active}
+			read = shareBlobRead{share: share, blob: rec, ownerDisabled: !active, released: !held}
 			return err
 		})
 		return read, read.share != nil, err
@@ -443,7 +454,7 @@ func (s *Store) ShareBlob(opaqueID, hash string) (Blob, error) {
 	// Whether the link is live is decided on every call, cached or not: it
 	// expires with the clock, not with a write. Disabling the owner is a
 	// write, so no entry read before it is used after it.
-	if read.share == nil || read.share.Revoked || read.ownerDisabled || read.share.expired(s.now()) {
+	if read.share == nil || read.share.Revoked || read.ownerDisabled || read.released || read.share.expired(s.now()) {
 		return Blob{}, ErrShareNotFound
 	}
 	if read.blob == nil {
@@ -461,4 +472,7 @@ type shareBlobRead struct {
 	share         *shareRecord
 	blob          *Blob
 	ownerDisabled bool
+	// released is set when the owner no longer holds the blob (a deleted
+	// photo purged from the trash): the link no longer serves it.
+	released bool
 }

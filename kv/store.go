@@ -78,6 +78,19 @@ var (
 	// every link record the account has, so its caps read them by one
 	// prefix scan.
 	bucketSharesByAccount = newBucket("shares_by_account")
+
+	// invites: id -> inviteRecord; invites_by_code: the code's SHA-256 -> id.
+	bucketInvites       = newBucket("invites")
+	bucketInvitesByCode = newBucket("invites_by_code")
+	// blob_holders: hash|accountID -> member, the holdings by blob, so
+	// releasing one tells whether any other account still holds it.
+	bucketBlobHolders = newBucket("blob_holders")
+	// asset_blobs: assetKey|hash -> member, every blob an op of the asset's
+	// chain names; blob_refs: idPart(accountID)|hash -> how many of the
+	// account's assets name it (8 bytes). A deleted asset's purge releases
+	// the blobs no other asset of the account names.
+	bucketAssetBlobs = newBucket("asset_blobs")
+	bucketBlobRefs   = newBucket("blob_refs")
 )
 
 // domainBuckets is every bucket newBucket declared, in declaration order:

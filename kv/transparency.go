@@ -50,6 +50,16 @@ func DirectoryResetLogRecord(userID string, version uint64, identityKey []byte) 
 	return fmt.Appendf(nil, "sealbox-directory-reset/v1 %s %d %x\n", userID, version, sha256.Sum256(identityKey))
 }
 
+// AccountDeletedLogRecord is the one record the deletion of an account
+// appends (self-service or sealbox users delete):
+// "sealbox-account-deleted/v1 <user_id> <directory_version cleared> <sha256
+// of the identity key unpinned>\n", version 0 and the SHA-256 of nothing for
+// an account that never published. An auditor reads it as a reset that
+// also ends the account: no record of this user id follows.
+func AccountDeletedLogRecord(userID string, version uint64, identityKey []byte) []byte {
+	return fmt.Appendf(nil, "sealbox-account-deleted/v1 %s %d %x\n", userID, version, sha256.Sum256(identityKey))
+}
+
 // logEntry splits a stored value into the record and its hashes.
 func logEntry(v []byte) (record []byte, hashes []byte, ok bool) {
 	if len(v) < 2 {

@@ -131,6 +131,9 @@ func (s *Store) OpenUpload(accountID, albumID, token string, idle time.Duration,
 		if a == nil || a.OwnerID != accountID {
 			return fault.Errorf(fault.ECodeAlbumNotFound, "album not found")
 		}
+		if a.deleted() {
+			return albumDeleted()
+		}
 		// A protocol upgrade waits for in_flight to reach zero: a new
 		// session would move the count away from it.
 		if up, err := liveUpgrade(tx, albumID, now); err != nil {

@@ -13,6 +13,7 @@ import (
 func (s *Server) registerProfileRoutes() {
 	s.handle(http.MethodGet, "/v1/auth/profile", s.bearer(s.handleProfileGet))
 	s.handle(http.MethodPatch, "/v1/auth/profile", s.bearer(s.handleProfilePatch))
+	s.handle(http.MethodDelete, "/v1/auth/account", s.bearer(s.fresh(s.handleAccountDelete)))
 }
 
 type profileResponse struct {
@@ -79,4 +80,40 @@ func (s *Server) handleProfilePatch(w http.ResponseWriter, r *http.Request, _ ht
 		return err
 	}
 	return writeJSON(w, http.StatusOK, profileOf(acct))
+}
+
+type deleteAccountRequest struct {
+	Password *string `json:"password"`
+}
+
+func (req *deleteAccountRequest) validate() error {
+	if err := required("password", req.Password); err != nil {
+		return err
+	}
+	return checkPresentedPassword("password", *req.Password)
+}
+
+// handles "DELETE /v1/auth/account": the caller deletes their own account,
+// with a fresh session and the password (the lockout applies), for good
+// (server/PROTOCOL.md §2).
+func (s *Server) handleAccountDelete(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	sess := caller(r)
+	var req deleteAccountRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	acct, err := s.store.Account(sess.AccountID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.signin.Verify(r.Context(), acct.Email, *req.Password); err != nil {
+		return clientGone(err)
+	}
+	if _, err := s.store.DeleteAccount(acct.Email); err != nil {
+		return err
+	}
+	return noContent(w)
 }

@@ -58,6 +58,10 @@ type albumView struct {
 	ProtocolVersion string `json:"protocol_version"`
 	CreatedAt       string `json:"created_at"`
 	SyncSeq         uint64 `json:"sync_seq"`
+	// DeletedAt and PurgeAt are set while the album is in the trash
+	// (server/PROTOCOL.md §9).
+	DeletedAt string `json:"deleted_at,omitempty"`
+	PurgeAt   string `json:"purge_at,omitempty"`
 }
 
 type albumsResponse struct {
@@ -72,9 +76,11 @@ func (s *Server) handleAlbumList(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	resp := albumsResponse{Albums: make([]albumView, 0, len(albums))}
 	for _, a := range albums {
-		resp.Albums = append(resp.Albums, albumView{
-			AlbumID: a.ID, ProtocolVersion: a.ProtocolVersion, CreatedAt: formatTime(a.CreatedAt), SyncSeq: a.SyncSeq,
-		})
+		v := albumView{AlbumID: a.ID, ProtocolVersion: a.ProtocolVersion, CreatedAt: formatTime(a.CreatedAt), SyncSeq: a.SyncSeq}
+		if !a.DeletedAt.IsZero() {
+			v.DeletedAt, v.PurgeAt = formatTime(a.DeletedAt), formatTime(a.PurgeAt)
+		}
+		resp.Albums = append(resp.Albums, v)
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }

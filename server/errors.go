@@ -26,6 +26,12 @@ var statusByCode = map[string]int{
 	fault.ECodeHashQueueFull:    http.StatusServiceUnavailable,
 
 	fault.ECodeRegistrationClosed: http.StatusForbidden,
+	fault.ECodeInviteRequired:     http.StatusForbidden,
+	fault.ECodeInviteNotFound:     http.StatusNotFound,
+	fault.ECodeAssetDeleted:       http.StatusConflict,
+	fault.ECodeAssetNotInTrash:    http.StatusNotFound,
+	fault.ECodeAlbumDeleted:       http.StatusConflict,
+	fault.ECodeAlbumNotInTrash:    http.StatusNotFound,
 	fault.ECodeAccountExists:      http.StatusConflict,
 	fault.ECodeAccountNotFound:    http.StatusNotFound,
 

@@ -79,6 +79,7 @@ func newMetrics(s *Server) *metrics {
 		Name: "sealbox_upload_buffer_bytes", Help: "Memory reserved by the uploads in flight for their bodies (--upload-buffer-account, --upload-buffer-total).",
 	}, func() float64 { return float64(s.uploadBuffers.inFlight()) })
 	m.registry.MustRegister(m.requests, m.latency, m.authFailures, m.rateLimited, m.limitRefusals, storeSize, blobBytes, blobCount, hashWaiting, uploadBuffer,
+		accountBytesCollector{s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if _, ok := s.store.EngineStats(); ok {
 		m.registry.MustRegister(engineCollectors(s)...)
@@ -87,6 +88,31 @@ func newMetrics(s *Server) *metrics {
 		m.registry.MustRegister(witnessCollector{s})
 	}
 	return m
+}
+
+// largestAccounts is how many accounts sealbox_account_bytes shows: the
+// largest only, so a server of many accounts keeps a bounded series count.
+const largestAccounts = 10
+
+var accountBytesDesc = prometheus.NewDesc("sealbox_account_bytes",
+	"Bytes held by each of the 10 accounts holding the most, by user id (a blob two accounts hold counts for each).",
+	[]string{"user_id"}, nil)
+
+// accountBytesCollector serves the largest accounts' usage, read from the
+// store when scraped, so every node sharing the store reports the same.
+type accountBytesCollector struct{ s *Server }
+
+func (c accountBytesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- accountBytesDesc }
+
+func (c accountBytesCollector) Collect(ch chan<- prometheus.Metric) {
+	top, err := c.s.store.LargestAccounts(largestAccounts)
+	if err != nil {
+		c.s.log.Warn().Err(err).Msg("metrics: read the largest accounts")
+		return
+	}
+	for _, a := range top {
+		ch <- prometheus.MustNewConstMetric(accountBytesDesc, prometheus.GaugeValue, float64(a.Bytes), a.AccountID)
+	}
 }
 
 // engineCollectors are the series of a store engine that has figures of its

@@ -31,6 +31,7 @@ var catalogOnly = map[string]string{
 	fault.ECodeMethodNotAllowed: "answered by the router when the path lacks the method",
 	fault.ECodeTooLarge:         "413 has no body, so the code is never sent",
 	fault.ECodeBlobNotFound:     "mapped from blobs.ErrNotFound; no handler lets it out today",
+	fault.ECodeInviteNotFound:   "the operator's `sealbox users uninvite` refusal; no route answers it",
 }
 
 // statusOverrides are the codes answered with another status than the

@@ -2,7 +2,11 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
+
+	"sealbox/server"
 )
 
 func TestUploadPastQuotaStoresNothing(t *testing.T) {
@@ -53,5 +57,46 @@ func TestChunkedUploadPastQuotaStoresNothing(t *testing.T) {
 	wantRefused([]byte{4})
 	if n, _ := ts.Store.HeldBytes(ts.UserID(t, tok.Access)); n != 1000 {
 		t.Fatalf("held bytes: got %d, want 1000", n)
+	}
+}
+
+// TestDefaultQuota: --default-quota is the quota of every account
+// registration creates, refused as any quota is and counted in the
+// metrics; an account created before it keeps its own.
+func TestDefaultQuota(t *testing.T) {
+	ts := MustOpenServer(t, func(c *server.Config) { c.DefaultQuota = 1000 })
+	tok := ts.Register(t, "q@example.org")
+	if a, err := ts.Store.AccountByEmail("q@example.org"); err != nil || a.QuotaBytes != 1000 {
+		t.Fatalf("new account's quota: got %v %v, want 1000", a, err)
+	}
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	ts.PutBlob(t, tok.Access, up, bytes.Repeat([]byte{1}, 600)).WantStatus(t, 201)
+	p := ts.PutBlob(t, tok.Access, up, bytes.Repeat([]byte{2}, 401)).WantProblem(t, 403, "error.quota.exceeded")
+	if !strings.Contains(p["detail"].(string), "quota") {
+		t.Fatalf("detail: %v", p["detail"])
+	}
+	ts.PutBlob(t, tok.Access, up, bytes.Repeat([]byte{3}, 400)).WantStatus(t, 201)
+	ts.WantMetric(t, `sealbox_limit_refusals_total{limit="quota"} 1`)
+}
+
+// TestAccountBytesMetric: sealbox_account_bytes shows the 10 accounts that
+// hold the most, and no other.
+func TestAccountBytesMetric(t *testing.T) {
+	ts := MustOpenServer(t)
+	ids := make([]string, 11)
+	for i := range ids {
+		tok := ts.Register(t, fmt.Sprintf("u%d@example.org", i))
+		ids[i] = ts.UserID(t, tok.Access)
+		ts.Upload(t, tok.Access, bytes.Repeat([]byte{byte(i)}, 100+i))
+	}
+	for i, id := range ids {
+		want := 100 + i
+		if i == 0 {
+			want = 0 // the smallest, not shown
+		}
+		series := fmt.Sprintf(`sealbox_account_bytes{user_id=%q}`, id)
+		if got := metricValue(t, ts, series); got != want {
+			t.Errorf("%s: got %d, want %d", series, got, want)
+		}
 	}
 }

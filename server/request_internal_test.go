@@ -56,6 +56,15 @@ var requestTypes = []struct {
 	{"verify-totp", func() any { return &verifyLoginRequest{} }, func(v any) error { return v.(*verifyLoginRequest).validate() },
 		[]string{fault.ECodeChallengeExpired}},
 	{"album", func() any { return &provisionAlbumRequest{} }, func(v any) error { return v.(*provisionAlbumRequest).validate() }, nil},
+	{"delete-account", func() any { return &deleteAccountRequest{} }, func(v any) error { return v.(*deleteAccountRequest).validate() }, nil},
+	{"tombstone", func() any { return &tombstoneRequest{} }, func(v any) error {
+		_, _, err := v.(*tombstoneRequest).validate("6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b")
+		return err
+	}, nil},
+	{"album-tombstone", func() any { return &albumTombstoneRequest{} }, func(v any) error {
+		_, _, err := v.(*albumTombstoneRequest).validate("6f1c2b9e-3d4a-4e5f-8a7b-1c2d3e4f5a6b")
+		return err
+	}, nil},
 }
 
 // FuzzDecodeStrict decodes every body into every request type, then runs

@@ -40,6 +40,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerOpRoutes()
 	s.registerFeedRoutes()
 	s.registerAssetRoutes()
+	s.registerTrashRoutes()
 	s.registerHoldingRoutes()
 	s.registerUpgradeRoutes()
 	s.registerOpenAPIRoutes()

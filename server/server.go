@@ -42,7 +42,8 @@ type Config struct {
 	// caller gave it); the metrics listener serves them beside the
 	// server's own.
 	EngineMetrics prometheus.Gatherer
-	// Registration is "open" or "closed".
+	// Registration is RegistrationOpen, RegistrationClosed or
+	// RegistrationInvite.
 	Registration string
 	// TrustProxy takes the client address from the last hop of
 	// X-Forwarded-For instead of the TCP peer.
@@ -65,6 +66,12 @@ type Config struct {
 	// uploadbuffer.go).
 	UploadBufferAccount int64
 	UploadBufferTotal   int64
+	// DefaultQuota is the quota in bytes of every account registration
+	// creates; 0 is unlimited.
+	DefaultQuota int64
+	// Trash is how long a deleted photo stays restorable before its blobs
+	// are released (server/PROTOCOL.md §9).
+	Trash time.Duration
 
 	AccessTTL   time.Duration
 	RefreshTTL  time.Duration
@@ -205,10 +212,18 @@ type Config struct {
 	Log  zerolog.Logger
 }
 
+// The registration modes (server/PROTOCOL.md §2): anyone may register,
+// nobody may, or whoever holds an invitation the operator issued.
+const (
+	RegistrationOpen   = "open"
+	RegistrationClosed = "closed"
+	RegistrationInvite = "invite"
+)
+
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{
-		Registration:        "open",
+		Registration:        RegistrationOpen,
 		MaxBody:             1 << 20,
 		MaxBlob:             16 << 30,
 		InlineMax:           16 << 10,
@@ -219,6 +234,7 @@ func DefaultConfig() Config {
 		UploadBufferTotal:   48 << 20,
 		MaxShareLinks:       1000,
 		MaxShareServes:      100_000,
+		Trash:               30 * 24 * time.Hour,
 		AccessTTL:           15 * time.Minute,
 		RefreshTTL:          30 * 24 * time.Hour,
 		FreshWindow:         10 * time.Minute,

@@ -115,7 +115,16 @@ func (c *credentials) validate(passwordRule func(field, pw string) error) (email
 	return email, passwordRule("password", *c.Password)
 }
 
-type registerRequest = credentials
+// registerRequest is credentials and, in invite mode, the invitation.
+type registerRequest struct {
+	Email      *string `json:"email"`
+	Password   *string `json:"password"`
+	InviteCode *string `json:"invite_code"`
+}
+
+func (req *registerRequest) validate(passwordRule func(field, pw string) error) (email string, err error) {
+	return (&credentials{Email: req.Email, Password: req.Password}).validate(passwordRule)
+}
 
 // allowAuth spends one of the client address's tokens for failed sign-ins
 // and registrations (AuthRate, AuthBurst): 429 error.rate_limited with
@@ -162,9 +171,11 @@ func clientGone(err error) error {
 
 // handles "POST /v1/auth/register": the account is written only if its
 // client still waits once the password is hashed, so a registration
-// abandoned mid-hash creates nothing.
+// abandoned mid-hash creates nothing. In invite mode it spends the
+// invitation in the transaction that creates the account
+// (server/PROTOCOL.md §2).
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	if s.cfg.Registration == "closed" {
+	if s.cfg.Registration == RegistrationClosed {
 		return fault.Errorf(fault.ECodeRegistrationClosed, "registration is closed on this server")
 	}
 	if err := s.allowAuth(r); err != nil {
@@ -178,6 +189,17 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 	if err != nil {
 		return err
 	}
+	invited := s.cfg.Registration == RegistrationInvite
+	if invited {
+		// Checked before the password is hashed, so a guessed code costs no
+		// hash; the transaction that creates the account checks it again.
+		if req.InviteCode == nil {
+			return fault.Errorf(fault.ECodeInviteRequired, "registration needs a valid invitation")
+		}
+		if err := s.store.CheckInvite(*req.InviteCode, email); err != nil {
+			return err
+		}
+	}
 	hash, err := s.signin.Hash(r.Context(), *req.Password)
 	if err == nil {
 		err = r.Context().Err()
@@ -185,9 +207,14 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, _ httpro
 	if err != nil {
 		return clientGone(err)
 	}
-	acct := &kv.Account{ID: s.newUUID(), Email: email, PasswordHash: hash, CreatedAt: s.now()}
+	acct := &kv.Account{ID: s.newUUID(), Email: email, PasswordHash: hash, CreatedAt: s.now(), QuotaBytes: s.cfg.DefaultQuota}
 	grant := s.newSession(r, acct.ID, "", "")
-	if err := s.store.CreateAccount(acct, grant.session, grant.access, grant.refresh); err != nil {
+	if invited {
+		err = s.store.CreateInvitedAccount(*req.InviteCode, acct, grant.session, grant.access, grant.refresh)
+	} else {
+		err = s.store.CreateAccount(acct, grant.session, grant.access, grant.refresh)
+	}
+	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, grant.response())

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"sealbox/blobs"
+	"sealbox/kv"
 	"sealbox/kv/fault"
 )
 
@@ -127,7 +128,7 @@ func (q *quotaReader) Read(p []byte) (int, error) {
 }
 
 func quotaExceeded(room int64) error {
-	return fault.Errorf(fault.ECodeQuotaExceeded, "the blob would take the account past its quota (room for %d more bytes); nothing was stored", room)
+	return fault.LimitErrorf(fault.ECodeQuotaExceeded, kv.LimitQuota, 0, "the blob would take the account past its quota (room for %d more bytes); nothing was stored", room)
 }
 
 // handles "DELETE /v1/uploads/:upload_id": closes the session; the blobs it

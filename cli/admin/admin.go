@@ -26,6 +26,11 @@ type Admin interface {
 	SetQuota(ctx context.Context, email string, quota int64) (User, error)
 	ResetSecondFactor(ctx context.Context, email string) (User, error)
 	ResetDirectory(ctx context.Context, email string) (User, error)
+	SetPassword(ctx context.Context, email, password string) (User, error)
+	DeleteUser(ctx context.Context, email string) (User, error)
+	Invite(ctx context.Context, opts InviteOptions) (Invitation, error)
+	Invites(ctx context.Context) ([]Invitation, error)
+	Uninvite(ctx context.Context, id string) error
 	Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error)
 	Check(ctx context.Context, deep bool) (CheckReport, error)
 	GC(ctx context.Context, dryRun bool, grace time.Duration) (GCReport, error)
@@ -50,8 +55,11 @@ type User struct {
 	// factor reset on an account without one).
 	Unchanged bool `json:"unchanged,omitempty"`
 	// LogIndex is the transparency log index of the record a directory
-	// reset appended.
+	// reset or an account's deletion appended.
 	LogIndex *int64 `json:"log_index,omitempty"`
+	// UnheldBlobs counts the blobs a deletion left held by nobody, which gc
+	// removes after its grace period.
+	UnheldBlobs int `json:"unheld_blobs,omitempty"`
 }
 
 func userOf(row kv.UserSummary) User {
@@ -73,6 +81,10 @@ type Ops struct {
 	Blobs            blobs.Engine
 	Hasher           *password.Hasher
 	Rand             io.Reader
+	// DefaultQuota is the quota of the accounts AddUser creates: the
+	// server's --default-quota on its socket; 0 (unlimited) when the CLI
+	// works on a store no server holds, which knows no server's flags.
+	DefaultQuota int64
 }
 
 var _ Admin = (*Ops)(nil)
@@ -105,11 +117,49 @@ func (o *Ops) AddUser(ctx context.Context, email, pw string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	acct := &kv.Account{ID: ids.UUID(o.Rand), Email: email, PasswordHash: hash, CreatedAt: o.Store.Now()}
+	acct := &kv.Account{ID: ids.UUID(o.Rand), Email: email, PasswordHash: hash, CreatedAt: o.Store.Now(), QuotaBytes: o.DefaultQuota}
 	if err := o.Store.AddAccount(acct); err != nil {
 		return User{}, err
 	}
 	return o.user(email)
+}
+
+// SetPassword is the operator's password reset, for a user who forgot
+// theirs: the new password (the rules of registration) replaces the old,
+// every session and pending sign-in of the account closes and its lockout
+// is cleared. The photos' keys are the client's, sealed under the
+// encryption passphrase and the recovery key, never the sign-in password:
+// the reset leaves them as they are, and the server cannot open them.
+func (o *Ops) SetPassword(ctx context.Context, email, pw string) (User, error) {
+	if err := kv.CheckNewPassword(pw); err != nil {
+		return User{}, err
+	}
+	hash, err := o.Hasher.Hash(ctx, pw)
+	if err != nil {
+		return User{}, err
+	}
+	revoked, err := o.Store.SetPassword(normalize(email), hash)
+	if err != nil {
+		return User{}, err
+	}
+	u, err := o.user(email)
+	u.RevokedSessions = revoked
+	return u, err
+}
+
+// DeleteUser deletes the account for good, with everything that is its own
+// (kv.Store.DeleteAccount), and reports it as it was just before.
+func (o *Ops) DeleteUser(_ context.Context, email string) (User, error) {
+	u, err := o.user(email)
+	if err != nil {
+		return User{}, err
+	}
+	d, err := o.Store.DeleteAccount(normalize(email))
+	if err != nil {
+		return User{}, err
+	}
+	u.UserID, u.RevokedSessions, u.UnheldBlobs, u.LogIndex = d.AccountID, d.RevokedSessions, d.UnheldBlobs, &d.LogIndex
+	return u, nil
 }
 
 // SetDisabled disables (closing every session) or enables an account.

@@ -38,6 +38,9 @@ type args struct {
 	DryRun   bool          `json:"dry_run,omitempty"`
 	Grace    time.Duration `json:"grace,omitempty"`
 	Keep     int           `json:"keep,omitempty"`
+	// Invite and ID are `users invite`'s options and `users uninvite`'s id.
+	Invite *InviteOptions `json:"invite,omitempty"`
+	ID     string         `json:"id,omitempty"`
 }
 
 // backupEvent is one line of the backup stream: progress, then the report
@@ -85,6 +88,18 @@ func Handler(ops Admin) http.Handler {
 	handle("/users/set-quota", func(ctx context.Context, a args) (any, error) { return ops.SetQuota(ctx, a.Email, a.Quota) })
 	handle("/users/reset-2fa", func(ctx context.Context, a args) (any, error) { return ops.ResetSecondFactor(ctx, a.Email) })
 	handle("/users/reset-directory", func(ctx context.Context, a args) (any, error) { return ops.ResetDirectory(ctx, a.Email) })
+	handle("/users/set-password", func(ctx context.Context, a args) (any, error) {
+		return ops.SetPassword(ctx, a.Email, a.Password)
+	})
+	handle("/users/delete", func(ctx context.Context, a args) (any, error) { return ops.DeleteUser(ctx, a.Email) })
+	handle("/users/invite", func(ctx context.Context, a args) (any, error) {
+		if a.Invite == nil {
+			return nil, fmt.Errorf("bad request: no invitation options")
+		}
+		return ops.Invite(ctx, *a.Invite)
+	})
+	handle("/users/invites", func(ctx context.Context, _ args) (any, error) { return ops.Invites(ctx) })
+	handle("/users/uninvite", func(ctx context.Context, a args) (any, error) { return struct{}{}, ops.Uninvite(ctx, a.ID) })
 	handle("/check", func(ctx context.Context, a args) (any, error) { return ops.Check(ctx, a.Deep) })
 	handle("/gc", func(ctx context.Context, a args) (any, error) { return ops.GC(ctx, a.DryRun, a.Grace) })
 	// A backup streams its progress as JSON lines, then the report.
@@ -341,6 +356,16 @@ func (c *Client) SetDisabled(ctx context.Context, email string, disabled bool) (
 func (c *Client) SetQuota(ctx context.Context, email string, quota int64) (User, error) {
 	var u User
 	return u, c.call(ctx, "/users/set-quota", args{Email: email, Quota: quota}, &u)
+}
+
+func (c *Client) SetPassword(ctx context.Context, email, password string) (User, error) {
+	var u User
+	return u, c.call(ctx, "/users/set-password", args{Email: email, Password: password}, &u)
+}
+
+func (c *Client) DeleteUser(ctx context.Context, email string) (User, error) {
+	var u User
+	return u, c.call(ctx, "/users/delete", args{Email: email}, &u)
 }
 
 func (c *Client) ResetSecondFactor(ctx context.Context, email string) (User, error) {

@@ -95,6 +95,25 @@ const (
 
 	ECodeAccountExists   = "error.account.exists"
 	ECodeAccountNotFound = "error.account.not_found"
+	// ECodeInviteRequired (403): in invite mode, a registration without a
+	// live invitation for its email; missing, wrong, spent, expired and
+	// bound to another email answer alike.
+	ECodeInviteRequired = "error.registration.invite_required"
+	// ECodeInviteNotFound: the operator named an invitation that is not
+	// outstanding (spent, expired, revoked or never issued).
+	ECodeInviteNotFound = "error.invite.not_found"
+	// ECodeAssetDeleted (409): an op or a tombstone continues the chain of
+	// an asset that is deleted (in the trash, or purged from it).
+	ECodeAssetDeleted = "error.asset.deleted"
+	// ECodeAssetNotInTrash (404): a restore names an asset that is not in
+	// the trash (live, purged, unknown, or another account's album).
+	ECodeAssetNotInTrash = "error.asset.not_in_trash"
+	// ECodeAlbumDeleted (409): the album is deleted: nothing is added to
+	// it until its owner restores it.
+	ECodeAlbumDeleted = "error.album.deleted"
+	// ECodeAlbumNotInTrash (404): a restore names an album that is not in
+	// the trash (live, purged, unknown or another account's).
+	ECodeAlbumNotInTrash = "error.album.not_in_trash"
 
 	ECodeInvalidCredentials = "error.auth.invalid_credentials"
 	ECodeUnauthenticated    = "error.auth.unauthenticated"
