@@ -75,6 +75,11 @@ func (c *Catalog) Assets(ctx context.Context, albumID string) ([]Asset, []*Asset
 	var assets []Asset
 	var failed []*AssetError
 	for _, e := range entries {
+		if e.Action == "delete" {
+			// In the trash: its chain ends in a tombstone (server/PROTOCOL.md
+			// §9); restored, it shows its last op again.
+			continue
+		}
 		a, err := c.open(ctx, albumID, e)
 		if err != nil {
 			var ae *AssetError
