@@ -162,10 +162,10 @@ func emit(w io.Writer, v any) {
 }
 
 func newClientSignupCmd(f *clientFlags) *cobra.Command {
-	var email string
+	var email, invite string
 	var fromStdin bool
 	cmd := &cobra.Command{
-		Use:   "signup URL",
+		Use:   "signup URL|INVITATION-LINK",
 		Short: "Create an account on the server at URL, with its keys, and sign in on this device",
 		Long: `Creates the account and its keys. The password you choose opens your photos' keys: the
 server is sent only a secret derived from it, never the password. A recovery key is printed
@@ -187,11 +187,17 @@ password, and nobody, the server's operator included, can recover them without i
 			if len(password) < 8 {
 				return refused(errors.New("the password must be at least 8 characters"))
 			}
-			c, err := client.New(args[0], nil)
+			// An invitation link is the server's address with the code
+			// in its fragment: URL/#invite=CODE.
+			server, fragment, _ := strings.Cut(args[0], "#")
+			if code, ok := strings.CutPrefix(fragment, "invite="); ok && invite == "" {
+				invite = code
+			}
+			c, err := client.New(server, nil)
 			if err != nil {
 				return refused(err)
 			}
-			recovery, err := library.Signup(cmd.Context(), p, c, email, password)
+			recovery, err := library.Signup(cmd.Context(), p, c, email, password, invite)
 			if err != nil {
 				return serverError(err)
 			}
@@ -206,6 +212,7 @@ password, and nobody, the server's operator included, can recover them without i
 		},
 	}
 	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	cmd.Flags().StringVar(&invite, "invite", "", "the invitation's code, on a server that registers by invitation (an invitation link URL/#invite=CODE carries it too)")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
 	return cmd
 }

@@ -26,7 +26,9 @@ import (
 	"sealbox/cli/client"
 	"sealbox/cli/media/mediatest"
 	"sealbox/cli/sealed"
+	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server"
 	"sealbox/server/servertest"
 )
 
@@ -47,9 +49,9 @@ type clientRig struct {
 	down atomic.Int32
 }
 
-func newClientRig(t *testing.T) *clientRig {
+func newClientRig(t *testing.T, edit ...func(*server.Config)) *clientRig {
 	t.Helper()
-	rig := &clientRig{t: t, bin: buildBinary(t), ts: servertest.MustOpenServer(t), profile: filepath.Join(t.TempDir(), "profile")}
+	rig := &clientRig{t: t, bin: buildBinary(t), ts: servertest.MustOpenServer(t, edit...), profile: filepath.Join(t.TempDir(), "profile")}
 	target, _ := url.Parse(rig.ts.URL())
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -566,5 +568,23 @@ func TestClientSyncStops(t *testing.T) {
 	_, errOut, code = rig.run("", "sync", folder)
 	if code != 2 || !strings.Contains(errOut, "past its quota (room for 0 more bytes)") {
 		t.Fatalf("a full quota: exit %d, %s", code, errOut)
+	}
+}
+
+// TestClientSignupByInvitation: on a server that registers by invitation,
+// signup without a code is refused (exit 2, the server's words), and the
+// invitation link URL/#invite=CODE signs up.
+func TestClientSignupByInvitation(t *testing.T) {
+	rig := newClientRig(t, func(c *server.Config) { c.Registration = server.RegistrationInvite })
+	if err := rig.ts.Store.CreateInvite(kv.Invite{ID: "inv", Email: "invited@example.org", ExpiresAt: time.Now().Add(time.Hour)}, "sbx_in_family"); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := rig.run("correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "invited@example.org", "--password-stdin")
+	if code != 2 || !strings.Contains(errOut, "invit") {
+		t.Fatalf("signup without an invitation: exit %d, %s", code, errOut)
+	}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url+"/#invite=sbx_in_family", "--email", "invited@example.org", "--password-stdin")
+	if out := rig.mustRun(0, "", "status"); !strings.Contains(out, "invited@example.org") {
+		t.Fatalf("status after an invited signup: %s", out)
 	}
 }

@@ -43,16 +43,18 @@ type Challenge struct {
 	ExpiresBy int64  `json:"expires_by"`
 }
 
-type credentials struct {
-	Email    string `json:"email"`
-	Password string `json:"password"`
+type registration struct {
+	Email      string `json:"email"`
+	Password   string `json:"password"`
+	InviteCode string `json:"invite_code,omitempty"`
 }
 
-// Register creates an account and signs in to it. A registration is never
-// sent twice: a second try of one that reached the server would answer
-// that the account exists.
-func (c *Client) Register(ctx context.Context, email, password string) (Tokens, error) {
-	body, err := jsonBody(credentials{Email: email, Password: password})
+// Register creates an account and signs in to it; invite is the
+// invitation's code on a server that registers by invitation ("" where
+// registration is open). A registration is never sent twice: a second try
+// of one that reached the server would answer that the account exists.
+func (c *Client) Register(ctx context.Context, email, password, invite string) (Tokens, error) {
+	body, err := jsonBody(registration{Email: email, Password: password, InviteCode: invite})
 	if err != nil {
 		return Tokens{}, err
 	}

@@ -74,7 +74,7 @@ func TestSignInAndErrors(t *testing.T) {
 	c, _ := newClient(t, ts.URL())
 	var saved []client.Tokens
 	c.OnTokens = func(tok client.Tokens) { saved = append(saved, tok) }
-	tok, err := c.Register(ctx, "alice@example.org", servertest.Password)
+	tok, err := c.Register(ctx, "alice@example.org", servertest.Password, "")
 	if err != nil || !strings.HasPrefix(tok.Access, "sbx_at_") || tok.Refresh == "" {
 		t.Fatalf("register: %+v, %v", tok, err)
 	}
@@ -82,7 +82,7 @@ func TestSignInAndErrors(t *testing.T) {
 	if err != nil || p.Email != "alice@example.org" || p.UserID == "" {
 		t.Fatalf("profile: %+v, %v", p, err)
 	}
-	if _, err := c.Register(ctx, "alice@example.org", servertest.Password); !errors.Is(err, &client.Error{Code: fault.ECodeAccountExists}) {
+	if _, err := c.Register(ctx, "alice@example.org", servertest.Password, ""); !errors.Is(err, &client.Error{Code: fault.ECodeAccountExists}) {
 		t.Fatalf("a second registration: %v", err)
 	}
 	_, ch, err := c.Login(ctx, "alice@example.org", "a wrong password", "")
@@ -123,7 +123,7 @@ func TestRefresh(t *testing.T) {
 	c, _ := newClient(t, ts.URL())
 	var refreshes atomic.Int32
 	c.OnTokens = func(client.Tokens) { refreshes.Add(1) }
-	if _, err := c.Register(ctx, "bob@example.org", servertest.Password); err != nil {
+	if _, err := c.Register(ctx, "bob@example.org", servertest.Password, ""); err != nil {
 		t.Fatal(err)
 	}
 	before := c.Tokens()
@@ -155,7 +155,7 @@ func TestRefresh(t *testing.T) {
 func TestBlobs(t *testing.T) {
 	ts := servertest.MustOpenServer(t)
 	c, _ := newClient(t, ts.URL())
-	if _, err := c.Register(ctx, "carol@example.org", servertest.Password); err != nil {
+	if _, err := c.Register(ctx, "carol@example.org", servertest.Password, ""); err != nil {
 		t.Fatal(err)
 	}
 	album := "0b6c5d2e-1a3f-4e8b-9c7d-2f1e0a9b8c7d"
@@ -227,7 +227,7 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("the network w
 func TestTusResume(t *testing.T) {
 	ts := servertest.MustOpenServer(t)
 	c, waits := newClient(t, ts.URL())
-	if _, err := c.Register(ctx, "dave@example.org", servertest.Password); err != nil {
+	if _, err := c.Register(ctx, "dave@example.org", servertest.Password, ""); err != nil {
 		t.Fatal(err)
 	}
 	album := "1c7d6e3f-2b4a-4f9c-8d8e-3a2f1b0c9d8e"
@@ -329,10 +329,10 @@ func TestRetries(t *testing.T) {
 	c.Retry = client.Retry{Attempts: 5, Initial: time.Second, Max: 4 * time.Second}
 
 	failures.Store(1)
-	if _, err := c.Register(ctx, "erin@example.org", servertest.Password); err == nil || len(*waits) != 0 {
+	if _, err := c.Register(ctx, "erin@example.org", servertest.Password, ""); err == nil || len(*waits) != 0 {
 		t.Fatalf("a registration through a failing server: %v after %d waits; want a failure without a retry", err, len(*waits))
 	}
-	if _, err := c.Register(ctx, "erin@example.org", servertest.Password); err != nil {
+	if _, err := c.Register(ctx, "erin@example.org", servertest.Password, ""); err != nil {
 		t.Fatal(err)
 	}
 	failures.Store(4)
@@ -355,7 +355,7 @@ func TestRetries(t *testing.T) {
 func TestAssetsAndOps(t *testing.T) {
 	ts := servertest.MustOpenServer(t, func(c *server.Config) { c.AlbumProtocol = "2026-01-01" })
 	c, _ := newClient(t, ts.URL())
-	if _, err := c.Register(ctx, "frank@example.org", servertest.Password); err != nil {
+	if _, err := c.Register(ctx, "frank@example.org", servertest.Password, ""); err != nil {
 		t.Fatal(err)
 	}
 	p, err := c.Profile(ctx)
@@ -410,7 +410,7 @@ func TestAssetsAndOps(t *testing.T) {
 func TestUploadRate(t *testing.T) {
 	ts := servertest.MustOpenServer(t)
 	c, waits := newClient(t, ts.URL())
-	if _, err := c.Register(ctx, "grace@example.org", servertest.Password); err != nil {
+	if _, err := c.Register(ctx, "grace@example.org", servertest.Password, ""); err != nil {
 		t.Fatal(err)
 	}
 	album := "4f0a9162-5e7d-4c2f-8b1a-6d5c4e3f2a1b"

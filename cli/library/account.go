@@ -18,14 +18,15 @@ import (
 // lower them (the escrow stores them, so an escrow opens with its own).
 var EscrowArgon2 = sealed.DefaultArgon2
 
-// Signup registers email on the server c talks to and makes the account's
+// Signup registers email (with the invitation's code on a server that
+// registers by invitation) on the server c talks to and makes the account's
 // keys: a master key and an identity key, sealed in the escrow under the
 // password and under a recovery key, which is returned to be shown once
 // and never stored. The server is sent the login secret (cli/sealed/FORMAT.md
 // §5.3), never the password, and the identity key is pinned by a first
 // directory publish. The session and the keys are saved in p.
-func Signup(ctx context.Context, p *Profile, c *client.Client, email, password string) (sealed.RecoveryKey, error) {
-	tokens, err := c.Register(ctx, email, sealed.LoginSecret(email, password))
+func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, invite string) (sealed.RecoveryKey, error) {
+	tokens, err := c.Register(ctx, email, sealed.LoginSecret(email, password), invite)
 	if err != nil {
 		return sealed.RecoveryKey{}, err
 	}
