@@ -518,7 +518,7 @@ func listAlbums(ctx context.Context, cmd *cobra.Command, a *account, asJSON bool
 }
 
 func newClientExportCmd(f *clientFlags) *cobra.Command {
-	x := library.Exporter{Layout: "album"}
+	x := library.Exporter{Layout: "album", Jobs: 4}
 	cmd := &cobra.Command{
 		Use:   "export DEST",
 		Short: "Write the originals into a folder, byte for byte, each with its capture time",
@@ -545,6 +545,7 @@ album, the rest is exported, and the exit status is 1.`,
 	}
 	cmd.Flags().StringVar(&x.Album, "album", "", "export only the album of this title")
 	cmd.Flags().StringVar(&x.Layout, "layout", x.Layout, "album (DEST/ALBUM/NAME) or date (DEST/YYYY/MM/NAME)")
+	cmd.Flags().IntVar(&x.Jobs, "jobs", x.Jobs, "originals downloaded at once")
 	return cmd
 }
 

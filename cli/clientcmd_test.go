@@ -208,6 +208,22 @@ func TestClientSyncAndExport(t *testing.T) {
 		t.Fatalf("a second export: %s", out)
 	}
 
+	// The same photo in a second album is exported once, and hard-linked.
+	best := filepath.Join(t.TempDir(), "Best")
+	os.MkdirAll(best, 0o755)
+	os.WriteFile(filepath.Join(best, "IMG_0001.jpg"), files["IMG_0001.jpg"], 0o644)
+	rig.mustRun(0, "", "sync", best, "--album", "Best")
+	both := filepath.Join(t.TempDir(), "both")
+	out = rig.mustRun(0, "", "export", both, "--json")
+	if ev := events(t, out); len(ev["linked"]) != 1 || len(ev["exported"]) != 4 {
+		t.Fatalf("an export of two albums sharing a photo: %s", out)
+	}
+	a, errA := os.Stat(filepath.Join(both, "Holiday", "IMG_0001.jpg"))
+	b, errB := os.Stat(filepath.Join(both, "Best", "IMG_0001.jpg"))
+	if errA != nil || errB != nil || !os.SameFile(a, b) {
+		t.Fatalf("the photo in two albums is not one file linked twice: %v %v", errA, errB)
+	}
+
 	// A link to the album opens, as a viewer would, with the fragment
 	// alone; one with a passphrase also needs it; unshare ends a link.
 	link := strings.TrimSpace(rig.mustRun(0, "", "share", "Holiday"))
@@ -255,7 +271,7 @@ func TestClientSyncAndExport(t *testing.T) {
 			t.Fatal("no blob file of the video found to damage")
 		}
 		out, errOut, code := rig.run("", "export", filepath.Join(t.TempDir(), "again"))
-		if code != 1 || !strings.Contains(errOut, "clip.mp4 in album Holiday") || !strings.Contains(out, "exported 3") {
+		if code != 1 || !strings.Contains(errOut, "clip.mp4 in album Holiday") || !strings.Contains(out, "exported 5 (") {
 			t.Fatalf("export of a damaged blob: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 		}
 	}

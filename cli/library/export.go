@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"sealbox/cli/client"
@@ -184,6 +185,8 @@ type Exporter struct {
 	Album string
 	// Layout "album": DEST/ALBUM/NAME; "date": DEST/YYYY/MM/NAME.
 	Layout string
+	// Jobs is how many originals are downloaded at once.
+	Jobs   int
 	Report func(Event)
 }
 
@@ -201,8 +204,13 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	written := map[string]string{} // content hmac -> a path exported this run
-	taken := map[string]bool{}     // paths claimed this run
+	// Every asset's place is decided first, in a fixed order, so names
+	// do not depend on which download ends first. The first asset of each
+	// content is downloaded, Jobs at a time; the others (the same photo in
+	// another album) are linked to it once it is there.
+	taken := map[string]bool{}
+	first := map[string]exportJob{} // content hmac -> the job that downloads it
+	var downloads, links []exportJob
 	for _, albumID := range albums {
 		assets, failed, err := x.Catalog.Assets(ctx, albumID)
 		if err != nil {
@@ -216,19 +224,59 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 			if x.Album != "" && a.AlbumTitle != x.Album {
 				continue
 			}
-			if ctx.Err() != nil {
-				return sum, ctx.Err()
+			j := exportJob{asset: a, final: x.path(a, taken)}
+			if f, ok := first[a.Meta.ContentHMAC]; ok {
+				j.linkTo = f.final
+				links = append(links, j)
+				continue
 			}
-			report(x.exportAsset(ctx, a, written, taken))
+			first[a.Meta.ContentHMAC] = j
+			downloads = append(downloads, j)
 		}
 	}
+	var mu sync.Mutex
+	work := make(chan exportJob)
+	var wg sync.WaitGroup
+	for range max(1, x.Jobs) {
+		wg.Go(func() {
+			for j := range work {
+				ev := x.exportAsset(ctx, j)
+				mu.Lock()
+				report(ev)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, j := range downloads {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	for _, j := range links {
+		if ctx.Err() != nil {
+			break
+		}
+		report(x.exportAsset(ctx, j))
+	}
 	sort.Strings(sum.FailedPaths)
-	return sum, nil
+	return sum, ctx.Err()
 }
 
-// exportAsset writes one asset's original.
-func (x *Exporter) exportAsset(ctx context.Context, a Asset, written map[string]string, taken map[string]bool) Event {
-	final := x.path(a, taken)
+// exportJob is one asset to export to final; with linkTo, the same
+// original exported at that path, to link to.
+type exportJob struct {
+	asset  Asset
+	final  string
+	linkTo string
+}
+
+// exportAsset writes one asset's original, or links it to the same
+// original exported elsewhere in this run.
+func (x *Exporter) exportAsset(ctx context.Context, j exportJob) Event {
+	a, final := j.asset, j.final
 	ev := Event{Path: final, Album: a.AlbumTitle, Bytes: a.Meta.Size}
 	fail := func(err error) Event {
 		ev.What, ev.Error = "failed", fmt.Sprintf("%s in album %s: %v", a.Meta.Name, a.AlbumTitle, err)
@@ -236,18 +284,16 @@ func (x *Exporter) exportAsset(ctx context.Context, a Asset, written map[string]
 	}
 	when := captureTime(a.Meta.Taken)
 	if fi, err := os.Stat(final); err == nil && fi.Size() == a.Meta.Size && fi.ModTime().Equal(when) {
-		written[a.Meta.ContentHMAC] = final
 		ev.What = "unchanged"
 		return ev
 	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return fail(err)
 	}
-	if other, ok := written[a.Meta.ContentHMAC]; ok {
-		// The same original in another album: a hard link where the file
-		// system has them, a copy otherwise.
+	if j.linkTo != "" {
+		// A hard link where the file system has them, a copy otherwise.
 		os.Remove(final)
-		if os.Link(other, final) == nil {
+		if os.Link(j.linkTo, final) == nil {
 			ev.What = "linked"
 			return ev
 		}
@@ -255,7 +301,6 @@ func (x *Exporter) exportAsset(ctx context.Context, a Asset, written map[string]
 	if err := x.download(ctx, a, final, when); err != nil {
 		return fail(err)
 	}
-	written[a.Meta.ContentHMAC] = final
 	ev.What = "exported"
 	return ev
 }
