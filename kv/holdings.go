@@ -113,7 +113,8 @@ func checkQuota(tx Tx, accountID string, used, size int64) error {
 
 // holdBlob records that the account holds b, creating the blob's record if
 // this is the first holding of it, and reports whether the holding is new
-// (false: the account already held the blob, and nothing was written).
+// (false: the account already held the blob, and nothing was written). Its
+// one refusal, error.quota.exceeded, comes before it writes anything.
 func holdBlob(tx Tx, accountID string, b Blob, now time.Time) (bool, error) {
 	key := holdingKey(accountID, b.Hash)
 	if held, err := has(tx, bucketHoldings, key); held || err != nil {

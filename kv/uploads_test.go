@@ -1,6 +1,8 @@
 package kv_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,4 +65,49 @@ func TestUploadSessionLifecycle(t *testing.T) {
 	path := s.Path()
 	s.Close()
 	assertFileLacks(t, path, token)
+}
+
+// TestConcurrentUploadsCommitTogether: 32 writers storing blobs through one
+// upload session all rewrite the session's rows and the account's usage. On
+// an engine that counts its conflict retries (PostgreSQL), they are
+// committed together rather than in transactions that all but one lose
+// (issue 41: two retries per upload, and 6 uploads a second); on every
+// engine, each blob is held once and the usage is their sum.
+func TestConcurrentUploadsCommitTogether(t *testing.T) {
+	s, _ := kvtest.MustOpenStore(t)
+	ensureAccount(t, s, "acct")
+	if _, _, err := s.ProvisionAlbum("acct", "album", "2026-09-01"); err != nil {
+		t.Fatal(err)
+	}
+	const token = "sbx_up_SECRETUPLOADTOKEN0123456789"
+	if _, err := s.OpenUpload("acct", "album", token, time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 32, 8
+	before, counted := s.EngineStats()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				hash := fmt.Sprintf("%064x", w*each+i)
+				if newly, err := s.AddUploadBlob("acct", token, kv.Blob{Hash: hash, Size: 10}, time.Hour); err != nil || !newly {
+					t.Errorf("%s: newly held %v, %v", hash, newly, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if held, err := s.HeldBytes("acct"); err != nil || held != writers*each*10 {
+		t.Errorf("usage %d, %v; want %d", held, err, writers*each*10)
+	}
+	if hashes, err := s.UploadBlobs("acct", token); err != nil || len(hashes) != writers*each {
+		t.Errorf("the session stored %d blobs, %v; want %d", len(hashes), err, writers*each)
+	}
+	if !counted {
+		return
+	}
+	after, _ := s.EngineStats()
+	if retries := after.TxRetries - before.TxRetries; retries > writers*each/10 {
+		t.Errorf("%d uploads took %d retries (%v), want at most one per ten", writers*each, retries, after.Conflicts)
+	}
 }
