@@ -144,10 +144,13 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	}
 	// Ownership before the lease: another account must get the 404 an
 	// unknown id gets, not a 423 telling it the id is being written.
-	if _, err := s.store.Transfer(sess.AccountID, uploadID, transferID); err != nil {
+	owned, err := s.store.Transfer(sess.AccountID, uploadID, transferID)
+	if err != nil {
 		return err
 	}
-	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.BufferSize+s.engineBuffer())
+	// The bytes left only shrink once read: the Append below, however the
+	// transfer moved meanwhile, holds no more than this.
+	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.AppendBuffer(owned.Length-owned.Offset)+s.engineBuffer())
 	if err != nil {
 		return err
 	}

@@ -178,7 +178,17 @@ func (s *Engine) startPartial(id, hash string, rec *partialRecord) (blobs.Partia
 	return &s3Partial{s: s, id: id, rec: nrec, buf: s.partBuf(nrec.PartSize)}, nil
 }
 
-// WriteBuffer is the part a Put or an open Partial holds until it is sent
+// PutBuffer is what a Put with maxSize holds until it sends it
+// (blobs.WriteBufferer): a part, or, when maxSize bounds the blob below
+// one, a buffer of maxSize+1 bytes.
+func (s *Engine) PutBuffer(maxSize int64) int64 {
+	if maxSize > 0 && maxSize < s.partSize-1 {
+		return maxSize + 1
+	}
+	return s.partSize
+}
+
+// WriteBuffer is the part an open Partial holds until it is sent
 // (blobs.WriteBufferer).
 func (s *Engine) WriteBuffer() int64 { return s.partSize }
 

@@ -175,8 +175,14 @@ func (c *Claim) Discard(accountID, uploadID, id string) error {
 	return nil
 }
 
-// BufferSize is the copy buffer one Append holds in memory.
+// BufferSize is the largest copy buffer one Append holds in memory.
 const BufferSize = 1 << 20
+
+// AppendBuffer is the copy buffer an Append to a transfer with remaining
+// bytes to go holds: BufferSize, or fewer when fewer remain (the body
+// cannot pass the transfer's length), so a small transfer's PATCH holds
+// what it may fill.
+func AppendBuffer(remaining int64) int64 { return max(1, min(BufferSize, remaining)) }
 
 // bufPool holds the copy buffers of appended bodies, so a transfer of any
 // size takes constant memory.
@@ -226,8 +232,13 @@ func (c *Claim) Append(body io.Reader, accountID, uploadID string, t *kv.Transfe
 	}
 	defer p.Close()
 	body = guarded{body, c}
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
+	buf := &[]byte{}
+	if size := AppendBuffer(t.Length - t.Offset); size < BufferSize {
+		*buf = make([]byte, size)
+	} else {
+		buf = bufPool.Get().(*[]byte)
+		defer bufPool.Put(buf)
+	}
 	for {
 		from := t.Offset
 		step := min(Checkpoint, t.Length-from)
