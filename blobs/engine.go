@@ -54,8 +54,9 @@ type WriteBufferer interface {
 	// holds a buffer of maxSize+1 bytes (the one more tells a body that is
 	// too large), not the engine's largest.
 	PutBuffer(maxSize int64) int64
-	// WriteBuffer is the most one open Partial's writes hold at a time.
-	WriteBuffer() int64
+	// WriteBuffer is the most a Partial opened at offset holds while n
+	// more bytes (n < 0: any number) are written to it.
+	WriteBuffer(offset, n int64) int64
 }
 
 // FreeSpacer is an engine on a filesystem whose free space runs out; the

@@ -91,7 +91,7 @@ func putBuffer(maxSize int64) int64 {
 
 // WriteBuffer is nothing: a Partial writes its caller's bytes straight to
 // its file (blobs.WriteBufferer).
-func (s *Dir) WriteBuffer() int64 { return 0 }
+func (s *Dir) WriteBuffer(offset, n int64) int64 { return 0 }
 
 // CopyBuffer copies src to dst through a pooled buffer. The wrappers hide
 // WriterTo and ReaderFrom, which would make io.CopyBuffer ignore the buffer.

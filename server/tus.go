@@ -148,9 +148,12 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	if err != nil {
 		return err
 	}
-	// The bytes left only shrink once read: the Append below, however the
-	// transfer moved meanwhile, holds no more than this.
-	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.AppendBuffer(owned.Length-owned.Offset)+s.engineBuffer())
+	// What the Append below holds for the bytes the transfer has left. Its
+	// offset only moves forward, and the part under way with the bytes
+	// left after it only shrink as it does: however the transfer moved
+	// meanwhile, the Append holds no more than this.
+	left := owned.Length - owned.Offset
+	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.AppendBuffer(left)+s.partialBuffer(owned.Offset, left))
 	if err != nil {
 		return err
 	}

@@ -68,11 +68,11 @@ func (b *uploadBuffers) inFlight() int64 {
 	return b.used
 }
 
-// engineBuffer is what the blob engine holds in memory of one open
-// Partial's writes.
-func (s *Server) engineBuffer() int64 {
+// partialBuffer is what the blob engine holds in memory of a partial
+// opened at offset while n more bytes are written to it.
+func (s *Server) partialBuffer(offset, n int64) int64 {
 	if wb, ok := s.blobs.(blobs.WriteBufferer); ok {
-		return wb.WriteBuffer()
+		return wb.WriteBuffer(offset, n)
 	}
 	return 0
 }

@@ -182,7 +182,8 @@ func TestUploadBufferPutReservesWhatItHolds(t *testing.T) {
 
 // TestUploadBufferPatchReservesWhatItHolds: a PATCH of a 64 KiB transfer
 // reserves a copy buffer of the bytes the transfer has left, not 1 MiB,
-// beside what the engine's partial holds.
+// and what the engine's partial holds of them: nothing on files, the 64 KiB
+// on S3, not an 8 MiB part.
 func TestUploadBufferPatchReservesWhatItHolds(t *testing.T) {
 	ts := MustOpenServer(t)
 	tok := ts.Register(t, "a@example.org")
@@ -215,7 +216,7 @@ func TestUploadBufferPatchReservesWhatItHolds(t *testing.T) {
 	}
 	partial := int64(0) // the files engine writes a partial's bytes straight to its file
 	if _, onS3 := ts.Blobs.(*s3.Engine); onS3 {
-		partial = 8 << 20 // a part
+		partial = 64 << 10 // the part under way: the 64 KiB, not 8 MiB
 	}
 	if got, want := reserved(t, ts), int64(64<<10)+partial; got != want {
 		pw.CloseWithError(io.ErrClosedPipe)
