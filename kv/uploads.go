@@ -216,6 +216,25 @@ func uploadReads(accountID string, uploadKey []byte, hash string) func() []engin
 	}
 }
 
+// UploadRoom is Upload and QuotaRoom in one read transaction, whose keys
+// are read in one exchange on PostgreSQL: what a blob PUT checks before it
+// reads its body. It answers error.upload.not_found for a session that is
+// not the account's and open.
+func (s *Store) UploadRoom(accountID, token, hash string) (room int64, err error) {
+	key := HashToken(token)
+	err = s.view(func(tx Tx) error {
+		if err := prefetch(tx, uploadReads(accountID, key, hash)); err != nil {
+			return err
+		}
+		if _, err := liveUpload(tx, accountID, key, s.now()); err != nil {
+			return err
+		}
+		room, err = quotaRoom(tx, accountID, hash)
+		return err
+	})
+	return room, err
+}
+
 // UploadBlobs lists, in hash order, the hashes the account's open session
 // named by token has stored, or error.upload.not_found.
 func (s *Store) UploadBlobs(accountID, token string) ([]string, error) {

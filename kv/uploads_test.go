@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -109,5 +110,40 @@ func TestConcurrentUploadsCommitTogether(t *testing.T) {
 	after, _ := s.EngineStats()
 	if retries := after.TxRetries - before.TxRetries; retries > writers*each/10 {
 		t.Errorf("%d uploads took %d retries (%v), want at most one per ten", writers*each, retries, after.Conflicts)
+	}
+}
+
+// TestUploadRoom: what a PUT checks before it reads its body, the session
+// and the room the quota leaves, answered as Upload and QuotaRoom answer,
+// from one exchange with PostgreSQL when no quota sends it to the open
+// transfers (issue 41: the two took five round trips of every PUT).
+func TestUploadRoom(t *testing.T) {
+	s, _ := kvtest.MustOpenStore(t)
+	holdVia(t, s, "acct", "album", kv.Blob{Hash: hexHash('a'), Size: 60})
+	const token = "sbx_up_ROOMTOKEN"
+	if _, err := s.OpenUpload("acct", "album", token, time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	before, counted := s.EngineStats()
+	if room, err := s.UploadRoom("acct", token, hexHash('b')); room != math.MaxInt64 || err != nil {
+		t.Fatalf("no quota: got %d, %v", room, err)
+	}
+	if after, _ := s.EngineStats(); counted && after.Reads-before.Reads != 1 {
+		t.Errorf("the check took %d reads, want 1", after.Reads-before.Reads)
+	}
+	if _, err := s.UploadRoom("other", token, hexHash('b')); fault.ErrorCode(err) != fault.ECodeUploadNotFound {
+		t.Fatalf("another account's session: %v", err)
+	}
+	if _, err := s.UploadRoom("acct", "sbx_up_UNKNOWN", hexHash('b')); fault.ErrorCode(err) != fault.ECodeUploadNotFound {
+		t.Fatalf("an unknown session: %v", err)
+	}
+	if err := s.SetQuota("acct@example.org", 100); err != nil {
+		t.Fatal(err)
+	}
+	if room, err := s.UploadRoom("acct", token, hexHash('b')); room != 40 || err != nil {
+		t.Fatalf("room for a new blob: got %d, %v; want 40", room, err)
+	}
+	if room, err := s.UploadRoom("acct", token, hexHash('a')); room != math.MaxInt64 || err != nil {
+		t.Fatalf("a blob already held costs nothing: got %d, %v", room, err)
 	}
 }
