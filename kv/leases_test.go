@@ -168,7 +168,10 @@ func TestReopenedFileDropsLeases(t *testing.T) {
 // (PostgreSQL), rather than losing conflicts on the leases' index.
 func TestConcurrentLeasesCommitTogether(t *testing.T) {
 	s, _ := kvtest.MustOpenStore(t)
-	const writers, each = 32, 8
+	writers, each := 32, 8
+	if rerunMode {
+		each = 1 // every take alone, each conflict retried with a pause
+	}
 	before, counted := s.EngineStats()
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -185,11 +188,13 @@ func TestConcurrentLeasesCommitTogether(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !counted {
+	// The retry test mode (TestMain) runs every update alone, never
+	// batched: it counts the conflicts of takes that are not together.
+	if !counted || rerunMode {
 		return
 	}
 	after, _ := s.EngineStats()
-	if retries := after.TxRetries - before.TxRetries; retries > 2*writers*each/10 {
+	if retries := after.TxRetries - before.TxRetries; retries > uint64(2*writers*each/10) {
 		t.Errorf("%d takes and releases took %d retries (%v), want at most one per ten", 2*writers*each, retries, after.Conflicts)
 	}
 }
