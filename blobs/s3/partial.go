@@ -192,7 +192,9 @@ func (s *Engine) PutBuffer(maxSize int64) int64 {
 // WriteBuffer is what a Partial opened at offset holds while n more bytes
 // are written to it (blobs.WriteBufferer): the bytes of the part under way
 // (those before offset come back from its staging object), in a buffer
-// that grows as they come (grow), up to a part.
+// that grows as they come (grow), up to a part. It counts in this engine's
+// part size; a transfer started under a larger Options.PartSize keeps
+// its own parts, and may hold more.
 func (s *Engine) WriteBuffer(offset, n int64) int64 {
 	if n < 0 {
 		return s.partSize
