@@ -46,11 +46,17 @@ type TempCleaner interface {
 }
 
 // WriteBufferer is an engine that holds bytes of a write in memory on their
-// way to storage. WriteBuffer is the most that one Put, or one open
-// Partial's writes, hold at a time, so that the server can count it before
-// it reads an upload's body.
+// way to storage: what it tells is what a write holds, so that the server
+// can count it before it reads an upload's body.
 type WriteBufferer interface {
-	WriteBuffer() int64
+	// PutBuffer is the most one Put whose maxSize is maxSize (0: no
+	// bound) holds at a time. A Put bounded below the engine's buffer
+	// holds a buffer of maxSize+1 bytes (the one more tells a body that is
+	// too large), not the engine's largest.
+	PutBuffer(maxSize int64) int64
+	// WriteBuffer is the most a Partial opened at offset holds while n
+	// more bytes (n < 0: any number) are written to it.
+	WriteBuffer(offset, n int64) int64
 }
 
 // FreeSpacer is an engine on a filesystem whose free space runs out; the

@@ -77,9 +77,21 @@ var bufPool = sync.Pool{New: func() any {
 // copyBuffer is the size of bufPool's buffers.
 const copyBuffer = 1 << 20
 
-// WriteBuffer is the copy buffer a Put holds (blobs.WriteBufferer); a
-// Partial writes its caller's bytes straight to its file.
-func (s *Dir) WriteBuffer() int64 { return copyBuffer }
+// PutBuffer is the copy buffer a Put with maxSize holds
+// (blobs.WriteBufferer): the pooled one, or a buffer the body fills in one
+// read when maxSize bounds it below that.
+func (s *Dir) PutBuffer(maxSize int64) int64 { return putBuffer(maxSize) }
+
+func putBuffer(maxSize int64) int64 {
+	if maxSize > 0 && maxSize < copyBuffer-1 {
+		return maxSize + 1
+	}
+	return copyBuffer
+}
+
+// WriteBuffer is nothing: a Partial writes its caller's bytes straight to
+// its file (blobs.WriteBufferer).
+func (s *Dir) WriteBuffer(offset, n int64) int64 { return 0 }
 
 // CopyBuffer copies src to dst through a pooled buffer. The wrappers hide
 // WriterTo and ReaderFrom, which would make io.CopyBuffer ignore the buffer.
@@ -122,7 +134,12 @@ func (s *Dir) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 		limit = maxSize + 1 // one byte more tells "too large" from "exactly maxSize"
 	}
 	h := NewHash()
-	n, err := CopyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
+	var n int64
+	if size := putBuffer(maxSize); size < copyBuffer {
+		n, err = io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(f, h)}, struct{ io.Reader }{&io.LimitedReader{R: r, N: limit}}, make([]byte, size))
+	} else {
+		n, err = CopyBuffer(io.MultiWriter(f, h), &io.LimitedReader{R: r, N: limit})
+	}
 	if err != nil {
 		return Info{}, false, err
 	}

@@ -118,7 +118,8 @@ func checkQuota(tx Tx, accountID string, used, size int64) error {
 
 // holdBlob records that the account holds b, creating the blob's record if
 // this is the first holding of it, and reports whether the holding is new
-// (false: the account already held the blob, and nothing was written).
+// (false: the account already held the blob, and nothing was written). Its
+// one refusal, error.quota.exceeded, comes before it writes anything.
 func holdBlob(tx Tx, accountID string, b Blob, now time.Time) (bool, error) {
 	key := holdingKey(accountID, b.Hash)
 	if held, err := has(tx, bucketHoldings, key); held || err != nil {
@@ -273,25 +274,28 @@ func (s *Store) HeldBytes(accountID string) (int64, error) {
 // records a holding checks again, so this is an early answer, not the
 // guarantee.
 func (s *Store) QuotaRoom(accountID, hash string) (int64, error) {
-	room := int64(math.MaxInt64)
-	err := s.view(func(tx Tx) error {
-		room = math.MaxInt64
-		if held, err := holds(tx, accountID, hash); held || err != nil {
-			return err
-		}
-		a, err := getAccount(tx, accountID)
-		if err != nil || a.QuotaBytes <= 0 {
-			return err
-		}
-		used, err := usage(tx, accountID)
-		if err != nil {
-			return err
-		}
-		pending, err := pendingBytes(tx, accountID)
-		room = max(0, a.QuotaBytes-used-pending)
+	var room int64
+	err := s.view(func(tx Tx) (err error) {
+		room, err = quotaRoom(tx, accountID, hash)
 		return err
 	})
 	return room, err
+}
+
+func quotaRoom(tx Tx, accountID, hash string) (int64, error) {
+	if held, err := holds(tx, accountID, hash); held || err != nil {
+		return math.MaxInt64, err
+	}
+	a, err := getAccount(tx, accountID)
+	if err != nil || a.QuotaBytes <= 0 {
+		return math.MaxInt64, err
+	}
+	used, err := usage(tx, accountID)
+	if err != nil {
+		return math.MaxInt64, err
+	}
+	pending, err := pendingBytes(tx, accountID)
+	return max(0, a.QuotaBytes-used-pending), err
 }
 
 // heldCount counts the blobs the account holds (a prefix scan of its

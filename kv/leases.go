@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"time"
+
+	"sealbox/kv/engine"
 )
 
 // A lease is a named claim that one holder keeps for a while: the work that
@@ -38,32 +40,42 @@ func (s *Store) TryLease(name, holder string, ttl time.Duration) (bool, error) {
 
 // tryLease is TryLease, which also returns the live lease of another holder
 // that kept holder from taking it (nil when holder holds it now).
+// Concurrent takes, renewals and releases are committed together
+// (commitBatched): a tus PATCH takes, renews and releases its transfer's
+// lease, and on PostgreSQL concurrent PATCHes, each in transactions of its
+// own, lost conflicts on the leases' index.
 func (s *Store) tryLease(name, holder string, ttl time.Duration) (*leaseRecord, error) {
 	var other *leaseRecord
-	err := s.update(func(tx Tx) error {
+	key := []byte(name)
+	err := s.commitBatched(leaseReads(key), func(tx Tx) (refusal, err error) {
 		other = nil
 		now := s.now()
-		key := []byte(name)
 		rec, err := getRecord[leaseRecord](tx, bucketLeases, key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if rec != nil {
 			if rec.Holder != holder && !reached(rec.ExpiresAt, now) {
 				other = rec
-				return nil
+				return nil, nil
 			}
 			if err := deleteExpiry(tx, rec.ExpiresAt, kindLease, key); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		next := leaseRecord{Holder: holder, ExpiresAt: now.Add(ttl)}
 		if err := tx.Bucket(bucketLeases).Put(key, encode(&next)); err != nil {
-			return err
+			return nil, err
 		}
-		return putExpiry(tx, next.ExpiresAt, kindLease, key)
+		return nil, putExpiry(tx, next.ExpiresAt, kindLease, key)
 	})
 	return other, err
+}
+
+// leaseReads lists the key a take or release of the lease key reads, for
+// commitBatched.
+func leaseReads(key []byte) func() []engine.Key {
+	return func() []engine.Key { return []engine.Key{{Bucket: bucketLeases, Key: key}} }
 }
 
 // heldBy reports whether holder holds the lease name live at now, inside
@@ -85,16 +97,16 @@ func heldBy(tx Tx, name, holder string, now time.Time) (bool, time.Time, error) 
 // ReleaseLease gives up holder's lease name, so another holder may take it at
 // once. A lease held by another holder (or by none) is left as it is.
 func (s *Store) ReleaseLease(name, holder string) error {
-	return s.update(func(tx Tx) error {
-		key := []byte(name)
+	key := []byte(name)
+	return s.commitBatched(leaseReads(key), func(tx Tx) (refusal, err error) {
 		rec, err := getRecord[leaseRecord](tx, bucketLeases, key)
 		if err != nil || rec == nil || rec.Holder != holder {
-			return err
+			return nil, err
 		}
 		if err := deleteExpiry(tx, rec.ExpiresAt, kindLease, key); err != nil {
-			return err
+			return nil, err
 		}
-		return tx.Bucket(bucketLeases).Delete(key)
+		return nil, tx.Bucket(bucketLeases).Delete(key)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"time"
 
+	"sealbox/kv/engine"
 	"sealbox/kv/fault"
 )
 
@@ -186,44 +187,55 @@ func (l TransferLimits) check(n int, total, length int64, idle time.Duration) er
 // or error.limit.pending_bytes (counted in this transaction, so parallel
 // creations, on any node, cannot together pass them). Nothing is recorded
 // on a refusal. An unknown, expired or foreign session is
-// error.upload.not_found.
+// error.upload.not_found. Concurrent writes to sessions are committed
+// together, as AddUploadBlob's are.
 func (s *Store) CreateTransfer(accountID, uploadToken string, t *Transfer, idle time.Duration, lim TransferLimits) error {
-	return s.update(func(tx Tx) error {
+	key := HashToken(uploadToken)
+	return s.commitBatched(uploadReads(accountID, key, ""), func(tx Tx) (refusal, err error) {
 		now := s.now()
-		key := HashToken(uploadToken)
 		u, err := liveUpload(tx, accountID, key, now)
 		if err != nil {
-			return err
+			return asRefusal(err)
 		}
 		n, pending, err := openTransfers(tx, accountID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := lim.check(n, pending, t.Length, idle); err != nil {
-			return err
+			return err, nil
 		}
 		// The quota counts held bytes plus every open transfer's full length
 		// (checkQuota adds them): conservative, so parallel transfers cannot
 		// together pass it.
 		used, err := usage(tx, accountID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := checkQuota(tx, accountID, used, t.Length); err != nil {
-			return err
+			return asRefusal(err)
 		}
 		t.AccountID, t.Offset, t.HashState, t.CreatedAt = accountID, 0, nil, now
 		if err := putTransfer(tx, key, t); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Bucket(bucketTransfersByUpload).Put(join(key, []byte(t.ID)), nil); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Bucket(bucketTransfersByAccount).Put(join(idPart(accountID), []byte(t.ID)), u64(uint64(t.Length))); err != nil {
-			return err
+			return nil, err
 		}
-		return touchUpload(tx, key, u, now, idle)
+		return nil, touchUpload(tx, key, u, now, idle)
 	})
+}
+
+// transferReads lists the keys a write to transfer id of the upload session
+// uploadKey under fence reads, for commitBatched.
+func transferReads(accountID string, uploadKey []byte, id string, fence Fence) func() []engine.Key {
+	return func() []engine.Key {
+		return append(uploadReads(accountID, uploadKey, "")(),
+			engine.Key{Bucket: bucketTransfers, Key: []byte(id)},
+			engine.Key{Bucket: bucketLeases, Key: []byte(fence.Lease)})
+	}
 }
 
 // Transfer returns the transfer id of the account's open session named by
@@ -268,22 +280,24 @@ func fencedTransfer(tx Tx, accountID string, uploadKey []byte, id string, fence 
 // (error.transfer.locked otherwise: another writer may own the transfer
 // now). The offset must still be from (error.transfer.offset_mismatch
 // otherwise: another request moved it), and to must not pass the length.
+// Concurrent writes to sessions are committed together, as AddUploadBlob's
+// are.
 func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, fence Fence, from, to int64, state []byte, idle time.Duration) error {
-	return s.update(func(tx Tx) error {
+	key := HashToken(uploadToken)
+	return s.commitBatched(transferReads(accountID, key, id, fence), func(tx Tx) (refusal, err error) {
 		now := s.now()
-		key := HashToken(uploadToken)
 		u, t, err := fencedTransfer(tx, accountID, key, id, fence, now)
 		if err != nil {
-			return err
+			return asRefusal(err)
 		}
 		if t.Offset != from || to < from || to > t.Length {
-			return fault.Errorf(fault.ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
+			return fault.Errorf(fault.ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset), nil
 		}
 		t.Offset, t.HashState = to, state
 		if err := putTransfer(tx, key, t); err != nil {
-			return err
+			return nil, err
 		}
-		return touchUpload(tx, key, u, now, idle)
+		return nil, touchUpload(tx, key, u, now, idle)
 	})
 }
 
@@ -294,28 +308,40 @@ func (s *Store) AdvanceTransfer(accountID, uploadToken, id string, fence Fence, 
 // session's hash set gains it and its expiry moves to now+idle. newlyHeld is
 // false when the account already held the blob. The caller must hold the
 // transfer's lease named by fence, else error.transfer.locked; the offset
-// must still be from, else error.transfer.offset_mismatch.
+// must still be from, else error.transfer.offset_mismatch. Concurrent
+// writes to sessions are committed together, as AddUploadBlob's are.
 func (s *Store) CompleteTransfer(accountID, uploadToken, id string, fence Fence, from int64, idle time.Duration) (newlyHeld bool, err error) {
-	err = s.update(func(tx Tx) error {
+	key := HashToken(uploadToken)
+	err = s.commitBatched(transferReads(accountID, key, id, fence), func(tx Tx) (refusal, err error) {
+		newlyHeld = false
 		now := s.now()
-		key := HashToken(uploadToken)
 		u, t, err := fencedTransfer(tx, accountID, key, id, fence, now)
 		if err != nil {
-			return err
+			return asRefusal(err)
 		}
 		if t.Offset != from {
-			return fault.Errorf(fault.ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset)
+			return fault.Errorf(fault.ECodeOffsetMismatch, "the transfer is at offset %d", t.Offset), nil
+		}
+		// The blob's keys, known now, in one exchange.
+		if err := prefetch(tx, uploadReads(accountID, key, t.Hash)); err != nil {
+			return nil, err
 		}
 		if err := deleteTransfer(tx, key, t); err != nil {
-			return err
+			return nil, err
 		}
-		if newlyHeld, err = holdBlob(tx, accountID, Blob{Hash: t.Hash, Size: t.Length}, now); err != nil {
-			return err
+		// A refusal here (the quota, lowered since the transfer reserved
+		// its room) comes after the delete: it is returned as an error, so
+		// the batch runs again without this call, which runs alone and is
+		// rolled back whole.
+		held, err := holdBlob(tx, accountID, Blob{Hash: t.Hash, Size: t.Length}, now)
+		if err != nil {
+			return nil, err
 		}
 		if err := tx.Bucket(bucketUploadBlobs).Put(join(key, []byte(t.Hash)), nil); err != nil {
-			return err
+			return nil, err
 		}
-		return touchUpload(tx, key, u, now, idle)
+		newlyHeld = held
+		return nil, touchUpload(tx, key, u, now, idle)
 	})
 	return newlyHeld, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"time"
 
+	"sealbox/kv/engine"
 	"sealbox/kv/fault"
 )
 
@@ -170,23 +171,71 @@ func (s *Store) Upload(accountID, token string) (*Upload, error) {
 // open (it may have closed or expired while the bytes streamed), answering
 // error.upload.not_found otherwise. newlyHeld is false when the account
 // already held b.
+//
+// Concurrent uploads are committed together (commitBatched): every upload
+// of a session rewrites the session's record and index rows, and every
+// upload of an account its usage, so on a database that checks rows
+// (PostgreSQL) concurrent uploads in transactions of their own would all
+// but one lose and retry.
 func (s *Store) AddUploadBlob(accountID, token string, b Blob, idle time.Duration) (newlyHeld bool, err error) {
-	err = s.update(func(tx Tx) error {
+	key := HashToken(token)
+	err = s.commitBatched(uploadReads(accountID, key, b.Hash), func(tx Tx) (refusal, err error) {
+		newlyHeld = false
 		now := s.now()
-		key := HashToken(token)
 		u, err := liveUpload(tx, accountID, key, now)
 		if err != nil {
-			return err
+			return asRefusal(err)
 		}
-		if newlyHeld, err = holdBlob(tx, accountID, b, now); err != nil {
-			return err
+		// holdBlob writes nothing before it refuses.
+		held, err := holdBlob(tx, accountID, b, now)
+		if err != nil {
+			return asRefusal(err)
 		}
 		if err := tx.Bucket(bucketUploadBlobs).Put(join(key, []byte(b.Hash)), member); err != nil {
-			return err
+			return nil, err
 		}
-		return touchUpload(tx, key, u, now, idle)
+		newlyHeld = held
+		return nil, touchUpload(tx, key, u, now, idle)
 	})
 	return newlyHeld, err
+}
+
+// uploadReads lists the keys a write to the upload session uploadKey that
+// stores blob hash (none: "") reads, for commitBatched.
+func uploadReads(accountID string, uploadKey []byte, hash string) func() []engine.Key {
+	return func() []engine.Key {
+		keys := []engine.Key{
+			{Bucket: bucketUploads, Key: uploadKey},
+			{Bucket: bucketUsage, Key: []byte(accountID)},
+			{Bucket: bucketAccounts, Key: []byte(accountID)},
+		}
+		if hash != "" {
+			keys = append(keys,
+				engine.Key{Bucket: bucketHoldings, Key: holdingKey(accountID, hash)},
+				engine.Key{Bucket: bucketBlobs, Key: []byte(hash)},
+				engine.Key{Bucket: bucketTotals, Key: totalsKey(hash)})
+		}
+		return keys
+	}
+}
+
+// UploadRoom is Upload and QuotaRoom in one read transaction, whose keys
+// are read in one exchange on PostgreSQL: what a blob PUT checks before it
+// reads its body. It answers error.upload.not_found for a session that is
+// not the account's and open.
+func (s *Store) UploadRoom(accountID, token, hash string) (room int64, err error) {
+	key := HashToken(token)
+	err = s.view(func(tx Tx) error {
+		if err := prefetch(tx, uploadReads(accountID, key, hash)); err != nil {
+			return err
+		}
+		if _, err := liveUpload(tx, accountID, key, s.now()); err != nil {
+			return err
+		}
+		room, err = quotaRoom(tx, accountID, hash)
+		return err
+	})
+	return room, err
 }
 
 // UploadBlobs lists, in hash order, the hashes the account's open session

@@ -50,9 +50,12 @@ func openLocalServer(tb testing.TB, edit ...func(*server.Config)) *TestServer {
 
 // BenchmarkEngines runs the hot paths on each pair of engines in one run:
 // an authenticated GET, a share read of a whole 1 MiB blob and of a 64 KiB
-// range of a 64 MiB one, and lifecycle op creates by 1 and by 64 writers.
-// On PostgreSQL the op benchmarks also report reads/op, extra-trips/op
-// (the round trips an op costs beyond its reads) and retries/op.
+// range of a 64 MiB one, lifecycle op creates by 1 and by 64 writers, and
+// concurrent uploads (uploadBenchCases: 1 KiB blobs kept inline and 64 KiB
+// files, by 1 and 32 writers, to one account or spread over 8, by PUT and
+// by tus). On PostgreSQL the op benchmarks also report reads/op,
+// extra-trips/op (the round trips an op costs beyond its reads) and
+// retries/op, and the upload benchmarks retries/op.
 func BenchmarkEngines(b *testing.B) {
 	for _, e := range benchEngines() {
 		b.Run(e.name+"/AuthenticatedGET", func(b *testing.B) {
@@ -73,6 +76,9 @@ func BenchmarkEngines(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/OpCreate/writers=%d", e.name, writers), func(b *testing.B) {
 				benchOpCreate(b, e.open(b, func(c *server.Config) { c.AlbumProtocol = opPin }), writers)
 			})
+		}
+		for _, c := range uploadBenchCases {
+			b.Run(e.name+"/"+c.String(), func(b *testing.B) { benchUploads(b, e.open(b), c) })
 		}
 	}
 }

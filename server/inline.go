@@ -51,7 +51,7 @@ func (s *Server) putBlob(body io.Reader, hash string, length int64) (kv.Blob, er
 			return kv.Blob{Hash: hash, Size: int64(len(head)), Data: head}, nil
 		}
 	}
-	info, _, err := s.blobs.Put(io.MultiReader(bytes.NewReader(head), body), hash, s.cfg.MaxBlob)
+	info, _, err := s.blobs.Put(io.MultiReader(bytes.NewReader(head), body), hash, s.putLimit(length))
 	return kv.Blob{Hash: info.Hash, Size: info.Size}, err
 }
 

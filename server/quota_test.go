@@ -2,11 +2,15 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	"sealbox/server"
+	"sealbox/server/servertest"
 )
 
 func TestUploadPastQuotaStoresNothing(t *testing.T) {
@@ -98,5 +102,51 @@ func TestAccountBytesMetric(t *testing.T) {
 		if got := metricValue(t, ts, series); got != want {
 			t.Errorf("%s: got %d, want %d", series, got, want)
 		}
+	}
+}
+
+// TestConcurrentPutsStopAtQuota: 2N PUTs of distinct blobs race for a
+// quota that admits exactly N of them. Exactly N are stored (201) and the
+// others refused (403 error.quota.exceeded), and the account's usage is the
+// N blobs' bytes, whether the blobs stay inline or go to the blob engine,
+// however the store commits concurrent uploads (issue 41: together).
+func TestConcurrentPutsStopAtQuota(t *testing.T) {
+	const n = 16
+	for _, size := range []int{1 << 10, 20 << 10} { // inline, and a file
+		t.Run(fmt.Sprintf("%dKiB", size>>10), func(t *testing.T) {
+			ts := MustOpenServer(t)
+			tok := ts.Register(t, "q@example.org")
+			up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+			if err := ts.Store.SetQuota("q@example.org", int64(n*size)); err != nil {
+				t.Fatal(err)
+			}
+			answers := make([]string, 2*n)
+			var wg sync.WaitGroup
+			for i := range answers {
+				wg.Go(func() {
+					data := bytes.Repeat([]byte{byte(i + 1)}, size)
+					r, err := ts.Send(Req{Method: "PUT", Path: "/v1/uploads/" + up + "/blobs/" + servertest.HashOf(data),
+						Token: tok.Access, Body: data, ContentType: "application/octet-stream"})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					var problem struct{ Code string }
+					json.Unmarshal(r.Body, &problem)
+					answers[i] = fmt.Sprint(r.Status, " ", problem.Code)
+				})
+			}
+			wg.Wait()
+			counts := map[string]int{}
+			for _, a := range answers {
+				counts[a]++
+			}
+			if want := map[string]int{"201 ": n, "403 error.quota.exceeded": n}; !maps.Equal(counts, want) {
+				t.Errorf("answers %v, want %v", counts, want)
+			}
+			if held, err := ts.Store.HeldBytes(ts.UserID(t, tok.Access)); err != nil || held != int64(n*size) {
+				t.Errorf("usage %d, %v; want %d", held, err, n*size)
+			}
+		})
 	}
 }

@@ -144,10 +144,16 @@ func (s *Server) handleTusPatch(w http.ResponseWriter, r *http.Request, ps httpr
 	}
 	// Ownership before the lease: another account must get the 404 an
 	// unknown id gets, not a 423 telling it the id is being written.
-	if _, err := s.store.Transfer(sess.AccountID, uploadID, transferID); err != nil {
+	owned, err := s.store.Transfer(sess.AccountID, uploadID, transferID)
+	if err != nil {
 		return err
 	}
-	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.BufferSize+s.engineBuffer())
+	// What the Append below holds for the bytes the transfer has left. Its
+	// offset only moves forward, and the part under way with the bytes
+	// left after it only shrink as it does: however the transfer moved
+	// meanwhile, the Append holds no more than this.
+	left := owned.Length - owned.Offset
+	release, err := s.uploadBuffers.reserve(sess.AccountID, transfer.AppendBuffer(left)+s.partialBuffer(owned.Offset, left))
 	if err != nil {
 		return err
 	}

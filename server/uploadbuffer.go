@@ -68,17 +68,19 @@ func (b *uploadBuffers) inFlight() int64 {
 	return b.used
 }
 
-// engineBuffer is what the blob engine holds in memory of one write.
-func (s *Server) engineBuffer() int64 {
+// partialBuffer is what the blob engine holds in memory of a partial
+// opened at offset while n more bytes are written to it.
+func (s *Server) partialBuffer(offset, n int64) int64 {
 	if wb, ok := s.blobs.(blobs.WriteBufferer); ok {
-		return wb.WriteBuffer()
+		return wb.WriteBuffer(offset, n)
 	}
 	return 0
 }
 
 // putBuffer is what a blob PUT of contentLength bytes (-1: unknown) may
 // hold: its inline head (see putBlob), and, when the body may be larger
-// than that, the engine's buffer.
+// than that, what the engine's Put of it holds, which a known length bounds
+// (putLimit): a 64 KiB PUT holds 64 KiB, not an S3 part of 8 MiB.
 func (s *Server) putBuffer(contentLength int64) int64 {
 	if s.cfg.InlineMax > 0 && contentLength >= 0 && contentLength <= s.cfg.InlineMax {
 		return contentLength
@@ -87,5 +89,19 @@ func (s *Server) putBuffer(contentLength int64) int64 {
 	if s.cfg.InlineMax > 0 {
 		head = s.cfg.InlineMax + 1
 	}
-	return head + s.engineBuffer()
+	if wb, ok := s.blobs.(blobs.WriteBufferer); ok {
+		return head + wb.PutBuffer(s.putLimit(contentLength))
+	}
+	return head
+}
+
+// putLimit is the maxSize of the engine's Put of a PUT body of
+// contentLength bytes (-1: unknown): the length when it is known (the body
+// cannot pass it), so the engine holds no more than the body fills, else
+// --max-blob.
+func (s *Server) putLimit(contentLength int64) int64 {
+	if contentLength >= 0 && contentLength < s.cfg.MaxBlob {
+		return max(contentLength, 1) // 0 would be no bound
+	}
+	return s.cfg.MaxBlob
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/blobs/s3"
 	"sealbox/server"
 	"sealbox/server/servertest"
 )
@@ -93,8 +94,14 @@ func TestUploadBufferLimits(t *testing.T) {
 			t.Fatal("the stalled PUT reserved nothing")
 		}
 	}
-	// 16 KiB inline head and the files engine's 1 MiB copy buffer.
-	if got, want := reserved(t, ts), int64(16<<10+1+1<<20); got != want {
+	// 16 KiB inline head and what the engine's Put of 2 MiB holds: the
+	// files engine's 1 MiB copy buffer; on S3 the 2 MiB (and one byte), not
+	// an 8 MiB part.
+	want := int64(16<<10 + 1 + 1<<20)
+	if _, onS3 := ts.Blobs.(*s3.Engine); onS3 {
+		want = 16<<10 + 1 + 2<<20 + 1
+	}
+	if got := reserved(t, ts); got != want {
 		t.Fatalf("reserved by the stalled PUT: got %d, want %d", got, want)
 	}
 
@@ -146,5 +153,78 @@ func TestUploadBufferSmallPutReservesItsLength(t *testing.T) {
 	}
 	if got := finish(); got != http.StatusCreated {
 		t.Fatalf("the stalled PUT, once finished: %d", got)
+	}
+}
+
+// TestUploadBufferPutReservesWhatItHolds: a 64 KiB PUT, past the inline
+// size, reserves its inline head and a buffer of its own length (and one
+// byte), on every blob engine: not the files engine's 1 MiB copy buffer,
+// nor an 8 MiB S3 part, which let one account's share take two PUTs on S3
+// (issue 41). Its share then takes the 32 PUTs of a client uploading
+// several files at once.
+func TestUploadBufferPutReservesWhatItHolds(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	finish := heldPut(t, ts, tok.Access, up, randomData(64<<10), 10)
+	for deadline := time.Now().Add(10 * time.Second); reserved(t, ts) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled PUT reserved nothing")
+		}
+	}
+	if got, want := reserved(t, ts), int64(16<<10+1+64<<10+1); got != want {
+		t.Fatalf("reserved by a stalled 64 KiB PUT: got %d, want %d", got, want)
+	}
+	if got := finish(); got != http.StatusCreated {
+		t.Fatalf("the stalled PUT, once finished: %d", got)
+	}
+}
+
+// TestUploadBufferPatchReservesWhatItHolds: a PATCH of a 64 KiB transfer
+// reserves a copy buffer of the bytes the transfer has left, not 1 MiB,
+// and what the engine's partial holds of them: nothing on files, the 64 KiB
+// on S3, not an 8 MiB part.
+func TestUploadBufferPatchReservesWhatItHolds(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "a@example.org")
+	up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
+	data := randomData(64 << 10)
+	loc := ts.TusCreate(t, tok.Access, up, data)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("PATCH", ts.URL()+loc, pr)
+	req.ContentLength = int64(len(data))
+	for k, v := range tusHeaders("Upload-Offset", "0", "Content-Type", "application/offset+octet-stream") {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok.Access)
+	status := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	pw.Write(data[:10])
+	for deadline := time.Now().Add(10 * time.Second); reserved(t, ts) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			pw.CloseWithError(io.ErrClosedPipe)
+			t.Fatal("the stalled PATCH reserved nothing")
+		}
+	}
+	partial := int64(0) // the files engine writes a partial's bytes straight to its file
+	if _, onS3 := ts.Blobs.(*s3.Engine); onS3 {
+		partial = 64 << 10 // the part under way: the 64 KiB, not 8 MiB
+	}
+	if got, want := reserved(t, ts), int64(64<<10)+partial; got != want {
+		pw.CloseWithError(io.ErrClosedPipe)
+		t.Fatalf("reserved by a stalled PATCH of 64 KiB: got %d, want %d", got, want)
+	}
+	pw.Write(data[10:])
+	pw.Close()
+	if got := <-status; got != http.StatusNoContent {
+		t.Fatalf("the stalled PATCH, once finished: %d", got)
 	}
 }

@@ -64,10 +64,7 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	}
 	// Refuse an unknown session, or a declared size past the quota, before
 	// reading a possibly huge body.
-	if _, err := s.store.Upload(sess.AccountID, uploadID); err != nil {
-		return err
-	}
-	room, err := s.store.QuotaRoom(sess.AccountID, hash)
+	room, err := s.store.UploadRoom(sess.AccountID, uploadID, hash)
 	if err != nil {
 		return err
 	}

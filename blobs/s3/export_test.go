@@ -56,3 +56,6 @@ func (s *Engine) UploadPartRaw(hash string, b []byte, sum string) error {
 
 // Checksum is the x-amz-checksum-sha256 of b.
 var Checksum = checksum
+
+// PartialBuffer is the buffer an open partial of this engine holds now.
+func PartialBuffer(p any) int64 { return int64(len(p.(*s3Partial).buf)) }

@@ -58,7 +58,7 @@ type s3Partial struct {
 	id    string
 	rec   partialRecord
 	parts []types.CompletedPart // parts 1..len, all full, in order
-	buf   []byte                // len P; buf[:n] are the bytes from base
+	buf   []byte                // buf[:n] are the bytes from base; grown as they come (grow)
 	n     int64
 	// completed: the upload no longer exists because a previous Complete
 	// finished it; Write discards, Complete claims the stored blob.
@@ -113,7 +113,7 @@ func (s *Engine) OpenPartial(id, hash string, offset int64) (blobs.Partial, erro
 	if err != nil {
 		return nil, err
 	}
-	p := &s3Partial{s: s, id: id, rec: *rec, buf: s.partBuf(rec.PartSize)}
+	p := &s3Partial{s: s, id: id, rec: *rec}
 	for i, part := range parts {
 		if aws.ToInt32(part.PartNumber) != int32(i+1) || aws.ToInt64(part.Size) != rec.PartSize || int64(i+1)*rec.PartSize > offset {
 			break
@@ -136,6 +136,7 @@ func (s *Engine) OpenPartial(id, hash string, offset int64) (blobs.Partial, erro
 			p.Close()
 			return nil, err
 		}
+		p.grow(need)
 		got, err := io.ReadFull(body, p.buf[:need])
 		body.Close()
 		if err == io.ErrUnexpectedEOF || err == io.EOF {
@@ -157,7 +158,7 @@ func (s *Engine) OpenPartial(id, hash string, offset int64) (blobs.Partial, erro
 func (s *Engine) startPartial(id, hash string, rec *partialRecord) (blobs.Partial, error) {
 	if rec != nil {
 		if _, err := s.listParts(*rec); err == nil {
-			return &s3Partial{s: s, id: id, rec: *rec, buf: s.partBuf(rec.PartSize)}, nil
+			return &s3Partial{s: s, id: id, rec: *rec}, nil
 		} else if !isNoSuchUpload(err) {
 			return nil, err
 		}
@@ -175,20 +176,60 @@ func (s *Engine) startPartial(id, hash string, rec *partialRecord) (blobs.Partia
 		s.abortUpload(key, nrec.UploadID)
 		return nil, s3Err("PutObject", recordKey(id), err)
 	}
-	return &s3Partial{s: s, id: id, rec: nrec, buf: s.partBuf(nrec.PartSize)}, nil
+	return &s3Partial{s: s, id: id, rec: nrec}, nil
 }
 
-// WriteBuffer is the part a Put or an open Partial holds until it is sent
-// (blobs.WriteBufferer).
-func (s *Engine) WriteBuffer() int64 { return s.partSize }
-
-// partBuf is a part buffer of size n, from the pool when n is the engine's
-// part size.
-func (s *Engine) partBuf(n int64) []byte {
-	if n == s.partSize {
-		return *s.parts.Get().(*[]byte)
+// PutBuffer is what a Put with maxSize holds until it sends it
+// (blobs.WriteBufferer): a part, or, when maxSize bounds the blob below
+// one, a buffer of maxSize+1 bytes.
+func (s *Engine) PutBuffer(maxSize int64) int64 {
+	if maxSize > 0 && maxSize < s.partSize-1 {
+		return maxSize + 1
 	}
-	return make([]byte, n)
+	return s.partSize
+}
+
+// WriteBuffer is what a Partial opened at offset holds while n more bytes
+// are written to it (blobs.WriteBufferer): the bytes of the part under way
+// (those before offset come back from its staging object), in a buffer
+// that grows as they come (grow), up to a part. It counts in this engine's
+// part size; a transfer started under a larger Options.PartSize keeps
+// its own parts, and may hold more.
+func (s *Engine) WriteBuffer(offset, n int64) int64 {
+	if n < 0 {
+		return s.partSize
+	}
+	return partialBuffer(s.partSize, offset%s.partSize+n)
+}
+
+// partialBuffer is the buffer a partial with parts of partSize grows to
+// for need bytes of a part: 64 KiB doubled until need fits, at most a
+// part, so a small transfer holds little and a large one copies each byte
+// at most once more as its buffer grows.
+func partialBuffer(partSize, need int64) int64 {
+	size := int64(64 << 10)
+	for size < need && size < partSize {
+		size *= 2
+	}
+	return min(size, partSize)
+}
+
+// grow makes the partial's buffer hold need bytes of its part (at most a
+// part), keeping those it holds: a part from the pool, a smaller buffer
+// of its own.
+func (p *s3Partial) grow(need int64) {
+	if need <= int64(len(p.buf)) {
+		return
+	}
+	var b []byte
+	if size := partialBuffer(p.rec.PartSize, need); size == p.s.partSize {
+		b = *p.s.parts.Get().(*[]byte)
+	} else {
+		b = make([]byte, size)
+	}
+	copy(b, p.buf[:p.n])
+	p.Close()
+	p.buf = b
 }
 
 // listParts lists a partial's uploaded parts in part number order.
@@ -217,12 +258,13 @@ func (p *s3Partial) Write(b []byte) (int, error) {
 	}
 	written := 0
 	for len(b) > 0 {
+		p.grow(min(p.n+int64(len(b)), p.rec.PartSize))
 		k := copy(p.buf[p.n:], b)
 		p.n += int64(k)
 		b = b[k:]
 		written += k
 		if p.n == p.rec.PartSize {
-			part, err := p.s.uploadPart(blobKey(p.rec.Hash), p.rec.UploadID, int32(len(p.parts)+1), p.buf)
+			part, err := p.s.uploadPart(blobKey(p.rec.Hash), p.rec.UploadID, int32(len(p.parts)+1), p.buf[:p.n])
 			if err != nil {
 				return written - k, err
 			}

@@ -30,14 +30,21 @@ func (s *Engine) Put(r io.Reader, want string, maxSize int64) (blobs.Info, bool,
 		limit = maxSize + 1 // one byte more tells "too large" from "exactly maxSize"
 	}
 	lr := &io.LimitedReader{R: r, N: limit}
-	buf := s.parts.Get().(*[]byte)
-	defer s.parts.Put(buf)
+	// A blob bounded below a part is read into a buffer of its bound, not a
+	// pooled part (PutBuffer): a small PUT holds what it may fill.
+	buf := &[]byte{}
+	if size := s.PutBuffer(maxSize); size < s.partSize {
+		*buf = make([]byte, size)
+	} else {
+		buf = s.parts.Get().(*[]byte)
+		defer s.parts.Put(buf)
+	}
 	n, err := io.ReadFull(lr, *buf)
+	if maxSize > 0 && int64(n) > maxSize {
+		return blobs.Info{}, false, blobs.ErrTooLarge
+	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		b := (*buf)[:n]
-		if maxSize > 0 && int64(n) > maxSize {
-			return blobs.Info{}, false, blobs.ErrTooLarge
-		}
 		hash := blobs.AddressOf(b)
 		if want != "" && hash != want {
 			return blobs.Info{}, false, blobs.ErrHashMismatch

@@ -59,6 +59,13 @@ type Stats struct {
 	// Scan or a Prefetch; the first of a transaction carries its BEGIN): the difference
 	// is what writing and committing cost beyond the reads.
 	RoundTrips, Reads uint64
+	// Conflicts counts the TxRetries by the statement that lost: "read
+	// <bucket>", "write <bucket>" or "delete <bucket>" for a statement on
+	// one bucket's table, "commit" for a conflict found only when the
+	// transaction committed (a serializable transaction whose reads another
+	// committed transaction's writes changed), "begin" for the opening.
+	// Where the conflicts fall shows which rows the writers fight over.
+	Conflicts map[string]uint64
 }
 
 // Prefetcher is a Tx whose reads each cost an exchange with a database

@@ -9,9 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +42,10 @@ type Engine struct {
 	// roundTrips and reads count the exchanges with the server (see
 	// engine.Stats).
 	roundTrips, reads atomic.Uint64
+	// conflicts counts the lost conflicts by where they were found
+	// (engine.Stats.Conflicts).
+	conflictsMu sync.Mutex
+	conflicts   map[string]uint64
 }
 
 // The batching of concurrent writers (Batch): the tuned values bbolt runs
@@ -149,11 +155,18 @@ func (e *Engine) run(begin string, fn func(engine.Tx) error) error {
 			// do not meet again at once.
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
 		}
-		err = e.attempt(ctx, begin, fn)
+		var at string
+		at, err = e.attempt(ctx, begin, fn)
 		if code := pgErrCode(err); code != "40001" && code != "40P01" {
 			return err
 		}
 		e.retries.Add(1)
+		e.conflictsMu.Lock()
+		if e.conflicts == nil {
+			e.conflicts = map[string]uint64{}
+		}
+		e.conflicts[at]++
+		e.conflictsMu.Unlock()
 	}
 	return err
 }
@@ -161,21 +174,26 @@ func (e *Engine) run(begin string, fn func(engine.Tx) error) error {
 // Stats reports the pool's connections and the conflicts retried.
 func (e *Engine) Stats() engine.Stats {
 	st := e.pool.Stat()
+	e.conflictsMu.Lock()
+	conflicts := maps.Clone(e.conflicts)
+	e.conflictsMu.Unlock()
 	return engine.Stats{
 		AcquiredConns: st.AcquiredConns(), IdleConns: st.IdleConns(),
 		TotalConns: st.TotalConns(), MaxConns: st.MaxConns(),
 		TxRetries: e.retries.Load(), RoundTrips: e.roundTrips.Load(), Reads: e.reads.Load(),
+		Conflicts: conflicts,
 	}
 }
 
 // attempt runs fn once in a transaction opened by begin. Round trips: one
 // per read (the first carries the BEGIN), and one for the writes with the
 // COMMIT; a view ends with a COMMIT of its own. A transaction that neither
-// read nor wrote costs none.
-func (e *Engine) attempt(ctx context.Context, begin string, fn func(engine.Tx) error) error {
+// read nor wrote costs none. at names the statement that failed, when one
+// did (see engine.Stats.Conflicts).
+func (e *Engine) attempt(ctx context.Context, begin string, fn func(engine.Tx) error) (at string, err error) {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer conn.Release()
 	t := &pgTx{e: e, ctx: ctx, conn: conn, begin: begin, writes: map[string]*pgWrites{}}
@@ -188,7 +206,7 @@ func (e *Engine) attempt(ctx context.Context, begin string, fn func(engine.Tx) e
 		// roll back is not idle, and the pool closes it on Release.
 		conn.Exec(ctx, "ROLLBACK")
 	}
-	return err
+	return t.failedAt, err
 }
 
 func pgErrCode(err error) string {
@@ -213,6 +231,9 @@ type pgTx struct {
 	// readBytes is what the buckets' read maps and kept scans hold, at
 	// most readCacheBytes.
 	readBytes int
+	// failedAt names the statement that failed: "read <bucket>", "write
+	// <bucket>", "delete <bucket>", or "begin" or "commit".
+	failedAt string
 }
 
 // readCacheBytes bounds what one transaction keeps of its Gets: an op's
@@ -224,7 +245,9 @@ const readCacheBytes = 1 << 20
 // pgWrites is one bucket's pending writes: key to value, nil for a delete.
 type pgWrites struct {
 	table string
-	set   map[string][]byte
+	// bucket is the bucket's name, as Stats.Conflicts names it.
+	bucket string
+	set    map[string][]byte
 	// read keeps what each Get of this transaction found (nil: no row),
 	// up to readCacheBytes for the transaction. The transaction reads one
 	// snapshot, so a second Get of a key would find the same, and costs no
@@ -242,18 +265,20 @@ type pgWrites struct {
 func (t *pgTx) Bucket(name []byte) engine.Bucket {
 	w := t.writes[string(name)]
 	if w == nil {
-		w = &pgWrites{table: tableName(name), set: map[string][]byte{}, read: map[string][]byte{}, scanned: map[string][]pgPair{}}
+		w = &pgWrites{table: tableName(name), bucket: string(name), set: map[string][]byte{}, read: map[string][]byte{}, scanned: map[string][]pgPair{}}
 		t.writes[string(name)] = w
 	}
 	return pgBucket{t: t, w: w}
 }
 
-// query runs one read in the transaction, opening it with the same round
-// trip when it is the first statement, and collects its rows.
-func (t *pgTx) query(sql string, args ...any) ([]pgPair, error) {
+// query runs one read of w's table in the transaction, opening it with the
+// same round trip when it is the first statement, and collects its rows.
+func (t *pgTx) query(w *pgWrites, sql string, args ...any) ([]pgPair, error) {
 	var pairs []pgPair
 	err := t.read(func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) (err error) {
-		pairs, err = collectPairs(br)
+		if pairs, err = collectPairs(br); err != nil {
+			t.failedAt = "read " + w.bucket
+		}
 		return err
 	})
 	return pairs, err
@@ -261,7 +286,7 @@ func (t *pgTx) query(sql string, args ...any) ([]pgPair, error) {
 
 // read sends the statements queue queues as one round trip, behind the
 // BEGIN when the transaction is not open yet, and hands their results to
-// collect.
+// collect, which names in failedAt the statement that failed.
 func (t *pgTx) read(queue func(*pgx.Batch), collect func(pgx.BatchResults) error) error {
 	var b pgx.Batch
 	opening := !t.begun
@@ -275,6 +300,7 @@ func (t *pgTx) read(queue func(*pgx.Batch), collect func(pgx.BatchResults) error
 	br := t.conn.SendBatch(t.ctx, &b)
 	if opening {
 		if _, err := br.Exec(); err != nil {
+			t.failedAt = "begin"
 			br.Close()
 			return err
 		}
@@ -344,6 +370,7 @@ func (t *pgTx) Prefetch(keys []engine.Key) error {
 		for _, a := range ask {
 			pairs, err := collectPairs(br)
 			if err != nil {
+				t.failedAt = "read " + a.w.bucket
 				return err
 			}
 			var v []byte
@@ -378,8 +405,10 @@ func (t *pgTx) keepRead(w *pgWrites, key, v []byte) {
 // nor wrote sends nothing.
 func (t *pgTx) commit() error {
 	var b pgx.Batch
+	var stmts []string // what each statement queued is, for failedAt
 	if !t.begun {
 		b.Queue(t.begin)
+		stmts = append(stmts, "begin")
 	}
 	opened := b.Len()
 	for _, w := range t.writes {
@@ -387,9 +416,13 @@ func (t *pgTx) commit() error {
 		for k, v := range w.set {
 			if v == nil {
 				b.Queue(`DELETE FROM `+w.table+` WHERE k = $1`, []byte(k))
+				stmts = append(stmts, "delete "+w.bucket)
 			} else {
 				keys, values = append(keys, []byte(k)), append(values, v)
 			}
+		}
+		if len(keys) > 0 {
+			stmts = append(stmts, "write "+w.bucket)
 		}
 		switch len(keys) {
 		case 0:
@@ -408,8 +441,17 @@ func (t *pgTx) commit() error {
 	}
 	t.begun = true
 	b.Queue("COMMIT")
+	stmts = append(stmts, "commit")
 	t.e.roundTrips.Add(1)
-	return t.conn.SendBatch(t.ctx, &b).Close()
+	br := t.conn.SendBatch(t.ctx, &b)
+	for _, stmt := range stmts {
+		if _, err := br.Exec(); err != nil {
+			t.failedAt = stmt
+			br.Close()
+			return err
+		}
+	}
+	return br.Close()
 }
 
 type pgBucket struct {
@@ -424,7 +466,7 @@ func (b pgBucket) Get(key []byte) ([]byte, error) {
 	if v, ok := b.w.read[string(key)]; ok {
 		return v, nil
 	}
-	rows, err := b.t.query(b.w.selectKey(), key)
+	rows, err := b.t.query(b.w, b.w.selectKey(), key)
 	if err != nil {
 		return nil, err
 	}
@@ -557,5 +599,5 @@ func (b pgBucket) query(r engine.Range, extra int) ([]pgPair, error) {
 	if r.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, r.Limit+extra)
 	}
-	return b.t.query(q, args...)
+	return b.t.query(b.w, q, args...)
 }

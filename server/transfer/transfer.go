@@ -39,6 +39,8 @@ type Transfers struct {
 	// renewal; idle how long an upload session lives after its last write.
 	leaseTTL time.Duration
 	idle     time.Duration
+	// removals runs one RemovePartials pass at a time for all callers.
+	removals passes
 }
 
 // New returns the writer of transfers over store and engine: leases taken
@@ -175,8 +177,14 @@ func (c *Claim) Discard(accountID, uploadID, id string) error {
 	return nil
 }
 
-// BufferSize is the copy buffer one Append holds in memory.
+// BufferSize is the largest copy buffer one Append holds in memory.
 const BufferSize = 1 << 20
+
+// AppendBuffer is the copy buffer an Append to a transfer with remaining
+// bytes to go holds: BufferSize, or fewer when fewer remain (the body
+// cannot pass the transfer's length), so a small transfer's PATCH holds
+// what it may fill.
+func AppendBuffer(remaining int64) int64 { return max(1, min(BufferSize, remaining)) }
 
 // bufPool holds the copy buffers of appended bodies, so a transfer of any
 // size takes constant memory.
@@ -226,8 +234,13 @@ func (c *Claim) Append(body io.Reader, accountID, uploadID string, t *kv.Transfe
 	}
 	defer p.Close()
 	body = guarded{body, c}
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
+	buf := &[]byte{}
+	if size := AppendBuffer(t.Length - t.Offset); size < BufferSize {
+		*buf = make([]byte, size)
+	} else {
+		buf = bufPool.Get().(*[]byte)
+		defer bufPool.Put(buf)
+	}
 	for {
 		from := t.Offset
 		step := min(Checkpoint, t.Length-from)
@@ -320,8 +333,50 @@ func (c *Claim) complete(p blobs.Partial, h hash.Hash, accountID, uploadID strin
 }
 
 // RemovePartials deletes the partial files of deleted transfers (see
-// RemovePartials, the function).
-func (ts *Transfers) RemovePartials() { RemovePartials(ts.store, ts.blobs, ts.log) }
+// RemovePartials, the function), those queued before the call included,
+// in one pass at a time: concurrent callers (every completed transfer
+// calls it) wait for a pass that starts after their call instead of each
+// removing, and forgetting, the same partials, which on PostgreSQL all but
+// one of them lost.
+func (ts *Transfers) RemovePartials() {
+	ts.removals.run(func() { RemovePartials(ts.store, ts.blobs, ts.log) })
+}
+
+// passes runs a pass for its callers one at a time; each caller returns
+// once a pass that started after its call has ended, so the callers that
+// come during a pass share the next one.
+type passes struct {
+	mu                sync.Mutex
+	cond              *sync.Cond
+	running           bool
+	started, finished uint64
+}
+
+func (p *passes) run(pass func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cond == nil {
+		p.cond = sync.NewCond(&p.mu)
+	}
+	for want := p.started + 1; p.finished < want; {
+		if p.running {
+			p.cond.Wait()
+			continue
+		}
+		p.running = true
+		p.started++
+		p.mu.Unlock()
+		func() {
+			defer func() {
+				p.mu.Lock()
+				p.running = false
+				p.finished = p.started
+				p.cond.Broadcast()
+			}()
+			pass()
+		}()
+	}
+}
 
 // RemovePartials deletes the partial files of deleted transfers from engine.
 // The store queues them because no file is touched inside a transaction;
