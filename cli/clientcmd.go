@@ -155,6 +155,24 @@ func readSecret(cmd *cobra.Command, fromStdin bool, prompt string, confirm bool)
 	return s, nil
 }
 
+// startSignIn is what signup, login and recover begin with: the account's
+// email given, the profile opened, and a client of the server at url.
+func startSignIn(f *clientFlags, email, url string) (*library.Profile, *client.Client, error) {
+	if email == "" {
+		return nil, nil, refused(errors.New("give the account's email with --email"))
+	}
+	p, err := library.OpenProfile(f.profile)
+	if err != nil {
+		return nil, nil, refused(err)
+	}
+	c, err := client.New(url, nil)
+	if err != nil {
+		return nil, nil, refused(err)
+	}
+	c.Retry.Attempts = max(1, f.retries)
+	return p, c, nil
+}
+
 // emit writes v as one JSON line.
 func emit(w io.Writer, v any) {
 	b, _ := json.Marshal(v)
@@ -173,12 +191,15 @@ once: write it down and keep it safe. It is the only way back to your photos if 
 password, and nobody, the server's operator included, can recover them without it.`,
 		Args: clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if email == "" {
-				return refused(errors.New("give the account's email with --email"))
+			// An invitation link is the server's address with the code
+			// in its fragment: URL/#invite=CODE.
+			server, fragment, _ := strings.Cut(args[0], "#")
+			if code, ok := strings.CutPrefix(fragment, "invite="); ok && invite == "" {
+				invite = code
 			}
-			p, err := library.OpenProfile(f.profile)
+			p, c, err := startSignIn(f, email, server)
 			if err != nil {
-				return refused(err)
+				return err
 			}
 			password, err := readSecret(cmd, fromStdin, "Password", true)
 			if err != nil {
@@ -186,16 +207,6 @@ password, and nobody, the server's operator included, can recover them without i
 			}
 			if len(password) < 8 {
 				return refused(errors.New("the password must be at least 8 characters"))
-			}
-			// An invitation link is the server's address with the code
-			// in its fragment: URL/#invite=CODE.
-			server, fragment, _ := strings.Cut(args[0], "#")
-			if code, ok := strings.CutPrefix(fragment, "invite="); ok && invite == "" {
-				invite = code
-			}
-			c, err := client.New(server, nil)
-			if err != nil {
-				return refused(err)
 			}
 			recovery, err := library.Signup(cmd.Context(), p, c, email, password, invite)
 			if err != nil {
@@ -225,18 +236,11 @@ func newClientLoginCmd(f *clientFlags) *cobra.Command {
 		Short: "Sign in on this device and open the account's keys with the password",
 		Args:  clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if email == "" {
-				return refused(errors.New("give the account's email with --email"))
-			}
-			p, err := library.OpenProfile(f.profile)
+			p, c, err := startSignIn(f, email, args[0])
 			if err != nil {
-				return refused(err)
+				return err
 			}
 			password, err := readSecret(cmd, fromStdin, "Password", false)
-			if err != nil {
-				return refused(err)
-			}
-			c, err := client.New(args[0], nil)
 			if err != nil {
 				return refused(err)
 			}
@@ -750,12 +754,9 @@ under the new password. Asks for the password and the recovery key (with --passw
 password on the first line of standard input, the recovery key on the second).`,
 		Args: clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if email == "" {
-				return refused(errors.New("give the account's email with --email"))
-			}
-			p, err := library.OpenProfile(f.profile)
+			p, c, err := startSignIn(f, email, args[0])
 			if err != nil {
-				return refused(err)
+				return err
 			}
 			password, typed, err := readTwoSecrets(cmd, fromStdin, "Password", "Recovery key", false)
 			if err != nil {
@@ -764,10 +765,6 @@ password on the first line of standard input, the recovery key on the second).`,
 			recovery, err := sealed.ParseRecoveryKey(typed)
 			if err != nil {
 				return refused(fmt.Errorf("the recovery key is mistyped: %w", err))
-			}
-			c, err := client.New(args[0], nil)
-			if err != nil {
-				return refused(err)
 			}
 			if err := library.Recover(cmd.Context(), p, c, email, password, code, recovery); err != nil {
 				return serverError(err)
