@@ -25,8 +25,10 @@ func (s LinkSecret) Fragment() string { return base64.RawURLEncoding.EncodeToStr
 
 // ParseFragment reads a URL fragment (without the "#") as a link secret.
 func ParseFragment(f string) (LinkSecret, error) {
+	// Go's decoder skips carriage returns and newlines; a fragment is
+	// exactly its 43 characters, so the length is checked on the text.
 	b, err := base64.RawURLEncoding.Strict().DecodeString(f)
-	if err != nil || len(b) != 32 {
+	if err != nil || len(f) != 43 || len(b) != 32 {
 		return LinkSecret{}, malformed("link fragment is not 43 characters of base64url")
 	}
 	return LinkSecret(b), nil
@@ -189,7 +191,7 @@ func ParseShareIndex(plain []byte) (*ShareIndex, error) {
 	idx := &ShareIndex{Title: j.Title, Items: make([]ShareItem, 0, len(j.Items))}
 	for _, it := range j.Items {
 		k, err := base64.RawURLEncoding.Strict().DecodeString(it.AssetKey)
-		if err != nil || len(k) != KeySize || !canonicalUUID(it.FileID) || !isHash(it.MetadataHash) {
+		if err != nil || len(it.AssetKey) != 43 || len(k) != KeySize || !canonicalUUID(it.FileID) || !isHash(it.MetadataHash) {
 			return nil, malformed("share index item malformed")
 		}
 		idx.Items = append(idx.Items, ShareItem{AssetKey: AssetKey(k), FileID: it.FileID, MetadataHash: it.MetadataHash})
