@@ -26,6 +26,7 @@ import (
 	"sealbox/cli/media/mediatest"
 	"sealbox/cli/sealed"
 	"sealbox/kv/fault"
+	"sealbox/server"
 	"sealbox/server/servertest"
 )
 
@@ -43,9 +44,11 @@ type clientRig struct {
 	bodies [][]byte
 }
 
-func newClientRig(t *testing.T) *clientRig {
+// newClientRig starts the server, edit adjusting its configuration, and
+// the proxy in front of it.
+func newClientRig(t *testing.T, edit ...func(*server.Config)) *clientRig {
 	t.Helper()
-	rig := &clientRig{t: t, bin: buildBinary(t), ts: servertest.MustOpenServer(t), profile: filepath.Join(t.TempDir(), "profile")}
+	rig := &clientRig{t: t, bin: buildBinary(t), ts: servertest.MustOpenServer(t, edit...), profile: filepath.Join(t.TempDir(), "profile")}
 	target, _ := url.Parse(rig.ts.URL())
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -26,7 +26,7 @@ func (s *Server) registerSharePageRoutes() {
 // may not be framed.
 var (
 	cspSharePage = []string{"default-src 'none'; script-src 'self'; style-src 'self'; img-src blob:; media-src 'self' blob:; " +
-		"connect-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"}
+		"connect-src 'self'; worker-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"}
 	cspServiceWorker = []string{"default-src 'none'; script-src 'self'; connect-src 'self'"}
 	varyAccept       = []string{"Accept"}
 	swAllowed        = []string{"/s/"}

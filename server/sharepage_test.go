@@ -21,7 +21,7 @@ const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,ima
 // the page asks for it: nothing but its own scripts and styles, decrypted
 // images and video, its own origin, no framing.
 const pagePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src blob:; media-src 'self' blob:; " +
-	"connect-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"connect-src 'self'; worker-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // withoutVolatile is a response's headers without those that differ from
 // one request to the next.

@@ -46,7 +46,12 @@ async function main() {
     linkKey = await askPassphrase(await getBytes(`${base}/wrapped-secret`, { cache: "no-store" }), secret);
   }
   setState("loading", "Opening the photos…");
-  const index = await openJSON(await indexKey(linkKey), await getBytes(blobURL(info.metadata_hash)));
+  const sealedIndex = await getBytes(blobURL(info.metadata_hash));
+  // The fragment has the right form but is not the link's key: a link
+  // changed on its way, as a link cut short is.
+  const index = await openJSON(await indexKey(linkKey), sealedIndex).catch((err) => {
+    throw err.name === "OperationError" ? new Incomplete() : err;
+  });
   if (index.v !== 1 || !Array.isArray(index.items)) {
     throw new Error("the link's index is malformed");
   }
@@ -180,6 +185,7 @@ async function view(i) {
   video.hidden = !isVideo(a.md);
   img.hidden = isVideo(a.md);
   img.removeAttribute("src");
+  delete img.dataset.shown;
   img.alt = a.md.name;
   if (!dialog.open) {
     opener = a.button;
@@ -195,6 +201,7 @@ async function view(i) {
     }
     if (a.thumbnail) {
       img.src = a.thumbnail;
+      img.dataset.shown = "thumbnail";
     }
     const p = a.md.blobs.preview;
     if (p) {
@@ -202,6 +209,7 @@ async function view(i) {
       const url = await a.preview;
       if (current === i) {
         img.src = url;
+        img.dataset.shown = "preview";
       }
     }
   } catch (err) {
@@ -296,7 +304,19 @@ async function inMemory(a) {
   return URL.createObjectURL(new Blob([plain], { type: a.md.media_type }));
 }
 
+// save downloads what url answers under name. The service worker's answers
+// are fetched by a hidden frame: a link with a download attribute would
+// bypass the worker.
 function save(url, name) {
+  if (!url.startsWith("blob:")) {
+    const frame = document.createElement("iframe");
+    frame.hidden = true;
+    frame.title = name;
+    frame.src = url;
+    document.body.append(frame);
+    setTimeout(() => frame.remove(), 60_000);
+    return;
+  }
   const link = document.createElement("a");
   link.href = url;
   link.download = name;
@@ -352,12 +372,20 @@ $("prev").addEventListener("click", () => step(-1));
 $("next").addEventListener("click", () => step(1));
 $("close").addEventListener("click", () => $("viewer").close());
 $("viewer").addEventListener("close", () => {
+  // The close event comes a task after the dialog closed: a photo opened
+  // meanwhile keeps its view.
+  if ($("viewer").open) {
+    return;
+  }
   $("video").pause();
   $("video").removeAttribute("src");
   current = -1;
   opener?.focus();
 });
-$("viewer").addEventListener("keydown", (e) => {
+document.addEventListener("keydown", (e) => {
+  if (!$("viewer").open) {
+    return;
+  }
   if (e.key === "ArrowLeft") {
     step(-1);
   } else if (e.key === "ArrowRight") {
