@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -94,6 +95,13 @@ type tile struct {
 	Label    string `json:"label"`
 }
 
+// The video of TestSharePageInABrowser, a WebM the browser encodes, and
+// how long it lasts.
+const (
+	video        = "clip.webm"
+	videoSeconds = 20
+)
+
 // TestSharePageInABrowser opens links made by the real `sealbox client`
 // in headless Chromium, driven over the DevTools protocol. A folder of 100
 // JPEGs, a PNG, a video and a Live Photo (a still and a video of one name)
@@ -101,9 +109,11 @@ type tile struct {
 // and every thumbnail decoded at its size, named by its file; the full
 // view shows the preview and the capture date and moves with the keys; an
 // original downloads under its name with the source's SHA-256; "download
-// all" is a ZIP whose files are the folder's, byte for byte; a range of the
-// video, read through the page's service worker, is the source's bytes and
-// costs the server a few chunks, not the video. A passphrase link asks,
+// all" is a ZIP whose files are the folder's, byte for byte. The video (a
+// WebM of 20 s the browser encoded) shows its first frame, seeks to its
+// middle having read well under the whole sealed blob, and plays on from
+// there; a range of it, read through the page's service worker, is the
+// source's bytes and costs the server a few chunks. A passphrase link asks,
 // says a wrong passphrase is wrong and opens with the right one; a revoked
 // link and an unknown one say the same "no longer available"; a link
 // without its fragment, cut short or changed says it is incomplete. No
@@ -121,6 +131,7 @@ func TestSharePageInABrowser(t *testing.T) {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	ctx := newBrowser(t, chromium)
 	files := map[string][]byte{}
 	size := map[string][2]int{}
 	for i := 1; i <= 100; i++ {
@@ -137,8 +148,7 @@ func TestSharePageInABrowser(t *testing.T) {
 	files["LIVE_0001.jpg"] = mediatest.JPEG(240, 320, 201, mediatest.EXIF{DateTimeOriginal: "2024:01:02 09:10:11"})
 	size["LIVE_0001.jpg"] = [2]int{240, 320}
 	files["LIVE_0001.mov"] = noise(300_000)
-	const video = "clip.mp4"
-	files[video] = noise(12 << 20)
+	files[video] = browserVideo(t, ctx, 320, 240, 15, videoSeconds, 8_000_000)
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(folder, name), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -157,7 +167,6 @@ func TestSharePageInABrowser(t *testing.T) {
 	front := newViewerProxy(t, rig.url)
 	open := func(link string) string { return strings.Replace(link, rig.url, front.URL, 1) }
 	downloads := t.TempDir()
-	ctx := newBrowser(t, chromium)
 	browserDo(t, ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 			Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads, EventsEnabled: new(true)})
@@ -272,25 +281,60 @@ func TestSharePageInABrowser(t *testing.T) {
 		t.Errorf("downloaded IMG_0042.jpg: SHA-256 %s, want the source's %s", hashHex(got), hashHex(files["IMG_0042.jpg"]))
 	}
 
-	// The video is read by ranges: a range from its middle, through the
-	// page's service worker, is the source's bytes and costs the server a
-	// few chunks of the sealed blob.
-	openTile(video)
-	// The source is not a real video: the player reads its first window and
-	// gives up, and then the range is read.
-	browserDo(t, ctx, pageUntil(`document.querySelector("#video").src.includes("/video/") && document.querySelector("#video").error`))
+	// The video: it starts, a seek to its middle moves currentTime and
+	// reads the sealed blob around it, not the whole blob, and it plays
+	// from there. The service worker answers the player's ranges.
 	before := front.blobBytes()
+	start := pageEval[float64](t, ctx, fmt.Sprintf(`new Promise((resolve) => {
+		const v = document.querySelector("#video");
+		const t0 = performance.now();
+		v.addEventListener("loadeddata", () => resolve(performance.now() - t0), { once: true });
+		[...document.querySelectorAll("#grid button")].find((b) => b.textContent === %q).click();
+	})`, video))
+	seek := pageEval[map[string]float64](t, ctx, `(async () => {
+		const v = document.querySelector("#video");
+		const duration = v.duration;
+		v.currentTime = duration / 2;
+		await new Promise((r) => v.addEventListener("seeked", r, { once: true }));
+		return { duration, time: v.currentTime };
+	})()`)
+	seekSpent := front.blobBytes() - before
+	sealedVideo := int64(len(files[video])) + 25 + 16*int64((len(files[video])+65535)/65536)
+	t.Logf("the %d-byte video showed its first frame %.0f ms after its tile was clicked; a seek to %.1f s of %.1f s had read %d bytes of blobs",
+		len(files[video]), start, seek["time"], seek["duration"], seekSpent)
+	if math.Abs(seek["duration"]-videoSeconds) > 0.5 || math.Abs(seek["time"]-videoSeconds/2) > 0.5 {
+		t.Errorf("the video's seek: %v, want to %d s of %d s", seek, videoSeconds/2, videoSeconds)
+	}
+	if seekSpent >= sealedVideo*3/4 {
+		t.Errorf("opening the video and seeking to its middle read %d bytes of blobs; the sealed video is %d", seekSpent, sealedVideo)
+	}
+	played := pageEval[float64](t, ctx, `(async () => {
+		const v = document.querySelector("#video");
+		const from = v.currentTime;
+		v.muted = true;
+		await v.play();
+		while (v.currentTime < from + 0.5) await new Promise((r) => v.addEventListener("timeupdate", r, { once: true }));
+		v.pause();
+		return v.currentTime;
+	})()`)
+	if played < seek["time"]+0.5 {
+		t.Errorf("the video did not play on from its middle: at %.2f s", played)
+	}
+	src := pageEval[string](t, ctx, `document.querySelector("#video").src`)
+	browserDo(t, ctx, chromedp.KeyEvent(kb.Escape), pageUntil(`!document.querySelector("#viewer").open`))
+
+	// A range read through the worker, the player gone: the source's
+	// bytes, for a few chunks of the sealed blob.
+	before = front.blobBytes()
 	const from, to = 6<<20 + 12345, 6<<20 + 300_000
-	got := pageEval[string](t, ctx, fmt.Sprintf(`fetch(document.querySelector("#video").src, { headers: { Range: "bytes=%d-%d" } }).then(async (r) =>
-		r.status + " " + r.headers.get("Content-Range") + " " + [...new Uint8Array(await crypto.subtle.digest("SHA-256", await r.arrayBuffer()))].map((b) => b.toString(16).padStart(2, "0")).join(""))`, from, to-1))
+	got := pageEval[string](t, ctx, fmt.Sprintf(`fetch(%q, { headers: { Range: "bytes=%d-%d" } }).then(async (r) =>
+		r.status + " " + r.headers.get("Content-Range") + " " + [...new Uint8Array(await crypto.subtle.digest("SHA-256", await r.arrayBuffer()))].map((b) => b.toString(16).padStart(2, "0")).join(""))`, src, from, to-1))
 	if want := fmt.Sprintf("206 bytes %d-%d/%d %s", from, to-1, len(files[video]), hashHex(files[video][from:to])); got != want {
 		t.Errorf("a range of the video: got %q, want %q", got, want)
 	}
 	if spent := front.blobBytes() - before; spent > 6*65552 {
 		t.Errorf("a range of %d bytes cost the server %d bytes of blobs", to-from, spent)
 	}
-	t.Logf("a %d-byte range of the %d-byte video cost %d bytes of blobs; the video view as a whole %d", to-from, len(files[video]), front.blobBytes()-before, front.blobBytes())
-	browserDo(t, ctx, chromedp.KeyEvent(kb.Escape), pageUntil(`!document.querySelector("#viewer").open`))
 
 	// Download all: one ZIP, streamed, whose files are the folder's.
 	browserDo(t, ctx, chromedp.Click("#all"))
