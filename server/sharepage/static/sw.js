@@ -142,10 +142,10 @@ async function range(plan, header) {
   const n = chunkCount(size);
   const first = Math.floor(a / CHUNK);
   const last = Math.floor(b / CHUNK);
-  plan.key ??= get(`${plan.base}/blob/${e.hash}`, { headers: { Range: `bytes=0-${HEADER - 1}` } })
+  plan.streamKey ??= get(`${plan.base}/blob/${e.hash}`, { headers: { Range: `bytes=0-${HEADER - 1}` } })
     .then((r) => r.arrayBuffer())
     .then((h) => streamKey(e.key, new Uint8Array(h)));
-  const key = await plan.key;
+  const key = await plan.streamKey;
   const from = HEADER + first * PIECE;
   const to = Math.min(HEADER + (last + 1) * PIECE, sealedSize(size));
   const r = await get(`${plan.base}/blob/${e.hash}`, { headers: { Range: `bytes=${from}-${to - 1}` } });
