@@ -49,6 +49,8 @@ type clientRig struct {
 	down atomic.Int32
 }
 
+// newClientRig starts the server, edit adjusting its configuration, and
+// the proxy in front of it.
 func newClientRig(t *testing.T, edit ...func(*server.Config)) *clientRig {
 	t.Helper()
 	rig := &clientRig{t: t, bin: buildBinary(t), ts: servertest.MustOpenServer(t, edit...), profile: filepath.Join(t.TempDir(), "profile")}

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sealbox/server/servertest"
+	"sealbox/server/sharepage"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,6 +115,24 @@ func TestREADMENginxInFront(t *testing.T) {
 	ranged := api.do("GET", "/s/"+link+"/blob/"+hash, "", nil, map[string]string{"Range": "bytes=40000000-40065535"}, 206)
 	if !bytes.Equal(ranged.Body, video[40000000:40065536]) || ranged.Header.Get("Content-Range") != fmt.Sprintf("bytes 40000000-40065535/%d", len(video)) {
 		t.Fatalf("ranged read through nginx: %d bytes, Content-Range %q", len(ranged.Body), ranged.Header.Get("Content-Range"))
+	}
+	api.wantSharePage(link)
+}
+
+// wantSharePage fails unless the share page of link, and every file it
+// loads, come through nginx as sealbox serves them.
+func (a proxyAPI) wantSharePage(link string) {
+	a.t.Helper()
+	page := a.do("GET", "/s/"+link, "", nil, map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}, 200)
+	if !bytes.Equal(page.Body, sharepage.Page()) || !strings.Contains(page.Header.Get("Content-Security-Policy"), "script-src 'self'") ||
+		page.Header.Get("Vary") != "Accept" {
+		a.t.Fatalf("the share page through nginx: %v\n%.200s", page.Header, page.Body)
+	}
+	for _, f := range sharepage.Files() {
+		r := a.do("GET", sharepage.Prefix+f.Name, "", nil, nil, 200)
+		if !bytes.Equal(r.Body, f.Body) || r.Header.Get("Content-Type") != f.ContentType {
+			a.t.Errorf("%s through nginx: %s, %d bytes", f.Name, r.Header.Get("Content-Type"), len(r.Body))
+		}
 	}
 }
 
@@ -280,6 +299,7 @@ func TestREADMENginxShareListener(t *testing.T) {
 			t.Errorf("share answer through nginx without its CORS headers: %v", r.Header)
 		}
 	}
+	api.wantSharePage(link)
 	api.do("GET", "/healthz", "", nil, nil, 200)
 	for _, path := range []string{"/readyz", "/v1/version", "/v1/albums"} {
 		if r := api.do("GET", path, owner.token, nil, nil, 404); !strings.Contains(string(r.Body), `"error.not_found"`) {

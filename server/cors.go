@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sealbox/kv/fault"
+	"sealbox/server/sharepage"
 )
 
 // Cross-origin access (server/PROTOCOL.md §18). The public share reads
@@ -111,12 +112,12 @@ func corsOriginSet(origins []string) map[string]bool {
 	return set
 }
 
-// shareOnly is the share listener's gate: it passes on the share reads and
-// the liveness probe, and answers everything else 404, as a path no route
-// matches.
+// shareOnly is the share listener's gate: it passes on the share reads, the
+// share page's files and the liveness probe, and answers everything else
+// 404, as a path no route matches.
 func (s *Server) shareOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/s/") || r.URL.Path == "/healthz" {
+		if strings.HasPrefix(r.URL.Path, "/s/") || strings.HasPrefix(r.URL.Path, sharepage.Prefix) || r.URL.Path == "/healthz" {
 			next.ServeHTTP(w, r)
 			return
 		}

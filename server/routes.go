@@ -37,6 +37,7 @@ func (s *Server) routes() *httprouter.Router {
 	s.registerRevokeAllRoutes()
 	s.registerRelayRoutes()
 	s.registerShareRoutes()
+	s.registerSharePageRoutes()
 	s.registerOpRoutes()
 	s.registerFeedRoutes()
 	s.registerAssetRoutes()

@@ -423,7 +423,7 @@ func nodeName(nodeID, run string) string {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // ShareHandler is the share listener's stack: the same router and share
-// rate limit, answering only /s/... and /healthz.
+// rate limit, answering only /s/..., the share page's files and /healthz.
 func (s *Server) ShareHandler() http.Handler { return s.shareHandler }
 
 // Open listens on addr and serves in the background: a busy port fails

@@ -16,7 +16,7 @@ import (
 func (s *Server) registerShareRoutes() {
 	s.handle(http.MethodPost, "/v1/shares", s.bearer(s.handleShareCreate))
 	s.handle(http.MethodDelete, "/v1/shares/:opaque_id", s.bearer(s.handleShareRevoke))
-	s.handle(http.MethodGet, "/s/:opaque_id", s.shareRead(s.handleShareMetadata))
+	s.handle(http.MethodGet, "/s/:opaque_id", s.shareRead(s.sharePageOr(s.handleShareMetadata)))
 	s.handle(http.MethodGet, "/s/:opaque_id/blob/:hash", s.shareRead(s.handleShareBlob))
 	s.handle(http.MethodHead, "/s/:opaque_id/blob/:hash", s.shareRead(s.handleShareBlob))
 	s.handle(http.MethodGet, "/s/:opaque_id/wrapped-secret", s.shareRead(s.handleShareSecret))
