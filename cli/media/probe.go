@@ -58,18 +58,21 @@ type Probe struct {
 func ProbeFile(path string, modTime time.Time, sidecars []string) Probe {
 	p := Probe{Orientation: 1}
 	kind := KindOf(path)
-	if kind == Image || kind == HEIC || kind == RAW {
-		if f, err := os.Open(path); err == nil {
-			readEXIF(f, &p)
-			if kind == Image && p.Width == 0 {
+	if f, err := os.Open(path); err == nil {
+		switch kind {
+		case Image:
+			readStillEXIF(f, &p)
+			if p.Width == 0 {
 				if _, err := f.Seek(0, io.SeekStart); err == nil {
 					if cfg, _, err := image.DecodeConfig(f); err == nil {
 						p.Width, p.Height = cfg.Width, cfg.Height
 					}
 				}
 			}
-			f.Close()
+		case HEIC, RAW:
+			readEXIF(f, &p)
 		}
+		f.Close()
 	}
 	if p.TimeSource == "" {
 		for _, s := range sidecars {
@@ -104,6 +107,26 @@ func readSidecar(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxSidecar))
 }
 
+// readStillEXIF fills p from a still's EXIF: a JPEG's, read by
+// readJPEGEXIF; the other stills Go decodes (PNG, GIF, WebP) rarely carry
+// one and are probed from their name and time.
+func readStillEXIF(r io.Reader, p *Probe) {
+	x, ok := readJPEGEXIF(r)
+	if !ok {
+		return
+	}
+	if !x.taken.IsZero() {
+		p.Taken, p.OffsetKnown, p.TimeSource = x.taken, x.offsetKnown, SourceEXIF
+	}
+	if x.orientation != 0 {
+		p.Orientation = x.orientation
+	}
+	p.Width, p.Height = x.width, x.height
+	if x.hasGPS && (x.lat != 0 || x.lon != 0) {
+		p.HasLocation, p.Latitude, p.Longitude = true, x.lat, x.lon
+	}
+}
+
 // errParserPanic is a metadata parser that panicked on a damaged or hostile
 // file: the file is read as one without metadata.
 var errParserPanic = errors.New("the metadata parser failed on this file")
@@ -129,17 +152,42 @@ func readEXIF(r io.ReadSeeker, p *Probe) {
 	}
 }
 
-// decodeEXIF is imagemeta.Decode, with a panic of the parser on a damaged
-// file turned into an error: the file is the user's, possibly hostile,
-// and one bad photo must not end a sync.
-func decodeEXIF(r io.ReadSeeker) (e exif2.Exif, err error) {
-	defer func() {
-		if recover() != nil {
-			err = errParserPanic
-		}
+// decodeEXIF is imagemeta.Decode for the HEIC and RAW files the client
+// cannot read itself, with a panic of the parser turned into an error and
+// a bound on its time: a damaged file can send imagemeta into an endless
+// loop (FuzzProbe found one in its JPEG reader). Past exifTimeout the file
+// is probed without its EXIF; the loop, which cannot be stopped, ends with
+// the process.
+func decodeEXIF(r io.ReadSeeker) (exif2.Exif, error) {
+	type result struct {
+		e   exif2.Exif
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if recover() != nil {
+				done <- result{err: errParserPanic}
+			}
+		}()
+		e, err := imagemeta.Decode(r)
+		done <- result{e, err}
 	}()
-	return imagemeta.Decode(r)
+	select {
+	case res := <-done:
+		return res.e, res.err
+	case <-time.After(exifTimeout):
+		return exif2.Exif{}, errParserStuck
+	}
 }
+
+// exifTimeout bounds imagemeta's time on one file: a real one takes
+// milliseconds.
+const exifTimeout = 2 * time.Second
+
+// errParserStuck is a file the metadata parser did not finish within
+// exifTimeout.
+var errParserStuck = errors.New("the metadata parser did not finish with this file")
 
 // XMPTime is the capture time an XMP packet records: exif:DateTimeOriginal,
 // else photoshop:DateCreated, else xmp:CreateDate, as an attribute or an
