@@ -61,6 +61,20 @@ func newViewerProxy(t *testing.T, target string) *viewerProxy {
 }
 
 // blobBytes is how many bytes the blob reads were sent so far.
+// settledBlobBytes is blobBytes once no blob byte has been sent for 300 ms
+// (or after 10 s): reads the player started before a measurement (its
+// read-ahead) are over when the measurement's window opens.
+func (p *viewerProxy) settledBlobBytes() int64 {
+	last, quietSince, deadline := p.blobBytes(), time.Now(), time.Now().Add(10*time.Second)
+	for time.Since(quietSince) < 300*time.Millisecond && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if n := p.blobBytes(); n != last {
+			last, quietSince = n, time.Now()
+		}
+	}
+	return last
+}
+
 func (p *viewerProxy) blobBytes() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -285,7 +299,7 @@ func TestSharePageInABrowser(t *testing.T) {
 	// The video: it starts, a seek to its middle moves currentTime and
 	// reads the sealed blob around it, not the whole blob, and it plays
 	// from there. The service worker answers the player's ranges.
-	before := front.blobBytes()
+	before := front.settledBlobBytes()
 	start := pageEval[float64](t, ctx, fmt.Sprintf(`new Promise((resolve) => {
 		const v = document.querySelector("#video");
 		const t0 = performance.now();
@@ -324,9 +338,9 @@ func TestSharePageInABrowser(t *testing.T) {
 	src := pageEval[string](t, ctx, `document.querySelector("#video").src`)
 	browserDo(t, ctx, chromedp.KeyEvent(kb.Escape), pageUntil(`!document.querySelector("#viewer").open`))
 
-	// A range read through the worker, the player gone: the source's
-	// bytes, for a few chunks of the sealed blob.
-	before = front.blobBytes()
+	// A range read through the worker, the player gone (and its reads
+	// ended): the source's bytes, for a few chunks of the sealed blob.
+	before = front.settledBlobBytes()
 	const from, to = 6<<20 + 12345, 6<<20 + 300_000
 	got := pageEval[string](t, ctx, fmt.Sprintf(`fetch(%q, { headers: { Range: "bytes=%d-%d" } }).then(async (r) =>
 		r.status + " " + r.headers.get("Content-Range") + " " + [...new Uint8Array(await crypto.subtle.digest("SHA-256", await r.arrayBuffer()))].map((b) => b.toString(16).padStart(2, "0")).join(""))`, src, from, to-1))
