@@ -66,7 +66,9 @@ func devicesQuery(r *http.Request) (after []byte, limit int, err error) {
 	}
 	if v, ok := q["cursor"]; ok {
 		after, err = base64.RawURLEncoding.Strict().DecodeString(v[0])
-		if err != nil || len(after) != cursorLen || !isCanonicalUUID(string(after[8:])) {
+		// The decoder skips carriage returns and newlines: the text
+		// itself must be the cursor's exact encoding.
+		if err != nil || len(after) != cursorLen || len(v[0]) != base64.RawURLEncoding.EncodedLen(cursorLen) || !isCanonicalUUID(string(after[8:])) {
 			return nil, 0, fault.FieldErrorf(fault.ECodeMalformed, "cursor", "cursor must be a next_cursor this endpoint gave")
 		}
 	}
