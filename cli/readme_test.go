@@ -19,7 +19,9 @@ import (
 )
 
 // The README's examples are a client many people copy, so they run as a
-// test. Every ```sh block runs, in order, in one bash with -euo pipefail, in
+// test, and so do those of the client developer's walkthrough
+// (server/WALKTHROUGH.md), which continue from them. Every ```sh block of
+// the README and then of the walkthrough runs, in order, in one bash with -euo pipefail, in
 // an empty directory, with the built binary first on PATH and a server
 // started the way the Quick start starts it. Nothing is rewritten but the
 // addresses: 127.0.0.1:8080 becomes this test's server and 127.0.0.1:8081 a
@@ -30,14 +32,31 @@ import (
 // Blocks fenced otherwise (```console, ```cron, ```nginx, …) are shown, not
 // run: they start long-running servers or touch the system.
 
-// readmeBlock is one ```sh block: its lines and the README line of the first.
+// readmeBlock is one fenced block: its file, its lines and the line of the
+// first.
 type readmeBlock struct {
+	file  string
 	line  int
 	lines []string
 }
 
-// readmeShellBlocks returns the README's ```sh blocks in order.
-func readmeShellBlocks(path string) ([]readmeBlock, error) { return readmeBlocks(path, "sh") }
+// examplePaths are the documents whose examples run, in the order they
+// run: the walkthrough uses the server and variables the README's set up.
+var examplePaths = []string{"../README.md", "../server/WALKTHROUGH.md"}
+
+// exampleBlocks returns the ```lang blocks of every document that holds
+// examples, in the order they run.
+func exampleBlocks(lang string) ([]readmeBlock, error) {
+	var all []readmeBlock
+	for _, path := range examplePaths {
+		blocks, err := readmeBlocks(path, lang)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, blocks...)
+	}
+	return all, nil
+}
 
 // readmeBlocks returns the README's blocks fenced ```lang, in order.
 func readmeBlocks(path, lang string) ([]readmeBlock, error) {
@@ -57,7 +76,7 @@ func readmeBlocks(path, lang string) ([]readmeBlock, error) {
 		case fence == "" && strings.HasPrefix(trimmed, "```"):
 			fence = trimmed
 			if trimmed == "```"+lang {
-				blocks = append(blocks, readmeBlock{line: n + 1})
+				blocks = append(blocks, readmeBlock{file: strings.TrimPrefix(path, "../"), line: n + 1})
 				cur = &blocks[len(blocks)-1]
 			}
 		case fence != "" && trimmed == "```":
@@ -74,7 +93,7 @@ func readmeBlocks(path, lang string) ([]readmeBlock, error) {
 var statusComment = regexp.MustCompile(`^#\s*([1-5][0-9][0-9])\b`)
 
 // readmeScript turns the blocks into one bash script. Before each command it
-// records the command's README line and expected status for the curl
+// records the command's file and line and expected status for the curl
 // wrapper and the ERR trap.
 func readmeScript(blocks []readmeBlock) string {
 	var b strings.Builder
@@ -100,7 +119,7 @@ func readmeScript(blocks []readmeBlock) string {
 					expect = m[1]
 				}
 			}
-			fmt.Fprintf(&b, "__readme_next %d '%s'\n", blk.line+i, expect)
+			fmt.Fprintf(&b, "__readme_next %s:%d '%s'\n", blk.file, blk.line+i, expect)
 			for _, l := range lines[i : end+1] {
 				b.WriteString(l + "\n")
 			}
@@ -112,12 +131,12 @@ func readmeScript(blocks []readmeBlock) string {
 }
 
 // readmePrelude wraps curl so every answer's status is checked against the
-// README, and reports the README line of any command that fails.
+// document, and reports the file and line of any command that fails.
 const readmePrelude = `set -euo pipefail
-__readme_line=0
+__readme_line=README.md:0
 __readme_expect=
 __readme_next() { __readme_line=$1; __readme_expect=$2; }
-trap 'echo "README.md:$__readme_line: the command failed (exit $?)" >&2' ERR
+trap 'echo "$__readme_line: the command failed (exit $?)" >&2' ERR
 curl() {
 	local out rc=0 status
 	out=$(mktemp)
@@ -127,20 +146,20 @@ curl() {
 	statuses=$(sed -n 's/^__README_STATUS //p' "$out")
 	rm -f "$out"
 	if [ "$rc" -ne 0 ]; then
-		echo "README.md:$__readme_line: curl exited $rc" >&2
+		echo "$__readme_line: curl exited $rc" >&2
 		return "$rc"
 	fi
 	for status in $statuses; do
 		if [ -n "$__readme_expect" ]; then
 			if [ "$status" != "$__readme_expect" ]; then
-				echo "README.md:$__readme_line: the answer is $status, the README says $__readme_expect" >&2
+				echo "$__readme_line: the answer is $status, the example says $__readme_expect" >&2
 				return 1
 			fi
 		else
 			case "$status" in
 			2??) ;;
 			*)
-				echo "README.md:$__readme_line: the answer is $status; the README shows no status, so it must be 2xx" >&2
+				echo "$__readme_line: the answer is $status; the example shows no status, so it must be 2xx" >&2
 				return 1
 				;;
 			esac
@@ -162,12 +181,12 @@ func TestREADME(t *testing.T) {
 			t.Skipf("%s is needed to run the README's examples", tool)
 		}
 	}
-	blocks, err := readmeShellBlocks("../README.md")
+	blocks, err := exampleBlocks("sh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(blocks) < 10 {
-		t.Fatalf("the README has %d ```sh blocks; the test would prove little", len(blocks))
+		t.Fatalf("the README and the walkthrough have %d ```sh blocks; the test would prove little", len(blocks))
 	}
 	script := readmeScript(blocks)
 	if !strings.Contains(script, "127.0.0.1:8080") {
@@ -287,7 +306,7 @@ func TestREADMEOutputsAreIgnored(t *testing.T) {
 	}
 	var paths []string
 	for _, lang := range []string{"sh", "bash", "console"} {
-		blocks, err := readmeBlocks("../README.md", lang)
+		blocks, err := exampleBlocks(lang)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,22 +348,25 @@ func TestREADMEOutputsAreIgnored(t *testing.T) {
 // too).
 var sectionCitation = regexp.MustCompile(`(?:[Ss]ee (?:the README's )?|README's )\\?"([^"\\]+)\\?"`)
 
-// TestREADMESectionCitations: every section the README, the changelog and
-// the code's messages and help cite by name is a heading of the README
-// (backticks aside), so a reader sent there finds it.
+// TestREADMESectionCitations: every section the README, the walkthrough,
+// the changelog and the code's messages and help cite by name is a heading
+// of the README or of the walkthrough (backticks aside), so a reader sent
+// there finds it.
 func TestREADMESectionCitations(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	headings := map[string]bool{}
-	for _, line := range strings.Split(string(readme), "\n") {
-		if title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
-			headings[strings.ReplaceAll(strings.TrimSpace(title), "`", "")] = true
+	for _, path := range examplePaths {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(doc), "\n") {
+			if title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+				headings[strings.ReplaceAll(strings.TrimSpace(title), "`", "")] = true
+			}
 		}
 	}
 	cited := 0
-	err = filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -373,5 +395,41 @@ func TestREADMESectionCitations(t *testing.T) {
 	}
 	if cited < 10 {
 		t.Fatalf("found %d citations: the pattern no longer reads them", cited)
+	}
+}
+
+// TestREADMENamesEveryPackage: the README's Development section names every
+// package of the module (the module's root by its main.go), so a new package
+// comes with its line on the contributors' map.
+func TestREADMENamesEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Development\n")
+	if !ok {
+		t.Fatal("the README has no Development section")
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	cmd := exec.Command("go", "list", "./...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	packages := strings.Fields(string(out))
+	if len(packages) < 20 {
+		t.Fatalf("go list named %d packages: %v", len(packages), packages)
+	}
+	for _, pkg := range packages {
+		name := "main.go"
+		if rel, ok := strings.CutPrefix(pkg, "sealbox/"); ok {
+			name = rel
+		}
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("the README's Development section does not name the package %s (as `%s`)", pkg, name)
+		}
 	}
 }
