@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/base64"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -98,11 +97,11 @@ func (req *opRequest) validate(pathAlbumID string) (*opWrite, error) {
 	}
 	w := &opWrite{}
 	var err error
-	if w.manifest, err = base64.StdEncoding.Strict().DecodeString(*req.ManifestCBOR); err != nil || len(w.manifest) == 0 {
+	if w.manifest, err = decodeBase64Field(*req.ManifestCBOR); err != nil || len(w.manifest) == 0 {
 		return nil, invalid("manifest_cbor", "manifest_cbor must be non-empty standard base64")
 	}
 	if req.MetadataBlob != nil {
-		if w.metadata, err = base64.StdEncoding.Strict().DecodeString(*req.MetadataBlob); err != nil {
+		if w.metadata, err = decodeBase64Field(*req.MetadataBlob); err != nil {
 			return nil, invalid("metadata_blob", "metadata_blob must be standard base64")
 		}
 	}

@@ -223,6 +223,9 @@ func TestOpBattery(t *testing.T) {
 		{Name: "2 manifest url alphabet", Body: f.edited(func(b map[string]any) { b["manifest_cbor"] = "-_8=" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_cbor"},
 		{Name: "2 manifest empty", Body: f.edited(func(b map[string]any) { b["manifest_cbor"] = "" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_cbor"},
 		{Name: "2 metadata not base64", Body: f.edited(func(b map[string]any) { b["metadata_blob"] = "%%" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_blob"},
+		// Go's decoder skips line breaks; the text must be the bytes' one encoding.
+		{Name: "2 manifest with a line break", Body: f.edited(func(b map[string]any) { b["manifest_cbor"] = "oWFu\r\nYQ==" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_cbor"},
+		{Name: "2 metadata with a line break", Body: f.edited(func(b map[string]any) { b["metadata_blob"] = "bWV0\nYQ==" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "metadata_blob"},
 		// Step 3: envelope rules.
 		{Name: "3 album_id missing", Body: f.edited(del("album_id")), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.album_id"},
 		{Name: "3 album_id null", Body: f.edited(set("album_id", nil)), WantStatus: 422, WantCode: "error.request.invalid", WantField: "manifest_envelope.album_id"},

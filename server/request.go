@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -638,4 +639,20 @@ func bearerToken(r *http.Request) string {
 		return strings.TrimSpace(h[7:])
 	}
 	return ""
+}
+
+// decodeBase64Field decodes a body field's standard base64 (with padding),
+// accepting only the canonical text of the bytes: Go's decoder, even in
+// strict mode, skips carriage returns and newlines, so a text holding them
+// would stand for the same bytes as the text without, and the decoded
+// length's own encoding is the one text accepted.
+func decodeBase64Field(s string) ([]byte, error) {
+	raw, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if base64.StdEncoding.EncodedLen(len(raw)) != len(s) {
+		return nil, errors.New("base64 text holds a line break")
+	}
+	return raw, nil
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/base64"
 	"net/http"
 	"time"
 
@@ -73,7 +72,7 @@ func (req *issueShareRequest) validate(now time.Time) (*kv.Share, error) {
 		return nil, invalid("metadata_hash", "metadata_hash must be one of serves")
 	}
 	if req.WrappedSecret != nil {
-		secret, err := base64.StdEncoding.Strict().DecodeString(*req.WrappedSecret)
+		secret, err := decodeBase64Field(*req.WrappedSecret)
 		if err != nil || len(secret) < 1 || len(secret) > maxShareSecret {
 			return nil, invalid("wrapped_secret", "wrapped_secret must be standard base64 of 1 byte to 16 KiB")
 		}

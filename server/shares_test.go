@@ -432,6 +432,8 @@ func TestShareCreateValidation(t *testing.T) {
 		{Name: "wrapped_secret url alphabet", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "-_-_" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
 		{Name: "wrapped_secret unpadded", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "YWI" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
 		{Name: "wrapped_secret empty", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
+		// Go's decoder skips line breaks; the text must be the bytes' one encoding.
+		{Name: "wrapped_secret with a line break", Body: valid(func(b map[string]any) { b["wrapped_secret"] = "c2Vj\ncmV0" }), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},
 		{Name: "wrapped_secret over 16 KiB", Body: valid(func(b map[string]any) {
 			b["wrapped_secret"] = base64.StdEncoding.EncodeToString(make([]byte, 16<<10+1))
 		}), WantStatus: 422, WantCode: "error.request.invalid", WantField: "wrapped_secret"},

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/base64"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -53,7 +52,7 @@ func (req *tombstoneRequest) validate(pathAlbumID string) (*kv.Tombstone, []byte
 	if err := required("tombstone_cbor", req.TombstoneCBOR); err != nil {
 		return nil, nil, err
 	}
-	raw, err := base64.StdEncoding.Strict().DecodeString(*req.TombstoneCBOR)
+	raw, err := decodeBase64Field(*req.TombstoneCBOR)
 	if err != nil || len(raw) == 0 {
 		return nil, nil, invalid("tombstone_cbor", "tombstone_cbor must be non-empty standard base64")
 	}

@@ -99,6 +99,7 @@ func TestTombstoneBattery(t *testing.T) {
 		{"an unknown member", edit(func(env, _ map[string]any) { env["action"] = "delete" }), 400, "error.request.malformed"},
 		{"no envelope", edit(func(_, b map[string]any) { delete(b, "tombstone_envelope") }), 422, "error.request.invalid"},
 		{"no bytes", edit(func(_, b map[string]any) { b["tombstone_cbor"] = "" }), 422, "error.request.invalid"},
+		{"a line break in its base64", edit(func(_, b map[string]any) { b["tombstone_cbor"] = "oWFu\nYQ==" }), 422, "error.request.invalid"},
 		{"another album", edit(func(env, _ map[string]any) { env["album_id"] = other.album }), 422, "error.request.invalid"},
 		{"no prior", edit(func(env, _ map[string]any) { delete(env, "prior_provenance_hash") }), 422, "error.request.invalid"},
 		{"a bad file id", edit(func(env, _ map[string]any) { env["file_id"] = "photo" }), 422, "error.request.invalid"},
