@@ -9,7 +9,6 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/fault"
 )
 
 func (s *Server) registerOpRoutes() {
@@ -236,12 +235,8 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 	if err != nil {
 		return err
 	}
-	if !s.speaksProtocol(wr.op.ProtocolVersion) {
-		return &fault.Error{
-			Code: fault.ECodeProtocolUnsupported, Field: "manifest_envelope.protocol_version",
-			Message: "the manifest's protocol_version is outside the range the server speaks",
-			Details: map[string]any{"protocol_min": s.cfg.ProtocolMin, "protocol_max": s.cfg.ProtocolMax},
-		}
+	if err := s.checkSignedProtocol(wr.op.ProtocolVersion, "manifest_envelope.protocol_version", "manifest"); err != nil {
+		return err
 	}
 	if files := s.inlineOpBlobs(wr); len(files) > 0 {
 		// A blob file outlives a refused op, so the store's part of the

@@ -9,7 +9,6 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/fault"
 )
 
 func (s *Server) registerTrashRoutes() {
@@ -130,12 +129,8 @@ func (s *Server) handleTombstone(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	if !s.speaksProtocol(t.ProtocolVersion) {
-		return &fault.Error{
-			Code: fault.ECodeProtocolUnsupported, Field: "tombstone_envelope.protocol_version",
-			Message: "the tombstone's protocol_version is outside the range the server speaks",
-			Details: map[string]any{"protocol_min": s.cfg.ProtocolMin, "protocol_max": s.cfg.ProtocolMax},
-		}
+	if err := s.checkSignedProtocol(t.ProtocolVersion, "tombstone_envelope.protocol_version", "tombstone"); err != nil {
+		return err
 	}
 	if s.inlines(len(raw)) {
 		t.Manifest.Data = raw
@@ -243,12 +238,8 @@ func (s *Server) handleAlbumDelete(w http.ResponseWriter, r *http.Request, ps ht
 	if err != nil {
 		return err
 	}
-	if !s.speaksProtocol(t.ProtocolVersion) {
-		return &fault.Error{
-			Code: fault.ECodeProtocolUnsupported, Field: "tombstone_envelope.protocol_version",
-			Message: "the tombstone's protocol_version is outside the range the server speaks",
-			Details: map[string]any{"protocol_min": s.cfg.ProtocolMin, "protocol_max": s.cfg.ProtocolMax},
-		}
+	if err := s.checkSignedProtocol(t.ProtocolVersion, "tombstone_envelope.protocol_version", "tombstone"); err != nil {
+		return err
 	}
 	if s.inlines(len(raw)) {
 		t.Manifest.Data = raw

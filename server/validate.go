@@ -132,3 +132,17 @@ func isProtocolDate(v string) bool {
 func (s *Server) speaksProtocol(v string) bool {
 	return v >= s.cfg.ProtocolMin && v <= s.cfg.ProtocolMax
 }
+
+// checkSignedProtocol refuses a signed envelope's protocol_version outside
+// the range the server speaks; field names the member and what names the
+// signed document ("manifest", "tombstone") in the message.
+func (s *Server) checkSignedProtocol(v, field, what string) error {
+	if s.speaksProtocol(v) {
+		return nil
+	}
+	return &fault.Error{
+		Code: fault.ECodeProtocolUnsupported, Field: field,
+		Message: "the " + what + "'s protocol_version is outside the range the server speaks",
+		Details: map[string]any{"protocol_min": s.cfg.ProtocolMin, "protocol_max": s.cfg.ProtocolMax},
+	}
+}
