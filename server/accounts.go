@@ -105,12 +105,9 @@ func (s *Server) handleAccountDelete(w http.ResponseWriter, r *http.Request, _ h
 	if err := req.validate(); err != nil {
 		return err
 	}
-	acct, err := s.store.Account(sess.AccountID)
+	acct, err := s.verifyCallerPassword(r, sess, *req.Password)
 	if err != nil {
 		return err
-	}
-	if _, err := s.signin.Verify(r.Context(), acct.Email, *req.Password); err != nil {
-		return clientGone(err)
 	}
 	if _, err := s.store.DeleteAccount(acct.Email); err != nil {
 		return err

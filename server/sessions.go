@@ -308,6 +308,21 @@ type reauthenticateResponse struct {
 	AuthenticatedAt string `json:"authenticated_at"`
 }
 
+// verifyCallerPassword checks a password the signed-in caller presents
+// again (reauthenticate, password change, account deletion) against its own
+// account, counted and gated as a sign-in's check is (the lockout applies),
+// and returns the account.
+func (s *Server) verifyCallerPassword(r *http.Request, sess *kv.Session, password string) (*kv.Account, error) {
+	acct, err := s.store.Account(sess.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.signin.Verify(r.Context(), acct.Email, password); err != nil {
+		return nil, clientGone(err)
+	}
+	return acct, nil
+}
+
 // handles "POST /v1/auth/reauthenticate"
 func (s *Server) handleReauthenticate(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	sess := caller(r)
@@ -321,12 +336,9 @@ func (s *Server) handleReauthenticate(w http.ResponseWriter, r *http.Request, _ 
 	if err := checkPresentedPassword("password", *req.Password); err != nil {
 		return err
 	}
-	acct, err := s.store.Account(sess.AccountID)
+	acct, err := s.verifyCallerPassword(r, sess, *req.Password)
 	if err != nil {
 		return err
-	}
-	if _, err := s.signin.Verify(r.Context(), acct.Email, *req.Password); err != nil {
-		return clientGone(err)
 	}
 	at := s.now()
 	if err := s.store.Reauthenticated(acct.Email, sess.ID, at); err != nil {
@@ -365,12 +377,9 @@ func (s *Server) handlePasswordChange(w http.ResponseWriter, r *http.Request, _ 
 	if err := req.validate(); err != nil {
 		return err
 	}
-	acct, err := s.store.Account(sess.AccountID)
+	acct, err := s.verifyCallerPassword(r, sess, *req.CurrentPassword)
 	if err != nil {
 		return err
-	}
-	if _, err := s.signin.Verify(r.Context(), acct.Email, *req.CurrentPassword); err != nil {
-		return clientGone(err)
 	}
 	hash, err := s.signin.Hash(r.Context(), *req.NewPassword)
 	if err != nil {
