@@ -62,7 +62,7 @@ func TestStallWriterArmsOnce(t *testing.T) {
 	s := &Server{cfg: Config{WriteStall: stall}}
 	body := bytes.Repeat([]byte("sealed "), 3*writeChunk/7+100) // four chunks
 	fw := &deadlineWriter{ResponseRecorder: httptest.NewRecorder()}
-	w := s.withWriteStall(fw, httptest.NewRequest("GET", "/s/x/blob/y", nil))
+	w := s.withWriteStall(fw)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", "1")
 	w.WriteHeader(http.StatusPartialContent)
@@ -112,7 +112,7 @@ func TestStallWriterSendsHeaderFirst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fw := &deadlineWriter{ResponseRecorder: httptest.NewRecorder()}
-			w := s.withWriteStall(fw, httptest.NewRequest("GET", "/", nil))
+			w := s.withWriteStall(fw)
 			for k, v := range tc.header {
 				w.Header().Set(k, v)
 			}

@@ -206,7 +206,7 @@ func TestWriteStallSpansNoUpload(t *testing.T) {
 // TestShareBlobReadsOnOneConnection: a range over several write chunks, a
 // HEAD and a conditional GET, one after another on one kept-alive
 // connection, each answered with its exact status, headers and bytes:
-// the header that goes out before the body (corked with it) frames the
+// the header that goes out before the body frames the
 // answer as net/http would have, and the connection is left ready for the
 // next request.
 func TestShareBlobReadsOnOneConnection(t *testing.T) {

@@ -475,7 +475,6 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          stdLog(s.log),
-		ConnContext:       withConnCork,
 	}
 }
 
