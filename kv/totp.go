@@ -184,7 +184,7 @@ func (s *Store) changeSecondFactor(accountID string, match CodeMatcher, limit Co
 	})
 }
 
-// A sign-in challenge is stored under the SHA-256 of its mfa_token. A burned
+// A sign-in challenge is stored under the SHA-256 of its token. A burned
 // challenge (Failures at the limit) is kept until it would have expired, so
 // further attempts are answered as rate limited rather than as unknown.
 type mfaChallengeRecord struct {
@@ -248,7 +248,7 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 			// The second factor was disabled since the challenge was issued,
 			// and the challenge no longer guards anything; or the operator
 			// disabled the account, which no sign-in may then complete
-			// (verify-totp has no 423: the next password sign-in says it).
+			// (this refusal does not tell it: the next password sign-in does).
 			return expired, deleteMFAChallenge(tx, key, ch)
 		}
 		if err := acceptCode(a, a.TOTPSecret, match, now); err != nil {
