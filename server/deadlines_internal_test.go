@@ -59,7 +59,7 @@ func (w *deadlineWriter) Flush() {
 // nearer than WriteStall, the next write sets it afresh.
 func TestStallWriterArmsOnce(t *testing.T) {
 	const stall = time.Minute
-	s := &Server{cfg: Config{WriteStall: stall}}
+	s := &Server{cfg: Config{Timeouts: Timeouts{WriteStall: stall}}}
 	body := bytes.Repeat([]byte("sealed "), 3*writeChunk/7+100) // four chunks
 	fw := &deadlineWriter{ResponseRecorder: httptest.NewRecorder()}
 	w := s.withWriteStall(fw)
@@ -100,7 +100,7 @@ func TestStallWriterArmsOnce(t *testing.T) {
 // first bytes through user space to sniff it, and leaves any other header
 // to net/http, whose sniffing and framing depend on the body.
 func TestStallWriterSendsHeaderFirst(t *testing.T) {
-	s := &Server{cfg: Config{WriteStall: time.Minute}}
+	s := &Server{cfg: Config{Timeouts: Timeouts{WriteStall: time.Minute}}}
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
