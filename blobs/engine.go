@@ -6,30 +6,90 @@ import (
 )
 
 // Engine is what sealbox needs of a blob store: the local directory (*Dir,
-// the default and the reference) and an S3-compatible bucket (*s3.Engine, package blobs/s3) both
-// implement it, and the contract tests in blobs/blobstest hold both to the
-// same guarantees. Each method's contract is the one documented on *Dir;
-// where the S3 engine differs (FreeBytes), its own doc says so.
+// the default and the reference) and an S3-compatible bucket (*s3.Engine,
+// package blobs/s3) both implement it, and the contract tests in
+// blobs/blobstest hold both to the guarantees stated here. A blob is named
+// by the SHA-256 of its bytes (ValidHash) and is never rewritten once it
+// has its name. An engine is safe for concurrent use, by goroutines and by
+// several processes on the same store.
 //
 // Backup, restore and LinkFrom work on local directories only and are not
 // part of it.
 type Engine interface {
+	// Put streams r into the store and returns the blob's Info, and
+	// created=true if this call placed it (false if it was already stored
+	// whole; it is then left untouched, while a damaged copy found there is
+	// replaced by these bytes). If want is not "", the bytes must hash to
+	// want, else Put returns ErrHashMismatch; an invalid want is
+	// ErrInvalidHash. Reading more than maxSize bytes returns ErrTooLarge;
+	// maxSize <= 0 means no limit. An error from r is returned as is.
+	//
+	// When Put returns nil the blob's bytes and name are durable. On any
+	// error nothing is left behind, with one exception: when making the
+	// name durable fails after the blob got it, the blob may remain.
+	// Concurrent Puts of the same bytes all
+	// succeed, and exactly one reports created=true.
 	Put(r io.Reader, want string, maxSize int64) (Info, bool, error)
+	// PutSmall stores each of bs under its SHA-256 and returns nil once all
+	// of them are durable, with Put's guarantee. It suits small blobs
+	// written by many concurrent requests (the manifests and metadata of
+	// lifecycle ops). On an error some of the blobs may be stored and
+	// others not; none is half-written.
 	PutSmall(bs ...[]byte) error
+	// Open opens the blob for reading, at its first byte; the caller
+	// closes it. Info's size never changes; its modification time may
+	// move (a claim by Put). It returns ErrInvalidHash or ErrNotFound.
 	Open(hash string) (io.ReadSeekCloser, Info, error)
+	// OpenSized opens the blob as Open does, for a caller that knows its
+	// size (the store records every blob's), so an engine can spare the
+	// look-up of it.
 	OpenSized(hash string, size int64) (io.ReadSeekCloser, error)
+	// Stat returns the blob's Info. It returns ErrInvalidHash or
+	// ErrNotFound.
 	Stat(hash string) (Info, error)
+	// Collect removes the blob if it was last written or claimed (by a Put
+	// of the same bytes) before cutoff, and reports whether it did. It is
+	// safe against a concurrent Put: a blob a Put claimed meanwhile stays.
 	Collect(hash string, cutoff time.Time) (bool, error)
+	// Remove deletes the blob, durably, for garbage collection. It returns
+	// ErrInvalidHash or ErrNotFound. Readers that already opened it keep
+	// reading.
 	Remove(hash string) error
+	// Verify re-reads the blob and returns ErrCorrupt if its bytes no
+	// longer hash to its name. It returns ErrInvalidHash or ErrNotFound.
 	Verify(hash string) error
+	// Walk calls fn for every stored blob, in hash order, and stops at the
+	// first error fn returns. Blobs put or removed during the walk may or
+	// may not be visited.
 	Walk(fn func(Info) error) error
+	// CheckWritable writes and removes a small probe where Put writes, for
+	// a readiness probe: a store that cannot write refuses every upload.
 	CheckWritable() error
+	// Instance returns the id in the store's instance marker, or "" when
+	// the store has none.
 	Instance() (string, error)
+	// MarkInstance writes the instance marker holding id, durably and only
+	// if the store has none. A store already marked with id is left as it
+	// is; one marked with another id is refused: ErrMarked.
 	MarkInstance(id string) error
 
+	// OpenPartial opens partial id for writing at offset, creating it
+	// durably at offset 0; hash is the hash the transfer declared. Bytes
+	// past offset were never acknowledged and are discarded, so what
+	// follows offset is exactly what the caller writes next. A partial
+	// shorter than offset is ErrPartialShort. A partial that Complete
+	// already made the blob hash opens, past offset 0, as completed (see
+	// Partial.Complete).
 	OpenPartial(id, hash string, offset int64) (Partial, error)
+	// PartialSize reports how many bytes partial id, for blob hash, holds:
+	// 0 when it has none yet, the blob's size once Complete made it the
+	// blob.
 	PartialSize(id, hash string) (int64, error)
+	// RemovePartial deletes partial id; one that is already gone is not an
+	// error.
 	RemovePartial(id string) error
+	// StalePartials lists the partials last written before cutoff, for the
+	// caller to remove those no transfer owns any more.
 	StalePartials(cutoff time.Time) ([]PartialInfo, error)
 }
 

@@ -38,13 +38,9 @@ type smallPut struct {
 	done chan bool
 }
 
-// PutSmall stores each of bs under its SHA-256, as PutBytes does, and
-// returns nil once all of them are durable: their bytes and their names are
-// on disk, with the same guarantee as Put. It suits small blobs written by
-// many concurrent requests (the manifests and metadata of lifecycle ops):
-// concurrent calls share their flushes. On an error some of the blobs may
-// be stored and others not; none is half-written, since a blob gets its
-// name only after its bytes are on disk.
+// PutSmall is Engine.PutSmall, each blob stored as PutBytes does:
+// concurrent calls share their flushes, and none is half-written since a
+// blob gets its name only after its bytes are on disk.
 func (s *Dir) PutSmall(bs ...[]byte) error {
 	if len(bs) == 0 {
 		return nil

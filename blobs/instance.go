@@ -34,8 +34,7 @@ func ParseMarker(b []byte, where string) (string, error) {
 	return id, nil
 }
 
-// Instance returns the id in the store's instance marker, or "" when the
-// store has none.
+// Instance is Engine.Instance.
 func (s *Dir) Instance() (string, error) {
 	path := filepath.Join(s.dir, InstanceMarker)
 	b, err := os.ReadFile(path)
@@ -48,9 +47,8 @@ func (s *Dir) Instance() (string, error) {
 	return ParseMarker(b, path)
 }
 
-// MarkInstance writes the instance marker holding id, durably and only if
-// the store has none (O_EXCL). A store already marked with id is left as
-// it is; one marked with another id is refused: ErrMarked.
+// MarkInstance is Engine.MarkInstance; "only if the store has none" is
+// O_EXCL.
 func (s *Dir) MarkInstance(id string) error {
 	path := filepath.Join(s.dir, InstanceMarker)
 	tmp, err := os.CreateTemp(s.tmp, "marker-*")

@@ -32,18 +32,11 @@ type localPartial struct {
 // it hands them to the disk.
 const writebackStep = 1 << 20
 
-// OpenPartial opens partial id for writing at offset, creating it (durably:
-// its directory entries are fsynced) at offset 0. hash is the hash the
-// transfer declared. Bytes past offset were written but never acknowledged
-// (a crash, or a request that failed before recording them) and are cut
-// off, so what follows offset is exactly what the caller writes next. A
-// partial shorter than offset is ErrPartialShort.
-//
-// A partial that Complete already made the blob hash (its caller then
-// crashed, or refused to record it) has no file of its own any more: at an
-// offset past 0 it opens as completed, discarding what is written and
-// claiming the stored blob on Complete, so no write ever reaches a file
-// that has its content address.
+// OpenPartial is Engine.OpenPartial. Created durably is with its
+// directory entries fsynced; unacknowledged bytes (a crash, or a request
+// that failed before recording them) are cut off the file. A partial that
+// Complete already made the blob hash has no file of its own any more, so
+// no write ever reaches a file that has its content address.
 func (s *Dir) OpenPartial(id, hash string, offset int64) (Partial, error) {
 	if !ValidPartialID(id) {
 		return nil, fmt.Errorf("blobs: %q cannot name a partial upload", id)
@@ -241,8 +234,7 @@ func (s *Dir) completeFile(src, hash string, size int64) (Info, error) {
 	}
 }
 
-// PartialSize reports how many bytes partial id, for blob hash, holds: 0
-// when it has none yet, the blob's size once Complete made it the blob.
+// PartialSize is Engine.PartialSize.
 func (s *Dir) PartialSize(id, hash string) (int64, error) {
 	if !ValidPartialID(id) {
 		return 0, fmt.Errorf("blobs: %q cannot name a partial upload", id)
@@ -261,8 +253,7 @@ func (s *Dir) PartialSize(id, hash string) (int64, error) {
 	return fi.Size(), nil
 }
 
-// RemovePartial deletes partial id; one that is already gone is not an
-// error.
+// RemovePartial is Engine.RemovePartial.
 func (s *Dir) RemovePartial(id string) error {
 	if !ValidPartialID(id) {
 		return fmt.Errorf("blobs: %q cannot name a partial upload", id)
@@ -281,8 +272,7 @@ type PartialInfo struct {
 	ModTime time.Time
 }
 
-// StalePartials lists the partials last written before cutoff, for the
-// caller to remove those no transfer owns any more.
+// StalePartials is Engine.StalePartials.
 func (s *Dir) StalePartials(cutoff time.Time) ([]PartialInfo, error) {
 	entries, err := os.ReadDir(filepath.Join(s.dir, partialsDir))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -101,19 +101,8 @@ func CopyBuffer(dst io.Writer, src io.Reader) (int64, error) {
 	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
 }
 
-// Put streams r into the store and returns the blob's Info, and created=true
-// if this call placed it (false if it was already stored whole; it is then
-// left untouched, while a damaged file found there is replaced by these
-// bytes). If want is not "", the bytes must hash to want, else Put returns
-// ErrHashMismatch; an invalid want is ErrInvalidHash. Reading more than
-// maxSize bytes returns ErrTooLarge; maxSize <= 0 means no limit. An error
-// from r is returned as is.
-//
-// When Put returns nil the blob's bytes and name are on disk (fsynced). On any
-// error nothing is left behind, with one exception: if fsync of the blob's
-// directory fails after the blob got its name, the blob may remain.
-// Concurrent Puts of the same bytes all succeed, and exactly one reports
-// created=true.
+// Put is Engine.Put. Durable is fsynced: the blob's file, then its
+// directory, the fsync whose failure may leave a named blob behind.
 func (s *Dir) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 	if want != "" && !ValidHash(want) {
 		return Info{}, false, ErrInvalidHash
@@ -292,12 +281,10 @@ func (s *Dir) PutBytes(b []byte) (Info, bool, error) {
 	return s.Put(bytes.NewReader(b), "", 0)
 }
 
-// Open opens the blob for reading, at its first byte; the caller closes it,
-// which keeps the handle for the blob's next reader (see openFiles). It
-// wraps an *os.File and exposes its SyscallConn, so net/http sends it with
-// sendfile. Info is the blob's as of when the handle was first opened: the
-// size never changes, the modification time may have moved since (a claim).
-// It returns ErrInvalidHash or ErrNotFound.
+// Open is Engine.Open. Closing keeps the handle for the blob's next reader
+// (see openFiles). It wraps an *os.File and exposes its SyscallConn, so
+// net/http sends it with sendfile. Info is the blob's as of when the handle
+// was first opened.
 func (s *Dir) Open(hash string) (io.ReadSeekCloser, Info, error) {
 	if !ValidHash(hash) {
 		return nil, Info{}, ErrInvalidHash
@@ -321,16 +308,14 @@ func (s *Dir) Open(hash string) (io.ReadSeekCloser, Info, error) {
 	return &blobFile{File: f, info: info, store: s, removal: stamp}, info, nil
 }
 
-// OpenSized opens the blob for reading as Open does, for a caller that
-// knows its size (the store records every blob's): the S3 engine then needs
-// no request before the first read. The local store ignores size; the
-// handle is Open's, *os.File and sendfile included.
+// OpenSized is Engine.OpenSized. The local store ignores size; the handle
+// is Open's, *os.File and sendfile included.
 func (s *Dir) OpenSized(hash string, size int64) (io.ReadSeekCloser, error) {
 	f, _, err := s.Open(hash)
 	return f, err
 }
 
-// Stat returns the blob's Info. It returns ErrInvalidHash or ErrNotFound.
+// Stat is Engine.Stat.
 func (s *Dir) Stat(hash string) (Info, error) {
 	if !ValidHash(hash) {
 		return Info{}, ErrInvalidHash
@@ -348,10 +333,9 @@ func (s *Dir) Exists(hash string) bool {
 	return err == nil
 }
 
-// Collect removes the blob if its file was last written or claimed (by a Put
-// of the same bytes) before cutoff, and reports whether it did. It is safe
-// against a concurrent Put: the file is first moved aside, and put back when
-// a Put claimed it meanwhile. Cutoff is wall-clock time, like file times.
+// Collect is Engine.Collect. The file is first moved aside, and put back
+// when a Put claimed it meanwhile. Cutoff is wall-clock time, like file
+// times.
 func (s *Dir) Collect(hash string, cutoff time.Time) (bool, error) {
 	if !ValidHash(hash) {
 		return false, ErrInvalidHash
@@ -385,8 +369,7 @@ func (s *Dir) Collect(hash string, cutoff time.Time) (bool, error) {
 	return true, SyncDir(filepath.Dir(p))
 }
 
-// Remove deletes the blob, durably, for garbage collection. It returns
-// ErrInvalidHash or ErrNotFound. Readers that already opened it keep reading.
+// Remove is Engine.Remove.
 func (s *Dir) Remove(hash string) error {
 	if !ValidHash(hash) {
 		return ErrInvalidHash
@@ -399,8 +382,7 @@ func (s *Dir) Remove(hash string) error {
 	return SyncDir(filepath.Dir(p))
 }
 
-// Verify re-reads the blob and returns ErrCorrupt if its bytes no longer hash
-// to its name. It returns ErrInvalidHash or ErrNotFound.
+// Verify is Engine.Verify.
 func (s *Dir) Verify(hash string) error {
 	f, _, err := s.Open(hash)
 	if err != nil {
@@ -417,10 +399,8 @@ func (s *Dir) Verify(hash string) error {
 	return nil
 }
 
-// Walk calls fn for every stored blob, in hash order, and stops at the first
-// error fn returns. It skips tmp/ and any file whose name is not a valid hash
-// or that sits in the wrong fan-out directory. Blobs put or removed during the
-// walk may or may not be visited.
+// Walk is Engine.Walk. It skips tmp/ and any file whose name is not a
+// valid hash or that sits in the wrong fan-out directory.
 func (s *Dir) Walk(fn func(Info) error) error {
 	tops, err := fanoutDirs(s.dir)
 	if err != nil {
@@ -512,9 +492,8 @@ func (s *Dir) staleTemp(olderThan time.Time) ([]string, error) {
 	return names, nil
 }
 
-// CheckWritable creates, writes and removes a small file where Put makes its
-// temp files, for a readiness probe: a store that cannot write refuses
-// every upload. It does not fsync, so probing often costs little.
+// CheckWritable is Engine.CheckWritable: a small file where Put makes its
+// temp files. It does not fsync, so probing often costs little.
 func (s *Dir) CheckWritable() error {
 	f, err := os.CreateTemp(s.tmp, "probe-*")
 	if err != nil {

@@ -8,16 +8,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -199,6 +200,9 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.Float64Var(&cfg.AuthRate, "auth-rate", cfg.AuthRate, "registrations and logins per minute each client address earns back")
 	f.IntVar(&cfg.AuthBurst, "auth-burst", cfg.AuthBurst, "registrations and logins a client address may make at once")
 	f.DurationVar(&cfg.AnonBodyTimeout, "anon-body-timeout", cfg.AnonBodyTimeout, "how long the whole body of a request without a token (login, register, refresh, relay) may take to arrive")
+	f.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "how long a client may take to send a request's headers before the connection is closed")
+	f.DurationVar(&cfg.BodyTimeout, "body-timeout", cfg.BodyTimeout, "how slowly a request body with a token may arrive: a buffered body gets this per MiB of its limit, a streamed one (blob, tus PATCH) may pause this long between bytes")
+	f.DurationVar(&cfg.PasswordAttemptTTL, "password-attempt-ttl", cfg.PasswordAttemptTTL, "how long a password check in flight on a node that died still counts against its client address")
 	f.DurationVar(&cfg.WriteStall, "write-stall", cfg.WriteStall, "how long a response write (64 KiB at most) may make no progress before the connection is closed")
 	f.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", cfg.IPv6Prefix, "prefix length IPv6 client addresses are rate-limited by (one subscriber usually holds a /64)")
 	f.DurationVar(&cfg.HashWait, "hash-wait", cfg.HashWait, "how long a sign-in, registration or password change may wait, in arrival order, for one of the GOMAXPROCS password hashing slots; one that could not start within it answers 503")
@@ -212,120 +216,67 @@ func addConfigFlags(f *pflag.FlagSet, cfg *server.Config) {
 // logLevels are the values --log-level takes, most verbose first.
 var logLevels = []string{"debug", "info", "warn", "error"}
 
-// maxInline bounds --inline-max: an inline blob is a value of a store
-// transaction, and every such value is read whole.
-const maxInline = 1 << 20
-
-// validateConfig refuses flag values the server cannot run with.
+// validateConfig refuses flag values the server cannot run with
+// (server.Config.Validate), naming each field at fault by its flag as name
+// gives it.
 func validateConfig(cfg *server.Config, name func(flag string) string) error {
-	if !slices.Contains([]string{server.RegistrationOpen, server.RegistrationClosed, server.RegistrationInvite}, cfg.Registration) {
-		return fmt.Errorf("%s must be open, closed or invite, not %q", name("registration"), cfg.Registration)
+	err := cfg.Validate()
+	var bad *server.ConfigError
+	if errors.As(err, &bad) {
+		flags := configFlags()
+		return errors.New(bad.Explain(func(field string) string { return name(flags[field]) }))
 	}
-	if cfg.MaxBlob <= 0 {
-		return fmt.Errorf("%s must be positive", name("max-blob"))
-	}
-	if cfg.InlineMax < 0 || cfg.InlineMax > maxInline {
-		return fmt.Errorf("%s must be 0 to 1MiB", name("inline-max"))
-	}
-	if cfg.MaxUploadSessions < 1 || cfg.MaxTransfers < 1 || cfg.MaxPendingBytes <= 0 {
-		return fmt.Errorf("%s, %s and %s must be positive", name("max-upload-sessions"), name("max-transfers"), name("max-pending-bytes"))
-	}
-	if cfg.UploadBufferAccount <= 0 || cfg.UploadBufferTotal <= 0 {
-		return fmt.Errorf("%s and %s must be positive", name("upload-buffer-account"), name("upload-buffer-total"))
-	}
-	// The limiter keeps whole nanoseconds per token and refuses a bucket
-	// that takes over a century to refill.
-	if !(cfg.ShareRate > 0) || math.IsInf(cfg.ShareRate, 0) || cfg.ShareBurst < 1 ||
-		float64(cfg.ShareBurst)/cfg.ShareRate > 100*365*24*3600 {
-		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("share-rate"), name("share-burst"))
-	}
-	for _, o := range cfg.CORSOrigins {
-		if err := checkOrigin(o); err != nil {
-			return fmt.Errorf("%s: %w", name("cors-origin"), err)
-		}
-	}
-	if cfg.DirectoryPublishes < 1 || cfg.DirectoryPublishes > 3600 || cfg.DirectoryBurst < 1 || cfg.DirectoryBurst > 1_000_000 {
-		return fmt.Errorf("%s must be 1 to 3600 and %s 1 to 1000000", name("directory-publishes"), name("directory-burst"))
-	}
-	// One link of the largest size must always fit.
-	if cfg.MaxShareLinks < 1 || cfg.MaxShareServes < 10_000 {
-		return fmt.Errorf("%s must be at least 1 and %s at least 10000, one link's most", name("max-share-links"), name("max-share-serves"))
-	}
-	if cfg.RelayChannels < 1 {
-		return fmt.Errorf("%s must be at least 1", name("relay-channels"))
-	}
-	// One payload (64 KiB) must always fit.
-	if cfg.RelayBytes < 64<<10 {
-		return fmt.Errorf("%s must be at least 64KiB, one relay payload", name("relay-bytes"))
-	}
-	if !(cfg.AuthRate > 0) || math.IsInf(cfg.AuthRate, 0) || cfg.AuthBurst < 1 ||
-		float64(cfg.AuthBurst)/cfg.AuthRate > 100*365*24*60 {
-		return fmt.Errorf("%s must be a positive number and %s at least 1, refilling within a century", name("auth-rate"), name("auth-burst"))
-	}
-	if cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128 {
-		return fmt.Errorf("%s must be 1 to 128", name("ipv6-prefix"))
-	}
-	if cfg.AnonBodyTimeout <= 0 || cfg.WriteStall <= 0 {
-		return fmt.Errorf("%s and %s must be positive", name("anon-body-timeout"), name("write-stall"))
-	}
-	if cfg.HashWait <= 0 {
-		return fmt.Errorf("%s must be positive", name("hash-wait"))
-	}
-	if cfg.UpgradeWindow <= 0 {
-		return fmt.Errorf("%s must be positive", name("upgrade-window"))
-	}
-	if cfg.TOTPAttempts < 1 || cfg.TOTPAttemptWindow <= 0 {
-		return fmt.Errorf("%s must be at least 1 and %s positive", name("totp-attempts"), name("totp-attempt-window"))
-	}
-	if cfg.SessionMaxAge <= 0 {
-		return fmt.Errorf("%s must be positive", name("session-max-age"))
-	}
-	// The lease is renewed every third of it while a PATCH streams.
-	if cfg.TusLeaseTTL < time.Second {
-		return fmt.Errorf("%s must be at least 1s", name("tus-lease"))
-	}
-	// An empty --album-protocol follows --protocol-max (server.Config).
-	for _, d := range []struct{ flag, value string }{
-		{"protocol-min", cfg.ProtocolMin}, {"protocol-max", cfg.ProtocolMax}, {"album-protocol", cfg.AlbumProtocol},
-	} {
-		if d.flag == "album-protocol" && d.value == "" {
-			continue
-		}
-		if _, err := time.Parse(time.DateOnly, d.value); err != nil {
-			return fmt.Errorf("%s must be a date YYYY-MM-DD, not %q", name(d.flag), d.value)
-		}
-	}
-	// YYYY-MM-DD strings compare in date order.
-	if cfg.ProtocolMin > cfg.ProtocolMax {
-		return fmt.Errorf("%s %s is after %s %s", name("protocol-min"), cfg.ProtocolMin, name("protocol-max"), cfg.ProtocolMax)
-	}
-	if cfg.AlbumProtocol != "" && (cfg.AlbumProtocol < cfg.ProtocolMin || cfg.AlbumProtocol > cfg.ProtocolMax) {
-		return fmt.Errorf("%s %s is outside %s..%s", name("album-protocol"), cfg.AlbumProtocol, cfg.ProtocolMin, cfg.ProtocolMax)
-	}
-	return nil
+	return err
 }
 
-// checkOrigin refuses an origin a browser would never send in Origin, which
-// the server compares exactly: anything but http(s)://host[:port], in
-// lower case, without a default port, path, query or user.
-func checkOrigin(o string) error {
-	u, err := url.Parse(o)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		o != u.Scheme+"://"+u.Host || o != strings.ToLower(o) || strings.HasSuffix(o, ":") {
-		return fmt.Errorf("%q is not an origin: want scheme://host[:port] as a browser sends it, e.g. https://photos.example.org", o)
+// configFlags maps each server.Config field that a serve flag sets to the
+// flag's name. It is read off the flag lines themselves (the field each
+// flag's value points at), so a new knob needs its flag line and nothing
+// else here.
+var configFlags = sync.OnceValue(func() map[string]string {
+	s := &Serve{Config: server.DefaultConfig()}
+	f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	var logLevel string
+	var witnesses []string
+	addNodeFlags(f, s, &logLevel, &witnesses)
+	addConfigFlags(f, &s.Config)
+	fields := map[uintptr]string{}
+	configFields(reflect.ValueOf(&s.Config).Elem(), fields)
+	flags := map[string]string{}
+	f.VisitAll(func(fl *pflag.Flag) {
+		if field, ok := fields[flagTarget(fl.Value)]; ok {
+			flags[field] = fl.Name
+		}
+	})
+	return flags
+})
+
+// configFields records the address of every field of the struct v, the
+// fields of its embedded groups included, under the field's name.
+func configFields(v reflect.Value, into map[uintptr]string) {
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+			configFields(v.Field(i), into)
+			continue
+		}
+		into[v.Field(i).Addr().Pointer()] = sf.Name
 	}
-	if (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443") {
-		return fmt.Errorf("%q names its scheme's default port, which a browser leaves out of Origin: write %s://%s", o, u.Scheme, u.Hostname())
+}
+
+// flagTarget is the address of the variable a flag's value sets: the value
+// itself for pflag's scalar values (a named type over the variable), or the
+// pointer a struct value holds first (sizeFlag, daysFlag, pflag's slices).
+func flagTarget(v pflag.Value) uintptr {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && rv.Elem().Kind() != reflect.Struct {
+		return rv.Pointer()
 	}
-	// A browser sends one host, never a pattern: "*.example.org" would be
-	// compared byte for byte and match nothing, while its author believes it
-	// opened every subdomain.
-	if h := u.Hostname(); net.ParseIP(h) == nil && strings.ContainsFunc(h, func(r rune) bool {
-		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '.' || r == '-' || r == '_')
-	}) {
-		return fmt.Errorf("%q is not an origin: its host is not a host name (no wildcards: name each origin)", o)
+	rv = reflect.Indirect(rv)
+	if rv.Kind() == reflect.Struct && rv.NumField() > 0 && rv.Field(0).Kind() == reflect.Pointer {
+		return rv.Field(0).Pointer()
 	}
-	return nil
+	return 0
 }
 
 // plainRemote reports whether u is plain http to a host other than this

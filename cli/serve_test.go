@@ -430,7 +430,7 @@ func TestShareRateFlagTakesAFraction(t *testing.T) {
 // start, naming the value.
 func TestCORSOriginFlag(t *testing.T) {
 	for _, o := range []string{"https://photos.example.org", "http://127.0.0.1:5173", "https://[::1]:8443", "http://localhost"} {
-		if err := checkOrigin(o); err != nil {
+		if err := server.CheckOrigin(o); err != nil {
 			t.Errorf("%s: %v", o, err)
 		}
 	}
@@ -439,7 +439,7 @@ func TestCORSOriginFlag(t *testing.T) {
 		"https://user@photos.example.org", "https://photos.example.org?x", "https://photos.example.org#x", "ftp://photos.example.org",
 		"https://", "https://photos.example.org:", " https://photos.example.org",
 		"http://*.example.org", "https://*.example.org", "https://*", "https://photos.*.org:8443"} {
-		if err := checkOrigin(o); err == nil {
+		if err := server.CheckOrigin(o); err == nil {
 			t.Errorf("%q accepted", o)
 		}
 	}

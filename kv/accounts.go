@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"slices"
 	"time"
 
 	"sealbox/kv/fault"
@@ -14,12 +15,10 @@ type Account struct {
 	PasswordHash string
 	DisplayName  *string
 	CreatedAt    time.Time
-	// TOTPSecret is the confirmed second-factor secret, sealed by the server
-	// (the store never holds it in clear); nil when no second factor is on.
-	TOTPSecret []byte
-	// TOTPPending is an enrollment awaiting its confirming code, sealed the
-	// same way; a new enrollment replaces it.
-	TOTPPending []byte
+	// Factors are the account's second factors, confirmed or pending (see
+	// Factor); a sign-in to an account with a confirmed one is held at its
+	// second factor.
+	Factors []Factor
 	// TOTPLastStep is the replay ledger: the newest time step accepted from
 	// this account. It outlives disable and re-enrollment, because a step is
 	// a moment in time, not a property of one secret.
@@ -43,6 +42,85 @@ type accountRecord struct {
 	QuotaBytes   int64     `cbor:"21,keyasint,omitempty"`
 }
 
+// FactorKind is a kind of second factor.
+type FactorKind uint8
+
+// FactorTOTP is a time-based one-time password (RFC 6238). Its proof is a
+// code (TOTPProof); its steps go into the account's replay ledger.
+const FactorTOTP FactorKind = 1
+
+// Factor is one second factor of an account: its kind, its secret sealed
+// by the server (the store never holds it in clear), and whether a proof
+// confirmed it. An account has at most one factor of a kind in each state:
+// a pending one awaits its confirming proof (a new enrollment replaces it),
+// and only a confirmed one guards sign-in.
+type Factor struct {
+	Kind      FactorKind
+	Sealed    []byte
+	Confirmed bool
+}
+
+// Factor is the account's factor of kind in the given state, or nil.
+func (a *Account) Factor(kind FactorKind, confirmed bool) *Factor {
+	for i := range a.Factors {
+		if f := &a.Factors[i]; f.Kind == kind && f.Confirmed == confirmed {
+			return f
+		}
+	}
+	return nil
+}
+
+// HasConfirmedFactor reports whether a sign-in must prove a second factor:
+// whether any of the account's factors, of any kind, is confirmed.
+func (a *Account) HasConfirmedFactor() bool {
+	return slices.ContainsFunc(a.Factors, func(f Factor) bool { return f.Confirmed })
+}
+
+// setFactor makes f the account's factor of its kind and state, replacing
+// the one there.
+func (a *Account) setFactor(f Factor) {
+	a.dropFactor(f.Kind, f.Confirmed)
+	a.Factors = append(a.Factors, f)
+}
+
+// dropFactor removes the account's factor of kind in the given state, if
+// it has one.
+func (a *Account) dropFactor(kind FactorKind, confirmed bool) {
+	a.Factors = slices.DeleteFunc(a.Factors, func(f Factor) bool { return f.Kind == kind && f.Confirmed == confirmed })
+}
+
+// account is the Account a record holds. The TOTP factor keeps the two
+// keys it had before accounts listed their factors (6: confirmed, 7:
+// pending), so records read and write as they always did; another kind
+// will need keys of its own.
+func (rec *accountRecord) account() *Account {
+	a := &Account{
+		ID: rec.ID, Email: rec.Email, PasswordHash: rec.PasswordHash, DisplayName: rec.DisplayName,
+		CreatedAt: rec.CreatedAt, TOTPLastStep: rec.TOTPLastStep, Disabled: rec.Disabled, QuotaBytes: rec.QuotaBytes,
+	}
+	if rec.TOTPSecret != nil {
+		a.Factors = append(a.Factors, Factor{Kind: FactorTOTP, Sealed: rec.TOTPSecret, Confirmed: true})
+	}
+	if rec.TOTPPending != nil {
+		a.Factors = append(a.Factors, Factor{Kind: FactorTOTP, Sealed: rec.TOTPPending})
+	}
+	return a
+}
+
+func newAccountRecord(a *Account) *accountRecord {
+	rec := &accountRecord{
+		ID: a.ID, Email: a.Email, PasswordHash: a.PasswordHash, DisplayName: a.DisplayName,
+		CreatedAt: a.CreatedAt, TOTPLastStep: a.TOTPLastStep, Disabled: a.Disabled, QuotaBytes: a.QuotaBytes,
+	}
+	if f := a.Factor(FactorTOTP, true); f != nil {
+		rec.TOTPSecret = f.Sealed
+	}
+	if f := a.Factor(FactorTOTP, false); f != nil {
+		rec.TOTPPending = f.Sealed
+	}
+	return rec
+}
+
 func getAccount(tx Tx, id string) (*Account, error) {
 	rec, err := getRecord[accountRecord](tx, bucketAccounts, []byte(id))
 	if err != nil {
@@ -51,7 +129,7 @@ func getAccount(tx Tx, id string) (*Account, error) {
 	if rec == nil {
 		return nil, fault.Errorf(fault.ECodeAccountNotFound, "account not found")
 	}
-	return (*Account)(rec), nil
+	return rec.account(), nil
 }
 
 // ownerActive reports whether the account that owns a share link or a relay
@@ -96,7 +174,7 @@ func insertAccount(tx Tx, a *Account) error {
 }
 
 func putAccount(tx Tx, a *Account) error {
-	return tx.Bucket(bucketAccounts).Put([]byte(a.ID), encode(accountRecord(*a)))
+	return tx.Bucket(bucketAccounts).Put([]byte(a.ID), encode(newAccountRecord(a)))
 }
 
 // CreateAccount writes a new account and its first session in one

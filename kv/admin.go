@@ -140,11 +140,11 @@ func (s *Store) SetQuota(email string, quota int64) error {
 	})
 }
 
-// ResetSecondFactor removes the account's second factor, confirmed or
-// pending (for a user who lost their authenticator), and closes every
-// session, in one transaction. An account with neither is left untouched,
-// its sessions too, and removed is false. The replay ledger stays: a step is
-// a moment in time, not a property of one secret.
+// ResetSecondFactor removes every second factor of the account, confirmed
+// or pending, of every kind (for a user who lost their authenticator), and
+// closes every session, in one transaction. An account with none is left
+// untouched, its sessions too, and removed is false. The replay ledger
+// stays: a step is a moment in time, not a property of one secret.
 func (s *Store) ResetSecondFactor(email string) (removed bool, revoked int, err error) {
 	err = s.update(func(tx Tx) error {
 		removed, revoked = false, 0
@@ -152,11 +152,11 @@ func (s *Store) ResetSecondFactor(email string) (removed bool, revoked int, err 
 		if err != nil {
 			return err
 		}
-		if a.TOTPSecret == nil && a.TOTPPending == nil {
+		if len(a.Factors) == 0 {
 			return nil
 		}
 		removed = true
-		a.TOTPSecret, a.TOTPPending = nil, nil
+		a.Factors = nil
 		if err := putAccount(tx, a); err != nil {
 			return err
 		}

@@ -117,7 +117,7 @@ func TestSetPassword(t *testing.T) {
 		t.Fatalf("sessions after the reset: %d", len(got))
 	}
 	anyCode := func(string, []byte, time.Time) (uint64, bool, error) { return 0, true, nil }
-	if err := s.VerifyLogin("sbx_mfa_1", anyCode, 5, newSession(c, "", "sess-1-2"), "at-1-2", "rt-1-2"); fault.ErrorCode(err) != fault.ECodeChallengeExpired {
+	if err := s.VerifyLogin("sbx_mfa_1", kv.TOTPProof(anyCode), 5, newSession(c, "", "sess-1-2"), "at-1-2", "rt-1-2"); fault.ErrorCode(err) != fault.ECodeChallengeExpired {
 		t.Fatalf("the pending sign-in after the reset: %v", err)
 	}
 	if got := sessionsOf(t, s, b.ID); len(got) != 1 {

@@ -11,7 +11,7 @@ import (
 	"sealbox/kv/fault"
 )
 
-// A share link is named by a client-generated opaque id, which is the
+// A share link is named by an opaque id its owner chose, which is the
 // capability: whoever holds it may read the link. The store keys a link by
 // the id's SHA-256 and never writes the id itself, so a copy of the database
 // does not yield working links.
@@ -29,7 +29,7 @@ import (
 //     the account's caps (ShareLimits) read its links by one prefix scan
 //     and never decode a record.
 //
-// A revoked link keeps its record (owner and body digest, nothing to serve)
+// A revoked link keeps its record (owner and digest, nothing to serve)
 // for revokedShareKeep, so a delayed retry of its registration is recognised
 // and refused; then the sweep replaces it by a tombstone of a few bytes,
 // which still refuses the id, so the old link never comes back. A link with
@@ -40,7 +40,7 @@ import (
 type Share struct {
 	AccountID    string
 	MetadataHash string
-	// Serves are the distinct hashes the link may serve, metadata_hash among
+	// Serves are the distinct hashes the link may serve, MetadataHash among
 	// them. CreateShare reads it; reads leave it nil.
 	Serves []string
 	// WrappedSecret is the passphrase-wrapped scope material; nil when the
@@ -57,7 +57,7 @@ type shareRecord struct {
 	WrappedSecret []byte    `cbor:"3,keyasint,omitempty"`
 	ExpiresAt     time.Time `cbor:"4,keyasint,omitempty"`
 	CreatedAt     time.Time `cbor:"5,keyasint"`
-	// Digest identifies the registered body, so a retry of the same
+	// Digest identifies what was registered, so a retry of the same
 	// registration is recognised without reading the serves back.
 	Digest  []byte `cbor:"6,keyasint"`
 	Revoked bool   `cbor:"7,keyasint,omitempty"`
@@ -85,14 +85,14 @@ type shareEntry struct {
 	RevokedAt time.Time `cbor:"3,keyasint,omitempty"`
 }
 
-// ShareLimits bound the link records one account has (server/PROTOCOL.md
-// §7): Links caps its links, and Serves the blobs its links serve together.
-// Both count each link until the sweep removes what it holds: a revoked
-// link's served blobs go at once but its record stays until the sweep
-// replaces it by a tombstone, and an expired link's record and blobs stay
-// until the sweep deletes them, so neither revoking nor short expiries let
-// one account grow the store faster than the sweep shrinks it. A
-// registration beyond either is error.limit.shares. Zero is no limit.
+// ShareLimits bound the link records one account has: Links caps its
+// links, and Serves the blobs its links serve together. Both count each
+// link until the sweep removes what it holds: a revoked link's served
+// blobs go at once but its record stays until the sweep replaces it by a
+// tombstone, and an expired link's record and blobs stay until the sweep
+// deletes them, so neither revoking nor short expiries let one account
+// grow the store faster than the sweep shrinks it. A registration beyond
+// either is error.limit.shares. Zero is no limit.
 type ShareLimits struct {
 	Links  int
 	Serves int
@@ -142,9 +142,9 @@ func accountShares(tx Tx, accountID string) (shareUsage, error) {
 	return u, err
 }
 
-// shareLimitWait is the Retry-After of a share cap that waiting alone does
-// not lift (every link counted lives until revoked): a 429 always names a
-// wait, and an hour is about how long a person takes to revoke links.
+// shareLimitWait is the wait named by a share cap that waiting alone does
+// not lift (every link counted lives until revoked): a refusal by a limit
+// always names a wait, and an hour is about how long a person takes to revoke links.
 // shareSweepWait is the wait for a link already expired, which frees its
 // place at the next sweep (every minute by default).
 const (
@@ -305,7 +305,7 @@ func tombstoned(tx Tx, key []byte, now time.Time) (bool, error) {
 // distinct hashes, each one the account holds, else
 // error.share.blob_not_owned: a link cannot expose another account's
 // ciphertext. An id already registered answers nil again when it is the same
-// account's live link with the same body (an idempotent retry; serves compare
+// account's live link registered the same (an idempotent retry; serves compare
 // as a set) and error.share.id_taken otherwise, revoked links included. An id
 // whose link has expired is free again. A new link that takes the account
 // past lim is error.limit.shares, naming the cap.

@@ -6,14 +6,35 @@ import (
 	"sealbox/kv/fault"
 )
 
-// The second factor: the account's TOTP state, its replay ledger, and the
-// sign-in challenges that stand between a verified password and a session.
+// The second factor: the account's factors (Account.Factors), the proofs
+// that settle them, the TOTP replay ledger, and the sign-in challenges that
+// stand between a verified password and a session.
 //
 // Secrets reach the store sealed under the server's key, so kv cannot check
-// a code by itself. The server lends it a CodeMatcher, and kv runs it inside
-// the transaction that reads the secret and advances the replay ledger: the
-// check and the update are one atomic step, so two submissions of one code
-// can never both be accepted.
+// a proof by itself. The caller lends it a Proof, and kv runs its check
+// inside the transaction that reads the factor and records what the proof
+// spends (for TOTP, the replay ledger): the check and the update are one
+// atomic step, so one proof can never be accepted twice.
+
+// Proof is what a caller presents for one kind of second factor. Every
+// operation that takes one acts on the account's factor of the proof's
+// kind: that is where verification dispatches by kind, and a new kind is a
+// new Proof.
+type Proof interface {
+	// Kind is the kind of factor the proof is for.
+	Kind() FactorKind
+	// check verifies the proof against f at now and records on a what it
+	// spends (the caller writes a). A refusal is a fault.Error; any other
+	// error is the proof's own failure (a secret that will not unseal).
+	check(a *Account, f *Factor, now time.Time) error
+}
+
+// TOTPProof is a code presented for the TOTP factor, as the matcher the
+// server lends: kv cannot open the sealed secret itself.
+type TOTPProof CodeMatcher
+
+// Kind is FactorTOTP.
+func (TOTPProof) Kind() FactorKind { return FactorTOTP }
 
 // CodeMatcher reports the time step a presented code belongs to under the
 // account's sealed secret at now, or ok false when the code matches none of
@@ -21,10 +42,10 @@ import (
 // transaction.
 type CodeMatcher func(accountID string, sealed []byte, now time.Time) (step uint64, ok bool, err error)
 
-// acceptCode checks a code against sealed and, when it matches a step newer
-// than the replay ledger's, records that step on a (the caller writes a).
-func acceptCode(a *Account, sealed []byte, match CodeMatcher, now time.Time) error {
-	step, ok, err := match(a.ID, sealed, now)
+// check accepts the code when it matches a step of f's secret newer than
+// the replay ledger's, and records that step on a.
+func (match TOTPProof) check(a *Account, f *Factor, now time.Time) error {
+	step, ok, err := match(a.ID, f.Sealed, now)
 	if err != nil {
 		return err
 	}
@@ -38,20 +59,20 @@ func acceptCode(a *Account, sealed []byte, match CodeMatcher, now time.Time) err
 	return nil
 }
 
-// EnrollTOTP records sealed as the account's pending second factor,
+// EnrollFactor records sealed as the account's pending factor of kind,
 // replacing a pending one (whose secret can then confirm nothing), and
-// returns the account. An account whose second factor is confirmed is
+// returns the account. An account whose factor of kind is confirmed is
 // refused with error.totp.already_active.
-func (s *Store) EnrollTOTP(accountID string, sealed []byte) (*Account, error) {
+func (s *Store) EnrollFactor(accountID string, kind FactorKind, sealed []byte) (*Account, error) {
 	var a *Account
 	err := s.update(func(tx Tx) (err error) {
 		if a, err = getAccount(tx, accountID); err != nil {
 			return err
 		}
-		if a.TOTPSecret != nil {
+		if a.Factor(kind, true) != nil {
 			return fault.Errorf(fault.ECodeTOTPAlreadyActive, "a second factor is already active; disable it first")
 		}
-		a.TOTPPending = sealed
+		a.setFactor(Factor{Kind: kind, Sealed: sealed})
 		return putAccount(tx, a)
 	})
 	return a, err
@@ -120,47 +141,51 @@ func countCodeFailure(tx Tx, accountID string, rec *codeFailuresRecord, limit Co
 	return putExpiry(tx, rec.ExpiresAt.Time(), kindTOTPAttempts, key)
 }
 
-// ConfirmTOTP makes the pending enrollment the account's second factor when
-// match accepts the presented code against it; the code's step goes into
-// the replay ledger, so the confirming code is spent at once. Sign-in
-// challenges still pending are deleted: they were issued under the factor
-// this one replaces. Nothing pending: error.totp.nothing_pending. A refused
-// code (error.auth.invalid_code, error.auth.code_replayed) changes nothing
-// but counts against limit.
-func (s *Store) ConfirmTOTP(accountID string, match CodeMatcher, limit CodeLimit) error {
-	return s.changeSecondFactor(accountID, match, limit,
-		func(a *Account) []byte { return a.TOTPPending },
+// ConfirmFactor makes the account's pending factor of the proof's kind a
+// confirmed one when the proof settles it; what the proof spends is
+// recorded (a TOTP code's step goes into the replay ledger, so the
+// confirming code is spent at once). Sign-in challenges still pending are
+// deleted: they were issued under the factors this one joins. Nothing
+// pending: error.totp.nothing_pending. A refused proof
+// (error.auth.invalid_code, error.auth.code_replayed) changes nothing but
+// counts against limit.
+func (s *Store) ConfirmFactor(accountID string, proof Proof, limit CodeLimit) error {
+	return s.changeSecondFactor(accountID, proof, limit, false,
 		func() error {
 			return fault.Errorf(fault.ECodeTOTPNothingPending, "no second-factor enrollment is pending")
 		},
-		func(a *Account) { a.TOTPSecret, a.TOTPPending = a.TOTPPending, nil })
+		func(a *Account, f Factor) {
+			a.dropFactor(f.Kind, false)
+			f.Confirmed = true
+			a.setFactor(f)
+		})
 }
 
-// DisableTOTP removes the account's confirmed second factor when match
-// accepts a live code against it (a session alone is not enough), and
-// deletes the account's pending sign-in challenges. Not enrolled:
-// error.totp.not_enrolled. A refused code changes nothing but counts against
-// limit. The replay ledger is kept.
-func (s *Store) DisableTOTP(accountID string, match CodeMatcher, limit CodeLimit) error {
-	return s.changeSecondFactor(accountID, match, limit,
-		func(a *Account) []byte { return a.TOTPSecret },
+// DisableFactor removes the account's confirmed factor of the proof's kind
+// when the proof settles it (a session alone is not enough), and deletes
+// the account's pending sign-in challenges. Not enrolled:
+// error.totp.not_enrolled. A refused proof changes nothing but counts
+// against limit. The replay ledger is kept.
+func (s *Store) DisableFactor(accountID string, proof Proof, limit CodeLimit) error {
+	return s.changeSecondFactor(accountID, proof, limit, true,
 		func() error { return fault.Errorf(fault.ECodeTOTPNotEnrolled, "no second factor is active") },
-		func(a *Account) { a.TOTPSecret = nil })
+		func(a *Account, f Factor) { a.dropFactor(f.Kind, true) })
 }
 
-// changeSecondFactor applies change to the account once match accepts a
-// code against the secret it acts on (refused with missing when there is
-// none), in one transaction with the check of limit and the count of a
-// refused code, so parallel guesses, on any node, cannot pass the limit.
-// A refused code changes nothing else.
-func (s *Store) changeSecondFactor(accountID string, match CodeMatcher, limit CodeLimit, secret func(*Account) []byte, missing func() error, change func(*Account)) error {
+// changeSecondFactor applies change to the account's factor of the proof's
+// kind, confirmed or pending as confirmed says, once the proof settles it
+// (refused with missing when there is none), in one transaction with the
+// check of limit and the count of a refused proof, so parallel guesses, on
+// any node, cannot pass the limit. A refused proof changes nothing else.
+func (s *Store) changeSecondFactor(accountID string, proof Proof, limit CodeLimit, confirmed bool, missing func() error, change func(*Account, Factor)) error {
 	return s.commitThenRefuse(func(tx Tx) (error, error) {
 		now := s.now()
 		a, err := getAccount(tx, accountID)
 		if err != nil {
 			return nil, err
 		}
-		if secret(a) == nil {
+		f := a.Factor(proof.Kind(), confirmed)
+		if f == nil {
 			return missing(), nil
 		}
 		failures, err := recentCodeFailures(tx, accountID, limit, now)
@@ -170,13 +195,13 @@ func (s *Store) changeSecondFactor(accountID string, match CodeMatcher, limit Co
 		if err != nil {
 			return nil, err
 		}
-		if err := acceptCode(a, secret(a), match, now); err != nil {
+		if err := proof.check(a, f, now); err != nil {
 			if fault.ErrorCode(err) == "" {
-				return nil, err // the matcher failed: not the caller's fault
+				return nil, err // the proof failed: not the caller's fault
 			}
 			return err, countCodeFailure(tx, accountID, failures, limit, now)
 		}
-		change(a)
+		change(a, *f)
 		if err := putAccount(tx, a); err != nil {
 			return nil, err
 		}
@@ -184,7 +209,7 @@ func (s *Store) changeSecondFactor(accountID string, match CodeMatcher, limit Co
 	})
 }
 
-// A sign-in challenge is stored under the SHA-256 of its mfa_token. A burned
+// A sign-in challenge is stored under the SHA-256 of its token. A burned
 // challenge (Failures at the limit) is kept until it would have expired, so
 // further attempts are answered as rate limited rather than as unknown.
 type mfaChallengeRecord struct {
@@ -213,19 +238,20 @@ func (s *Store) CreateMFAChallenge(token, accountID string, expiresAt time.Time)
 }
 
 // VerifyLogin finishes a sign-in held at its second factor, in one
-// transaction: the challenge named by token is looked up, the code checked
-// against the account's secret and its step against the replay ledger, and
-// on success the challenge is deleted, the ledger advanced, the address's
+// transaction: the challenge named by token is looked up, the proof checked
+// against the account's confirmed factor of its kind (a TOTP code against
+// the secret, its step against the replay ledger), and on success the
+// challenge is deleted, what the proof spends recorded, the address's
 // failure count cleared (the sign-in is complete only now) and sess opened
 // with its cohort sighted. sess must carry everything but AccountID, which
 // comes from the challenge.
 //
 // Refusals: an unknown or expired challenge is error.auth.challenge_expired;
-// a wrong or replayed code is error.auth.invalid_code or
+// a refused proof (a wrong or replayed code) is error.auth.invalid_code or
 // error.auth.code_replayed and counts against the challenge; once maxFailures
-// codes were refused the challenge is burned and every later attempt, until
+// proofs were refused the challenge is burned and every later attempt, until
 // it would have expired, is error.rate_limited with RetryAfter.
-func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, sess *Session, access, refresh string) error {
+func (s *Store) VerifyLogin(token string, proof Proof, maxFailures int, sess *Session, access, refresh string) error {
 	expired := fault.Errorf(fault.ECodeChallengeExpired, "the sign-in challenge is unknown or expired; sign in again")
 	return s.commitThenRefuse(func(tx Tx) (error, error) {
 		now := s.now()
@@ -244,16 +270,17 @@ func (s *Store) VerifyLogin(token string, match CodeMatcher, maxFailures int, se
 		if err != nil {
 			return nil, err
 		}
-		if a.TOTPSecret == nil || a.Disabled {
-			// The second factor was disabled since the challenge was issued,
+		f := a.Factor(proof.Kind(), true)
+		if f == nil || a.Disabled {
+			// The factor was disabled since the challenge was issued,
 			// and the challenge no longer guards anything; or the operator
 			// disabled the account, which no sign-in may then complete
-			// (verify-totp has no 423: the next password sign-in says it).
+			// (this refusal does not tell it: the next password sign-in does).
 			return expired, deleteMFAChallenge(tx, key, ch)
 		}
-		if err := acceptCode(a, a.TOTPSecret, match, now); err != nil {
+		if err := proof.check(a, f, now); err != nil {
 			if fault.ErrorCode(err) == "" {
-				return nil, err // the matcher failed (a secret that will not unseal): not the caller's fault
+				return nil, err // the proof failed (a secret that will not unseal): not the caller's fault
 			}
 			ch.Failures++
 			return err, tx.Bucket(bucketMFAChallenges).Put(key, encode(ch))

@@ -17,7 +17,7 @@ func TestMFAChallengeSweptAtExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	acct := &Account{ID: "0b5f2a9e-7c1d-4e8a-b3f6-9d2c4e6a8b10", Email: "alice@example.com", CreatedAt: now, TOTPSecret: []byte("sealed")}
+	acct := &Account{ID: "0b5f2a9e-7c1d-4e8a-b3f6-9d2c4e6a8b10", Email: "alice@example.com", CreatedAt: now, Factors: []Factor{{Kind: FactorTOTP, Sealed: []byte("sealed"), Confirmed: true}}}
 	if err := store.CreateAccount(acct, &Session{ID: "0b5f2a9e-7c1d-4e8a-b3f6-9d2c4e6a8b11", AccountID: acct.ID, CreatedAt: now, RefreshExpiresAt: now.Add(time.Hour)}, "a", "r"); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,9 @@ func TestMFAChallengeSweptAtExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrong := func(string, []byte, time.Time) (uint64, bool, error) { return 0, false, nil }
-	verify := func() error { return store.VerifyLogin("sbx_mfa_x", wrong, 1, &Session{ID: "s"}, "a2", "r2") }
+	verify := func() error {
+		return store.VerifyLogin("sbx_mfa_x", TOTPProof(wrong), 1, &Session{ID: "s"}, "a2", "r2")
+	}
 	if code := fault.ErrorCode(verify()); code != fault.ECodeInvalidCode {
 		t.Fatalf("first wrong code: got %s, want %s", code, fault.ECodeInvalidCode)
 	}

@@ -25,7 +25,7 @@ type Upgrade struct {
 	IntentID          string
 	ToProtocolVersion string
 	ExpiresAt         time.Time
-	// Intent is the start body (CBOR) as sent.
+	// Intent is the ceremony's intent, kept byte for byte as given.
 	Intent []byte
 }
 
@@ -77,7 +77,7 @@ func deleteUpgrade(tx Tx, albumID string) error {
 }
 
 // upgradeAlbum returns the account's album; one that does not exist or is
-// another account's is error.album.not_found on the ceremony's endpoints.
+// another account's is error.album.not_found at every step of the ceremony.
 func upgradeAlbum(tx Tx, accountID, albumID string) (*Album, error) {
 	a, err := getAlbum(tx, albumID)
 	if err != nil {
@@ -138,8 +138,8 @@ func (s *Store) UpgradePhase(accountID, albumID string) (*Phase, error) {
 }
 
 // CheckUpgradeAlbum returns error.album.not_found unless the account owns
-// the album: what the server asks before it reads an intent, so a caller
-// who may not start a ceremony costs no parsing.
+// the album: what a caller asks before it reads an intent, so an account
+// that may not start a ceremony costs no parsing.
 func (s *Store) CheckUpgradeAlbum(accountID, albumID string) error {
 	return s.view(func(tx Tx) error {
 		_, err := upgradeAlbum(tx, accountID, albumID)
@@ -149,7 +149,7 @@ func (s *Store) CheckUpgradeAlbum(accountID, albumID string) error {
 
 // CheckCeremony returns the error CommitUpgrade would for a ceremony that
 // is not the account's album's live one (error.album.not_found,
-// error.album.upgrade_in_flight): what the server asks before it reads a
+// error.album.upgrade_in_flight): what a caller asks before it reads a
 // tombstone.
 func (s *Store) CheckCeremony(accountID, albumID, intentID string) error {
 	return s.view(func(tx Tx) error {
@@ -163,7 +163,7 @@ func (s *Store) CheckCeremony(accountID, albumID, intentID string) error {
 // flight answers the phase as it is, writing nothing, so a retried start
 // never forks twice; another ceremony in flight is
 // error.album.upgrade_in_flight. A target not newer than the album's pin is
-// error.upgrade.bad_target (the server checks its own protocol range).
+// error.upgrade.bad_target (which versions exist is the caller's to check).
 func (s *Store) StartUpgrade(accountID, albumID string, u Upgrade, window time.Duration) (*Phase, error) {
 	var p *Phase
 	err := s.update(func(tx Tx) error {

@@ -28,20 +28,19 @@ type stallWriter struct {
 	rc    *http.ResponseController
 	stall time.Duration
 	s     *Server
-	cork  *tcpCork // nil but for HTTP/1 over plain TCP (corkOf)
 	// deadline is the write deadline last set; zero while none is.
 	deadline time.Time
 }
 
-// withWriteStall wraps w, the writer of r, so that its writes are bounded
-// by WriteStall. The deadline is cleared at the start, so what net/http
-// writes while the handler works (a 100 Continue) is not cut off by a
-// deadline an earlier request on a kept-alive connection left, however
-// long ago; each WriteHeader, Write and Flush then arms it, which also
-// bounds the flush net/http does once the handler returns (a 204 after an
-// upload of hours included).
-func (s *Server) withWriteStall(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
-	sw := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: s.cfg.WriteStall, s: s, cork: corkOf(r)}
+// withWriteStall wraps w so that its writes are bounded by WriteStall.
+// The deadline is cleared at the start, so what net/http writes while the
+// handler works (a 100 Continue) is not cut off by a deadline an earlier
+// request on a kept-alive connection left, however long ago; each
+// WriteHeader, Write and Flush then arms it, which also bounds the flush
+// net/http does once the handler returns (a 204 after an upload of hours
+// included).
+func (s *Server) withWriteStall(w http.ResponseWriter) http.ResponseWriter {
+	sw := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: s.cfg.WriteStall, s: s}
 	_ = sw.rc.SetWriteDeadline(time.Time{}) // see arm
 	return sw
 }
@@ -96,10 +95,9 @@ func (sw *stallWriter) Write(b []byte) (int, error) {
 // chunked over the reader it limits, and its N kept true.
 //
 // When the header has Content-Type and Content-Length, it goes out first
-// (if it has not yet), held back (corked) with the body's first bytes so
-// that both leave in one send. Sending it first changes nothing on the
-// wire, since neither a sniffed type nor the framing depends on the body
-// then; it also spares net/http's ReadFrom its copy of the first 512 bytes
+// (if it has not yet). Sending it first changes nothing on the wire, since
+// neither a sniffed type nor the framing depends on the body then; it
+// spares net/http's ReadFrom its copy of the first 512 bytes
 // through user space, which it makes to sniff a type before the header is
 // out.
 func (sw *stallWriter) ReadFrom(src io.Reader) (int64, error) {
@@ -108,8 +106,6 @@ func (sw *stallWriter) ReadFrom(src io.Reader) (int64, error) {
 		return io.Copy(struct{ io.Writer }{sw}, src)
 	}
 	if h := sw.Header(); h.Get("Content-Type") != "" && h.Get("Content-Length") != "" {
-		sw.cork.set(true)
-		defer sw.cork.set(false)
 		sw.Flush()
 	}
 	limited, isLimited := src.(*io.LimitedReader)

@@ -59,10 +59,10 @@ func (w *deadlineWriter) Flush() {
 // nearer than WriteStall, the next write sets it afresh.
 func TestStallWriterArmsOnce(t *testing.T) {
 	const stall = time.Minute
-	s := &Server{cfg: Config{WriteStall: stall}}
+	s := &Server{cfg: Config{Timeouts: Timeouts{WriteStall: stall}}}
 	body := bytes.Repeat([]byte("sealed "), 3*writeChunk/7+100) // four chunks
 	fw := &deadlineWriter{ResponseRecorder: httptest.NewRecorder()}
-	w := s.withWriteStall(fw, httptest.NewRequest("GET", "/s/x/blob/y", nil))
+	w := s.withWriteStall(fw)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", "1")
 	w.WriteHeader(http.StatusPartialContent)
@@ -100,7 +100,7 @@ func TestStallWriterArmsOnce(t *testing.T) {
 // first bytes through user space to sniff it, and leaves any other header
 // to net/http, whose sniffing and framing depend on the body.
 func TestStallWriterSendsHeaderFirst(t *testing.T) {
-	s := &Server{cfg: Config{WriteStall: time.Minute}}
+	s := &Server{cfg: Config{Timeouts: Timeouts{WriteStall: time.Minute}}}
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
@@ -112,7 +112,7 @@ func TestStallWriterSendsHeaderFirst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fw := &deadlineWriter{ResponseRecorder: httptest.NewRecorder()}
-			w := s.withWriteStall(fw, httptest.NewRequest("GET", "/", nil))
+			w := s.withWriteStall(fw)
 			for k, v := range tc.header {
 				w.Header().Set(k, v)
 			}

@@ -3,6 +3,8 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -206,7 +208,7 @@ func TestWriteStallSpansNoUpload(t *testing.T) {
 // TestShareBlobReadsOnOneConnection: a range over several write chunks, a
 // HEAD and a conditional GET, one after another on one kept-alive
 // connection, each answered with its exact status, headers and bytes:
-// the header that goes out before the body (corked with it) frames the
+// the header that goes out before the body frames the
 // answer as net/http would have, and the connection is left ready for the
 // next request.
 func TestShareBlobReadsOnOneConnection(t *testing.T) {
@@ -221,64 +223,60 @@ func TestShareBlobReadsOnOneConnection(t *testing.T) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	br := bufio.NewReader(conn)
+	// one sends every row on that connection: a second dial fails the row.
+	dialed := false
+	one := servertest.Client{BaseURL: ts.URL(), HTTP: &http.Client{Transport: &http.Transport{
+		DisableCompression: true,
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			if dialed {
+				return nil, errors.New("a second connection")
+			}
+			dialed = true
+			return conn, nil
+		},
+	}}}
 	for _, tc := range []struct {
-		name, method, header string
-		status               int
-		wantHeader           map[string]string
-		body                 []byte
+		servertest.Scenario
+		wantHeader map[string]string
+		body       []byte
 	}{
-		{"range over chunks", "GET", "Range: bytes=1000-140999", http.StatusPartialContent,
+		{servertest.Scenario{Name: "range over chunks", Method: "GET", Header: map[string]string{"Range": "bytes=1000-140999"}, WantStatus: http.StatusPartialContent},
 			map[string]string{"Content-Range": fmt.Sprintf("bytes 1000-140999/%d", size), "Content-Length": "140000", "Content-Type": "application/octet-stream", "Etag": etag, "Accept-Ranges": "bytes"},
 			blob[1000:141000]},
-		{"whole", "GET", "", http.StatusOK,
+		{servertest.Scenario{Name: "whole", Method: "GET", WantStatus: http.StatusOK},
 			map[string]string{"Content-Length": fmt.Sprint(size), "Content-Type": "application/octet-stream", "Etag": etag},
 			blob},
-		{"head of a range", "HEAD", "Range: bytes=0-99", http.StatusPartialContent,
+		{servertest.Scenario{Name: "head of a range", Method: "HEAD", Header: map[string]string{"Range": "bytes=0-99"}, WantStatus: http.StatusPartialContent},
 			map[string]string{"Content-Range": fmt.Sprintf("bytes 0-99/%d", size), "Content-Length": "100", "Etag": etag},
 			nil},
-		{"several ranges", "GET", "Range: bytes=0-9,100000-100009", http.StatusPartialContent,
+		{servertest.Scenario{Name: "several ranges", Method: "GET", Header: map[string]string{"Range": "bytes=0-9,100000-100009"}, WantStatus: http.StatusPartialContent},
 			map[string]string{"Etag": etag},
 			nil},
-		{"not modified", "GET", "If-None-Match: " + etag, http.StatusNotModified,
+		{servertest.Scenario{Name: "not modified", Method: "GET", Header: map[string]string{"If-None-Match": etag}, WantStatus: http.StatusNotModified},
 			map[string]string{"Etag": etag},
 			nil},
-		{"suffix after a 304", "GET", "Range: bytes=-10", http.StatusPartialContent,
+		{servertest.Scenario{Name: "suffix after a 304", Method: "GET", Header: map[string]string{"Range": "bytes=-10"}, WantStatus: http.StatusPartialContent},
 			map[string]string{"Content-Range": fmt.Sprintf("bytes %d-%d/%d", size-10, size-1, size), "Content-Length": "10"},
 			blob[size-10:]},
 	} {
-		req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: sealbox\r\n", tc.method, path)
-		if tc.header != "" {
-			req += tc.header + "\r\n"
-		}
-		if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		resp, err := http.ReadResponse(br, &http.Request{Method: tc.method})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("%s: body: %v", tc.name, err)
-		}
-		if resp.StatusCode != tc.status {
-			t.Fatalf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.status)
-		}
-		for k, want := range tc.wantHeader {
-			if got := resp.Header.Get(k); got != want {
-				t.Errorf("%s: %s %q, want %q", tc.name, k, got, want)
+		sc := tc.Scenario
+		sc.Path = path
+		sc.Teardown = func(tb testing.TB, _ servertest.Scenario, r *Response) {
+			for k, want := range tc.wantHeader {
+				if got := r.Header.Get(k); got != want {
+					tb.Errorf("%s: %s %q, want %q", tc.Name, k, got, want)
+				}
+			}
+			if tc.Name == "several ranges" {
+				if !strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/byteranges") || !bytes.Contains(r.Body, blob[100000:100010]) {
+					tb.Errorf("%s: %s with %d bytes, want multipart/byteranges holding both", tc.Name, r.Header.Get("Content-Type"), len(r.Body))
+				}
+				return
+			}
+			if !bytes.Equal(r.Body, tc.body) {
+				tb.Errorf("%s: %d bytes, want %d exactly", tc.Name, len(r.Body), len(tc.body))
 			}
 		}
-		if tc.name == "several ranges" {
-			if !strings.HasPrefix(resp.Header.Get("Content-Type"), "multipart/byteranges") || !bytes.Contains(body, blob[100000:100010]) {
-				t.Errorf("%s: %s with %d bytes, want multipart/byteranges holding both", tc.name, resp.Header.Get("Content-Type"), len(body))
-			}
-			continue
-		}
-		if !bytes.Equal(body, tc.body) {
-			t.Errorf("%s: %d bytes, want %d exactly", tc.name, len(body), len(tc.body))
-		}
+		sc.Test(t, one)
 	}
 }

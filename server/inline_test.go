@@ -203,15 +203,13 @@ func (m movingBlobs) OpenSized(hash string, size int64) (io.ReadSeekCloser, erro
 // read, after the answer's header is out.
 func TestShareReadOfABlobMovedMeanwhile(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		header map[string]string
-		status int
-		part   func(content []byte) []byte
+		servertest.Scenario
+		part func(content []byte) []byte
 	}{
-		{"whole", nil, http.StatusOK, func(c []byte) []byte { return c }},
-		{"range", map[string]string{"Range": "bytes=5-9"}, http.StatusPartialContent, func(c []byte) []byte { return c[5:10] }},
+		{servertest.Scenario{Name: "whole", WantStatus: http.StatusOK}, func(c []byte) []byte { return c }},
+		{servertest.Scenario{Name: "range", Header: map[string]string{"Range": "bytes=5-9"}, WantStatus: http.StatusPartialContent}, func(c []byte) []byte { return c[5:10] }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.Name, func(t *testing.T) {
 			ts := MustOpenServer(t, func(c *server.Config) { c.InlineMax = 0 })
 			tok := ts.Register(t, "alice@example.org")
 			l := ts.newLink(t, tok.Access)
@@ -232,10 +230,14 @@ func TestShareReadOfABlobMovedMeanwhile(t *testing.T) {
 			}
 			defer node.Close(t.Context())
 			b := &TestServer{ts.Node(node, ts.Store, ts.Blobs)}
-			r := b.Do(t, Req{Method: "GET", Path: "/s/" + l.id + "/blob/" + hash, Header: tc.header})
-			if r.Status != tc.status || !bytes.Equal(r.Body, tc.part(l.content)) {
-				t.Fatalf("read during the move: %d %q", r.Status, r.Body)
+			sc := tc.Scenario
+			sc.Method, sc.Path = "GET", "/s/"+l.id+"/blob/"+hash
+			sc.Teardown = func(tb testing.TB, _ servertest.Scenario, r *Response) {
+				if !bytes.Equal(r.Body, tc.part(l.content)) {
+					tb.Fatalf("read during the move: %d %q", r.Status, r.Body)
+				}
 			}
+			sc.Test(t, b.Client)
 			if data, inline := ts.StoredBlob(t, hash); !inline || !bytes.Equal(data, l.content) || moved == 0 {
 				t.Fatalf("the move did not happen during the read: inline %v, %d moved", inline, moved)
 			}

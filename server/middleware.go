@@ -29,10 +29,7 @@ type requestInfo struct {
 
 type ctxKey int
 
-const (
-	ctxInfo ctxKey = iota
-	ctxCork        // the connection's *tcpCork (withConnCork)
-)
+const ctxInfo ctxKey = 0
 
 func infoFrom(r *http.Request) *requestInfo {
 	if ri, ok := r.Context().Value(ctxInfo).(*requestInfo); ok {
@@ -124,7 +121,7 @@ func (s *Server) withMiddleware(listener string, next http.Handler) http.Handler
 		start := time.Now()
 		ri := &requestInfo{id: newRequestID(), route: "unmatched"}
 		r = r.WithContext(context.WithValue(r.Context(), ctxInfo, ri))
-		rec := &recorder{ResponseWriter: s.withWriteStall(w, r)}
+		rec := &recorder{ResponseWriter: s.withWriteStall(w)}
 		// Canonical keys assigned directly: Set would canonicalize each.
 		h := rec.Header()
 		h["X-Request-Id"] = []string{ri.id}

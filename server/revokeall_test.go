@@ -66,34 +66,37 @@ func TestRevokeAllRefusals(t *testing.T) {
 	otherID := ts.UserID(t, other.Access)
 	ts.publish(t, tok.Access, aliceKey.PublicKeyBase64(), directoryBody(t, 1, 1)).WantStatus(t, 200)
 	valid := proof(aliceKey, id, "sbx_ch_x")
-	cases := []struct {
-		name   string
-		proof  func(ch string) string
-		status int
-		code   string
-	}{
-		{"signed by another key", func(ch string) string { return proof(bobKey, id, ch) }, 401, "error.auth.proof_required"},
-		{"signed for another account", func(ch string) string { return proof(aliceKey, otherID, ch) }, 401, "error.auth.proof_required"},
-		{"signed over another challenge", func(string) string { return valid }, 401, "error.auth.proof_required"},
-		{"one bit flipped", func(ch string) string {
+	// signed sends, over a fresh challenge, the proof the row makes of it;
+	// burned checks that the refusal burned the challenge (a good proof is
+	// now too late) and revoked nothing.
+	signed := func(proofOf func(ch string) string) func(testing.TB, *servertest.Scenario) {
+		return func(tb testing.TB, sc *servertest.Scenario) {
+			ch := ts.challenge(tb, tok.Access)
+			sc.Method, sc.Path = "POST", "/v1/auth/logout/all"
+			sc.Body = map[string]any{"challenge": ch, "proof": proofOf(ch)}
+		}
+	}
+	burned := func(tb testing.TB, sc servertest.Scenario, _ *Response) {
+		ch := sc.Body.(map[string]any)["challenge"].(string)
+		ts.revokeAll(tb, ch, proof(aliceKey, id, ch)).WantProblem(tb, 401, "error.auth.challenge_expired")
+		ts.Do(tb, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(tb, 200)
+	}
+	refused := func(name string, proofOf func(ch string) string) servertest.Scenario {
+		return servertest.Scenario{Name: name, Setup: signed(proofOf), Teardown: burned, WantStatus: 401, WantCode: "error.auth.proof_required"}
+	}
+	servertest.RunScenarios(t, ts.Client, []servertest.Scenario{
+		refused("signed by another key", func(ch string) string { return proof(bobKey, id, ch) }),
+		refused("signed for another account", func(ch string) string { return proof(aliceKey, otherID, ch) }),
+		refused("signed over another challenge", func(string) string { return valid }),
+		refused("one bit flipped", func(ch string) string {
 			p := []byte(proof(aliceKey, id, ch))
 			p[10] ^= 1
 			return string(p)
-		}, 401, "error.auth.proof_required"},
-		{"not base64", func(string) string { return "not a proof" }, 401, "error.auth.proof_required"},
-		{"empty", func(string) string { return "" }, 401, "error.auth.proof_required"},
-		{"truncated", func(ch string) string { return proof(aliceKey, id, ch)[:100] }, 401, "error.auth.proof_required"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ch := ts.challenge(t, tok.Access)
-			ts.revokeAll(t, ch, tc.proof(ch)).WantProblem(t, tc.status, tc.code)
-			// The refusal burned the challenge: a good proof is now too late.
-			ts.revokeAll(t, ch, proof(aliceKey, id, ch)).WantProblem(t, 401, "error.auth.challenge_expired")
-			// And nothing was revoked.
-			ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200)
-		})
-	}
+		}),
+		refused("not base64", func(string) string { return "not a proof" }),
+		refused("empty", func(string) string { return "" }),
+		refused("truncated", func(ch string) string { return proof(aliceKey, id, ch)[:100] }),
+	})
 
 	bodyCases := []servertest.Scenario{
 		{Name: "unknown challenge", Body: map[string]any{"challenge": "sbx_ch_never-issued", "proof": valid}, WantStatus: 401, WantCode: "error.auth.challenge_expired"},

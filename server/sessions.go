@@ -252,7 +252,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return clientGone(err)
 	}
-	if acct.TOTPSecret != nil {
+	if acct.HasConfirmedFactor() {
 		return s.challengeSecondFactor(w, acct)
 	}
 	grant := s.newSession(r, acct.ID, req.CohortHash, req.DeviceID)

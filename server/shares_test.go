@@ -131,81 +131,81 @@ func TestShareBlobRangesAndConditionals(t *testing.T) {
 		body         []byte
 	}
 	cases := []struct {
-		name         string
-		header       map[string]string
-		status       int
+		servertest.Scenario
 		contentRange string // for a single 206
 		body         []byte // for 200 and a single 206
 		parts        []part // for a multipart 206
 	}{
-		{"whole", nil, 200, "", content, nil},
-		{"first bytes", map[string]string{"Range": "bytes=0-99"}, 206, "bytes 0-99/1000", content[:100], nil},
-		{"open ended", map[string]string{"Range": "bytes=990-"}, 206, "bytes 990-999/1000", content[990:], nil},
-		{"suffix", map[string]string{"Range": "bytes=-100"}, 206, "bytes 900-999/1000", content[900:], nil},
-		{"past the end is clamped", map[string]string{"Range": "bytes=500-5000"}, 206, "bytes 500-999/1000", content[500:], nil},
-		{"multi", map[string]string{"Range": "bytes=0-9,500-509"}, 206, "", nil,
+		{servertest.Scenario{Name: "whole", Header: nil, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "first bytes", Header: map[string]string{"Range": "bytes=0-99"}, WantStatus: 206}, "bytes 0-99/1000", content[:100], nil},
+		{servertest.Scenario{Name: "open ended", Header: map[string]string{"Range": "bytes=990-"}, WantStatus: 206}, "bytes 990-999/1000", content[990:], nil},
+		{servertest.Scenario{Name: "suffix", Header: map[string]string{"Range": "bytes=-100"}, WantStatus: 206}, "bytes 900-999/1000", content[900:], nil},
+		{servertest.Scenario{Name: "past the end is clamped", Header: map[string]string{"Range": "bytes=500-5000"}, WantStatus: 206}, "bytes 500-999/1000", content[500:], nil},
+		{servertest.Scenario{Name: "multi", Header: map[string]string{"Range": "bytes=0-9,500-509"}, WantStatus: 206}, "", nil,
 			[]part{{"bytes 0-9/1000", content[:10]}, {"bytes 500-509/1000", content[500:510]}}},
-		{"malformed is ignored", map[string]string{"Range": "bytes=abc"}, 200, "", content, nil},
-		{"unknown unit is ignored", map[string]string{"Range": "items=0-9"}, 200, "", content, nil},
-		{"reversed is ignored", map[string]string{"Range": "bytes=9-0"}, 200, "", content, nil},
-		{"unsatisfiable is 200, not 416", map[string]string{"Range": "bytes=1000-2000"}, 200, "", content, nil},
-		{"If-None-Match matching", map[string]string{"If-None-Match": etag}, 304, "", nil, nil},
-		{"If-None-Match weak matches too", map[string]string{"If-None-Match": "W/" + etag}, 304, "", nil, nil},
-		{"If-None-Match in a list", map[string]string{"If-None-Match": `"other", ` + etag}, 304, "", nil, nil},
-		{"If-None-Match star", map[string]string{"If-None-Match": "*"}, 304, "", nil, nil},
-		{"If-None-Match other", map[string]string{"If-None-Match": `"other"`}, 200, "", content, nil},
-		{"If-Modified-Since at storage", map[string]string{"If-Modified-Since": lastModified}, 304, "", nil, nil},
-		{"If-Modified-Since earlier", map[string]string{"If-Modified-Since": earlier}, 200, "", content, nil},
-		{"If-None-Match wins over If-Modified-Since", map[string]string{"If-None-Match": `"other"`, "If-Modified-Since": lastModified}, 200, "", content, nil},
-		{"If-Range strong match", map[string]string{"Range": "bytes=0-9", "If-Range": etag}, 206, "bytes 0-9/1000", content[:10], nil},
-		{"If-Range weak is whole", map[string]string{"Range": "bytes=0-9", "If-Range": "W/" + etag}, 200, "", content, nil},
-		{"If-Range other is whole", map[string]string{"Range": "bytes=0-9", "If-Range": `"other"`}, 200, "", content, nil},
-		{"If-Range date is whole", map[string]string{"Range": "bytes=0-9", "If-Range": lastModified}, 200, "", content, nil},
-		{"If-Match is ignored", map[string]string{"If-Match": `"other"`}, 200, "", content, nil},
+		{servertest.Scenario{Name: "malformed is ignored", Header: map[string]string{"Range": "bytes=abc"}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "unknown unit is ignored", Header: map[string]string{"Range": "items=0-9"}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "reversed is ignored", Header: map[string]string{"Range": "bytes=9-0"}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "unsatisfiable is 200, not 416", Header: map[string]string{"Range": "bytes=1000-2000"}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "If-None-Match matching", Header: map[string]string{"If-None-Match": etag}, WantStatus: 304}, "", nil, nil},
+		{servertest.Scenario{Name: "If-None-Match weak matches too", Header: map[string]string{"If-None-Match": "W/" + etag}, WantStatus: 304}, "", nil, nil},
+		{servertest.Scenario{Name: "If-None-Match in a list", Header: map[string]string{"If-None-Match": `"other", ` + etag}, WantStatus: 304}, "", nil, nil},
+		{servertest.Scenario{Name: "If-None-Match star", Header: map[string]string{"If-None-Match": "*"}, WantStatus: 304}, "", nil, nil},
+		{servertest.Scenario{Name: "If-None-Match other", Header: map[string]string{"If-None-Match": `"other"`}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "If-Modified-Since at storage", Header: map[string]string{"If-Modified-Since": lastModified}, WantStatus: 304}, "", nil, nil},
+		{servertest.Scenario{Name: "If-Modified-Since earlier", Header: map[string]string{"If-Modified-Since": earlier}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "If-None-Match wins over If-Modified-Since", Header: map[string]string{"If-None-Match": `"other"`, "If-Modified-Since": lastModified}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "If-Range strong match", Header: map[string]string{"Range": "bytes=0-9", "If-Range": etag}, WantStatus: 206}, "bytes 0-9/1000", content[:10], nil},
+		{servertest.Scenario{Name: "If-Range weak is whole", Header: map[string]string{"Range": "bytes=0-9", "If-Range": "W/" + etag}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "If-Range other is whole", Header: map[string]string{"Range": "bytes=0-9", "If-Range": `"other"`}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "If-Range date is whole", Header: map[string]string{"Range": "bytes=0-9", "If-Range": lastModified}, WantStatus: 200}, "", content, nil},
+		{servertest.Scenario{Name: "If-Match is ignored", Header: map[string]string{"If-Match": `"other"`}, WantStatus: 200}, "", content, nil},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := ts.Do(t, Req{Method: "GET", Path: path, Header: tc.header}).WantStatus(t, tc.status)
-			wantHeader(t, r, "ETag", etag)
-			wantHeader(t, r, "Last-Modified", lastModified)
-			wantHeader(t, r, "Cache-Control", "private, no-cache")
-			wantHeader(t, r, "Referrer-Policy", "no-referrer")
+		sc := tc.Scenario
+		sc.Method, sc.Path = "GET", path
+		sc.Teardown = func(tb testing.TB, _ servertest.Scenario, r *Response) {
+			wantHeader(tb, r, "ETag", etag)
+			wantHeader(tb, r, "Last-Modified", lastModified)
+			wantHeader(tb, r, "Cache-Control", "private, no-cache")
+			wantHeader(tb, r, "Referrer-Policy", "no-referrer")
 			switch {
-			case tc.status == 304:
+			case tc.WantStatus == 304:
 				if len(r.Body) != 0 {
-					t.Fatalf("304 with a body: %q", r.Body)
+					tb.Fatalf("304 with a body: %q", r.Body)
 				}
 				return
 			case tc.parts != nil:
-				wantHeader(t, r, "Accept-Ranges", "bytes")
+				wantHeader(tb, r, "Accept-Ranges", "bytes")
 				mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 				if err != nil || mt != "multipart/byteranges" {
-					t.Fatalf("Content-Type: %q", r.Header.Get("Content-Type"))
+					tb.Fatalf("Content-Type: %q", r.Header.Get("Content-Type"))
 				}
 				mr := multipart.NewReader(bytes.NewReader(r.Body), params["boundary"])
 				for i, want := range tc.parts {
 					p, err := mr.NextPart()
 					if err != nil {
-						t.Fatalf("part %d: %v", i, err)
+						tb.Fatalf("part %d: %v", i, err)
 					}
 					got, _ := io.ReadAll(p)
 					if cr := p.Header.Get("Content-Range"); cr != want.contentRange || !bytes.Equal(got, want.body) {
-						t.Fatalf("part %d: %q %x, want %q %x", i, cr, got, want.contentRange, want.body)
+						tb.Fatalf("part %d: %q %x, want %q %x", i, cr, got, want.contentRange, want.body)
 					}
 				}
 				if _, err := mr.NextPart(); err != io.EOF {
-					t.Fatalf("more parts than asked for: %v", err)
+					tb.Fatalf("more parts than asked for: %v", err)
 				}
 				return
 			}
-			wantHeader(t, r, "Accept-Ranges", "bytes")
-			wantHeader(t, r, "Content-Type", "application/octet-stream")
-			wantHeader(t, r, "Content-Range", tc.contentRange)
-			wantHeader(t, r, "Content-Length", fmt.Sprint(len(tc.body)))
+			wantHeader(tb, r, "Accept-Ranges", "bytes")
+			wantHeader(tb, r, "Content-Type", "application/octet-stream")
+			wantHeader(tb, r, "Content-Range", tc.contentRange)
+			wantHeader(tb, r, "Content-Length", fmt.Sprint(len(tc.body)))
 			if !bytes.Equal(r.Body, tc.body) {
-				t.Fatalf("body: got %d bytes, want %d", len(r.Body), len(tc.body))
+				tb.Fatalf("body: got %d bytes, want %d", len(r.Body), len(tc.body))
 			}
-		})
+		}
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, ts.Client) })
 	}
 }
 

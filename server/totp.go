@@ -48,7 +48,7 @@ func (s *Server) handleTOTPEnroll(w http.ResponseWriter, r *http.Request, _ http
 	if err != nil {
 		return err
 	}
-	acct, err := s.store.EnrollTOTP(sess.AccountID, sealed)
+	acct, err := s.store.EnrollFactor(sess.AccountID, kv.FactorTOTP, sealed)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func isTOTPCode(s string) bool { return isDigits(s, 6) }
 
 // handles "POST /v1/auth/totp/verify-enrollment"
 func (s *Server) handleTOTPVerifyEnrollment(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	return s.applyCode(w, r, s.store.ConfirmTOTP)
+	return s.applyCode(w, r, s.store.ConfirmFactor)
 }
 
 // codeLimit bounds the wrong codes of an account's signed-in code checks.
@@ -96,13 +96,13 @@ func (s *Server) codeLimit() kv.CodeLimit {
 // handles "POST /v1/auth/totp/disable": a live code is required; a session
 // alone is not enough.
 func (s *Server) handleTOTPDisable(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	return s.applyCode(w, r, s.store.DisableTOTP)
+	return s.applyCode(w, r, s.store.DisableFactor)
 }
 
 // applyCode is the body of the bearer endpoints that take a CodeRequest:
 // the store change apply runs only if the code is accepted, and answers 204;
 // past the account's limit of wrong codes, 429 without checking the code.
-func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(accountID string, match kv.CodeMatcher, limit kv.CodeLimit) error) error {
+func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(accountID string, proof kv.Proof, limit kv.CodeLimit) error) error {
 	sess := caller(r)
 	var req codeRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
@@ -111,7 +111,7 @@ func (s *Server) applyCode(w http.ResponseWriter, r *http.Request, apply func(ac
 	if err := req.validate(); err != nil {
 		return err
 	}
-	if err := apply(sess.AccountID, s.codeMatcher(*req.TOTPCode), s.codeLimit()); err != nil {
+	if err := apply(sess.AccountID, s.totpProof(*req.TOTPCode), s.codeLimit()); err != nil {
 		return err
 	}
 	return noContent(w)
@@ -194,7 +194,7 @@ func (s *Server) handleLoginVerifyTOTP(w http.ResponseWriter, r *http.Request, _
 		return err
 	}
 	grant := s.newSession(r, "", req.CohortHash, req.DeviceID)
-	if err := s.store.VerifyLogin(*req.MFAToken, s.codeMatcher(*req.TOTPCode), mfaMaxFailures, grant.session, grant.access, grant.refresh); err != nil {
+	if err := s.store.VerifyLogin(*req.MFAToken, s.totpProof(*req.TOTPCode), mfaMaxFailures, grant.session, grant.access, grant.refresh); err != nil {
 		if code := fault.ErrorCode(err); code == fault.ECodeInvalidCode || code == fault.ECodeCodeReplayed {
 			s.spendAuth(r)
 		}
@@ -203,9 +203,9 @@ func (s *Server) handleLoginVerifyTOTP(w http.ResponseWriter, r *http.Request, _
 	return writeJSON(w, http.StatusOK, grant.response())
 }
 
-// codeMatcher lets the store check code against a sealed secret inside the
+// totpProof lets the store check code against a sealed secret inside the
 // transaction that advances the replay ledger.
-func (s *Server) codeMatcher(code string) kv.CodeMatcher {
+func (s *Server) totpProof(code string) kv.TOTPProof {
 	return func(accountID string, sealed []byte, now time.Time) (uint64, bool, error) {
 		secret, err := s.secrets.OpenTOTP(accountID, sealed)
 		if err != nil {

@@ -171,35 +171,38 @@ func TestVerifyTOTPAfterDisable(t *testing.T) {
 }
 
 func TestTOTPConflicts(t *testing.T) {
-	tests := []struct {
-		name      string
-		confirmed bool // a second factor is confirmed first
-		pending   bool // an enrollment is pending first
-		path      string
-		code      string
-	}{
-		{name: "enroll while confirmed", confirmed: true, path: "/v1/auth/totp/enroll", code: fault.ECodeTOTPAlreadyActive},
-		{name: "verify-enrollment with nothing pending", path: "/v1/auth/totp/verify-enrollment", code: fault.ECodeTOTPNothingPending},
-		{name: "verify-enrollment once confirmed", confirmed: true, path: "/v1/auth/totp/verify-enrollment", code: fault.ECodeTOTPNothingPending},
-		{name: "disable when not enrolled", path: "/v1/auth/totp/disable", code: fault.ECodeTOTPNotEnrolled},
-		{name: "disable with only a pending enrollment", pending: true, path: "/v1/auth/totp/disable", code: fault.ECodeTOTPNotEnrolled},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ts := MustOpenServer(t)
+	ts := MustOpenServer(t)
+	// account registers the row's own account, its second factor confirmed
+	// or pending as the row says, and sends a code with its token.
+	account := func(confirmed, pending bool) func(testing.TB, *servertest.Scenario) {
+		return func(tb testing.TB, sc *servertest.Scenario) {
+			email := rowEmail(sc.Name)
 			var tok Tokens
 			switch {
-			case tt.confirmed:
-				tok, _ = ts.RegisterWithTOTP(t, "alice@example.com")
-			case tt.pending:
-				tok = ts.Register(t, "alice@example.com")
-				ts.EnrollTOTP(t, tok.Access)
+			case confirmed:
+				tok, _ = ts.RegisterWithTOTP(tb, email)
+			case pending:
+				tok = ts.Register(tb, email)
+				ts.EnrollTOTP(tb, tok.Access)
 			default:
-				tok = ts.Register(t, "alice@example.com")
+				tok = ts.Register(tb, email)
 			}
-			ts.CodeReq(t, tt.path, tok.Access, "123456").WantProblem(t, http.StatusConflict, tt.code)
-		})
+			sc.Method, sc.Token, sc.Body, sc.WantStatus = "POST", tok.Access, map[string]any{"totp_code": "123456"}, http.StatusConflict
+		}
 	}
+	servertest.RunScenarios(t, ts.Client, []servertest.Scenario{
+		{Name: "enroll while confirmed", Setup: account(true, false), Path: "/v1/auth/totp/enroll", WantCode: fault.ECodeTOTPAlreadyActive},
+		{Name: "verify-enrollment with nothing pending", Setup: account(false, false), Path: "/v1/auth/totp/verify-enrollment", WantCode: fault.ECodeTOTPNothingPending},
+		{Name: "verify-enrollment once confirmed", Setup: account(true, false), Path: "/v1/auth/totp/verify-enrollment", WantCode: fault.ECodeTOTPNothingPending},
+		{Name: "disable when not enrolled", Setup: account(false, false), Path: "/v1/auth/totp/disable", WantCode: fault.ECodeTOTPNotEnrolled},
+		{Name: "disable with only a pending enrollment", Setup: account(false, true), Path: "/v1/auth/totp/disable", WantCode: fault.ECodeTOTPNotEnrolled},
+	})
+}
+
+// rowEmail is the address of a table row's own account on a server the
+// rows share.
+func rowEmail(row string) string {
+	return strings.ReplaceAll(row, " ", "-") + "@example.com"
 }
 
 func TestPendingEnrollmentReplaced(t *testing.T) {
@@ -314,37 +317,31 @@ func TestVerifyTOTPBurnsAfterFiveWrongCodes(t *testing.T) {
 }
 
 func TestMFATokenRefused(t *testing.T) {
-	tests := []struct {
-		name    string
-		advance time.Duration
-		token   func(issued string) string
-		status  int
-		code    string
-	}{
-		{name: "just before expiry", advance: 5*time.Minute - time.Second, status: http.StatusOK},
-		{name: "at expiry", advance: 5 * time.Minute, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
-		{name: "unknown", token: func(string) string { return "sbx_mfa_" + strings.Repeat("A", 43) }, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
-		{name: "malformed", token: func(issued string) string { return issued + "x" }, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
-		{name: "another type of token", token: func(issued string) string { return "sbx_rt_" + issued[len("sbx_mfa_"):] }, status: http.StatusUnauthorized, code: fault.ECodeChallengeExpired},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ts := MustOpenServer(t)
-			_, secret := ts.RegisterWithTOTP(t, "alice@example.com")
+	ts := MustOpenServer(t)
+	// challenge signs the row's own account in up to its second factor,
+	// lets advance pass, and sends the current code with the token the row
+	// makes of the challenge's (nil: the challenge's own).
+	challenge := func(advance time.Duration, token func(issued string) string) func(testing.TB, *servertest.Scenario) {
+		return func(tb testing.TB, sc *servertest.Scenario) {
+			email := rowEmail(sc.Name)
+			_, secret := ts.RegisterWithTOTP(tb, email)
 			ts.Clock.Advance(step)
-			mfa := ts.LoginChallenge(t, "alice@example.com")
-			ts.Clock.Advance(tt.advance)
-			if tt.token != nil {
-				mfa = tt.token(mfa)
+			mfa := ts.LoginChallenge(tb, email)
+			ts.Clock.Advance(advance)
+			if token != nil {
+				mfa = token(mfa)
 			}
-			r := ts.VerifyTOTP(t, mfa, ts.Code(t, secret, 0))
-			if tt.code == "" {
-				r.WantStatus(t, tt.status)
-				return
-			}
-			r.WantProblem(t, tt.status, tt.code)
-		})
+			sc.Method, sc.Path = "POST", "/v1/auth/login/verify-totp"
+			sc.Body = map[string]any{"mfa_token": mfa, "totp_code": ts.Code(tb, secret, 0)}
+		}
 	}
+	servertest.RunScenarios(t, ts.Client, []servertest.Scenario{
+		{Name: "just before expiry", Setup: challenge(5*time.Minute-time.Second, nil), WantStatus: http.StatusOK},
+		{Name: "at expiry", Setup: challenge(5*time.Minute, nil), WantStatus: http.StatusUnauthorized, WantCode: fault.ECodeChallengeExpired},
+		{Name: "unknown", Setup: challenge(0, func(string) string { return "sbx_mfa_" + strings.Repeat("A", 43) }), WantStatus: http.StatusUnauthorized, WantCode: fault.ECodeChallengeExpired},
+		{Name: "malformed", Setup: challenge(0, func(issued string) string { return issued + "x" }), WantStatus: http.StatusUnauthorized, WantCode: fault.ECodeChallengeExpired},
+		{Name: "another type of token", Setup: challenge(0, func(issued string) string { return "sbx_rt_" + issued[len("sbx_mfa_"):] }), WantStatus: http.StatusUnauthorized, WantCode: fault.ECodeChallengeExpired},
+	})
 }
 
 func TestVerifyTOTPConcurrentSubmissions(t *testing.T) {

@@ -607,25 +607,37 @@ func TestTusLostPartialFile(t *testing.T) {
 			tok := ts.Register(t, "a@example.org")
 			up := ts.OpenUpload(t, tok.Access, ts.NewAlbum(t, tok.Access))
 			data := randomData(1000)
-			for _, method := range []string{"HEAD", "PATCH"} {
-				loc := ts.TusCreate(t, tok.Access, up, data)
-				ts.TusPatch(t, tok.Access, loc, 0, data[:400]).WantStatus(t, http.StatusNoContent)
-				if err := tc.lose(ts.partialPath(t, loc)); err != nil {
-					t.Fatal(err)
+			// lost opens a transfer, writes 400 bytes, and loses its
+			// partial file; gone then wants the transfer refused again,
+			// its file and its record gone.
+			lost := func(tb testing.TB, sc *servertest.Scenario) {
+				loc := ts.TusCreate(tb, tok.Access, up, data)
+				ts.TusPatch(tb, tok.Access, loc, 0, data[:400]).WantStatus(tb, http.StatusNoContent)
+				if err := tc.lose(ts.partialPath(tb, loc)); err != nil {
+					tb.Fatal(err)
 				}
-				if method == "HEAD" {
-					r := ts.Do(t, Req{Method: "HEAD", Path: loc, Token: tok.Access, Header: tusHeaders()}).WantStatus(t, http.StatusNotFound)
-					wantHeaders(t, r, map[string]string{"Tus-Resumable": "1.0.0", "Content-Type": "application/problem+json"})
-				} else {
-					ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
-				}
-				ts.TusPatch(t, tok.Access, loc, 400, data[400:]).WantProblem(t, http.StatusNotFound, "error.transfer.not_found")
-				if _, err := os.Stat(ts.partialPath(t, loc)); !os.IsNotExist(err) {
-					t.Fatalf("%s: the lost transfer's partial file remains: %v", method, err)
+				sc.Path = loc
+			}
+			gone := func(tb testing.TB, sc servertest.Scenario, _ *Response) {
+				ts.TusPatch(tb, tok.Access, sc.Path, 400, data[400:]).WantProblem(tb, http.StatusNotFound, "error.transfer.not_found")
+				if _, err := os.Stat(ts.partialPath(tb, sc.Path)); !os.IsNotExist(err) {
+					tb.Fatalf("%s: the lost transfer's partial file remains: %v", sc.Method, err)
 				}
 				if ids, _ := ts.Store.Transfers("", 10); len(ids) != 0 {
-					t.Fatalf("%s: the lost transfer is still recorded: %q", method, ids)
+					tb.Fatalf("%s: the lost transfer is still recorded: %q", sc.Method, ids)
 				}
+			}
+			for _, sc := range []servertest.Scenario{
+				{Name: "HEAD", Method: "HEAD", Token: tok.Access, Header: tusHeaders(), WantStatus: http.StatusNotFound,
+					Setup: lost, Teardown: func(tb testing.TB, sc servertest.Scenario, r *Response) {
+						wantHeaders(tb, r, map[string]string{"Tus-Resumable": "1.0.0", "Content-Type": "application/problem+json"})
+						gone(tb, sc, r)
+					}},
+				{Name: "PATCH", Method: "PATCH", Token: tok.Access, Body: data[400:], ContentType: "application/offset+octet-stream",
+					Header: tusHeaders("Upload-Offset", "400"), WantStatus: http.StatusNotFound, WantCode: "error.transfer.not_found",
+					Setup: lost, Teardown: gone},
+			} {
+				sc.Test(t, ts.Client)
 			}
 			if removals, _ := ts.Store.TransferRemovals(10); len(removals) != 0 {
 				t.Fatalf("removal queue: %q", removals)

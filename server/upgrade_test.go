@@ -250,61 +250,62 @@ func TestUpgradeRefusals(t *testing.T) {
 	}
 	const unknown = "0f0e0d0c-0b0a-4908-8706-0504030201ff"
 	base := "/v1/albums/" + f.album + "/upgrade"
-	cases := []struct {
-		servertest.Scenario
-		// live starts ceremony intentA first: only its owner's tombstone
-		// is read.
-		live bool
-	}{
-		{servertest.Scenario{Name: "start not CBOR", Method: "POST", Path: base, Body: []byte("{\"intent_id\":1}"), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start empty", Method: "POST", Path: base, Body: []byte{}, WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start trailing data", Method: "POST", Path: base, Body: append(intent(t, intentA, target), 0x00), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start not a map", Method: "POST", Path: base, Body: mustCBOR([]string{intentA, target}), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start no intent_id", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start no target", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": intentA}), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start intent_id not text", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": 7, "to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start intent_id not a UUID", Method: "POST", Path: base, Body: intent(t, "intent-a", target), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start target not a date", Method: "POST", Path: base, Body: intent(t, intentA, "2026-9-1"), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start duplicate key", Method: "POST", Path: base, Body: []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x69intent_id\x78\x24" + intentB), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start intent_id key in another case", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"INTENT_ID": intentA, "to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start target key in another case", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": intentA, "To_Protocol_Version": target}), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start duplicate key, one in chunks", Method: "POST", Path: base, Body: []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x7f\x66intent\x63_id\xff\x78\x24" + intentA), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start duplicate other key", Method: "POST", Path: base, Body: []byte("\xa4\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x41k\x01\x41k\x01"), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start intent_id tagged", Method: "POST", Path: base, Body: []byte("\xa2\x69intent_id\xd9\xd9\xf7\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start intent_id bytes", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": []byte(intentA), "to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start map inside a tag", Method: "POST", Path: base, Body: append([]byte{0xd9, 0xd9, 0xf7}, intent(t, intentA, target)...), WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "start wrong media type", Method: "POST", Path: base, Body: intent(t, intentA, target), ContentType: "application/json", WantStatus: 415, WantCode: "error.request.unsupported_media_type"}, false},
-		{servertest.Scenario{Name: "start target the pin", Method: "POST", Path: base, Body: intent(t, intentA, opPin), WantStatus: 400, WantCode: "error.upgrade.bad_target"}, false},
-		{servertest.Scenario{Name: "start target older than the pin", Method: "POST", Path: base, Body: intent(t, intentA, "2025-06-01"), WantStatus: 400, WantCode: "error.upgrade.bad_target"}, false},
-		{servertest.Scenario{Name: "start target after the range", Method: "POST", Path: base, Body: intent(t, intentA, "2026-09-02"), WantStatus: 400, WantCode: "error.upgrade.bad_target"}, false},
-		{servertest.Scenario{Name: "abort without intent_id", Method: "DELETE", Path: base, WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "abort intent_id not a UUID", Method: "DELETE", Path: base + "?intent_id=x", WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "commit without intent_id", Method: "POST", Path: base + "/commit", Body: []byte{0xf6}, WantStatus: 400, WantCode: "error.request.malformed"}, false},
-		{servertest.Scenario{Name: "commit no ceremony, tombstone not CBOR", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xff}, WantStatus: 409, WantCode: "error.album.upgrade_in_flight"}, false},
-		{servertest.Scenario{Name: "commit tombstone not CBOR", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xff}, WantStatus: 400, WantCode: "error.request.malformed"}, true},
-		{servertest.Scenario{Name: "commit tombstone truncated", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xa1, 0x61}, WantStatus: 400, WantCode: "error.request.malformed"}, true},
-		{servertest.Scenario{Name: "commit tombstone empty", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{}, WantStatus: 400, WantCode: "error.request.malformed"}, true},
-		{servertest.Scenario{Name: "commit tombstone two items", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xf6, 0xf6}, WantStatus: 400, WantCode: "error.request.malformed"}, true},
-		{servertest.Scenario{Name: "commit wrong media type", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xf6}, ContentType: "application/octet-stream", WantStatus: 415, WantCode: "error.request.unsupported_media_type"}, true},
+	// live starts ceremony intentA before the row (only its owner's
+	// tombstone is read) and aborts it after; every row then finds the
+	// album in the phase it was in before the request.
+	live := func(sc servertest.Scenario) servertest.Scenario {
+		sc.Setup = func(tb testing.TB, _ *servertest.Scenario) {
+			f.upgrade(tb, "POST", "", intent(tb, intentA, target)).WantStatus(tb, http.StatusOK)
+			tb.Cleanup(func() { f.upgrade(tb, "DELETE", "?intent_id="+intentA, nil).WantStatus(tb, http.StatusOK) })
+		}
+		sc.Teardown = func(tb testing.TB, _ servertest.Scenario, _ *Response) {
+			f.wantPhase(tb, f.upgrade(tb, "GET", "", nil), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
+		}
+		return sc
 	}
-	for _, tc := range cases {
-		t.Run(tc.Name, func(t *testing.T) {
-			if tc.live {
-				f.upgrade(t, "POST", "", intent(t, intentA, target)).WantStatus(t, http.StatusOK)
-				defer func() { f.upgrade(t, "DELETE", "?intent_id="+intentA, nil).WantStatus(t, http.StatusOK) }()
+	cases := []servertest.Scenario{
+		{Name: "start not CBOR", Method: "POST", Path: base, Body: []byte("{\"intent_id\":1}"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start empty", Method: "POST", Path: base, Body: []byte{}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start trailing data", Method: "POST", Path: base, Body: append(intent(t, intentA, target), 0x00), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start not a map", Method: "POST", Path: base, Body: mustCBOR([]string{intentA, target}), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start no intent_id", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start no target", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": intentA}), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start intent_id not text", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": 7, "to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start intent_id not a UUID", Method: "POST", Path: base, Body: intent(t, "intent-a", target), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start target not a date", Method: "POST", Path: base, Body: intent(t, intentA, "2026-9-1"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start duplicate key", Method: "POST", Path: base, Body: []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x69intent_id\x78\x24" + intentB), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start intent_id key in another case", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"INTENT_ID": intentA, "to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start target key in another case", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": intentA, "To_Protocol_Version": target}), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start duplicate key, one in chunks", Method: "POST", Path: base, Body: []byte("\xa3\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x7f\x66intent\x63_id\xff\x78\x24" + intentA), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start duplicate other key", Method: "POST", Path: base, Body: []byte("\xa4\x69intent_id\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target + "\x41k\x01\x41k\x01"), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start intent_id tagged", Method: "POST", Path: base, Body: []byte("\xa2\x69intent_id\xd9\xd9\xf7\x78\x24" + intentA + "\x73to_protocol_version\x6a" + target), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start intent_id bytes", Method: "POST", Path: base, Body: mustCBOR(map[string]any{"intent_id": []byte(intentA), "to_protocol_version": target}), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start map inside a tag", Method: "POST", Path: base, Body: append([]byte{0xd9, 0xd9, 0xf7}, intent(t, intentA, target)...), WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "start wrong media type", Method: "POST", Path: base, Body: intent(t, intentA, target), ContentType: "application/json", WantStatus: 415, WantCode: "error.request.unsupported_media_type"},
+		{Name: "start target the pin", Method: "POST", Path: base, Body: intent(t, intentA, opPin), WantStatus: 400, WantCode: "error.upgrade.bad_target"},
+		{Name: "start target older than the pin", Method: "POST", Path: base, Body: intent(t, intentA, "2025-06-01"), WantStatus: 400, WantCode: "error.upgrade.bad_target"},
+		{Name: "start target after the range", Method: "POST", Path: base, Body: intent(t, intentA, "2026-09-02"), WantStatus: 400, WantCode: "error.upgrade.bad_target"},
+		{Name: "abort without intent_id", Method: "DELETE", Path: base, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "abort intent_id not a UUID", Method: "DELETE", Path: base + "?intent_id=x", WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "commit without intent_id", Method: "POST", Path: base + "/commit", Body: []byte{0xf6}, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "commit no ceremony, tombstone not CBOR", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xff}, WantStatus: 409, WantCode: "error.album.upgrade_in_flight"},
+		live(servertest.Scenario{Name: "commit tombstone not CBOR", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xff}, WantStatus: 400, WantCode: "error.request.malformed"}),
+		live(servertest.Scenario{Name: "commit tombstone truncated", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xa1, 0x61}, WantStatus: 400, WantCode: "error.request.malformed"}),
+		live(servertest.Scenario{Name: "commit tombstone empty", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{}, WantStatus: 400, WantCode: "error.request.malformed"}),
+		live(servertest.Scenario{Name: "commit tombstone two items", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xf6, 0xf6}, WantStatus: 400, WantCode: "error.request.malformed"}),
+		live(servertest.Scenario{Name: "commit wrong media type", Method: "POST", Path: base + "/commit?intent_id=" + intentA, Body: []byte{0xf6}, ContentType: "application/octet-stream", WantStatus: 415, WantCode: "error.request.unsupported_media_type"}),
+	}
+	for _, sc := range cases {
+		sc.Token = f.tok.Access
+		if sc.ContentType == "" {
+			sc.ContentType = "application/cbor"
+		}
+		if sc.Teardown == nil {
+			sc.Teardown = func(tb testing.TB, _ servertest.Scenario, _ *Response) {
+				f.wantPhase(tb, f.upgrade(tb, "GET", "", nil), f.normalPhase("0"))
 			}
-			sc := tc.Scenario
-			sc.Token = f.tok.Access
-			if sc.ContentType == "" {
-				sc.ContentType = "application/cbor"
-			}
-			sc.Test(t, f.ts.Client)
-			if tc.live {
-				f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.livePhase(intentA, "2026-11-22T10:15:00Z", "0"))
-			} else {
-				f.wantPhase(t, f.upgrade(t, "GET", "", nil), f.normalPhase("0"))
-			}
-		})
+		}
+		t.Run(sc.Name, func(t *testing.T) { sc.Test(t, f.ts.Client) })
 	}
 	// Unknown and another account's albums answer 404 on every ceremony
 	// endpoint, even for a well-formed request; a body they send is never

@@ -18,7 +18,7 @@ import (
 )
 
 // Collect removes the blob if it was written before cutoff and no Put
-// claimed it since, as *blobs.Dir.Collect does. It copies the blob aside,
+// claimed it since (blobs.Engine.Collect). It copies the blob aside,
 // deletes it, and only then reads the claim: a Put that found the blob
 // stored wrote its claim before looking for the blob, so either this read
 // sees the claim (and the blob is copied back) or the Put's look finds the

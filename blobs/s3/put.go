@@ -16,7 +16,7 @@ import (
 	"sealbox/blobs"
 )
 
-// Put streams r into the bucket as *blobs.Dir.Put does, with the same results
+// Put streams r into the bucket as blobs.Engine.Put says, with the same results
 // and errors. A body larger than one part needs want (its key is chosen
 // before its last byte is read); sealbox's callers without a hash put
 // small blobs (manifests, metadata). Parts are Options.PartSize bytes, so

@@ -66,7 +66,7 @@ func userOf(row kv.UserSummary) User {
 	a := row.Account
 	return User{
 		Email: a.Email, UserID: a.ID, CreatedAt: a.CreatedAt.UTC(), LiveSessions: row.LiveSessions,
-		SecondFactor: len(a.TOTPSecret) > 0, Locked: row.Locked, Disabled: a.Disabled, QuotaBytes: a.QuotaBytes,
+		SecondFactor: a.HasConfirmedFactor(), Locked: row.Locked, Disabled: a.Disabled, QuotaBytes: a.QuotaBytes,
 		Albums: row.Albums, BlobsHeld: row.BlobsHeld, BytesHeld: row.BytesHeld,
 	}
 }

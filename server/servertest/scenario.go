@@ -3,7 +3,7 @@ package servertest
 import "testing"
 
 // Scenario is one row of a table-driven HTTP test: a request and what its
-// answer must be.
+// answer must be, with the hooks pocketbase's ApiScenario has around them.
 type Scenario struct {
 	Name        string
 	Method      string
@@ -19,6 +19,16 @@ type Scenario struct {
 	WantCode string
 	// WantField is the problem's field member; empty, it is not checked.
 	WantField string
+
+	// Setup, when set, runs before the request and completes the scenario
+	// with what exists only then (an account in a given state, a fresh
+	// challenge, a ceremony in flight); what it begins it undoes with
+	// tb.Cleanup, which runs however the row ends.
+	Setup func(tb testing.TB, sc *Scenario)
+	// Teardown, when set, runs once the answer passed the checks, with the
+	// scenario as sent and its answer: the checks a row adds (headers, the
+	// body, what the request changed or left alone).
+	Teardown func(tb testing.TB, sc Scenario, r *Response)
 }
 
 // Req is the scenario's request.
@@ -44,12 +54,18 @@ func (sc Scenario) Check(tb testing.TB, r *Response) map[string]any {
 	return p
 }
 
-// Test sends the scenario's request with c and checks the answer; it
-// returns the answer for the checks a table adds.
+// Test runs Setup, sends the scenario's request with c, checks the answer
+// and runs Teardown; it returns the answer.
 func (sc Scenario) Test(tb testing.TB, c Client) *Response {
 	tb.Helper()
+	if sc.Setup != nil {
+		sc.Setup(tb, &sc)
+	}
 	r := c.Do(tb, sc.Req())
 	sc.Check(tb, r)
+	if sc.Teardown != nil {
+		sc.Teardown(tb, sc, r)
+	}
 	return r
 }
 
