@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ type clientRig struct {
 	// down is how many requests the proxy answers with a broken answer
 	// (the server restarting, or gone): each one counts it down.
 	down atomic.Int32
+	// cred, when set, is the user the client runs as (asUser).
+	cred *syscall.Credential
 }
 
 // newClientRig starts the server, edit adjusting its configuration, and
@@ -83,6 +86,9 @@ func (rig *clientRig) run(stdin string, args ...string) (string, string, int) {
 	cmd := exec.Command(rig.bin, append(append([]string{"client"}, args...), "--profile", rig.profile)...)
 	cmd.Env = serveEnv()
 	cmd.Stdin = strings.NewReader(stdin)
+	if rig.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: rig.cred}
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -604,5 +610,167 @@ func TestClientSignupByInvitation(t *testing.T) {
 	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url+"/#invite=sbx_in_family", "--email", "invited@example.org", "--password-stdin")
 	if out := rig.mustRun(0, "", "status"); !strings.Contains(out, "invited@example.org") {
 		t.Fatalf("status after an invited signup: %s", out)
+	}
+}
+
+// asUser makes the rig's client run as uid (and gid) from now on, with the
+// profile its own and the binary and the test's folders reachable by it:
+// the tests run as root, for whom no permission bit makes a file
+// unreadable.
+func (rig *clientRig) asUser(uid uint32) {
+	rig.t.Helper()
+	if err := os.MkdirAll(rig.profile, 0o700); err != nil {
+		rig.t.Fatal(err)
+	}
+	if err := os.Chown(rig.profile, int(uid), int(uid)); err != nil {
+		rig.t.Fatal(err)
+	}
+	// t.TempDir's folders are 0700: their ancestors up to the root must be
+	// enterable by the other user.
+	for _, p := range []string{rig.bin, rig.profile} {
+		for d := filepath.Dir(p); d != filepath.Dir(d); d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 != 0o005 {
+				if err := os.Chmod(d, fi.Mode().Perm()|0o055); err != nil {
+					rig.t.Fatal(err)
+				}
+			}
+		}
+	}
+	rig.cred = &syscall.Credential{Uid: uid, Gid: uid}
+}
+
+// photoFolder makes a folder named name, readable by everyone, holding
+// files.
+func photoFolder(t *testing.T, name string, files map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	folder := filepath.Join(dir, name)
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(folder, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return folder
+}
+
+// TestClientSyncSkipsAnUnreadableFile: a photo the client's user cannot
+// read is skipped and listed, the others are synced, exit 1.
+func TestClientSyncSkipsAnUnreadableFile(t *testing.T) {
+	rig := newClientRig(t)
+	folder := photoFolder(t, "Party", map[string][]byte{
+		"a.jpg":      mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"b.jpg":      mediatest.JPEG(16, 16, 2, mediatest.EXIF{}),
+		"secret.jpg": mediatest.JPEG(16, 16, 3, mediatest.EXIF{}),
+	})
+	secret := filepath.Join(folder, "secret.jpg")
+	if os.Geteuid() == 0 {
+		rig.asUser(65534)
+	}
+	if err := os.Chmod(secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.Open(secret); err == nil && os.Geteuid() != 0 {
+		f.Close()
+		t.Fatal("a file of mode 0600 is readable by another user: the test cannot make an unreadable file")
+	}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "unreadable@example.org", "--password-stdin")
+	out, errOut, code := rig.run("", "sync", folder, "--json")
+	ev := events(t, out)
+	if code != 1 || len(ev["uploaded"]) != 2 || len(ev["failed"]) != 1 || ev["failed"][0]["path"] != secret ||
+		!strings.Contains(ev["failed"][0]["error"].(string), "permission denied") || !strings.Contains(errOut, "1 files failed: "+secret) {
+		t.Fatalf("a sync with an unreadable file: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if out := rig.mustRun(0, "", "ls", "Party"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") || strings.Contains(out, "secret.jpg") {
+		t.Fatalf("the album after the sync: %s", out)
+	}
+}
+
+// TestClientSyncRereadsAChangingFile: a video still being written while the
+// sync reads it is read again once it has stayed the same for --settle,
+// and what the server keeps is its final content.
+func TestClientSyncRereadsAChangingFile(t *testing.T) {
+	rig := newClientRig(t)
+	start := make([]byte, 1<<20)
+	rand.Read(start)
+	folder := photoFolder(t, "Copying", map[string][]byte{"clip.mp4": start})
+	clip := filepath.Join(folder, "clip.mp4")
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "changing@example.org", "--password-stdin")
+
+	// The file grows every few milliseconds for three seconds, from before
+	// the sync starts: whenever the sync reads it, it changes meanwhile.
+	f, err := os.OpenFile(clip, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := append([]byte(nil), start...)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		defer f.Close()
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			chunk := make([]byte, 4096)
+			rand.Read(chunk)
+			if _, err := f.Write(chunk); err != nil {
+				t.Error(err)
+				return
+			}
+			final = append(final, chunk...)
+			time.Sleep(5 * time.Millisecond) // the pace of a copy, not a wait for an expiry
+		}
+	}()
+	out, errOut, code := rig.run("", "sync", folder, "--json", "--settle", "300ms")
+	<-written
+	if ev := events(t, out); code != 0 || len(ev["uploaded"]) != 1 || ev["uploaded"][0]["size"] != float64(len(final)) {
+		t.Fatalf("a sync of a file being written: exit %d (the file is %d bytes)\nstdout: %s\nstderr: %s", code, len(final), out, errOut)
+	}
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest)
+	if got, err := os.ReadFile(filepath.Join(dest, "Copying", "clip.mp4")); err != nil || !bytes.Equal(got, final) {
+		t.Fatalf("the exported file: %v, %d bytes; want the final %d bytes, byte for byte", err, len(got), len(final))
+	}
+}
+
+// TestClientExportDiskFull: an export onto a disk that fills up names the
+// file that did not fit, exit 1, leaves nothing of it under its name or a
+// temporary one, and exports the rest.
+func TestClientExportDiskFull(t *testing.T) {
+	disk := t.TempDir()
+	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=1m"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mounting a small tmpfs (the test needs root, or CAP_SYS_ADMIN): %v", err)
+		}
+		t.Skipf("mounting a small tmpfs needs root or CAP_SYS_ADMIN: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(disk, 0) })
+	rig := newClientRig(t)
+	big := make([]byte, 3<<20)
+	rand.Read(big)
+	photo := mediatest.JPEG(32, 32, 1, mediatest.EXIF{})
+	folder := photoFolder(t, "Film", map[string][]byte{"big.mp4": big, "small.jpg": photo})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "full@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+
+	out, errOut, code := rig.run("", "export", disk, "--jobs", "1")
+	if code != 1 || !strings.Contains(errOut, "big.mp4 in album Film") || !strings.Contains(errOut, "no space left on device") ||
+		!strings.Contains(out, "exported 1 (") {
+		t.Fatalf("an export onto a full disk: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	entries, err := os.ReadDir(filepath.Join(disk, "Film"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "small.jpg" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the full disk holds %v, want small.jpg alone", names)
+	}
+	if got, err := os.ReadFile(filepath.Join(disk, "Film", "small.jpg")); err != nil || !bytes.Equal(got, photo) {
+		t.Fatalf("the photo that fitted: %v, not byte-identical", err)
 	}
 }

@@ -53,6 +53,9 @@ type Syncer struct {
 	ClientVersion string
 	// Now is the clock of the manifests' timestamps.
 	Now func() time.Time
+	// Settle is how long a file that changed while it was read must stay
+	// unchanged before it is read again (a photo still being copied in).
+	Settle time.Duration
 
 	albums   sync.Mutex
 	uploads  map[string]string // album id -> this run's upload session
@@ -253,6 +256,13 @@ func (s *Syncer) syncFile(ctx context.Context, j job) (Event, error) {
 		return ev, nil
 	}
 	what, n, err := s.syncAsset(ctx, j, &ev)
+	for tries := 1; errors.Is(err, errChanging) && tries < changingTries; tries++ {
+		if serr := s.settle(ctx, j.path); serr != nil {
+			err = serr
+			break
+		}
+		what, n, err = s.syncAsset(ctx, j, &ev)
+	}
 	ev.What, ev.Bytes = what, n
 	if fi, serr := os.Stat(j.path); serr == nil {
 		ev.Size = fi.Size()
@@ -261,6 +271,43 @@ func (s *Syncer) syncFile(ctx context.Context, j job) (Event, error) {
 		ev.What, ev.Error = "failed", err.Error()
 	}
 	return ev, err
+}
+
+// changingTries is how many times a file that changes while it is read is
+// read, each time after it settled, before it is left for the next run.
+const changingTries = 3
+
+// settle returns once the file's size and time stayed the same for
+// s.Settle; a file that is still changing after twenty of those (a log
+// written to for ever) is left for the next run.
+func (s *Syncer) settle(ctx context.Context, path string) error {
+	step := max(s.Settle/4, time.Millisecond)
+	size, modTime, _, _, err := statFile(path)
+	if err != nil {
+		return err
+	}
+	still, waited := time.Duration(0), time.Duration(0)
+	for still < s.Settle {
+		if waited >= 20*max(s.Settle, step) {
+			return errChanging
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(step):
+		}
+		waited += step
+		sz, mt, _, _, err := statFile(path)
+		if err != nil {
+			return err
+		}
+		if sz != size || mt != modTime {
+			size, modTime, still = sz, mt, 0
+			continue
+		}
+		still += step
+	}
+	return nil
 }
 
 // statFile is a file's size, modification time and inode.
@@ -308,7 +355,7 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 		return "would-upload", size, nil
 	}
 	ev.NoThumbnail = media.KindOf(j.path) != media.Image
-	p, err := s.stage(j, album, size, mt, contentHMAC, ev)
+	p, err := s.stage(j, album, size, modTime, mt, contentHMAC, ev)
 	if err != nil {
 		return "", 0, err
 	}
@@ -335,7 +382,7 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 // replay), so no file becomes two assets and no asset holds blobs nobody
 // refers to. An earlier run's staging of the same file, intact and of the
 // same content, is used as it is.
-func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, contentHMAC string, ev *Event) (*PendingUpload, error) {
+func (s *Syncer) stage(j job, album *AlbumRecord, size, modTime int64, mt time.Time, contentHMAC string, ev *Event) (*PendingUpload, error) {
 	if p, err := s.Index.Pending(j.path); err != nil {
 		return nil, err
 	} else if p != nil && p.ContentHMAC == contentHMAC && p.intact() {
@@ -398,6 +445,14 @@ func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, cont
 		return fail(err)
 	}
 	p.Envelope = m.Envelope()
+	// A file written to between its stat and here may have given the
+	// content hash, the sealed original and the metadata different bytes
+	// even with its size unchanged: none of them is kept.
+	if sz, mt, _, _, err := statFile(j.path); err != nil {
+		return fail(err)
+	} else if sz != size || mt != modTime {
+		return fail(errChanging)
+	}
 	if err := s.Index.SavePending(j.path, p); err != nil {
 		return fail(err)
 	}
@@ -460,9 +515,10 @@ func (s *Syncer) contentHMAC(path string, size int64) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// errChanging is a file that changed while it was read: it is tried again
-// on the next run, once it has settled.
-var errChanging = errors.New("the file changed while it was read; it is synced on the next run")
+// errChanging is a file that changed while it was read: it is read again
+// once it has settled (Settle), and left for the next run when it keeps
+// changing.
+var errChanging = errors.New("the file kept changing while it was read; it is synced on the next run")
 
 // sealFile seals the file at path (size bytes, under key) into a new
 // file of dir, in bounded memory whatever the size, and returns it with its
