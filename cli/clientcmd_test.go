@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/cli/client"
+	"sealbox/cli/library"
 	"sealbox/cli/media/mediatest"
 	"sealbox/cli/sealed"
 	"sealbox/kv"
@@ -773,4 +775,86 @@ func TestClientExportDiskFull(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(disk, "Film", "small.jpg")); err != nil || !bytes.Equal(got, photo) {
 		t.Fatalf("the photo that fitted: %v, not byte-identical", err)
 	}
+}
+
+// TestClientSessionEnds: an expired access token is refreshed and the
+// refreshed pair kept; a session past its refresh lifetime, and one ended
+// from another device (a password change there), exit 2 saying to sign in
+// again; on an account with a second factor, a sign-in without the code
+// and one with a wrong code exit 2 saying which, and the right code signs
+// in.
+func TestClientSessionEnds(t *testing.T) {
+	rig := newClientRig(t)
+	const email = "session@example.org"
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", email, "--password-stdin")
+	session := func() *library.Session {
+		t.Helper()
+		p, err := library.OpenProfile(rig.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.Session()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	signedOut := func(what string) {
+		t.Helper()
+		_, errOut, code := rig.run("", "albums")
+		if code != 2 || !strings.Contains(errOut, "the session has ended") || !strings.Contains(errOut, "run sealbox client login") {
+			t.Fatalf("%s: exit %d, %s", what, code, errOut)
+		}
+	}
+
+	before := session()
+	rig.ts.Clock.Advance(16 * time.Minute)
+	rig.mustRun(0, "", "albums")
+	if after := session(); after.Tokens.Access == before.Tokens.Access || after.Tokens.Refresh == before.Tokens.Refresh {
+		t.Fatal("the refreshed token pair was not kept in the profile")
+	}
+	rig.ts.Clock.Advance(31 * 24 * time.Hour)
+	signedOut("a session past its refresh lifetime")
+
+	// A password change on another device ends this device's session.
+	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", email, "--password-stdin")
+	first := rig.profile
+	rig.profile = filepath.Join(t.TempDir(), "other device")
+	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", email, "--password-stdin")
+	rig.mustRun(0, "correct horse battery\nnew horse battery\n", "passwd", "--password-stdin")
+	rig.profile = first
+	signedOut("a session ended from another device")
+
+	// A second factor, enrolled through the API with this device's session.
+	rig.mustRun(0, "new horse battery\n", "login", rig.url, "--email", email, "--password-stdin")
+	api := servertest.Client{BaseURL: rig.ts.URL()}
+	access := session().Tokens.Access
+	uri := api.Do(t, servertest.Req{Method: "POST", Path: "/v1/auth/totp/enroll", Token: access}).WantStatus(t, 200).JSON(t)["provisioning_uri"].(string)
+	codeAt := func(at time.Time) string {
+		c, err := totpCode(uri, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	api.Do(t, servertest.Req{Method: "POST", Path: "/v1/auth/totp/verify-enrollment", Token: access,
+		Body: map[string]any{"totp_code": codeAt(rig.ts.Clock.Now())}}).WantStatus(t, 204)
+	rig.ts.Clock.Advance(time.Minute) // the confirming code's step is spent
+	if _, errOut, code := rig.run("new horse battery\n", "login", rig.url, "--email", email, "--password-stdin"); code != 2 || !strings.Contains(errOut, "give it with --code") {
+		t.Fatalf("a sign-in without the code: exit %d, %s", code, errOut)
+	}
+	now := rig.ts.Clock.Now()
+	valid := map[string]bool{}
+	for _, d := range []time.Duration{-time.Minute, -30 * time.Second, 0, 30 * time.Second, time.Minute} {
+		valid[codeAt(now.Add(d))] = true
+	}
+	wrong := "000000"
+	for i := 1; valid[wrong]; i++ {
+		wrong = fmt.Sprintf("%06d", i)
+	}
+	if _, errOut, code := rig.run("new horse battery\n", "login", rig.url, "--email", email, "--password-stdin", "--code", wrong); code != 2 || !strings.Contains(errOut, "the code is wrong or out of date") {
+		t.Fatalf("a sign-in with a wrong code: exit %d, %s", code, errOut)
+	}
+	rig.mustRun(0, "new horse battery\n", "login", rig.url, "--email", email, "--password-stdin", "--code", codeAt(now))
+	rig.mustRun(0, "", "albums")
 }
