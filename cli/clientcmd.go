@@ -507,11 +507,23 @@ func listAlbums(ctx context.Context, cmd *cobra.Command, a *account, asJSON bool
 			if as.Meta.Taken != nil {
 				taken = as.Meta.Taken.Local
 			}
+			// An asset of two originals is one line: its still, then its
+			// video or raw file after a "+".
+			name, size := as.Meta.Name, as.Meta.Size
+			companion := ""
+			if c := as.Meta.Companion; c != nil {
+				companion, size = c.Name, size+c.Size
+				name += " + " + c.Name
+			}
 			if asJSON {
+				sidecars := []string{}
+				for _, sc := range as.Meta.Sidecars {
+					sidecars = append(sidecars, sc.Name)
+				}
 				emit(cmd.OutOrStdout(), map[string]any{"name": as.Meta.Name, "asset_id": as.Entry.AssetID, "size": as.Meta.Size,
-					"media_type": as.Meta.MediaType, "taken": taken})
+					"media_type": as.Meta.MediaType, "taken": taken, "companion": companion, "sidecars": sidecars})
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-19s %10s  %s\n", taken, FormatSize(as.Meta.Size), as.Meta.Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "%-19s %10s  %s\n", taken, FormatSize(size), name)
 			}
 		}
 	}

@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -857,4 +859,84 @@ func TestClientSessionEnds(t *testing.T) {
 	}
 	rig.mustRun(0, "new horse battery\n", "login", rig.url, "--email", email, "--password-stdin", "--code", codeAt(now))
 	rig.mustRun(0, "", "albums")
+}
+
+// TestClientSyncPairsAndSidecars: a Live Photo (a HEIC and a MOV of one
+// base name) and a RAW+JPEG pair are one asset each, with two originals,
+// and their XMP sidecars travel with them: ls shows one line each, the
+// Live Photo's capture time is its sidecar's, a second sync reads neither
+// again, and an export gives back every file byte for byte under its own
+// name.
+func TestClientSyncPairsAndSidecars(t *testing.T) {
+	rig := newClientRig(t)
+	video := make([]byte, 40_000)
+	rand.Read(video)
+	raw := make([]byte, 30_000)
+	rand.Read(raw)
+	files := map[string][]byte{
+		"IMG_0001.HEIC": []byte("not a real HEIC, kept as it is"),
+		"IMG_0001.MOV":  video,
+		"IMG_0001.xmp": []byte(`<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
+			`<rdf:Description xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:DateTimeOriginal="2021-05-06T07:08:09+02:00"/></rdf:RDF></x:xmpmeta>`),
+		"IMG_0002.JPG":     mediatest.JPEG(40, 30, 7, mediatest.EXIF{DateTimeOriginal: "2022:03:04 05:06:07"}),
+		"IMG_0002.CR2":     raw,
+		"IMG_0002.CR2.xmp": []byte("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"/>\n"),
+		"single.jpg":       mediatest.JPEG(16, 16, 9, mediatest.EXIF{}),
+	}
+	folder := photoFolder(t, "Pairs", files)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "pairs@example.org", "--password-stdin")
+	out := rig.mustRun(0, "", "sync", folder, "--json")
+	ev := events(t, out)
+	if len(ev["uploaded"]) != 3 || ev["done"][0]["bytes"] != float64(len(files["IMG_0001.HEIC"])+len(video)+len(files["IMG_0002.JPG"])+len(raw)+len(files["single.jpg"])) {
+		t.Fatalf("a sync of a Live Photo, a RAW+JPEG pair and a photo: %s", out)
+	}
+	if ev := events(t, rig.mustRun(0, "", "sync", folder, "--json")); len(ev["unchanged"]) != 3 || len(ev["uploaded"]) != 0 {
+		t.Fatalf("a second sync: %v", ev)
+	}
+
+	type listed struct {
+		Name, Companion, Taken string
+		Sidecars               []string
+	}
+	var got []listed
+	for _, line := range strings.Split(strings.TrimSpace(rig.mustRun(0, "", "ls", "Pairs", "--json")), "\n") {
+		var l listed
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	slices.SortFunc(got, func(a, b listed) int { return strings.Compare(a.Name, b.Name) })
+	want := []listed{
+		{Name: "IMG_0001.HEIC", Companion: "IMG_0001.MOV", Taken: "2021-05-06T07:08:09", Sidecars: []string{"IMG_0001.xmp"}},
+		{Name: "IMG_0002.JPG", Companion: "IMG_0002.CR2", Taken: "2022-03-04T05:06:07", Sidecars: []string{"IMG_0002.CR2.xmp"}},
+		{Name: "single.jpg", Sidecars: []string{}},
+	}
+	if len(got) == 3 {
+		got[2].Taken = "" // the file's own time
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ls: %+v\nwant %+v", got, want)
+	}
+	if out := rig.mustRun(0, "", "ls", "Pairs"); !strings.Contains(out, "IMG_0001.HEIC + IMG_0001.MOV") || strings.Count(strings.TrimSpace(out), "\n") != 2 {
+		t.Fatalf("ls as text, one line an asset: %s", out)
+	}
+
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest)
+	entries, err := os.ReadDir(filepath.Join(dest, "Pairs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(files) {
+		t.Errorf("the export holds %d files, want %d", len(entries), len(files))
+	}
+	for name, b := range files {
+		if got, err := os.ReadFile(filepath.Join(dest, "Pairs", name)); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("exported %s: %v, not byte-identical", name, err)
+		}
+	}
+	if ev := events(t, rig.mustRun(0, "", "export", dest, "--json")); len(ev["unchanged"]) != 3 {
+		t.Fatalf("a second export: %v", ev)
+	}
 }
