@@ -847,6 +847,7 @@ func (b *syncBar) plan(files int, bytes int64) {
 	b.bar = progressbar.NewOptions64(bytes,
 		progressbar.OptionSetWriter(b.cmd.ErrOrStderr()),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionSetDescription(fmt.Sprintf("0/%d files", files)),

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"sealbox/blobs"
 	"sealbox/cli/client"
@@ -938,5 +939,101 @@ func TestClientSyncPairsAndSidecars(t *testing.T) {
 	}
 	if ev := events(t, rig.mustRun(0, "", "export", dest, "--json")); len(ev["unchanged"]) != 3 {
 		t.Fatalf("a second export: %v", ev)
+	}
+}
+
+// openPTY opens a pseudo-terminal pair with the standard library alone
+// (Linux's /dev/ptmx): the terminal side a child writes to, and the side
+// the test reads what it shows from. The terminal is 120 columns wide.
+func openPTY(t *testing.T) (term, reader *os.File) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no pseudo-terminal: %v", err)
+		}
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	ioctl := func(f *os.File, req uintptr, arg unsafe.Pointer) {
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), req, uintptr(arg)); errno != 0 {
+			t.Fatalf("ioctl %#x: %v", req, errno)
+		}
+	}
+	var unlock int32
+	ioctl(ptmx, syscall.TIOCSPTLCK, unsafe.Pointer(&unlock))
+	var n uint32
+	ioctl(ptmx, syscall.TIOCGPTN, unsafe.Pointer(&n))
+	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := struct{ rows, cols, x, y uint16 }{40, 120, 0, 0}
+	ioctl(pts, syscall.TIOCSWINSZ, unsafe.Pointer(&size))
+	t.Cleanup(func() { ptmx.Close(); pts.Close() })
+	return pts, ptmx
+}
+
+// TestClientSyncProgress: on a terminal, sync shows a progress bar with the
+// files and bytes done of the run's, the rate and the time left; without
+// one, a line a file and no bar.
+func TestClientSyncProgress(t *testing.T) {
+	rig := newClientRig(t)
+	files := map[string][]byte{}
+	for i := range 6 {
+		b := make([]byte, 1<<20)
+		rand.Read(b)
+		files["clip"+itoa(i)+".mp4"] = b
+	}
+	folder := photoFolder(t, "Progress", files)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "progress@example.org", "--password-stdin")
+
+	term, screen := openPTY(t)
+	// Paced to 2 MiB/s, the run lasts about three seconds: the bar is
+	// drawn many times over (every 100 ms at most).
+	cmd := exec.Command(rig.bin, "client", "sync", folder, "--limit-rate", "2MiB", "--profile", rig.profile)
+	cmd.Env = serveEnv()
+	cmd.Stdout, cmd.Stderr = term, term
+	var shown bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		io.Copy(&shown, screen) // ends with EIO once the child and the test closed the terminal side
+	}()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sync on a terminal: %v\n%s", err, shown.String())
+	}
+	term.Close()
+	<-read
+	out := shown.String()
+	for what, re := range map[string]string{
+		"files done of the run's": `[1-5]/6 files`,
+		"bytes done of the run's": `\([0-9.]+/6\.[0-9]+ MB`,
+		"the rate":                `[0-9.]+ [kM]B/s`,
+		"the time left":           `\[[0-9]+s:[0-9]+s\]`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("the terminal shows no %s (%s):\n%q", what, re, out)
+		}
+	}
+	if !strings.Contains(out, "uploaded 6 (6 MiB)") {
+		t.Errorf("the terminal shows no summary:\n%q", out)
+	}
+
+	// Without a terminal: a line a file, and no bar. A new file is
+	// uploaded; the others, touched, are read again and found known.
+	os.WriteFile(filepath.Join(folder, "late.mp4"), []byte("one more"), 0o644)
+	for name := range files {
+		os.Chtimes(filepath.Join(folder, name), time.Now(), time.Now().Add(time.Hour))
+	}
+	out, errOut, code := rig.run("", "sync", folder)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	slices.Sort(lines[:len(lines)-1])
+	want := []string{}
+	for i := range 6 {
+		want = append(want, "known     "+filepath.Join(folder, "clip"+itoa(i)+".mp4"))
+	}
+	want = append(want, "uploaded  "+filepath.Join(folder, "late.mp4"))
+	if code != 0 || len(lines) != 8 || !slices.Equal(lines[:7], want) || !strings.HasPrefix(lines[7], "uploaded 1 (8 B), 0 unchanged, 6 already there") || errOut != "" {
+		t.Fatalf("sync without a terminal: exit %d\nstdout: %q\nstderr: %q", code, out, errOut)
 	}
 }
