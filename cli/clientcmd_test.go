@@ -595,7 +595,8 @@ func TestClientSyncStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code = rig.run("", "sync", folder)
-	if code != 2 || !strings.Contains(errOut, "past its quota (room for 0 more bytes)") {
+	if code != 2 || !strings.Contains(errOut, "past its quota (room for 0 more bytes)") ||
+		!regexp.MustCompile(`c\.jpg \([0-9]+ bytes\) does not fit, after 0 files \(0 bytes\) uploaded in this run`).MatchString(errOut) {
 		t.Fatalf("a full quota: exit %d, %s", code, errOut)
 	}
 }

@@ -156,6 +156,11 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 					// the run ends, saying why once.
 					if stopped == nil {
 						stopped = err
+						if client.CodeOf(err) == fault.ECodeQuotaExceeded {
+							// The numbers: what did not fit, and what did.
+							stopped = fmt.Errorf("%s (%d bytes) does not fit, after %d files (%d bytes) uploaded in this run: %w",
+								j.path, ev.Size, sum.Done, sum.Bytes, err)
+						}
 					}
 					stop()
 				} else if run.Err() == nil {
