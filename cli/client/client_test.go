@@ -445,3 +445,18 @@ func TestUploadRate(t *testing.T) {
 		t.Fatalf("the last bytes waited %v, want 5s", longest)
 	}
 }
+
+// TestReady: a serving server is ready; one that is gone did not answer,
+// asked once whatever the retries (a probe is not retried).
+func TestReady(t *testing.T) {
+	ts := servertest.MustOpenServer(t)
+	c, waits := newClient(t, ts.URL())
+	if err := c.Ready(ctx); err != nil {
+		t.Fatalf("a serving server: %v", err)
+	}
+	ts.Server.Close(ctx)
+	var ne *client.NetError
+	if err := c.Ready(ctx); !errors.As(err, &ne) || len(*waits) != 0 {
+		t.Fatalf("a server that is gone: %v after %d waits, want a NetError at once", err, len(*waits))
+	}
+}
