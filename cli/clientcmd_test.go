@@ -673,15 +673,20 @@ func TestClientSyncSkipsAnUnreadableFile(t *testing.T) {
 		"secret.jpg": mediatest.JPEG(16, 16, 3, mediatest.EXIF{}),
 	})
 	secret := filepath.Join(folder, "secret.jpg")
+	// Root reads any file: the client runs as another user, for whom
+	// root's file of mode 0600 is unreadable; run by another user, the
+	// test takes every permission away.
+	mode := os.FileMode(0)
 	if os.Geteuid() == 0 {
 		rig.asUser(65534)
+		mode = 0o600
 	}
-	if err := os.Chmod(secret, 0o600); err != nil {
+	if err := os.Chmod(secret, mode); err != nil {
 		t.Fatal(err)
 	}
 	if f, err := os.Open(secret); err == nil && os.Geteuid() != 0 {
 		f.Close()
-		t.Fatal("a file of mode 0600 is readable by another user: the test cannot make an unreadable file")
+		t.Fatal("a file of mode 0000 is readable: the test cannot make an unreadable file")
 	}
 	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "unreadable@example.org", "--password-stdin")
 	out, errOut, code := rig.run("", "sync", folder, "--json")
