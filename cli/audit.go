@@ -19,6 +19,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"sealbox/cli/client"
+	"sealbox/server"
 )
 
 // Audit checks a sealbox transparency log from outside, trusting neither
@@ -42,8 +45,11 @@ type Audit struct {
 	After func(time.Duration) <-chan time.Time
 	// StateDir keeps the last checkpoint seen, per log.
 	StateDir string
-	Client   *http.Client
 	Out      io.Writer
+
+	// api reads the log from Server, each request once: a failed audit
+	// is run again by the next --watch round or cron job.
+	api *client.Client
 }
 
 // Exit codes of `sealbox audit`.
@@ -150,9 +156,13 @@ func (a *Audit) settle(quorumSet bool) error {
 		}
 		a.StateDir = dir
 	}
-	if a.Client == nil {
-		a.Client = &http.Client{Timeout: 30 * time.Second}
+	api, err := client.New(a.Server, &http.Client{Timeout: 30 * time.Second})
+	if err != nil {
+		return unusable("--server: %v", err)
 	}
+	api.UserAgent = "sealbox-audit/" + server.Version
+	api.Retry.Attempts = 1
+	a.api = api
 	if a.Now == nil {
 		a.Now = time.Now
 	}
@@ -219,7 +229,7 @@ func (a *Audit) Watch(ctx context.Context, every time.Duration, errOut io.Writer
 // Run audits the log once.
 func (a *Audit) Run(ctx context.Context) error {
 	logVerifier, _ := note.NewVerifier(a.LogKey)
-	served, err := a.fetch(ctx, "/v1/transparency/key")
+	served, err := a.fetch("/v1/transparency/key", func() ([]byte, error) { return a.api.TransparencyKey(ctx) })
 	if err != nil {
 		return err
 	}
@@ -253,7 +263,7 @@ func (a *Audit) Run(ctx context.Context) error {
 
 // signedCheckpoint fetches the checkpoint the server serves and verifies it.
 func (a *Audit) signedCheckpoint(ctx context.Context, logVerifier note.Verifier) ([]byte, tlog.Tree, error) {
-	raw, err := a.fetch(ctx, "/v1/transparency/checkpoint")
+	raw, err := a.fetch("/v1/transparency/checkpoint", func() ([]byte, error) { return a.api.Checkpoint(ctx) })
 	if err != nil {
 		return nil, tlog.Tree{}, err
 	}
@@ -323,16 +333,16 @@ func (a *Audit) logSize(ctx context.Context, signed int64) (int64, error) {
 // bundleExists reports whether the server serves the entry bundle of tile
 // n with width records (a 404 is a log too small for it).
 func (a *Audit) bundleExists(ctx context.Context, n int64, width int) (bool, error) {
-	status, _, err := a.get(ctx, "/v1/transparency/tile/"+tileURLPath(tlog.Tile{H: 8, L: -1, N: n, W: width}))
+	path := tileURLPath(tlog.Tile{H: 8, L: -1, N: n, W: width})
+	_, err := a.api.TransparencyTile(ctx, path)
+	var refused *client.Error
 	switch {
-	case err != nil:
-		return false, err
-	case status == http.StatusOK:
+	case err == nil:
 		return true, nil
-	case status == http.StatusNotFound:
+	case errors.As(err, &refused) && refused.Status == http.StatusNotFound:
 		return false, nil
 	}
-	return false, unusable("GET an entry bundle: %d %s", status, http.StatusText(status))
+	return false, unusable("GET an entry bundle: %v", err)
 }
 
 // reportUnsigned says that the records from signed to size are in the log
@@ -567,7 +577,8 @@ func (h *httpTiles) Height() int { return 8 }
 func (h *httpTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	for i, t := range tiles {
-		data, err := h.a.fetch(h.ctx, "/v1/transparency/tile/"+tileURLPath(t))
+		path := tileURLPath(t)
+		data, err := h.a.fetch("/v1/transparency/tile/"+path, func() ([]byte, error) { return h.a.api.TransparencyTile(h.ctx, path) })
 		if err != nil {
 			return nil, err
 		}
@@ -588,31 +599,15 @@ func tileURLPath(t tlog.Tile) string {
 	return p
 }
 
-// fetch GETs path on the server; anything but a 200 is a network error.
-func (a *Audit) fetch(ctx context.Context, path string) ([]byte, error) {
-	status, body, err := a.get(ctx, path)
-	if err == nil && status != http.StatusOK {
-		err = unusable("GET %s: %d %s", path, status, http.StatusText(status))
-	}
-	return body, err
-}
-
-// get GETs path on the server and returns the status and the body.
-func (a *Audit) get(ctx context.Context, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Server+path, nil)
+// fetch reads what read reads from the server (path names it): a refusal
+// or no answer is an error of the audit's use, exit 2, never an
+// inconsistency of the log.
+func (a *Audit) fetch(path string, read func() ([]byte, error)) ([]byte, error) {
+	body, err := read()
 	if err != nil {
-		return 0, nil, unusable("%v", err)
+		return nil, unusable("GET %s: %v", path, err)
 	}
-	resp, err := a.Client.Do(req)
-	if err != nil {
-		return 0, nil, unusable("%v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, nil, unusable("GET %s: %v", path, err)
-	}
-	return resp.StatusCode, body, nil
+	return body, nil
 }
 
 // listAccount prints every directory record of the account in the tree:

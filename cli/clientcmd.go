@@ -397,7 +397,7 @@ through resumable uploads that a later run resumes.`,
 			defer ix.Close()
 			s.Client, s.Profile, s.Index, s.Session, s.Keys = a.client, a.profile, ix, a.session, a.keys
 			a.client.SetUploadRate(rate)
-			s.Report, s.ClientVersion, s.Now = reporter(cmd, f.json), "sealbox/"+server.Version, time.Now
+			s.Report, s.ClientVersion, s.Now, s.Settle = reporter(cmd, f.json), "sealbox/"+server.Version, time.Now, settle
 			if bar := newSyncBar(cmd, f.json); bar != nil {
 				s.Plan, s.Report = bar.plan, bar.report(s.Report)
 				defer bar.finish()
@@ -432,7 +432,7 @@ through resumable uploads that a later run resumes.`,
 	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "say what would be uploaded, and upload nothing")
 	cmd.Flags().Var(sizeFlag{&rate}, "limit-rate", "send at most this many bytes a second, all uploads together (e.g. 2MiB; default no limit)")
 	cmd.Flags().BoolVar(&watch, "watch", false, "keep running, and sync what changes in the folders (until interrupted)")
-	cmd.Flags().DurationVar(&settle, "settle", 2*time.Second, "with --watch: how long the folders must stay unchanged before a change is synced")
+	cmd.Flags().DurationVar(&settle, "settle", 2*time.Second, "how long a file that changed while it was read must stay unchanged before it is read again; with --watch, the same for the folders before a change is synced")
 	cmd.Flags().DurationVar(&rescan, "rescan", time.Minute, "with --watch: how often the folders are synced whole anyway (a folder unmounted and mounted again is seen by then)")
 	return cmd
 }
@@ -507,11 +507,23 @@ func listAlbums(ctx context.Context, cmd *cobra.Command, a *account, asJSON bool
 			if as.Meta.Taken != nil {
 				taken = as.Meta.Taken.Local
 			}
+			// An asset of two originals is one line: its still, then its
+			// video or raw file after a "+".
+			name, size := as.Meta.Name, as.Meta.Size
+			companion := ""
+			if c := as.Meta.Companion; c != nil {
+				companion, size = c.Name, size+c.Size
+				name += " + " + c.Name
+			}
 			if asJSON {
+				sidecars := []string{}
+				for _, sc := range as.Meta.Sidecars {
+					sidecars = append(sidecars, sc.Name)
+				}
 				emit(cmd.OutOrStdout(), map[string]any{"name": as.Meta.Name, "asset_id": as.Entry.AssetID, "size": as.Meta.Size,
-					"media_type": as.Meta.MediaType, "taken": taken})
+					"media_type": as.Meta.MediaType, "taken": taken, "companion": companion, "sidecars": sidecars})
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-19s %10s  %s\n", taken, FormatSize(as.Meta.Size), as.Meta.Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "%-19s %10s  %s\n", taken, FormatSize(size), name)
 			}
 		}
 	}
@@ -835,6 +847,7 @@ func (b *syncBar) plan(files int, bytes int64) {
 	b.bar = progressbar.NewOptions64(bytes,
 		progressbar.OptionSetWriter(b.cmd.ErrOrStderr()),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionSetDescription(fmt.Sprintf("0/%d files", files)),

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -14,16 +15,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"sealbox/blobs"
 	"sealbox/cli/client"
+	"sealbox/cli/library"
 	"sealbox/cli/media/mediatest"
 	"sealbox/cli/sealed"
 	"sealbox/kv"
@@ -47,6 +53,8 @@ type clientRig struct {
 	// down is how many requests the proxy answers with a broken answer
 	// (the server restarting, or gone): each one counts it down.
 	down atomic.Int32
+	// cred, when set, is the user the client runs as (asUser).
+	cred *syscall.Credential
 }
 
 // newClientRig starts the server, edit adjusting its configuration, and
@@ -83,6 +91,9 @@ func (rig *clientRig) run(stdin string, args ...string) (string, string, int) {
 	cmd := exec.Command(rig.bin, append(append([]string{"client"}, args...), "--profile", rig.profile)...)
 	cmd.Env = serveEnv()
 	cmd.Stdin = strings.NewReader(stdin)
+	if rig.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: rig.cred}
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -584,7 +595,8 @@ func TestClientSyncStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code = rig.run("", "sync", folder)
-	if code != 2 || !strings.Contains(errOut, "past its quota (room for 0 more bytes)") {
+	if code != 2 || !strings.Contains(errOut, "past its quota (room for 0 more bytes)") ||
+		!regexp.MustCompile(`c\.jpg \([0-9]+ bytes\) does not fit, after 0 files \(0 bytes\) uploaded in this run`).MatchString(errOut) {
 		t.Fatalf("a full quota: exit %d, %s", code, errOut)
 	}
 }
@@ -604,5 +616,430 @@ func TestClientSignupByInvitation(t *testing.T) {
 	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url+"/#invite=sbx_in_family", "--email", "invited@example.org", "--password-stdin")
 	if out := rig.mustRun(0, "", "status"); !strings.Contains(out, "invited@example.org") {
 		t.Fatalf("status after an invited signup: %s", out)
+	}
+}
+
+// asUser makes the rig's client run as uid (and gid) from now on, with the
+// profile its own and the binary and the test's folders reachable by it:
+// the tests run as root, for whom no permission bit makes a file
+// unreadable.
+func (rig *clientRig) asUser(uid uint32) {
+	rig.t.Helper()
+	if err := os.MkdirAll(rig.profile, 0o700); err != nil {
+		rig.t.Fatal(err)
+	}
+	if err := os.Chown(rig.profile, int(uid), int(uid)); err != nil {
+		rig.t.Fatal(err)
+	}
+	// t.TempDir's folders are 0700: their ancestors up to the root must be
+	// enterable by the other user.
+	for _, p := range []string{rig.bin, rig.profile} {
+		for d := filepath.Dir(p); d != filepath.Dir(d); d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 != 0o005 {
+				if err := os.Chmod(d, fi.Mode().Perm()|0o055); err != nil {
+					rig.t.Fatal(err)
+				}
+			}
+		}
+	}
+	rig.cred = &syscall.Credential{Uid: uid, Gid: uid}
+}
+
+// photoFolder makes a folder named name, readable by everyone, holding
+// files.
+func photoFolder(t *testing.T, name string, files map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	folder := filepath.Join(dir, name)
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(folder, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return folder
+}
+
+// TestClientSyncSkipsAnUnreadableFile: a photo the client's user cannot
+// read is skipped and listed, the others are synced, exit 1.
+func TestClientSyncSkipsAnUnreadableFile(t *testing.T) {
+	rig := newClientRig(t)
+	folder := photoFolder(t, "Party", map[string][]byte{
+		"a.jpg":      mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"b.jpg":      mediatest.JPEG(16, 16, 2, mediatest.EXIF{}),
+		"secret.jpg": mediatest.JPEG(16, 16, 3, mediatest.EXIF{}),
+	})
+	secret := filepath.Join(folder, "secret.jpg")
+	// Root reads any file: the client runs as another user, for whom
+	// root's file of mode 0600 is unreadable; run by another user, the
+	// test takes every permission away.
+	mode := os.FileMode(0)
+	if os.Geteuid() == 0 {
+		rig.asUser(65534)
+		mode = 0o600
+	}
+	if err := os.Chmod(secret, mode); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.Open(secret); err == nil && os.Geteuid() != 0 {
+		f.Close()
+		t.Fatal("a file of mode 0000 is readable: the test cannot make an unreadable file")
+	}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "unreadable@example.org", "--password-stdin")
+	out, errOut, code := rig.run("", "sync", folder, "--json")
+	ev := events(t, out)
+	if code != 1 || len(ev["uploaded"]) != 2 || len(ev["failed"]) != 1 || ev["failed"][0]["path"] != secret ||
+		!strings.Contains(ev["failed"][0]["error"].(string), "permission denied") || !strings.Contains(errOut, "1 files failed: "+secret) {
+		t.Fatalf("a sync with an unreadable file: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if out := rig.mustRun(0, "", "ls", "Party"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") || strings.Contains(out, "secret.jpg") {
+		t.Fatalf("the album after the sync: %s", out)
+	}
+}
+
+// TestClientSyncRereadsAChangingFile: a video still being written while the
+// sync reads it is read again once it has stayed the same for --settle,
+// and what the server keeps is its final content.
+func TestClientSyncRereadsAChangingFile(t *testing.T) {
+	rig := newClientRig(t)
+	start := make([]byte, 1<<20)
+	rand.Read(start)
+	folder := photoFolder(t, "Copying", map[string][]byte{"clip.mp4": start})
+	clip := filepath.Join(folder, "clip.mp4")
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "changing@example.org", "--password-stdin")
+
+	// The file grows every few milliseconds for three seconds, from before
+	// the sync starts: whenever the sync reads it, it changes meanwhile.
+	f, err := os.OpenFile(clip, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := append([]byte(nil), start...)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		defer f.Close()
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			chunk := make([]byte, 4096)
+			rand.Read(chunk)
+			if _, err := f.Write(chunk); err != nil {
+				t.Error(err)
+				return
+			}
+			final = append(final, chunk...)
+			time.Sleep(5 * time.Millisecond) // the pace of a copy, not a wait for an expiry
+		}
+	}()
+	out, errOut, code := rig.run("", "sync", folder, "--json", "--settle", "300ms")
+	<-written
+	if ev := events(t, out); code != 0 || len(ev["uploaded"]) != 1 || ev["uploaded"][0]["size"] != float64(len(final)) {
+		t.Fatalf("a sync of a file being written: exit %d (the file is %d bytes)\nstdout: %s\nstderr: %s", code, len(final), out, errOut)
+	}
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest)
+	if got, err := os.ReadFile(filepath.Join(dest, "Copying", "clip.mp4")); err != nil || !bytes.Equal(got, final) {
+		t.Fatalf("the exported file: %v, %d bytes; want the final %d bytes, byte for byte", err, len(got), len(final))
+	}
+}
+
+// TestClientExportDiskFull: an export onto a disk that fills up names the
+// file that did not fit, exit 1, leaves nothing of it under its name or a
+// temporary one, and exports the rest.
+func TestClientExportDiskFull(t *testing.T) {
+	disk := t.TempDir()
+	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=1m"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mounting a small tmpfs (the test needs root, or CAP_SYS_ADMIN): %v", err)
+		}
+		t.Skipf("mounting a small tmpfs needs root or CAP_SYS_ADMIN: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(disk, 0) })
+	rig := newClientRig(t)
+	big := make([]byte, 3<<20)
+	rand.Read(big)
+	photo := mediatest.JPEG(32, 32, 1, mediatest.EXIF{})
+	folder := photoFolder(t, "Film", map[string][]byte{"big.mp4": big, "small.jpg": photo})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "full@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+
+	out, errOut, code := rig.run("", "export", disk, "--jobs", "1")
+	if code != 1 || !strings.Contains(errOut, "big.mp4 in album Film") || !strings.Contains(errOut, "no space left on device") ||
+		!strings.Contains(out, "exported 1 (") {
+		t.Fatalf("an export onto a full disk: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	entries, err := os.ReadDir(filepath.Join(disk, "Film"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "small.jpg" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the full disk holds %v, want small.jpg alone", names)
+	}
+	if got, err := os.ReadFile(filepath.Join(disk, "Film", "small.jpg")); err != nil || !bytes.Equal(got, photo) {
+		t.Fatalf("the photo that fitted: %v, not byte-identical", err)
+	}
+}
+
+// TestClientSessionEnds: an expired access token is refreshed and the
+// refreshed pair kept; a session past its refresh lifetime, and one ended
+// from another device (a password change there), exit 2 saying to sign in
+// again; on an account with a second factor, a sign-in without the code
+// and one with a wrong code exit 2 saying which, and the right code signs
+// in.
+func TestClientSessionEnds(t *testing.T) {
+	rig := newClientRig(t)
+	const email = "session@example.org"
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", email, "--password-stdin")
+	session := func() *library.Session {
+		t.Helper()
+		p, err := library.OpenProfile(rig.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.Session()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	signedOut := func(what string) {
+		t.Helper()
+		_, errOut, code := rig.run("", "albums")
+		if code != 2 || !strings.Contains(errOut, "the session has ended") || !strings.Contains(errOut, "run sealbox client login") {
+			t.Fatalf("%s: exit %d, %s", what, code, errOut)
+		}
+	}
+
+	before := session()
+	rig.ts.Clock.Advance(16 * time.Minute)
+	rig.mustRun(0, "", "albums")
+	if after := session(); after.Tokens.Access == before.Tokens.Access || after.Tokens.Refresh == before.Tokens.Refresh {
+		t.Fatal("the refreshed token pair was not kept in the profile")
+	}
+	rig.ts.Clock.Advance(31 * 24 * time.Hour)
+	signedOut("a session past its refresh lifetime")
+
+	// A password change on another device ends this device's session.
+	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", email, "--password-stdin")
+	first := rig.profile
+	rig.profile = filepath.Join(t.TempDir(), "other device")
+	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", email, "--password-stdin")
+	rig.mustRun(0, "correct horse battery\nnew horse battery\n", "passwd", "--password-stdin")
+	rig.profile = first
+	signedOut("a session ended from another device")
+
+	// A second factor, enrolled through the API with this device's session.
+	rig.mustRun(0, "new horse battery\n", "login", rig.url, "--email", email, "--password-stdin")
+	api := servertest.Client{BaseURL: rig.ts.URL()}
+	access := session().Tokens.Access
+	uri := api.Do(t, servertest.Req{Method: "POST", Path: "/v1/auth/totp/enroll", Token: access}).WantStatus(t, 200).JSON(t)["provisioning_uri"].(string)
+	codeAt := func(at time.Time) string {
+		c, err := totpCode(uri, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	api.Do(t, servertest.Req{Method: "POST", Path: "/v1/auth/totp/verify-enrollment", Token: access,
+		Body: map[string]any{"totp_code": codeAt(rig.ts.Clock.Now())}}).WantStatus(t, 204)
+	rig.ts.Clock.Advance(time.Minute) // the confirming code's step is spent
+	if _, errOut, code := rig.run("new horse battery\n", "login", rig.url, "--email", email, "--password-stdin"); code != 2 || !strings.Contains(errOut, "give it with --code") {
+		t.Fatalf("a sign-in without the code: exit %d, %s", code, errOut)
+	}
+	now := rig.ts.Clock.Now()
+	valid := map[string]bool{}
+	for _, d := range []time.Duration{-time.Minute, -30 * time.Second, 0, 30 * time.Second, time.Minute} {
+		valid[codeAt(now.Add(d))] = true
+	}
+	wrong := "000000"
+	for i := 1; valid[wrong]; i++ {
+		wrong = fmt.Sprintf("%06d", i)
+	}
+	if _, errOut, code := rig.run("new horse battery\n", "login", rig.url, "--email", email, "--password-stdin", "--code", wrong); code != 2 || !strings.Contains(errOut, "the code is wrong or out of date") {
+		t.Fatalf("a sign-in with a wrong code: exit %d, %s", code, errOut)
+	}
+	rig.mustRun(0, "new horse battery\n", "login", rig.url, "--email", email, "--password-stdin", "--code", codeAt(now))
+	rig.mustRun(0, "", "albums")
+}
+
+// TestClientSyncPairsAndSidecars: a Live Photo (a HEIC and a MOV of one
+// base name) and a RAW+JPEG pair are one asset each, with two originals,
+// and their XMP sidecars travel with them: ls shows one line each, the
+// Live Photo's capture time is its sidecar's, a second sync reads neither
+// again, and an export gives back every file byte for byte under its own
+// name.
+func TestClientSyncPairsAndSidecars(t *testing.T) {
+	rig := newClientRig(t)
+	video := make([]byte, 40_000)
+	rand.Read(video)
+	raw := make([]byte, 30_000)
+	rand.Read(raw)
+	files := map[string][]byte{
+		"IMG_0001.HEIC": []byte("not a real HEIC, kept as it is"),
+		"IMG_0001.MOV":  video,
+		"IMG_0001.xmp": []byte(`<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
+			`<rdf:Description xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:DateTimeOriginal="2021-05-06T07:08:09+02:00"/></rdf:RDF></x:xmpmeta>`),
+		"IMG_0002.JPG":     mediatest.JPEG(40, 30, 7, mediatest.EXIF{DateTimeOriginal: "2022:03:04 05:06:07"}),
+		"IMG_0002.CR2":     raw,
+		"IMG_0002.CR2.xmp": []byte("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"/>\n"),
+		"single.jpg":       mediatest.JPEG(16, 16, 9, mediatest.EXIF{}),
+	}
+	folder := photoFolder(t, "Pairs", files)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "pairs@example.org", "--password-stdin")
+	out := rig.mustRun(0, "", "sync", folder, "--json")
+	ev := events(t, out)
+	if len(ev["uploaded"]) != 3 || ev["done"][0]["bytes"] != float64(len(files["IMG_0001.HEIC"])+len(video)+len(files["IMG_0002.JPG"])+len(raw)+len(files["single.jpg"])) {
+		t.Fatalf("a sync of a Live Photo, a RAW+JPEG pair and a photo: %s", out)
+	}
+	if ev := events(t, rig.mustRun(0, "", "sync", folder, "--json")); len(ev["unchanged"]) != 3 || len(ev["uploaded"]) != 0 {
+		t.Fatalf("a second sync: %v", ev)
+	}
+
+	type listed struct {
+		Name, Companion, Taken string
+		Sidecars               []string
+	}
+	var got []listed
+	for _, line := range strings.Split(strings.TrimSpace(rig.mustRun(0, "", "ls", "Pairs", "--json")), "\n") {
+		var l listed
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	slices.SortFunc(got, func(a, b listed) int { return strings.Compare(a.Name, b.Name) })
+	want := []listed{
+		{Name: "IMG_0001.HEIC", Companion: "IMG_0001.MOV", Taken: "2021-05-06T07:08:09", Sidecars: []string{"IMG_0001.xmp"}},
+		{Name: "IMG_0002.JPG", Companion: "IMG_0002.CR2", Taken: "2022-03-04T05:06:07", Sidecars: []string{"IMG_0002.CR2.xmp"}},
+		{Name: "single.jpg", Sidecars: []string{}},
+	}
+	if len(got) == 3 {
+		got[2].Taken = "" // the file's own time
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ls: %+v\nwant %+v", got, want)
+	}
+	if out := rig.mustRun(0, "", "ls", "Pairs"); !strings.Contains(out, "IMG_0001.HEIC + IMG_0001.MOV") || strings.Count(strings.TrimSpace(out), "\n") != 2 {
+		t.Fatalf("ls as text, one line an asset: %s", out)
+	}
+
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest)
+	entries, err := os.ReadDir(filepath.Join(dest, "Pairs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(files) {
+		t.Errorf("the export holds %d files, want %d", len(entries), len(files))
+	}
+	for name, b := range files {
+		if got, err := os.ReadFile(filepath.Join(dest, "Pairs", name)); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("exported %s: %v, not byte-identical", name, err)
+		}
+	}
+	if ev := events(t, rig.mustRun(0, "", "export", dest, "--json")); len(ev["unchanged"]) != 3 {
+		t.Fatalf("a second export: %v", ev)
+	}
+}
+
+// openPTY opens a pseudo-terminal pair with the standard library alone
+// (Linux's /dev/ptmx): the terminal side a child writes to, and the side
+// the test reads what it shows from. The terminal is 120 columns wide.
+func openPTY(t *testing.T) (term, reader *os.File) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no pseudo-terminal: %v", err)
+		}
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	ioctl := func(f *os.File, req uintptr, arg unsafe.Pointer) {
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), req, uintptr(arg)); errno != 0 {
+			t.Fatalf("ioctl %#x: %v", req, errno)
+		}
+	}
+	var unlock int32
+	ioctl(ptmx, syscall.TIOCSPTLCK, unsafe.Pointer(&unlock))
+	var n uint32
+	ioctl(ptmx, syscall.TIOCGPTN, unsafe.Pointer(&n))
+	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := struct{ rows, cols, x, y uint16 }{40, 120, 0, 0}
+	ioctl(pts, syscall.TIOCSWINSZ, unsafe.Pointer(&size))
+	t.Cleanup(func() { ptmx.Close(); pts.Close() })
+	return pts, ptmx
+}
+
+// TestClientSyncProgress: on a terminal, sync shows a progress bar with the
+// files and bytes done of the run's, the rate and the time left; without
+// one, a line a file and no bar.
+func TestClientSyncProgress(t *testing.T) {
+	rig := newClientRig(t)
+	files := map[string][]byte{}
+	for i := range 6 {
+		b := make([]byte, 1<<20)
+		rand.Read(b)
+		files["clip"+itoa(i)+".mp4"] = b
+	}
+	folder := photoFolder(t, "Progress", files)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "progress@example.org", "--password-stdin")
+
+	term, screen := openPTY(t)
+	// Paced to 2 MiB/s, the run lasts about three seconds: the bar is
+	// drawn many times over (every 100 ms at most).
+	cmd := exec.Command(rig.bin, "client", "sync", folder, "--limit-rate", "2MiB", "--profile", rig.profile)
+	cmd.Env = serveEnv()
+	cmd.Stdout, cmd.Stderr = term, term
+	var shown bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		io.Copy(&shown, screen) // ends with EIO once the child and the test closed the terminal side
+	}()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sync on a terminal: %v\n%s", err, shown.String())
+	}
+	term.Close()
+	<-read
+	out := shown.String()
+	for what, re := range map[string]string{
+		"files done of the run's": `[1-5]/6 files`,
+		"bytes done of the run's": `\([0-9.]+/6\.[0-9]+ MB`,
+		"the rate":                `[0-9.]+ [kM]B/s`,
+		"the time left":           `\[[0-9]+s:[0-9]+s\]`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("the terminal shows no %s (%s):\n%q", what, re, out)
+		}
+	}
+	if !strings.Contains(out, "uploaded 6 (6 MiB)") {
+		t.Errorf("the terminal shows no summary:\n%q", out)
+	}
+
+	// Without a terminal: a line a file, and no bar. A new file is
+	// uploaded; the others, touched, are read again and found known.
+	os.WriteFile(filepath.Join(folder, "late.mp4"), []byte("one more"), 0o644)
+	for name := range files {
+		os.Chtimes(filepath.Join(folder, name), time.Now(), time.Now().Add(time.Hour))
+	}
+	out, errOut, code := rig.run("", "sync", folder)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	slices.Sort(lines[:len(lines)-1])
+	want := []string{}
+	for i := range 6 {
+		want = append(want, "known     "+filepath.Join(folder, "clip"+itoa(i)+".mp4"))
+	}
+	want = append(want, "uploaded  "+filepath.Join(folder, "late.mp4"))
+	if code != 0 || len(lines) != 8 || !slices.Equal(lines[:7], want) || !strings.HasPrefix(lines[7], "uploaded 1 (8 B), 0 unchanged, 6 already there") || errOut != "" {
+		t.Fatalf("sync without a terminal: exit %d\nstdout: %q\nstderr: %q", code, out, errOut)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -223,5 +224,31 @@ func TestDevCommandsWriteOnlyWhatTheyMade(t *testing.T) {
 	_, errOut, err := runCLI(t, "", append([]string{"dev", "fill", "--items", "10", "--accounts", "1"}, loc.args()...)...)
 	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds") || !strings.Contains(err.Error(), "dev fill, a measuring tool, fills only a new") {
 		t.Fatalf("dev fill of a store in use: %v %s", err, errOut)
+	}
+}
+
+// TestDevMeasure: dev measure serves a small fill with the binary and times
+// every kind of request through the project's client (feed pages, share
+// reads, op applies, sign-ins) and an admin command, printing a row each.
+func TestDevMeasure(t *testing.T) {
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = serveEnv()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("sealbox %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("dev", "fill", "--data", data, "--items", "100", "--accounts", "2", "--albums", "2", "--sessions", "4", "--shares", "3", "--batch", "64")
+	out := run("dev", "measure", "--data", data, "--samples", "3", "--sign-ins", "1", "--admin", "check", "--scratch", t.TempDir())
+	for _, row := range []string{"| startup (to /readyz 200) | ", "| feed first page (500 entries) p50 / p99 | ", "| feed last page (500 entries) p50 / p99 | ",
+		"| share blob read p50 / p99 | ", "| op apply (create) p50 / p99 | ", "| sign-in p50 / p99 | ", "| check --deep wall / peak RSS / peak anon RSS | "} {
+		if !strings.Contains(out, row) {
+			t.Errorf("dev measure printed no row %q:\n%s", row, out)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	"sealbox/blobs"
+	"sealbox/cli/client"
+	"sealbox/cli/sealed"
 	"sealbox/server"
 	"sealbox/server/ids"
 )
@@ -42,13 +43,27 @@ type measureSpec struct {
 // measurement is one figure of the table: a name and its value.
 type measurement struct{ name, value string }
 
-// measurer runs one measurement of a filled instance.
+// measurer runs one measurement of a filled instance. Its requests go
+// through the project's client (cli/client), each tried once: a retry
+// would hide a refusal's time in a figure, and every answer but a 2xx
+// fails the measurement.
 type measurer struct {
-	spec   measureSpec
-	fill   fillReport
-	base   string
-	client *http.Client
-	rows   []measurement
+	spec measureSpec
+	fill fillReport
+	base string
+	rows []measurement
+}
+
+// client is a client of the instance, without a session, that tries each
+// request once.
+func (m *measurer) client() (*client.Client, error) {
+	c, err := client.New(m.base, &http.Client{Timeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	c.UserAgent = "sealbox-dev-measure"
+	c.Retry.Attempts = 1
+	return c, nil
 }
 
 func (m *measurer) add(name, format string, args ...any) {
@@ -64,7 +79,7 @@ func measureInstance(ctx context.Context, spec measureSpec) error {
 	if err != nil {
 		return fmt.Errorf("%w (dev measure measures an instance dev fill made)", err)
 	}
-	m := &measurer{spec: spec, client: &http.Client{Timeout: time.Minute}}
+	m := &measurer{spec: spec}
 	if err := json.Unmarshal(raw, &m.fill); err != nil || len(m.fill.Accounts) == 0 || m.fill.Accounts[0].AccessToken == "" {
 		return fmt.Errorf("%s is not a fill file dev fill wrote", fillFile)
 	}
@@ -102,13 +117,13 @@ func (m *measurer) serve(ctx context.Context) error {
 			cmd.Wait()
 		}
 	}()
-	if err := m.waitReady(start); err != nil {
+	if err := m.waitReady(ctx, start); err != nil {
 		return err
 	}
 	m.add("startup (to /readyz 200)", "%s", time.Since(start).Round(time.Millisecond))
 	m.add("serve RSS / anon RSS after startup", "%s / %s", FormatSize(procStatus(cmd.Process.Pid, "VmRSS")),
 		FormatSize(procStatus(cmd.Process.Pid, "RssAnon")))
-	if err := m.requests(); err != nil {
+	if err := m.requests(ctx); err != nil {
 		return err
 	}
 	m.add("serve peak RSS / anon RSS after the requests", "%s / %s", FormatSize(procStatus(cmd.Process.Pid, "VmHWM")),
@@ -121,15 +136,14 @@ func (m *measurer) serve(ctx context.Context) error {
 }
 
 // waitReady polls /readyz until it answers 200.
-func (m *measurer) waitReady(start time.Time) error {
+func (m *measurer) waitReady(ctx context.Context, start time.Time) error {
+	c, err := m.client()
+	if err != nil {
+		return err
+	}
 	for time.Since(start) < 10*time.Minute {
-		resp, err := m.client.Get(m.base + "/readyz")
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if c.Ready(ctx) == nil {
+			return nil
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -138,80 +152,73 @@ func (m *measurer) waitReady(start time.Time) error {
 
 // requests times each kind of request: feed pages of the largest album,
 // share reads, op applies and sign-ins.
-func (m *measurer) requests() error {
+func (m *measurer) requests(ctx context.Context) error {
 	acct := m.fill.Accounts[0]
 	album := acct.Albums[0]
+	owner, err := m.client()
+	if err != nil {
+		return err
+	}
+	owner.SetTokens(client.Tokens{Access: acct.AccessToken})
 	pages := []struct {
 		name  string
 		after uint64
 	}{{"first", 0}, {"middle", album.SyncSeq / 2}, {"last", album.SyncSeq - min(album.SyncSeq, 500)}}
 	for _, p := range pages {
-		url := fmt.Sprintf("%s/v1/albums/%s/feed?after=%d", m.base, album.ID, p.after)
-		if err := m.time("feed "+p.name+" page (500 entries)", m.spec.Samples, func(int) (*http.Request, error) {
-			return m.authed(http.MethodGet, url, nil, acct.AccessToken)
+		if err := m.time("feed "+p.name+" page (500 entries)", m.spec.Samples, func(int) error {
+			_, err := owner.Feed(ctx, album.ID, p.after, 0)
+			return err
 		}); err != nil {
 			return err
 		}
 	}
 	if len(acct.Shares) > 0 {
-		if err := m.time("share blob read", m.spec.Samples, func(i int) (*http.Request, error) {
+		viewer, err := m.client()
+		if err != nil {
+			return err
+		}
+		if err := m.time("share blob read", m.spec.Samples, func(i int) error {
 			sh := acct.Shares[i%len(acct.Shares)]
-			return http.NewRequest(http.MethodGet, m.base+"/s/"+sh.OpaqueID+"/blob/"+sh.Hash, nil)
+			r, err := viewer.ReadSharedBlob(ctx, sh.OpaqueID, sh.Hash, 0, -1)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			_, err = io.Copy(io.Discard, r)
+			return err
 		}); err != nil {
 			return err
 		}
 	}
-	if err := m.time("op apply (create)", m.spec.Samples, func(int) (*http.Request, error) {
-		return m.authed(http.MethodPost, m.base+"/v1/albums/"+album.ID+"/ops", measureOpBody(acct, album.ID), acct.AccessToken)
+	if err := m.time("op apply (create)", m.spec.Samples, func(int) error {
+		_, err := owner.ApplyOp(ctx, album.ID, measureOp(acct, album.ID))
+		return err
 	}); err != nil {
 		return err
 	}
-	return m.time("sign-in", m.spec.SignIns, func(i int) (*http.Request, error) {
+	// A client of its own: a sign-in keeps the pair it gets, and the
+	// owner's session must stay the fill's.
+	signIn, err := m.client()
+	if err != nil {
+		return err
+	}
+	return m.time("sign-in", m.spec.SignIns, func(i int) error {
 		a := m.fill.Accounts[i%len(m.fill.Accounts)]
-		body, _ := json.Marshal(map[string]string{"email": a.Email, "password": m.fill.Password})
-		req, err := http.NewRequest(http.MethodPost, m.base+"/v1/auth/login", bytes.NewReader(body))
-		if req != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		return req, err
+		_, _, err := signIn.Login(ctx, a.Email, m.fill.Password, "")
+		return err
 	})
 }
 
-func (m *measurer) authed(method, url string, body []byte, token string) (*http.Request, error) {
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req, nil
-}
-
-// time sends n requests one after another (after a few untimed ones to warm
-// the connection and the caches) and adds their p50 and p99; any answer
-// but a 2xx fails the measurement.
-func (m *measurer) time(name string, n int, request func(i int) (*http.Request, error)) error {
+// time makes n calls one after another (after a few untimed ones to warm
+// the connection and the caches) and adds their p50 and p99; a call that
+// fails fails the measurement.
+func (m *measurer) time(name string, n int, call func(i int) error) error {
 	const warm = 5
 	took := make([]time.Duration, 0, n)
 	for i := range n + warm {
-		req, err := request(i)
-		if err != nil {
-			return err
-		}
 		start := time.Now()
-		resp, err := m.client.Do(req)
-		if err != nil {
+		if err := call(i); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("%s: %s: %.300s", name, resp.Status, body)
 		}
 		if i >= warm {
 			took = append(took, time.Since(start))
@@ -231,23 +238,24 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1].Round(time.Microsecond)
 }
 
-// measureOpBody is a create of a new asset whose ciphertext is a blob the
-// account holds, with a fresh manifest and metadata blob.
-func measureOpBody(acct fillAccount, albumID string) []byte {
+// measureOp is a create of a new asset whose ciphertext is a blob the
+// account holds, with a fresh manifest and metadata blob (random bytes: the
+// server never opens them).
+func measureOp(acct fillAccount, albumID string) client.Op {
 	manifest, metadata := []byte(randomHex(200)), []byte(randomHex(150))
-	body, _ := json.Marshal(map[string]any{
-		"manifest_envelope": map[string]any{
-			"crypto_suite_id": 1, "protocol_version": server.DefaultConfig().ProtocolMax,
-			"album_id": albumID, "file_id": ids.UUID(rand.Reader), "amk_version": 0,
-			"ciphertext_hash": acct.Original, "plaintext_size": 1000, "chunk_size": 65536, "key_mode": "derived",
-			"metadata_blob_hash": blobs.AddressOf(metadata), "created_by_user": acct.ID,
-			"created_by_device": "00000000-0000-4000-8000-000000000000", "client_version": "sealbox-dev-measure",
-			"timestamp": time.Now().UTC().Format(time.RFC3339), "action": "create",
+	metadataHash := blobs.AddressOf(metadata)
+	return client.Op{
+		ManifestEnvelope: sealed.Envelope{
+			CryptoSuiteID: 1, ProtocolVersion: server.DefaultConfig().ProtocolMax,
+			AlbumID: albumID, FileID: ids.UUID(rand.Reader), AMKVersion: 0,
+			CiphertextHash: acct.Original, PlaintextSize: 1000, ChunkSize: 65536, KeyMode: "derived",
+			MetadataBlobHash: &metadataHash, CreatedByUser: acct.ID,
+			CreatedByDevice: "00000000-0000-4000-8000-000000000000", ClientVersion: "sealbox-dev-measure",
+			Timestamp: time.Now().UTC().Format(time.RFC3339), Action: "create",
 		},
-		"manifest_cbor": base64.StdEncoding.EncodeToString(manifest),
-		"metadata_blob": base64.StdEncoding.EncodeToString(metadata),
-	})
-	return body
+		ManifestCBOR: manifest,
+		MetadataBlob: metadata,
+	}
 }
 
 // admin times check --deep, gc, backup and restore, each run as a child

@@ -270,3 +270,11 @@ func readAll(resp *http.Response, limit int64) ([]byte, error) {
 // maxAnswer bounds a JSON answer the client reads into memory: the largest
 // the server writes is a page of 5,000 feed entries, well under it.
 const maxAnswer = 64 << 20
+
+// Ready asks the server's readiness probe once (server/PROTOCOL.md §10):
+// nil when it answers 200; a 503 error.not_ready names the failing check in
+// its Problem's checks.
+func (c *Client) Ready(ctx context.Context) error {
+	_, err := c.doJSON(ctx, request{method: http.MethodGet, path: "/readyz"}, nil)
+	return err
+}

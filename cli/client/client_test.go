@@ -445,3 +445,41 @@ func TestUploadRate(t *testing.T) {
 		t.Fatalf("the last bytes waited %v, want 5s", longest)
 	}
 }
+
+// TestReady: a serving server is ready; one that is gone did not answer,
+// asked once whatever the retries (a probe is not retried).
+func TestReady(t *testing.T) {
+	ts := servertest.MustOpenServer(t)
+	c, waits := newClient(t, ts.URL())
+	if err := c.Ready(ctx); err != nil {
+		t.Fatalf("a serving server: %v", err)
+	}
+	ts.Server.Close(ctx)
+	var ne *client.NetError
+	if err := c.Ready(ctx); !errors.As(err, &ne) || len(*waits) != 0 {
+		t.Fatalf("a server that is gone: %v after %d waits, want a NetError at once", err, len(*waits))
+	}
+}
+
+// TestTransparency: the log's key and its (empty) checkpoint read back as
+// the server serves them; an entry bundle the log is too small for is a 404
+// *Error (the audit reads the log's size from them; its tests read tiles
+// of a log that holds records).
+func TestTransparency(t *testing.T) {
+	ts := servertest.MustOpenServer(t)
+	c, _ := newClient(t, ts.URL())
+	key, err := c.TransparencyKey(ctx)
+	if err != nil || !strings.HasPrefix(string(key), "sealbox") {
+		t.Fatalf("the log's key: %q, %v", key, err)
+	}
+	var refused *client.Error
+	if _, err := c.TransparencyTile(ctx, "entries/000.p/200"); !errors.As(err, &refused) || refused.Status != http.StatusNotFound {
+		t.Fatalf("an entry bundle past the log's end: %v", err)
+	}
+	ts.SignCheckpoint(t)
+	origin, _, _ := strings.Cut(string(key), "+")
+	cp, err := c.Checkpoint(ctx)
+	if err != nil || !strings.HasPrefix(string(cp), origin+"\n0\n") {
+		t.Fatalf("the checkpoint: %q, %v", cp, err)
+	}
+}

@@ -224,13 +224,17 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 			if x.Album != "" && a.AlbumTitle != x.Album {
 				continue
 			}
-			j := exportJob{asset: a, final: x.path(a, taken)}
-			if f, ok := first[a.Meta.ContentHMAC]; ok {
-				j.linkTo = f.final
+			j := exportJob{asset: a, files: x.files(a, taken)}
+			content := a.Meta.ContentHMAC
+			if c := a.Meta.Companion; c != nil {
+				content += "+" + c.ContentHMAC
+			}
+			if f, ok := first[content]; ok {
+				j.linkTo = f.files
 				links = append(links, j)
 				continue
 			}
-			first[a.Meta.ContentHMAC] = j
+			first[content] = j
 			downloads = append(downloads, j)
 		}
 	}
@@ -265,67 +269,116 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 	return sum, ctx.Err()
 }
 
-// exportJob is one asset to export to final; with linkTo, the same
-// original exported at that path, to link to.
+// exportJob is one asset to export: its files; with linkTo, the files of
+// the same asset (the same originals in another album) exported earlier in
+// this run, to link to.
 type exportJob struct {
 	asset  Asset
-	final  string
-	linkTo string
+	files  []exportFile
+	linkTo []exportFile
 }
 
-// exportAsset writes one asset's original, or links it to the same
-// original exported elsewhere in this run.
+// exportFile is one file of an asset: an original (role original or
+// companion) read from its blob, or a sidecar from the metadata.
+type exportFile struct {
+	name string // its name in the metadata
+	path string
+	role sealed.Role // "" for a sidecar
+	size int64
+	data []byte // a sidecar's bytes
+}
+
+// exportAsset writes one asset's files, or links its originals to the
+// same originals exported elsewhere in this run.
 func (x *Exporter) exportAsset(ctx context.Context, j exportJob) Event {
-	a, final := j.asset, j.final
-	ev := Event{Path: final, Album: a.AlbumTitle, Bytes: a.Meta.Size}
-	fail := func(err error) Event {
-		ev.What, ev.Error = "failed", fmt.Sprintf("%s in album %s: %v", a.Meta.Name, a.AlbumTitle, err)
-		return ev
+	a := j.asset
+	ev := Event{Path: j.files[0].path, Album: a.AlbumTitle}
+	for _, f := range j.files {
+		ev.Bytes += f.size
+	}
+	if len(j.files) > 1 && j.files[1].role == sealed.RoleCompanion {
+		ev.Companion = j.files[1].path
 	}
 	when := captureTime(a.Meta.Taken)
-	if fi, err := os.Stat(final); err == nil && fi.Size() == a.Meta.Size && fi.ModTime().Equal(when) {
+	unchanged := true
+	for _, f := range j.files {
+		if fi, err := os.Stat(f.path); err != nil || fi.Size() != f.size || !fi.ModTime().Equal(when) {
+			unchanged = false
+		}
+	}
+	if unchanged {
 		ev.What = "unchanged"
 		return ev
 	}
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return fail(err)
-	}
-	if j.linkTo != "" {
-		// A hard link where the file system has them, a copy otherwise.
-		os.Remove(final)
-		if os.Link(j.linkTo, final) == nil {
-			ev.What = "linked"
+	ev.What = "exported"
+	for i, f := range j.files {
+		if err := x.exportFile(ctx, a, f, j.linkTo, when, i == 0 && j.linkTo != nil, &ev); err != nil {
+			ev.What, ev.Error = "failed", fmt.Sprintf("%s in album %s: %v", f.name, a.AlbumTitle, err)
 			return ev
 		}
 	}
-	if err := x.download(ctx, a, final, when); err != nil {
-		return fail(err)
-	}
-	ev.What = "exported"
 	return ev
 }
 
-// download writes the asset's original to final through a temporary file.
-func (x *Exporter) download(ctx context.Context, a Asset, final string, when time.Time) error {
-	ref := a.Meta.Blobs[sealed.RoleOriginal]
+// exportFile writes one file of the asset: a link to the same original
+// among linkTo where the file system has links, else the original's
+// bytes, or the sidecar's.
+func (x *Exporter) exportFile(ctx context.Context, a Asset, f exportFile, linkTo []exportFile, when time.Time, first bool, ev *Event) error {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+		return err
+	}
+	for _, l := range linkTo {
+		if f.role != "" && l.role == f.role {
+			os.Remove(f.path)
+			if os.Link(l.path, f.path) == nil {
+				if first {
+					ev.What = "linked"
+				}
+				return nil
+			}
+		}
+	}
+	if f.role == "" {
+		return writeFile(f.path, when, func(w io.Writer) error {
+			_, err := w.Write(f.data)
+			return err
+		})
+	}
+	return x.download(ctx, a, f, when)
+}
+
+// download writes the asset's original (or companion) f through a
+// temporary file.
+func (x *Exporter) download(ctx context.Context, a Asset, f exportFile, when time.Time) error {
+	ref := a.Meta.Blobs[f.role]
 	body, err := x.Catalog.Client.ReadBlob(ctx, ref.Hash, 0, -1)
 	if err != nil {
 		return err
 	}
 	defer body.Close()
-	plain, err := sealed.NewReader(a.Key.BlobKey(sealed.RoleOriginal), body)
+	plain, err := sealed.NewReader(a.Key.BlobKey(f.role), body)
 	if err != nil {
 		return err
 	}
+	return writeFile(f.path, when, func(w io.Writer) error {
+		n, err := io.Copy(w, plain)
+		if err == nil && n != ref.Size {
+			err = fmt.Errorf("the %s is %d bytes, its metadata says %d", f.role, n, ref.Size)
+		}
+		return err
+	})
+}
+
+// writeFile writes final through a temporary file of its folder, synced,
+// with its time set, then renamed: nothing is left under final
+// half-written, and nothing under the temporary name after a failure.
+func writeFile(final string, when time.Time, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(final), ".sealbox-export-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	n, err := io.Copy(tmp, plain)
-	if err == nil && n != ref.Size {
-		err = fmt.Errorf("the original is %d bytes, its metadata says %d", n, ref.Size)
-	}
+	err = write(tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -341,22 +394,34 @@ func (x *Exporter) download(ctx context.Context, a Asset, final string, when tim
 	return os.Rename(tmp.Name(), final)
 }
 
-// path is where the asset's original goes; a second asset of the same name
-// in the same folder gets its id's first characters before its extension.
-func (x *Exporter) path(a Asset, taken map[string]bool) string {
+// files are the asset's files and where they go: its original first, then
+// its companion, then its sidecars, side by side. A file whose name is
+// taken in its folder by another asset's gets the asset id's first
+// characters before its extension.
+func (x *Exporter) files(a Asset, taken map[string]bool) []exportFile {
 	dir := filepath.Join(x.Dest, safeName(a.AlbumTitle))
 	if x.Layout == "date" {
 		t := captureTime(a.Meta.Taken)
 		dir = filepath.Join(x.Dest, t.Format("2006"), t.Format("01"))
 	}
-	name := safeName(a.Meta.Name)
-	p := filepath.Join(dir, name)
-	if taken[p] {
-		ext := filepath.Ext(name)
-		p = filepath.Join(dir, strings.TrimSuffix(name, ext)+" ("+a.Entry.AssetID[:8]+")"+ext)
+	files := []exportFile{{name: a.Meta.Name, role: sealed.RoleOriginal, size: a.Meta.Size}}
+	if c := a.Meta.Companion; c != nil {
+		files = append(files, exportFile{name: c.Name, role: sealed.RoleCompanion, size: c.Size})
 	}
-	taken[p] = true
-	return p
+	for _, sc := range a.Meta.Sidecars {
+		files = append(files, exportFile{name: sc.Name, size: int64(len(sc.Data)), data: sc.Data})
+	}
+	for i, f := range files {
+		name := safeName(f.name)
+		p := filepath.Join(dir, name)
+		if taken[p] {
+			ext := filepath.Ext(name)
+			p = filepath.Join(dir, strings.TrimSuffix(name, ext)+" ("+a.Entry.AssetID[:8]+")"+ext)
+		}
+		taken[p] = true
+		files[i].path = p
+	}
+	return files
 }
 
 // safeName is a name that stays one path element: no separator, not "."

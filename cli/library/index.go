@@ -94,14 +94,18 @@ type AlbumRecord struct {
 // metadata and signed manifest, and the tus location of its original once
 // a transfer was started. A later run sends exactly these bytes again.
 type PendingUpload struct {
-	FileID      string          `json:"file_id"`
-	ContentHMAC string          `json:"content_hmac"`
-	Original    StagedBlob      `json:"original"`
-	Renditions  []StagedBlob    `json:"renditions,omitempty"`
-	Metadata    []byte          `json:"metadata"`
-	Manifest    []byte          `json:"manifest"`
-	Envelope    sealed.Envelope `json:"envelope"`
-	Location    string          `json:"location,omitempty"`
+	FileID      string     `json:"file_id"`
+	ContentHMAC string     `json:"content_hmac"`
+	Original    StagedBlob `json:"original"`
+	// Companion is the asset's second original (a Live Photo's video, a
+	// RAW+JPEG pair's raw file), sealed; its Path is "" when it has none.
+	Companion         StagedBlob      `json:"companion,omitzero"`
+	CompanionLocation string          `json:"companion_location,omitempty"`
+	Renditions        []StagedBlob    `json:"renditions,omitempty"`
+	Metadata          []byte          `json:"metadata"`
+	Manifest          []byte          `json:"manifest"`
+	Envelope          sealed.Envelope `json:"envelope"`
+	Location          string          `json:"location,omitempty"`
 }
 
 // StagedBlob is a sealed blob in a file, with its content address and
@@ -114,7 +118,7 @@ type StagedBlob struct {
 
 // intact reports whether every staged file is still there whole.
 func (p *PendingUpload) intact() bool {
-	for _, b := range append([]StagedBlob{p.Original}, p.Renditions...) {
+	for _, b := range p.blobs() {
 		if fi, err := os.Stat(b.Path); err != nil || fi.Size() != b.Size {
 			return false
 		}
@@ -124,11 +128,21 @@ func (p *PendingUpload) intact() bool {
 
 // remove removes the staged files.
 func (p *PendingUpload) remove() {
-	for _, b := range append([]StagedBlob{p.Original}, p.Renditions...) {
+	for _, b := range p.blobs() {
+		os.Remove(b.Path)
+	}
+}
+
+// blobs are the staged blob files: the original, the companion when there
+// is one, and the renditions.
+func (p *PendingUpload) blobs() []StagedBlob {
+	var out []StagedBlob
+	for _, b := range append([]StagedBlob{p.Original, p.Companion}, p.Renditions...) {
 		if b.Path != "" {
-			os.Remove(b.Path)
+			out = append(out, b)
 		}
 	}
+	return out
 }
 
 func get[T any](ix *Index, bucket []byte, key string) (*T, error) {
@@ -161,18 +175,35 @@ func (ix *Index) File(path string) (*FileRecord, error) {
 	return get[FileRecord](ix, bucketFiles, path)
 }
 
+// FileAt is a file's record at its path.
+type FileAt struct {
+	Path   string
+	Record *FileRecord
+}
+
 // Synced records the file at path as the asset it became, and the asset
-// under its content hash, in one transaction.
-func (ix *Index) Synced(path string, r *FileRecord) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return ix.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketFiles).Put([]byte(path), b); err != nil {
+// under its content hash, and so each of more (the asset's other
+// original), all in one transaction.
+func (ix *Index) Synced(path string, r *FileRecord, more ...FileAt) error {
+	files := append([]FileAt{{path, r}}, more...)
+	encoded := make([][]byte, len(files))
+	for i, f := range files {
+		b, err := json.Marshal(f.Record)
+		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketContent).Put([]byte(r.AlbumID+"/"+r.ContentHMAC), []byte(r.FileID))
+		encoded[i] = b
+	}
+	return ix.db.Update(func(tx *bolt.Tx) error {
+		for i, f := range files {
+			if err := tx.Bucket(bucketFiles).Put([]byte(f.Path), encoded[i]); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketContent).Put([]byte(f.Record.AlbumID+"/"+f.Record.ContentHMAC), []byte(f.Record.FileID)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

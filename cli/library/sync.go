@@ -53,6 +53,9 @@ type Syncer struct {
 	ClientVersion string
 	// Now is the clock of the manifests' timestamps.
 	Now func() time.Time
+	// Settle is how long a file that changed while it was read must stay
+	// unchanged before it is read again (a photo still being copied in).
+	Settle time.Duration
 
 	albums   sync.Mutex
 	uploads  map[string]string // album id -> this run's upload session
@@ -62,6 +65,8 @@ type Syncer struct {
 // Event is what happened to one file.
 type Event struct {
 	Path string `json:"path"`
+	// Companion is the asset's second original, when it has one.
+	Companion string `json:"companion,omitempty"`
 	// What: "uploaded", "unchanged", "known" (the same content is already
 	// in the album: a moved or renamed file), "would-upload" (dry run),
 	// "skipped" (not a photo or video) or "failed".
@@ -101,12 +106,14 @@ func (sum *Summary) count(ev Event) {
 	}
 }
 
-// job is one file to sync, with the album it goes to and its asset's
-// sidecars.
+// job is one asset to sync: its original, its second original when it has
+// one (a Live Photo's video, a RAW+JPEG pair's raw file), the album it
+// goes to and its sidecars.
 type job struct {
-	path     string
-	album    string
-	sidecars []string
+	path      string
+	companion string
+	album     string
+	sidecars  []string
 }
 
 // Sync syncs the folders roots (every photo and video below them).
@@ -124,8 +131,10 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 	if s.Plan != nil {
 		var total int64
 		for _, j := range jobs {
-			if fi, err := os.Stat(j.path); err == nil {
-				total += fi.Size()
+			for _, p := range []string{j.path, j.companion} {
+				if fi, err := os.Stat(p); p != "" && err == nil {
+					total += fi.Size()
+				}
 			}
 		}
 		s.Plan(len(jobs), total)
@@ -147,6 +156,11 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 					// the run ends, saying why once.
 					if stopped == nil {
 						stopped = err
+						if client.CodeOf(err) == fault.ECodeQuotaExceeded {
+							// The numbers: what did not fit, and what did.
+							stopped = fmt.Errorf("%s (%d bytes) does not fit, after %d files (%d bytes) uploaded in this run: %w",
+								j.path, ev.Size, sum.Done, sum.Bytes, err)
+						}
 					}
 					stop()
 				} else if run.Err() == nil {
@@ -233,11 +247,11 @@ func (s *Syncer) walk(root string) ([]job, error) {
 			for _, sc := range g.Sidecars {
 				sidecars = append(sidecars, filepath.Join(dir, sc))
 			}
-			// Each original is an asset of its own: the format has one
-			// original per asset (cli/sealed/FORMAT.md §6.1).
-			for _, o := range g.Originals {
-				jobs = append(jobs, job{path: filepath.Join(dir, o), album: album, sidecars: sidecars})
+			j := job{path: filepath.Join(dir, g.Originals[0]), album: album, sidecars: sidecars}
+			if len(g.Originals) > 1 {
+				j.companion = filepath.Join(dir, g.Originals[1])
 			}
+			jobs = append(jobs, j)
 		}
 		return nil
 	})
@@ -247,15 +261,24 @@ func (s *Syncer) walk(root string) ([]job, error) {
 // syncFile syncs one file and says what happened; err is the failure, if
 // any, for the run to judge (stopsRun).
 func (s *Syncer) syncFile(ctx context.Context, j job) (Event, error) {
-	ev := Event{Path: j.path, Album: j.album}
+	ev := Event{Path: j.path, Companion: j.companion, Album: j.album}
 	if j.album == "" {
 		ev.What, ev.Error = "failed", "the folder cannot be read"
 		return ev, nil
 	}
 	what, n, err := s.syncAsset(ctx, j, &ev)
+	for tries := 1; errors.Is(err, errChanging) && tries < changingTries; tries++ {
+		if serr := s.settle(ctx, j.path); serr != nil {
+			err = serr
+			break
+		}
+		what, n, err = s.syncAsset(ctx, j, &ev)
+	}
 	ev.What, ev.Bytes = what, n
-	if fi, serr := os.Stat(j.path); serr == nil {
-		ev.Size = fi.Size()
+	for _, p := range []string{j.path, j.companion} {
+		if fi, serr := os.Stat(p); p != "" && serr == nil {
+			ev.Size += fi.Size()
+		}
 	}
 	if err != nil {
 		ev.What, ev.Error = "failed", err.Error()
@@ -263,61 +286,108 @@ func (s *Syncer) syncFile(ctx context.Context, j job) (Event, error) {
 	return ev, err
 }
 
-// statFile is a file's size, modification time and inode.
-func statFile(path string) (size, modTime int64, inode uint64, mt time.Time, err error) {
-	fi, err := os.Stat(path)
+// changingTries is how many times a file that changes while it is read is
+// read, each time after it settled, before it is left for the next run.
+const changingTries = 3
+
+// settle returns once the file's size and time stayed the same for
+// s.Settle; a file that is still changing after twenty of those (a log
+// written to for ever) is left for the next run.
+func (s *Syncer) settle(ctx context.Context, path string) error {
+	step := max(s.Settle/4, time.Millisecond)
+	last, err := statOf(path)
 	if err != nil {
-		return 0, 0, 0, time.Time{}, err
+		return err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		inode = st.Ino
+	still, waited := time.Duration(0), time.Duration(0)
+	for still < s.Settle {
+		if waited >= 20*max(s.Settle, step) {
+			return errChanging
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(step):
+		}
+		waited += step
+		now, err := statOf(path)
+		if err != nil {
+			return err
+		}
+		if now.size != last.size || now.modTime != last.modTime {
+			last, still = now, 0
+			continue
+		}
+		still += step
 	}
-	return fi.Size(), fi.ModTime().UnixNano(), inode, fi.ModTime(), nil
+	return nil
 }
 
 func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64, error) {
-	size, modTime, inode, mt, err := statFile(j.path)
+	orig, err := statOf(j.path)
 	if err != nil {
 		return "", 0, err
 	}
-	if rec, err := s.Index.File(j.path); err != nil {
-		return "", 0, err
-	} else if rec != nil && rec.Unchanged(size, modTime, inode) {
-		return "unchanged", 0, nil
+	var comp fileStat
+	if j.companion != "" {
+		if comp, err = statOf(j.companion); err != nil {
+			return "", 0, err
+		}
+	}
+	if unchanged, err := s.unchanged(j, orig, comp); err != nil || unchanged {
+		return "unchanged", 0, err
 	}
 	album, err := s.album(ctx, j.album)
 	if err != nil {
 		return "", 0, err
 	}
-	contentHMAC, err := s.contentHMAC(j.path, size)
+	hmacOrig, err := s.contentHMAC(j.path, orig.size)
 	if err != nil {
 		return "", 0, err
 	}
-	if fileID, err := s.Index.AssetByContent(album.ID, contentHMAC); err != nil {
+	// An asset of two originals is known by both: the same still with
+	// another video is another asset.
+	content, hmacComp := hmacOrig, ""
+	if j.companion != "" {
+		if hmacComp, err = s.contentHMAC(j.companion, comp.size); err != nil {
+			return "", 0, err
+		}
+		content = hmacOrig + "+" + hmacComp
+	}
+	size := orig.size + comp.size
+	records := func(fileID string, noThumbnail bool) (*FileRecord, []FileAt) {
+		rec := &FileRecord{Size: orig.size, ModTime: orig.modTime, Inode: orig.inode, AlbumID: album.ID, FileID: fileID,
+			ContentHMAC: content, NoThumbnail: noThumbnail}
+		if j.companion == "" {
+			return rec, nil
+		}
+		return rec, []FileAt{{j.companion, &FileRecord{Size: comp.size, ModTime: comp.modTime, Inode: comp.inode,
+			AlbumID: album.ID, FileID: fileID, ContentHMAC: hmacComp}}}
+	}
+	if fileID, err := s.Index.AssetByContent(album.ID, content); err != nil {
 		return "", 0, err
 	} else if fileID != "" {
 		// The same bytes are an asset of this album already: a file moved
 		// or renamed, or a copy. Nothing is sent.
-		rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: fileID, ContentHMAC: contentHMAC}
 		if s.DryRun {
 			return "known", 0, nil
 		}
-		return "known", 0, s.Index.Synced(j.path, rec)
+		rec, more := records(fileID, false)
+		return "known", 0, s.Index.Synced(j.path, rec, more...)
 	}
 	if s.DryRun {
 		return "would-upload", size, nil
 	}
 	ev.NoThumbnail = media.KindOf(j.path) != media.Image
-	p, err := s.stage(j, album, size, mt, contentHMAC, ev)
+	p, err := s.stage(j, album, orig, comp, content, hmacOrig, hmacComp, ev)
 	if err != nil {
 		return "", 0, err
 	}
 	if err := s.send(ctx, j.path, album.ID, p); err != nil {
 		return "", 0, err
 	}
-	rec := &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: album.ID, FileID: p.FileID, ContentHMAC: contentHMAC,
-		NoThumbnail: ev.NoThumbnail}
-	if err := s.Index.Synced(j.path, rec); err != nil {
+	rec, more := records(p.FileID, ev.NoThumbnail)
+	if err := s.Index.Synced(j.path, rec, more...); err != nil {
 		return "", 0, err
 	}
 	if err := s.Index.DropPending(j.path); err != nil {
@@ -327,18 +397,55 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 	return "uploaded", size, nil
 }
 
+// fileStat is what tells a file unchanged: its size, time and inode.
+type fileStat struct {
+	size, modTime int64
+	inode         uint64
+	mt            time.Time
+}
+
+func statOf(path string) (fileStat, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStat{}, err
+	}
+	st := fileStat{size: fi.Size(), modTime: fi.ModTime().UnixNano(), mt: fi.ModTime()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.inode = sys.Ino
+	}
+	return st, nil
+}
+
+// unchanged reports whether the asset's originals are the files the index
+// recorded.
+func (s *Syncer) unchanged(j job, orig, comp fileStat) (bool, error) {
+	for _, f := range []struct {
+		path string
+		st   fileStat
+	}{{j.path, orig}, {j.companion, comp}} {
+		if f.path == "" {
+			continue
+		}
+		rec, err := s.Index.File(f.path)
+		if err != nil || rec == nil || !rec.Unchanged(f.st.size, f.st.modTime, f.st.inode) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // stage makes everything the asset's upload sends, under the profile's
-// state, and records it before a byte is sent: the sealed original, the
-// sealed thumbnail and preview, the sealed metadata and the signed
-// manifest. A run killed at any point after this resends exactly these
-// bytes (the blobs are content-addressed and the op is answered as a
-// replay), so no file becomes two assets and no asset holds blobs nobody
-// refers to. An earlier run's staging of the same file, intact and of the
-// same content, is used as it is.
-func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, contentHMAC string, ev *Event) (*PendingUpload, error) {
+// state, and records it before a byte is sent: the sealed original (and
+// companion), the sealed thumbnail and preview, the sealed metadata with
+// the sidecars, and the signed manifest. A run killed at any point after
+// this resends exactly these bytes (the blobs are content-addressed and
+// the op is answered as a replay), so no file becomes two assets and no
+// asset holds blobs nobody refers to. An earlier run's staging of the same
+// files, intact and of the same content, is used as it is.
+func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, hmacOrig, hmacComp string, ev *Event) (*PendingUpload, error) {
 	if p, err := s.Index.Pending(j.path); err != nil {
 		return nil, err
-	} else if p != nil && p.ContentHMAC == contentHMAC && p.intact() {
+	} else if p != nil && p.ContentHMAC == content && p.intact() {
 		ev.NoThumbnail = len(p.Renditions) == 0
 		return p, nil
 	} else if p != nil {
@@ -348,7 +455,7 @@ func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, cont
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p := &PendingUpload{FileID: ids.UUID(rand.Reader), ContentHMAC: contentHMAC}
+	p := &PendingUpload{FileID: ids.UUID(rand.Reader), ContentHMAC: content}
 	assetKey, err := album.Key.DeriveAssetKey(p.FileID)
 	if err != nil {
 		return nil, err
@@ -357,13 +464,26 @@ func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, cont
 		p.remove()
 		return nil, err
 	}
-	original, err := sealFile(dir, j.path, size, assetKey.BlobKey(sealed.RoleOriginal))
-	if err != nil {
+	if p.Original, err = sealFile(dir, j.path, orig.size, assetKey.BlobKey(sealed.RoleOriginal)); err != nil {
 		return fail(err)
 	}
-	p.Original = original
-	refs := map[sealed.Role]sealed.BlobRef{sealed.RoleOriginal: {Hash: original.Hash, Size: size}}
-	probe := media.ProbeFile(j.path, mt, j.sidecars)
+	refs := map[sealed.Role]sealed.BlobRef{sealed.RoleOriginal: {Hash: p.Original.Hash, Size: orig.size}}
+	md := &sealed.Metadata{
+		Name: filepath.Base(j.path), MediaType: media.MediaType(j.path), Size: orig.size, Blobs: refs,
+		ContentHMAC: hmacOrig, Extra: map[string]json.RawMessage{},
+	}
+	if j.companion != "" {
+		if p.Companion, err = sealFile(dir, j.companion, comp.size, assetKey.BlobKey(sealed.RoleCompanion)); err != nil {
+			return fail(err)
+		}
+		refs[sealed.RoleCompanion] = sealed.BlobRef{Hash: p.Companion.Hash, Size: comp.size}
+		md.Companion = &sealed.Companion{ContentHMAC: hmacComp, MediaType: media.MediaType(j.companion),
+			Name: filepath.Base(j.companion), Size: comp.size}
+	}
+	if md.Sidecars, err = readSidecars(j.sidecars); err != nil {
+		return fail(err)
+	}
+	probe := media.ProbeFile(j.path, orig.mt, j.sidecars)
 	if media.KindOf(j.path) == media.Image {
 		if err := s.stageRenditions(dir, j.path, probe.Orientation, assetKey, p, refs); err != nil {
 			// A photo Go cannot decode keeps its original; it shows no
@@ -371,11 +491,7 @@ func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, cont
 			ev.NoThumbnail = true
 		}
 	}
-	md := &sealed.Metadata{
-		Name: filepath.Base(j.path), MediaType: media.MediaType(j.path), Size: size, Blobs: refs,
-		ContentHMAC: contentHMAC, Taken: taken(probe), Width: int64(probe.Width), Height: int64(probe.Height),
-		Extra: map[string]json.RawMessage{},
-	}
+	md.Taken, md.Width, md.Height = taken(probe), int64(probe.Width), int64(probe.Height)
 	if probe.HasLocation {
 		md.Location = &sealed.Location{Lat: probe.Latitude, Lon: probe.Longitude}
 	}
@@ -390,7 +506,7 @@ func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, cont
 	}
 	m := &sealed.Manifest{
 		ProtocolVersion: album.ProtocolVersion, AlbumID: album.ID, FileID: p.FileID,
-		CiphertextHash: original.Hash, PlaintextSize: size, KeyMode: "derived", MetadataBlobHash: hashOf(p.Metadata),
+		CiphertextHash: p.Original.Hash, PlaintextSize: orig.size, KeyMode: "derived", MetadataBlobHash: hashOf(p.Metadata),
 		CreatedByUser: s.Session.UserID, CreatedByDevice: s.Session.DeviceID, ClientVersion: s.ClientVersion,
 		Timestamp: s.Now().UTC().Format(time.RFC3339), Action: "create", AlbumKey: wrappedAlbumKey,
 	}
@@ -398,10 +514,45 @@ func (s *Syncer) stage(j job, album *AlbumRecord, size int64, mt time.Time, cont
 		return fail(err)
 	}
 	p.Envelope = m.Envelope()
+	// A file written to between its stat and here may have given the
+	// content hash, the sealed original and the metadata different bytes
+	// even with its size unchanged: none of them is kept.
+	for _, f := range []struct {
+		path string
+		st   fileStat
+	}{{j.path, orig}, {j.companion, comp}} {
+		if f.path == "" {
+			continue
+		}
+		if now, err := statOf(f.path); err != nil {
+			return fail(err)
+		} else if now.size != f.st.size || now.modTime != f.st.modTime {
+			return fail(errChanging)
+		}
+	}
 	if err := s.Index.SavePending(j.path, p); err != nil {
 		return fail(err)
 	}
 	return p, nil
+}
+
+// readSidecars reads an asset's sidecar files, which travel in its
+// metadata (cli/sealed/FORMAT.md §6.1), at most sealed.MaxSidecars bytes
+// together.
+func readSidecars(paths []string) ([]sealed.Sidecar, error) {
+	var out []sealed.Sidecar
+	total := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if total += len(b); total > sealed.MaxSidecars {
+			return nil, fmt.Errorf("its sidecars are over %d bytes together, more than an asset carries", sealed.MaxSidecars)
+		}
+		out = append(out, sealed.Sidecar{Name: filepath.Base(p), Data: b})
+	}
+	return out, nil
 }
 
 // send sends a staged asset: its blobs, then its op.
@@ -410,8 +561,13 @@ func (s *Syncer) send(ctx context.Context, path, albumID string, p *PendingUploa
 	if err != nil {
 		return err
 	}
-	if err := s.sendOriginal(ctx, path, upload, p); err != nil {
+	if err := s.sendLarge(ctx, path, upload, p, p.Original, &p.Location); err != nil {
 		return err
+	}
+	if p.Companion.Path != "" {
+		if err := s.sendLarge(ctx, path, upload, p, p.Companion, &p.CompanionLocation); err != nil {
+			return err
+		}
 	}
 	for _, r := range p.Renditions {
 		if _, err := s.Client.PutBlob(ctx, upload, r.Hash, r.Size, openFile(r.Path)); err != nil {
@@ -460,9 +616,10 @@ func (s *Syncer) contentHMAC(path string, size int64) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// errChanging is a file that changed while it was read: it is tried again
-// on the next run, once it has settled.
-var errChanging = errors.New("the file changed while it was read; it is synced on the next run")
+// errChanging is a file that changed while it was read: it is read again
+// once it has settled (Settle), and left for the next run when it keeps
+// changing.
+var errChanging = errors.New("the file kept changing while it was read; it is synced on the next run")
 
 // sealFile seals the file at path (size bytes, under key) into a new
 // file of dir, in bounded memory whatever the size, and returns it with its
@@ -502,10 +659,10 @@ func sealFile(dir, path string, size int64, key sealed.BlobKey) (StagedBlob, err
 	return StagedBlob{Path: out.Name(), Hash: hex.EncodeToString(h.Sum(nil)), Size: sealed.SealedSize(size)}, nil
 }
 
-// sendOriginal sends the sealed original: one PUT, or a tus transfer whose
-// location is kept so a later run resumes it.
-func (s *Syncer) sendOriginal(ctx context.Context, path, upload string, p *PendingUpload) error {
-	o := p.Original
+// sendLarge sends a sealed original (or companion) o of p: one PUT, or a
+// tus transfer whose location is kept in *loc, and with p, so a later run
+// resumes it.
+func (s *Syncer) sendLarge(ctx context.Context, path, upload string, p *PendingUpload, o StagedBlob, loc *string) error {
 	content := openFile(o.Path)
 	if o.Size < s.TusOver {
 		_, err := s.Client.PutBlob(ctx, upload, o.Hash, o.Size, content)
@@ -514,24 +671,24 @@ func (s *Syncer) sendOriginal(ctx context.Context, path, upload string, p *Pendi
 	if held, err := s.Client.Holds(ctx, o.Hash); err != nil || held {
 		return err
 	}
-	if p.Location == "" {
-		loc, err := s.Client.TusCreate(ctx, upload, o.Hash, o.Size)
+	if *loc == "" {
+		created, err := s.Client.TusCreate(ctx, upload, o.Hash, o.Size)
 		if err != nil {
 			return err
 		}
-		p.Location = loc
+		*loc = created
 		if err := s.Index.SavePending(path, p); err != nil {
 			return err
 		}
 	}
-	err := s.Client.TusUpload(ctx, p.Location, o.Hash, o.Size, content)
+	err := s.Client.TusUpload(ctx, *loc, o.Hash, o.Size, content)
 	if client.CodeOf(err) == "error.transfer.not_found" {
 		// The transfer expired with its upload session: start another.
-		p.Location = ""
+		*loc = ""
 		if err := s.Index.SavePending(path, p); err != nil {
 			return err
 		}
-		return s.sendOriginal(ctx, path, upload, p)
+		return s.sendLarge(ctx, path, upload, p, o, loc)
 	}
 	return err
 }

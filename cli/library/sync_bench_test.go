@@ -34,11 +34,11 @@ func BenchmarkSyncUnchanged10k(b *testing.B) {
 		if err := os.WriteFile(path, []byte(fmt.Sprint("photo ", i)), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		size, modTime, inode, _, err := statFile(path)
+		st, err := statOf(path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := ix.Synced(path, &FileRecord{Size: size, ModTime: modTime, Inode: inode, AlbumID: "album", FileID: fmt.Sprint(i), ContentHMAC: fmt.Sprint(i)}); err != nil {
+		if err := ix.Synced(path, &FileRecord{Size: st.size, ModTime: st.modTime, Inode: st.inode, AlbumID: "album", FileID: fmt.Sprint(i), ContentHMAC: fmt.Sprint(i)}); err != nil {
 			b.Fatal(err)
 		}
 	}

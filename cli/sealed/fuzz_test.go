@@ -83,6 +83,15 @@ func FuzzMetadata(f *testing.F) {
 	f.Add(plain)
 	f.Add([]byte(`{"v":2}`))
 	f.Add([]byte(`{"v":1,"name":"a","name":"b"}`))
+	pair := testMetadata()
+	pair.Blobs[RoleCompanion] = BlobRef{Hash: testHash, Size: 7}
+	pair.Companion = &Companion{ContentHMAC: testHash, MediaType: "video/quicktime", Name: "IMG_0001.MOV", Size: 7}
+	pair.Sidecars = []Sidecar{{Name: "IMG_0001.xmp", Data: []byte("<x:xmpmeta/>")}, {Name: "empty.xmp"}}
+	plain, err := EncodeMetadata(pair)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(plain)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseMetadata(b)
 		if err != nil {

@@ -36,7 +36,10 @@ type Role string
 
 // The roles of an asset. Each has its own blob key.
 const (
-	RoleOriginal  Role = "original"
+	RoleOriginal Role = "original"
+	// RoleCompanion is an asset's second original: a Live Photo's video,
+	// a RAW+JPEG pair's raw file (FORMAT.md §3.4).
+	RoleCompanion Role = "companion"
 	RoleThumbnail Role = "thumbnail"
 	RolePreview   Role = "preview"
 	RoleMetadata  Role = "metadata"
@@ -44,7 +47,7 @@ const (
 
 func (r Role) valid() bool {
 	switch r {
-	case RoleOriginal, RoleThumbnail, RolePreview, RoleMetadata:
+	case RoleOriginal, RoleCompanion, RoleThumbnail, RolePreview, RoleMetadata:
 		return true
 	}
 	return false

@@ -22,8 +22,35 @@ type Metadata struct {
 	DurationMS  int64            // milliseconds of audio or video, 0 when none
 	Blobs       map[Role]BlobRef // the roles' blobs; "original" always present
 	ContentHMAC string           // FORMAT.md §6.3, 64 lowercase hex
-	Extra       map[string]json.RawMessage
+	// Companion is the asset's second original (a Live Photo's video, a
+	// RAW+JPEG pair's raw file), whose blob is Blobs["companion"]; nil
+	// for an asset of one original.
+	Companion *Companion
+	// Sidecars are the asset's XMP sidecar files, byte for byte.
+	Sidecars []Sidecar
+	Extra    map[string]json.RawMessage
 }
+
+// Companion names an asset's second original (FORMAT.md §6.1). Its fields
+// are declared in the order of their keys, the canonical form's.
+type Companion struct {
+	ContentHMAC string `json:"content_hmac"` // FORMAT.md §6.3, of its bytes
+	MediaType   string `json:"media_type"`
+	Name        string `json:"name"`
+	Size        int64  `json:"size"`
+}
+
+// Sidecar is a sidecar file that travels with its asset: its name and its
+// bytes (standard base64 in the document).
+type Sidecar struct {
+	Data []byte `json:"data"`
+	Name string `json:"name"`
+}
+
+// MaxSidecars is the most sidecar bytes, all together, an asset carries in
+// its metadata (FORMAT.md §6.1): in base64 they stay well within a
+// document's 4 MiB.
+const MaxSidecars = 1 << 20
 
 // Taken is a capture time as the camera or file recorded it: a local wall
 // clock time, its UTC offset when known, and where it was read.
@@ -50,7 +77,8 @@ type BlobRef struct {
 const localLayout = "2006-01-02T15:04:05.999999999"
 
 var known = map[string]bool{"v": true, "name": true, "media_type": true, "size": true, "taken": true,
-	"location": true, "width": true, "height": true, "duration_ms": true, "blobs": true, "content_hmac": true}
+	"location": true, "width": true, "height": true, "duration_ms": true, "blobs": true, "content_hmac": true,
+	"companion": true, "sidecars": true}
 
 // EncodeMetadata returns the padded plaintext of m (FORMAT.md §6.1, §6.2).
 func EncodeMetadata(m *Metadata) ([]byte, error) {
@@ -85,6 +113,17 @@ func EncodeMetadata(m *Metadata) ([]byte, error) {
 	}
 	out["blobs"] = m.Blobs
 	out["content_hmac"] = m.ContentHMAC
+	if m.Companion != nil {
+		out["companion"] = m.Companion
+	}
+	if len(m.Sidecars) > 0 {
+		sidecars := make([]Sidecar, len(m.Sidecars))
+		for i, sc := range m.Sidecars {
+			// An empty sidecar is "", never null.
+			sidecars[i] = Sidecar{Data: append([]byte{}, sc.Data...), Name: sc.Name}
+		}
+		out["sidecars"] = sidecars
+	}
 	return encodeDocument(out)
 }
 
@@ -114,6 +153,8 @@ func ParseMetadata(plain []byte) (*Metadata, error) {
 		{"duration_ms", &m.DurationMS, false},
 		{"blobs", &m.Blobs, true},
 		{"content_hmac", &m.ContentHMAC, true},
+		{"companion", &m.Companion, false},
+		{"sidecars", &m.Sidecars, false},
 	}
 	for _, f := range fields {
 		raw, ok := members[f.key]
@@ -124,7 +165,7 @@ func ParseMetadata(plain []byte) (*Metadata, error) {
 			continue
 		}
 		// The decoder's error is not wrapped: it could quote the plaintext.
-		if err := strictUnmarshal(raw, f.dst); err != nil {
+		if err := strictUnmarshal(raw, f.dst); err != nil || (f.key == "companion" || f.key == "sidecars") && hasNull(raw) {
 			return nil, malformed("metadata %q is not of its type", f.key)
 		}
 	}
@@ -151,6 +192,21 @@ func strictUnmarshal(raw json.RawMessage, dst any) error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	return d.Decode(dst)
+}
+
+// hasNull reports whether a JSON value holds a null anywhere: the decoder
+// would read it as a zero value, and the format refuses null everywhere.
+func hasNull(raw json.RawMessage) bool {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if t == nil {
+			return true
+		}
+	}
 }
 
 func (m *Metadata) validate() error {
@@ -180,9 +236,27 @@ func (m *Metadata) validate() error {
 	if _, ok := m.Blobs[RoleOriginal]; !ok {
 		return malformed("metadata blobs has no original")
 	}
+	ref, ok := m.Blobs[RoleCompanion]
+	if c := m.Companion; c != nil {
+		if !ok || ref.Size != c.Size || !isFileName(c.Name) || c.MediaType == "" || !isHash(c.ContentHMAC) {
+			return malformed("metadata companion is not a file name, a media type, the size of blobs' companion and a content hash")
+		}
+	} else if ok {
+		return malformed("metadata blobs has a companion and the metadata no companion")
+	}
+	var sidecarBytes int
+	for _, sc := range m.Sidecars {
+		if !isFileName(sc.Name) {
+			return malformed("metadata sidecars has a name that is not a file name")
+		}
+		sidecarBytes += len(sc.Data)
+	}
+	if sidecarBytes > MaxSidecars {
+		return malformed("metadata sidecars hold over %d bytes", MaxSidecars)
+	}
 	for r, b := range m.Blobs {
 		if !r.valid() || r == RoleMetadata {
-			return malformed("metadata blobs has a role other than original, thumbnail, preview")
+			return malformed("metadata blobs has a role other than original, companion, thumbnail, preview")
 		}
 		if !isHash(b.Hash) || b.Size < 0 {
 			return malformed("metadata blobs has a reference that is not a hash and a size")
@@ -192,6 +266,12 @@ func (m *Metadata) validate() error {
 		return malformed("metadata content_hmac is not 64 lowercase hex")
 	}
 	return nil
+}
+
+// isFileName reports whether s is one path element a reader can write a
+// file under: not empty, not "." or "..", without "/", "\\" or NUL.
+func isFileName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
 }
 
 // isHash reports whether s is 64 lowercase hex characters.

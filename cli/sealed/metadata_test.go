@@ -93,6 +93,16 @@ func TestMetadataRefusals(t *testing.T) {
 		{"unknown key in taken", base(`,"v":1,"taken":{"local":"2026-01-01T00:00:00","source":"exif","tz":"x"}`), "taken"},
 		{"latitude out of range", base(`,"v":1,"location":{"lat":91,"lon":0}`), "location"},
 		{"negative width", base(`,"v":1,"width":-1`), "negative"},
+		{"companion without its blob", base(`,"v":1,"companion":{"content_hmac":"` + testHash + `","media_type":"video/quicktime","name":"a.mov","size":1}`), "companion"},
+		{"companion blob without companion", strings.Replace(base(`,"v":1`), `"size":1}}`, `"size":1},"companion":{"hash":"`+testHash+`","size":1}}`, 1), "companion"},
+		{"companion of another size", strings.Replace(base(`,"v":1,"companion":{"content_hmac":"`+testHash+`","media_type":"video/quicktime","name":"a.mov","size":2}`), `"size":1}}`, `"size":1},"companion":{"hash":"`+testHash+`","size":1}}`, 1), "companion"},
+		{"companion named a path", strings.Replace(base(`,"v":1,"companion":{"content_hmac":"`+testHash+`","media_type":"video/quicktime","name":"../a.mov","size":1}`), `"size":1}}`, `"size":1},"companion":{"hash":"`+testHash+`","size":1}}`, 1), "companion"},
+		{"companion with a null", strings.Replace(base(`,"v":1,"companion":{"content_hmac":"`+testHash+`","media_type":"video/quicktime","name":"a.mov","size":null}`), `"size":1}}`, `"size":1},"companion":{"hash":"`+testHash+`","size":0}}`, 1), "companion"},
+		{"sidecar named a path", base(`,"v":1,"sidecars":[{"data":"","name":"x/a.xmp"}]`), "sidecars"},
+		{"sidecar of null data", base(`,"v":1,"sidecars":[{"data":null,"name":"a.xmp"}]`), "sidecars"},
+		{"sidecar not base64", base(`,"v":1,"sidecars":[{"data":"*","name":"a.xmp"}]`), "sidecars"},
+		{"sidecar with an unknown key", base(`,"v":1,"sidecars":[{"data":"","name":"a.xmp","mode":1}]`), "sidecars"},
+		{"sidecars over a MiB", base(`,"v":1,"sidecars":[{"data":"` + strings.Repeat("AAAA", MaxSidecars/3+1) + `","name":"a.xmp"}]`), "sidecars hold over"},
 	} {
 		_, err := ParseMetadata([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

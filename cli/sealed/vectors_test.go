@@ -129,6 +129,7 @@ func TestVectorsDerive(t *testing.T) {
 			return k
 		},
 		"role key original":  func(ikm, _ []byte) [KeySize]byte { return AssetKey(ikm).BlobKey(RoleOriginal) },
+		"role key companion": func(ikm, _ []byte) [KeySize]byte { return AssetKey(ikm).BlobKey(RoleCompanion) },
 		"role key thumbnail": func(ikm, _ []byte) [KeySize]byte { return AssetKey(ikm).BlobKey(RoleThumbnail) },
 		"role key preview":   func(ikm, _ []byte) [KeySize]byte { return AssetKey(ikm).BlobKey(RolePreview) },
 		"role key metadata":  func(ikm, _ []byte) [KeySize]byte { return AssetKey(ikm).BlobKey(RoleMetadata) },
@@ -152,6 +153,7 @@ func TestVectorsDerive(t *testing.T) {
 		{Name: "role key thumbnail", IKM: seq(32, 0x40), Info: infoRole + "thumbnail"},
 		{Name: "role key preview", IKM: seq(32, 0x40), Info: infoRole + "preview"},
 		{Name: "role key metadata", IKM: seq(32, 0x40), Info: infoRole + "metadata"},
+		{Name: "role key companion", IKM: seq(32, 0x40), Info: infoRole + "companion"},
 		{Name: "stream key", IKM: seq(32, 0x60), Salt: hdr, Info: infoStream},
 		{Name: "recovery wrapping key", IKM: seq(16, 0x80), Salt: seq(16, 0x90), Info: infoRecovery},
 		{Name: "passphrase wrapping key", IKM: seq(32, 0xb0), Salt: seq(32, 0xc0), Info: infoShareKEK},
@@ -460,6 +462,8 @@ func TestVectorsMetadata(t *testing.T) {
 		{AssetKey: seq(32, 0x40), Salt: seq(16, 0x10), Document: `{"blobs":{"original":{"hash":"` + h + `","size":0}},"content_hmac":"` + h + `","media_type":"application/octet-stream","name":"empty.bin","size":0,"v":1}`},
 		{AssetKey: seq(32, 0x40), Salt: seq(16, 0x11), Document: `{"blobs":{"original":{"hash":"` + h + `","size":3021554},"preview":{"hash":"` + strings.Repeat("cd", 32) + `","size":220113},"thumbnail":{"hash":"` + strings.Repeat("ef", 32) + `","size":9120}},"content_hmac":"` + h + `","height":3024,"location":{"alt":35.5,"lat":48.858222,"lon":2.2945},"media_type":"image/jpeg","name":"IMG_0042 <Paris & co>.jpg","size":3021554,"taken":{"local":"2026-05-01T10:15:30.25","offset_minutes":120,"source":"exif"},"v":1,"width":4032,"x-future":{"kept":[1,2,"three"]}}`},
 		{AssetKey: seq(32, 0x41), Salt: seq(16, 0x12), Document: `{"blobs":{"original":{"hash":"` + h + `","size":52000000}},"content_hmac":"` + h + `","duration_ms":61500,"media_type":"video/mp4","name":"VID_20260501_101530.mp4","size":52000000,"taken":{"local":"2026-05-01T10:15:30","source":"filename"},"v":1}`},
+		// A Live Photo: its still, its video as the companion, and a sidecar.
+		{AssetKey: seq(32, 0x42), Salt: seq(16, 0x13), Document: `{"blobs":{"companion":{"hash":"` + strings.Repeat("12", 32) + `","size":2811000},"original":{"hash":"` + h + `","size":1520000}},"companion":{"content_hmac":"` + strings.Repeat("34", 32) + `","media_type":"video/quicktime","name":"IMG_0001.MOV","size":2811000},"content_hmac":"` + h + `","media_type":"image/heic","name":"IMG_0001.HEIC","sidecars":[{"data":"PHg6eG1wbWV0YS8+Cg==","name":"IMG_0001.xmp"}],"size":1520000,"taken":{"local":"2026-05-01T10:15:30","offset_minutes":-300,"source":"xmp"},"v":1}`},
 	}
 	build := func(t *testing.T, v *metadataVector) {
 		m, err := ParseMetadata([]byte(v.Document))
