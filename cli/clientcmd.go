@@ -76,7 +76,8 @@ your password or your recovery key opens).`,
 	f.add(cmd)
 	cmd.AddCommand(newClientSignupCmd(&f), newClientLoginCmd(&f), newClientLogoutCmd(&f), newClientStatusCmd(&f),
 		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f),
-		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f), newClientPasswdCmd(&f), newClientRecoverCmd(&f))
+		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f), newClientPasswdCmd(&f), newClientRecoverCmd(&f),
+		newClientLinkCmd(&f))
 	return cmd
 }
 
@@ -229,13 +230,23 @@ password, and nobody, the server's operator included, can recover them without i
 }
 
 func newClientLoginCmd(f *clientFlags) *cobra.Command {
-	var email, code string
+	var email string
+	var codes []string
 	var fromStdin bool
 	cmd := &cobra.Command{
 		Use:   "login URL",
-		Short: "Sign in on this device and open the account's keys with the password",
-		Args:  clientArgs(cobra.ExactArgs(1)),
+		Short: "Sign in on this device and open the account's keys with the password, or get them from a linked device",
+		Long: `Signs in with the password (and the second factor's code, for an account that has one).
+The keys are opened with the password, or, given a link code from sealbox client link on a
+signed-in device (--code, the full code or its 12 digits), received from that device: both
+devices show a comparison string, and the keys come once the person confirms on the other
+device that the two are the same. With --json the string is printed as {"compare"}.`,
+		Args: clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			code, link, err := splitCodes(codes)
+			if err != nil {
+				return refused(err)
+			}
 			p, c, err := startSignIn(f, email, args[0])
 			if err != nil {
 				return err
@@ -243,6 +254,9 @@ func newClientLoginCmd(f *clientFlags) *cobra.Command {
 			password, err := readSecret(cmd, fromStdin, "Password", false)
 			if err != nil {
 				return refused(err)
+			}
+			if link != "" {
+				return loginByLink(cmd, f, p, c, email, password, code, link)
 			}
 			if err := library.Login(cmd.Context(), p, c, email, password, code); err != nil {
 				return serverError(err)
@@ -256,9 +270,31 @@ func newClientLoginCmd(f *clientFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&email, "email", "", "the account's email")
-	cmd.Flags().StringVar(&code, "code", "", "the second factor's current code, for an account that has one")
+	cmd.Flags().StringArrayVar(&codes, "code", nil, "the second factor's current code, for an account that has one; or a link code from sealbox client link (give --code twice for both)")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
 	return cmd
+}
+
+// loginByLink signs in and receives the keys from the device that issued
+// the link code.
+func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *client.Client, email, password, code, link string) error {
+	out := cmd.OutOrStdout()
+	show := func(sas string) {
+		if f.json {
+			emit(out, map[string]string{"compare": sas})
+			return
+		}
+		fmt.Fprintf(out, "Comparison string: %s\nType it on the device that showed the link code; this device waits for the keys...\n", spaced(sas))
+	}
+	if err := library.LoginByLink(cmd.Context(), p, c, email, password, code, link, show); err != nil {
+		return serverError(err)
+	}
+	if f.json {
+		emit(out, map[string]any{"email": email, "server": c.BaseURL(), "linked": true})
+		return nil
+	}
+	fmt.Fprintf(out, "Signed in as %s on %s; the keys came from your other device.\n", email, c.BaseURL())
+	return nil
 }
 
 func newClientLogoutCmd(f *clientFlags) *cobra.Command {

@@ -65,6 +65,26 @@ var ErrCodeNeeded = errors.New("this account asks for a second-factor code: give
 // factor's code when the account has one), opens the escrow with the
 // password and saves the session and the keys in p.
 func Login(ctx context.Context, p *Profile, c *client.Client, email, password, code string) error {
+	if err := signIn(ctx, p, c, email, password, code); err != nil {
+		return err
+	}
+	escrow, err := c.Escrow(ctx)
+	if client.CodeOf(err) == fault.ECodeEscrowNotFound {
+		return errors.New("this account has no escrow: it was not made by sealbox client signup, so this device cannot open its photos")
+	}
+	if err != nil {
+		return err
+	}
+	secrets, err := sealed.OpenEscrowWithPassphrase(escrow, password)
+	if err != nil {
+		return fmt.Errorf("%w (%v)", ErrKeysNotOpened, err)
+	}
+	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
+}
+
+// signIn signs in with the password (and the second factor's code) and
+// saves the session in p; the keys are not touched.
+func signIn(ctx context.Context, p *Profile, c *client.Client, email, password, code string) error {
 	deviceID := ids.UUID(rand.Reader)
 	if old, err := p.Session(); err == nil && old.DeviceID != "" {
 		deviceID = old.DeviceID
@@ -83,21 +103,7 @@ func Login(ctx context.Context, p *Profile, c *client.Client, email, password, c
 		}
 	}
 	s := &Session{Server: c.BaseURL(), Email: email, DeviceID: deviceID, Tokens: tokens}
-	if err := saveSession(ctx, p, c, s); err != nil {
-		return err
-	}
-	escrow, err := c.Escrow(ctx)
-	if client.CodeOf(err) == fault.ECodeEscrowNotFound {
-		return errors.New("this account has no escrow: it was not made by sealbox client signup, so this device cannot open its photos")
-	}
-	if err != nil {
-		return err
-	}
-	secrets, err := sealed.OpenEscrowWithPassphrase(escrow, password)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrKeysNotOpened, err)
-	}
-	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
+	return saveSession(ctx, p, c, s)
 }
 
 // saveSession fills in the account's user id and saves s, and keeps it up
