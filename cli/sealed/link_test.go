@@ -82,6 +82,10 @@ func TestLinkSAS(t *testing.T) {
 			t.Errorf("SameLinkSAS(%q, %q) != %v", typed, sas, want)
 		}
 	}
+	// The vector of FORMAT.md §13.1.
+	if got := (LinkMessage{Type: LinkTypeCommit, Commit: LinkCommitment(a)}).Marshal(); got != `{"v":1,"type":"commit","commit":"ZJmWmjSvnXcZ2YzfDP38YK62g_L5I_M2FO4DwBLr3I4"}` {
+		t.Fatalf("commit message of 01...: %s", got)
+	}
 	if !CheckLinkCommitment(LinkCommitment(a), a) || CheckLinkCommitment(LinkCommitment(a), b) {
 		t.Fatal("commitment")
 	}
