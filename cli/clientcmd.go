@@ -77,7 +77,7 @@ your password or your recovery key opens).`,
 	cmd.AddCommand(newClientSignupCmd(&f), newClientLoginCmd(&f), newClientLogoutCmd(&f), newClientStatusCmd(&f),
 		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f),
 		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f), newClientPasswdCmd(&f), newClientRecoverCmd(&f),
-		newClientLinkCmd(&f))
+		newClientLinkCmd(&f), newClientDevicesCmd(&f), newClientSignOutEverywhereCmd(&f))
 	return cmd
 }
 

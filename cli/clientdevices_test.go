@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sealbox/cli/client"
+)
+
+// devicesOf runs devices --json on a profile.
+func devicesOf(t *testing.T, rig *clientRig, profile string) []client.Session {
+	t.Helper()
+	out, errOut, code := rig.runAs(profile, "", "devices", "--json")
+	if code != 0 {
+		t.Fatalf("devices: exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Sessions []client.Session `json:"sessions"`
+		Cohorts  []client.Cohort  `json:"cohorts"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("devices --json: %v: %s", err, out)
+	}
+	return got.Sessions
+}
+
+// TestClientDevicesAndSignOutEverywhere: devices lists both devices'
+// sessions, marking the current one; devices remove ends another device's
+// session, which then says so; sign-out-everywhere ends both, proven with
+// the identity key, and both devices then say they are signed out.
+func TestClientDevicesAndSignOutEverywhere(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
+	deviceB := filepath.Join(t.TempDir(), "phone")
+	login := func() {
+		t.Helper()
+		if _, errOut, code := rig.runAs(deviceB, linkPassword+"\n", "login", rig.url, "--email", "family@example.org", "--password-stdin"); code != 0 {
+			t.Fatalf("login on device B: exit %d: %s", code, errOut)
+		}
+	}
+	login()
+
+	sessions := devicesOf(t, rig, rig.profile)
+	if len(sessions) != 2 || !sessions[0].Current || sessions[1].Current {
+		t.Fatalf("device A's list: %+v", sessions)
+	}
+	other := sessions[1].SessionID
+	if b := devicesOf(t, rig, deviceB); len(b) != 2 || !b[1].Current || b[1].SessionID != other || b[0].Current {
+		t.Fatalf("device B's list: %+v", b)
+	}
+	for _, s := range sessions {
+		if !strings.HasPrefix(s.UserAgent, "sealbox-client") || s.CreatedAt == "" || s.LastActiveAt == "" {
+			t.Fatalf("a session without its user agent or times: %+v", s)
+		}
+	}
+	// A login names its device (signup's register has no device_id).
+	var b struct {
+		DeviceID string `json:"device_id"`
+	}
+	if raw, err := os.ReadFile(filepath.Join(deviceB, "session.json")); err != nil || json.Unmarshal(raw, &b) != nil || b.DeviceID == "" || sessions[1].DeviceID != b.DeviceID {
+		t.Fatalf("device B's session lists device %q, its profile %q (%v)", sessions[1].DeviceID, b.DeviceID, err)
+	}
+	out := rig.mustRun(0, "", "devices")
+	if !strings.Contains(out, "SESSION") || !strings.Contains(out, sessions[0].SessionID) || !strings.Contains(out, other) ||
+		strings.Count(out, "this device") != 1 || !strings.Contains(out, b.DeviceID) {
+		t.Fatalf("devices as text:\n%s", out)
+	}
+
+	// Removing: a malformed id and an unknown one are refused.
+	_, errOut, code := rig.run("", "devices", "remove", "not-a-uuid")
+	if code != 2 || !strings.Contains(errOut, "the server refused: session_id must be a UUID (field session_id, HTTP 400)") {
+		t.Fatalf("devices remove of a malformed id: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = rig.run("", "devices", "remove", "00000000-0000-4000-8000-000000000000")
+	if code != 2 || !strings.Contains(errOut, "the server refused: session not found (HTTP 404)") {
+		t.Fatalf("devices remove of an unknown session: exit %d: %s", code, errOut)
+	}
+	if out := rig.mustRun(0, "", "devices", "remove", other); !strings.Contains(out, "Session "+other+" ended.") {
+		t.Fatalf("devices remove: %s", out)
+	}
+	_, errOut, code = rig.runAs(deviceB, "", "status")
+	if code != 2 || !strings.Contains(errOut, "the session has ended; sign in again") || !strings.Contains(errOut, "run sealbox client login") {
+		t.Fatalf("status on a removed device: exit %d: %s", code, errOut)
+	}
+	if got := devicesOf(t, rig, rig.profile); len(got) != 1 {
+		t.Fatalf("after the removal: %+v", got)
+	}
+
+	login()
+	out = rig.mustRun(0, "", "sign-out-everywhere", "--json")
+	if strings.TrimSpace(out) != `{"revoked":2}` {
+		t.Fatalf("sign-out-everywhere: %s", out)
+	}
+	_, errOut, code = rig.run("", "status")
+	if code != 2 || !strings.Contains(errOut, "not signed in on this device") {
+		t.Fatalf("status on the device that signed out everywhere: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = rig.runAs(deviceB, "", "devices")
+	if code != 2 || !strings.Contains(errOut, "the session has ended; sign in again") {
+		t.Fatalf("devices on the other device: exit %d: %s", code, errOut)
+	}
+	// Signing in again works as before.
+	login()
+	if got := devicesOf(t, rig, deviceB); len(got) != 1 || !got[0].Current {
+		t.Fatalf("after signing in again: %+v", got)
+	}
+}
