@@ -289,6 +289,15 @@ func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *clie
 	if err := library.LoginByLink(cmd.Context(), p, c, email, password, code, link, show); err != nil {
 		return serverError(err)
 	}
+	// The new device lists itself in the account's directory, signed with
+	// the identity key it now holds.
+	a, err := openAccount(f)
+	if err != nil {
+		return err
+	}
+	if err := a.publishDevices(cmd.Context(), a.withDevice); err != nil {
+		return refused(fmt.Errorf("signed in, and this device holds the keys, but it could not list itself in the account's device directory: %w", err))
+	}
 	if f.json {
 		emit(out, map[string]any{"email": email, "server": c.BaseURL(), "linked": true})
 		return nil

@@ -2,12 +2,17 @@ package cli
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"sealbox/cli/library"
+	"sealbox/cli/sealed"
 )
 
 func newClientDevicesCmd(f *clientFlags) *cobra.Command {
@@ -28,8 +33,18 @@ with sealbox client devices remove ID, or all with sealbox client sign-out-every
 			if err != nil {
 				return serverError(err)
 			}
+			dir, err := a.readDirectory(cmd.Context())
+			if err != nil && !errors.Is(err, errNoDirectory) {
+				return serverError(err)
+			}
+			keys := make([]directoryDeviceView, len(dir.Devices))
+			for i, d := range dir.Devices {
+				sum := sha256.Sum256(d.PublicKey)
+				keys[i] = directoryDeviceView{DeviceID: d.DeviceID, KeyFingerprint: hex.EncodeToString(sum[:8]), Current: d.DeviceID == a.session.DeviceID}
+			}
 			if f.json {
-				emit(cmd.OutOrStdout(), map[string]any{"sessions": sessions, "cohorts": cohorts})
+				emit(cmd.OutOrStdout(), map[string]any{"sessions": sessions, "cohorts": cohorts,
+					"directory": map[string]any{"version": dir.Version, "devices": keys}})
 				return nil
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -46,6 +61,19 @@ with sealbox client devices remove ID, or all with sealbox client sign-out-every
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID, cmp.Or(s.DeviceID, "-"), cmp.Or(cohort, "-"),
 					cmp.Or(s.UserAgent, "-"), s.CreatedAt, s.LastActiveAt, mark)
 			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nDevices holding the keys (directory version %d, proven in the transparency log):\n", dir.Version)
+			w = tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "DEVICE\tKEY\t")
+			for _, k := range keys {
+				mark := ""
+				if k.Current {
+					mark = "this device"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\n", k.DeviceID, k.KeyFingerprint, mark)
+			}
 			return w.Flush()
 		},
 	}
@@ -53,27 +81,65 @@ with sealbox client devices remove ID, or all with sealbox client sign-out-every
 	return cmd
 }
 
+// directoryDeviceView is a device of the directory as devices shows it:
+// its key by the first 8 bytes of its SHA-256, in hex.
+type directoryDeviceView struct {
+	DeviceID       string `json:"device_id"`
+	KeyFingerprint string `json:"key_fingerprint"`
+	Current        bool   `json:"current"`
+}
+
 func newClientDevicesRemoveCmd(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "remove SESSION-ID",
-		Short: "End one session of the account (its device must sign in again)",
+		Use:   "remove SESSION-ID|DEVICE-ID",
+		Short: "End one session of the account, or remove a device: its sessions end and a directory without it is published",
 		Args:  clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := openAccount(f)
 			if err != nil {
 				return err
 			}
-			// Whether it is this device's own session, asked before it ends.
+			// ID names a session, or a device of the directory (and its
+			// sessions); what it names is found before anything ends.
+			id := args[0]
 			sessions, _, err := library.Sessions(cmd.Context(), a.client)
 			if err != nil {
 				return serverError(err)
 			}
+			dir, err := a.readDirectory(cmd.Context())
+			if err != nil && !errors.Is(err, errNoDirectory) {
+				return serverError(err)
+			}
+			device := ""
+			for _, d := range dir.Devices {
+				if d.DeviceID == id {
+					device = id
+				}
+			}
+			var ending []string
 			own := false
 			for _, s := range sessions {
-				own = own || s.Current && s.SessionID == args[0]
+				if s.SessionID == id || device != "" && s.DeviceID == device {
+					ending = append(ending, s.SessionID)
+					own = own || s.Current
+					if device == "" && s.DeviceID != "" && slices.ContainsFunc(dir.Devices, func(d sealed.DirectoryDevice) bool { return d.DeviceID == s.DeviceID }) {
+						device = s.DeviceID
+					}
+				}
 			}
-			if err := a.client.RevokeSession(cmd.Context(), args[0]); err != nil {
-				return serverError(err)
+			if device == "" && len(ending) == 0 {
+				// Nothing of the account's: the server says what it is.
+				ending = []string{id}
+			}
+			if device != "" {
+				if err := a.publishDevices(cmd.Context(), func(ds []sealed.DirectoryDevice) []sealed.DirectoryDevice { return withoutDevice(ds, device) }); err != nil {
+					return serverError(err)
+				}
+			}
+			for _, s := range ending {
+				if err := a.client.RevokeSession(cmd.Context(), s); err != nil {
+					return serverError(err)
+				}
 			}
 			if own {
 				if err := a.profile.Forget(); err != nil {
@@ -81,10 +147,13 @@ func newClientDevicesRemoveCmd(f *clientFlags) *cobra.Command {
 				}
 			}
 			if f.json {
-				emit(cmd.OutOrStdout(), map[string]any{"removed": args[0], "this_device": own})
+				emit(cmd.OutOrStdout(), map[string]any{"sessions_ended": len(ending), "device_removed": device, "this_device": own})
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Session %s ended.\n", args[0])
+			if device != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Device %s removed from the account's directory.\n", device)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s ended.\n", count(len(ending), "session"))
 			if own {
 				fmt.Fprintln(cmd.OutOrStdout(), "It was this device's: sign in again with sealbox client login.")
 			}

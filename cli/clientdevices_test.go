@@ -34,6 +34,7 @@ func devicesOf(t *testing.T, rig *clientRig, profile string) []client.Session {
 func TestClientDevicesAndSignOutEverywhere(t *testing.T) {
 	rig := newClientRig(t)
 	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
+	rig.ts.SignCheckpoint(t)
 	deviceB := filepath.Join(t.TempDir(), "phone")
 	login := func() {
 		t.Helper()
@@ -43,13 +44,23 @@ func TestClientDevicesAndSignOutEverywhere(t *testing.T) {
 	}
 	login()
 
-	sessions := devicesOf(t, rig, rig.profile)
-	if len(sessions) != 2 || !sessions[0].Current || sessions[1].Current {
-		t.Fatalf("device A's list: %+v", sessions)
+	// Both signed in at the same instant of the server's clock: the list's
+	// order is then the session ids', so each is found by its mark.
+	split := func(list []client.Session) (current, other client.Session) {
+		t.Helper()
+		if len(list) != 2 || list[0].Current == list[1].Current {
+			t.Fatalf("a list of two sessions, one current: %+v", list)
+		}
+		if list[0].Current {
+			return list[0], list[1]
+		}
+		return list[1], list[0]
 	}
-	other := sessions[1].SessionID
-	if b := devicesOf(t, rig, deviceB); len(b) != 2 || !b[1].Current || b[1].SessionID != other || b[0].Current {
-		t.Fatalf("device B's list: %+v", b)
+	sessions := devicesOf(t, rig, rig.profile)
+	mine, theirs := split(sessions)
+	other := theirs.SessionID
+	if current, _ := split(devicesOf(t, rig, deviceB)); current.SessionID != other {
+		t.Fatalf("device B's current session is %s, not %s", current.SessionID, other)
 	}
 	for _, s := range sessions {
 		if !strings.HasPrefix(s.UserAgent, "sealbox-client") || s.CreatedAt == "" || s.LastActiveAt == "" {
@@ -60,12 +71,13 @@ func TestClientDevicesAndSignOutEverywhere(t *testing.T) {
 	var b struct {
 		DeviceID string `json:"device_id"`
 	}
-	if raw, err := os.ReadFile(filepath.Join(deviceB, "session.json")); err != nil || json.Unmarshal(raw, &b) != nil || b.DeviceID == "" || sessions[1].DeviceID != b.DeviceID {
-		t.Fatalf("device B's session lists device %q, its profile %q (%v)", sessions[1].DeviceID, b.DeviceID, err)
+	if raw, err := os.ReadFile(filepath.Join(deviceB, "session.json")); err != nil || json.Unmarshal(raw, &b) != nil || b.DeviceID == "" || theirs.DeviceID != b.DeviceID {
+		t.Fatalf("device B's session lists device %q, its profile %q (%v)", theirs.DeviceID, b.DeviceID, err)
 	}
 	out := rig.mustRun(0, "", "devices")
-	if !strings.Contains(out, "SESSION") || !strings.Contains(out, sessions[0].SessionID) || !strings.Contains(out, other) ||
-		strings.Count(out, "this device") != 1 || !strings.Contains(out, b.DeviceID) {
+	if !strings.Contains(out, "SESSION") || !strings.Contains(out, mine.SessionID) || !strings.Contains(out, other) ||
+		strings.Count(out, "this device") != 2 || !strings.Contains(out, b.DeviceID) ||
+		!strings.Contains(out, "Devices holding the keys (directory version 1, proven in the transparency log):") {
 		t.Fatalf("devices as text:\n%s", out)
 	}
 
@@ -78,7 +90,7 @@ func TestClientDevicesAndSignOutEverywhere(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "the server refused: session not found (HTTP 404)") {
 		t.Fatalf("devices remove of an unknown session: exit %d: %s", code, errOut)
 	}
-	if out := rig.mustRun(0, "", "devices", "remove", other); !strings.Contains(out, "Session "+other+" ended.") {
+	if out := rig.mustRun(0, "", "devices", "remove", other); strings.TrimSpace(out) != "1 session ended." {
 		t.Fatalf("devices remove: %s", out)
 	}
 	_, errOut, code = rig.runAs(deviceB, "", "status")

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/cli/library"
 	"sealbox/cli/media/mediatest"
 	"sealbox/cli/sealed"
 )
@@ -155,6 +156,7 @@ func TestClientLinkSecondDevice(t *testing.T) {
 	}
 	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
 	rig.mustRun(0, "", "sync", folder)
+	rig.ts.SignCheckpoint(t) // the new device proves the directory in the log before it adds itself
 
 	deviceB := filepath.Join(t.TempDir(), "phone")
 	a, b, sasA, sasB, spent := linkStart(t, rig, deviceB, rig.url, false)
@@ -170,10 +172,9 @@ func TestClientLinkSecondDevice(t *testing.T) {
 		t.Fatalf("login's last line: %v", m)
 	}
 	b.wait(0)
-	keysA, _ := os.ReadFile(filepath.Join(rig.profile, "keys.json"))
-	keysB, err := os.ReadFile(filepath.Join(deviceB, "keys.json"))
-	if err != nil || !bytes.Equal(keysA, keysB) {
-		t.Fatalf("device B's keys: %v", err)
+	keysA, keysB := readKeys(t, rig.profile), readKeys(t, deviceB)
+	if keysA.Master != keysB.Master || keysA.Identity != keysB.Identity || keysA.Device == keysB.Device || keysB.Device == [32]byte{} {
+		t.Fatal("device B does not hold the account's keys, or holds device A's own key")
 	}
 	dest := filepath.Join(t.TempDir(), "export")
 	if _, errOut, code := rig.runAs(deviceB, "", "export", dest); code != 0 {
@@ -241,6 +242,17 @@ func TestClientLinkSecondDevice(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(deviceC, "keys.json")); !os.IsNotExist(err) {
 		t.Fatalf("an expired link left keys: %v", err)
 	}
+}
+
+// readKeys reads a profile's keys file.
+func readKeys(t *testing.T, profile string) library.Keys {
+	t.Helper()
+	var k library.Keys
+	raw, err := os.ReadFile(filepath.Join(profile, "keys.json"))
+	if err != nil || json.Unmarshal(raw, &k) != nil {
+		t.Fatalf("the keys of %s: %v", profile, err)
+	}
+	return k
 }
 
 // runAs is run with another profile: another device.

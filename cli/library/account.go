@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"sealbox/cli/client"
 	"sealbox/cli/sealed"
 	"sealbox/kv/fault"
@@ -24,7 +22,8 @@ var EscrowArgon2 = sealed.DefaultArgon2
 // password and under a recovery key, which is returned to be shown once
 // and never stored. The server is sent the login secret (cli/sealed/FORMAT.md
 // §5.3), never the password, and the identity key is pinned by a first
-// directory publish. The session and the keys are saved in p.
+// directory publish (FORMAT.md §14), which lists this device and its key.
+// The session and the keys are saved in p.
 func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, invite string) (sealed.RecoveryKey, error) {
 	tokens, err := c.Register(ctx, email, sealed.LoginSecret(email, password), invite)
 	if err != nil {
@@ -34,7 +33,11 @@ func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, 
 	if err := saveSession(ctx, p, c, s); err != nil {
 		return sealed.RecoveryKey{}, err
 	}
-	keys := &Keys{Master: sealed.NewMasterKey(), Identity: sealed.NewIdentitySeed()}
+	device, err := sealed.NewDeviceKey()
+	if err != nil {
+		return sealed.RecoveryKey{}, err
+	}
+	keys := &Keys{Master: sealed.NewMasterKey(), Identity: sealed.NewIdentitySeed(), Device: [32]byte(device.Bytes())}
 	recovery := sealed.NewRecoveryKey()
 	escrow, err := sealed.NewEscrow(sealed.AccountSecrets{Master: keys.Master, Identity: keys.Identity}, password, recovery, EscrowArgon2)
 	if err != nil {
@@ -43,7 +46,8 @@ func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, 
 	if err := c.PutEscrow(ctx, escrow); err != nil {
 		return sealed.RecoveryKey{}, fmt.Errorf("store the account's escrow: %w", err)
 	}
-	directory, err := cbor.Marshal(map[string]any{"directory_version": 1})
+	directory, err := sealed.SignDirectory(sealed.Directory{Version: 1, UserID: s.UserID,
+		Devices: []sealed.DirectoryDevice{{DeviceID: s.DeviceID, PublicKey: device.PublicKey()}}}, keys.Identity.Identity())
 	if err != nil {
 		return sealed.RecoveryKey{}, err
 	}

@@ -248,7 +248,7 @@ func LoginByLink(ctx context.Context, p *Profile, c *client.Client, email, passw
 		peer.abort(ctx, sealed.AbortFailed)
 		return ErrLinkUndecryptable
 	}
-	if err := p.SaveKeys(&Keys{Master: mk, Identity: identity}); err != nil {
+	if err := p.SaveKeys(&Keys{Master: mk, Identity: identity, Device: [32]byte(device.Bytes())}); err != nil {
 		return err
 	}
 	// The old device waits for this to close the channel; should it not
