@@ -1,10 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"sealbox/cli/client"
@@ -118,5 +126,68 @@ func TestClientDevicesAndSignOutEverywhere(t *testing.T) {
 	login()
 	if got := devicesOf(t, rig, deviceB); len(got) != 1 || !got[0].Current {
 		t.Fatalf("after signing in again: %+v", got)
+	}
+}
+
+// TestClientDirectoryInTheLog: a device uses the directory only once its
+// record is proven in the transparency log: a directory served with
+// another record's index (so, without its own entry) is refused with the
+// reason, and so is a log that went backwards from the checkpoint the
+// device kept.
+func TestClientDirectoryInTheLog(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
+	rig.ts.SignCheckpoint(t)
+	first := get(t, rig.url+"/v1/transparency/checkpoint")
+
+	var mode atomic.Value
+	mode.Store("")
+	target, _ := url.Parse(rig.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		switch m := mode.Load().(string); {
+		case m == "index" && strings.HasPrefix(resp.Request.URL.Path, "/v1/auth/devices/directory/"):
+			resp.Header.Set("X-Transparency-Index", "1")
+		case m == "old-checkpoint" && resp.Request.URL.Path == "/v1/transparency/checkpoint":
+			resp.Body = io.NopCloser(bytes.NewReader(first))
+			resp.ContentLength = int64(len(first))
+			resp.Header.Set("Content-Length", strconv.Itoa(len(first)))
+		}
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+
+	laptop := filepath.Join(t.TempDir(), "laptop")
+	if _, errOut, code := rig.runAs(laptop, linkPassword+"\n", "login", front.URL, "--email", "family@example.org", "--password-stdin"); code != 0 {
+		t.Fatalf("login through the proxy: exit %d: %s", code, errOut)
+	}
+	if out, errOut, code := rig.runAs(laptop, "", "devices"); code != 0 || !strings.Contains(out, "directory version 1, proven in the transparency log") {
+		t.Fatalf("devices: exit %d: %s%s", code, out, errOut)
+	}
+	// Another account's publish is the log's record 1.
+	other := filepath.Join(t.TempDir(), "neighbour")
+	if _, errOut, code := rig.runAs(other, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "neighbour@example.org", "--password-stdin"); code != 0 {
+		t.Fatalf("signup of another account: exit %d: %s", code, errOut)
+	}
+	rig.ts.SignCheckpoint(t)
+	if _, errOut, code := rig.runAs(laptop, "", "devices"); code != 0 {
+		t.Fatalf("devices after the log grew: exit %d: %s", code, errOut)
+	}
+
+	mode.Store("index")
+	_, errOut, code := rig.runAs(laptop, "", "devices")
+	if code != 2 || !strings.Contains(errOut, "the directory is refused: INCONSISTENT: the log's record at index 1 is not \"sealbox-directory/v1 ") ||
+		!strings.Contains(errOut, "what the server showed is not in its log") {
+		t.Fatalf("a directory without its log entry: exit %d: %s", code, errOut)
+	}
+	mode.Store("old-checkpoint")
+	_, errOut, code = rig.runAs(laptop, "", "devices")
+	if code != 2 || !strings.Contains(errOut, "the directory is refused: INCONSISTENT: the log went backwards: the server shows 1 records, but this machine saw a checkpoint of 2") {
+		t.Fatalf("a log that went backwards: exit %d: %s", code, errOut)
+	}
+	mode.Store("")
+	if _, errOut, code := rig.runAs(laptop, "", "devices"); code != 0 {
+		t.Fatalf("devices once the server shows the log again: exit %d: %s", code, errOut)
 	}
 }
