@@ -77,7 +77,7 @@ your password or your recovery key opens).`,
 	cmd.AddCommand(newClientSignupCmd(&f), newClientLoginCmd(&f), newClientLogoutCmd(&f), newClientStatusCmd(&f),
 		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f),
 		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f), newClientPasswdCmd(&f), newClientRecoverCmd(&f),
-		newClientLinkCmd(&f), newClientDevicesCmd(&f), newClientSignOutEverywhereCmd(&f))
+		newClientLinkCmd(&f), newClientDevicesCmd(&f), newClientSignOutEverywhereCmd(&f), newClientEscrowCmd(&f))
 	return cmd
 }
 
@@ -182,7 +182,7 @@ func emit(w io.Writer, v any) {
 
 func newClientSignupCmd(f *clientFlags) *cobra.Command {
 	var email, invite string
-	var fromStdin bool
+	var fromStdin, noPasswordEscrow bool
 	cmd := &cobra.Command{
 		Use:   "signup URL|INVITATION-LINK",
 		Short: "Create an account on the server at URL, with its keys, and sign in on this device",
@@ -209,7 +209,7 @@ password, and nobody, the server's operator included, can recover them without i
 			if len(password) < 8 {
 				return refused(errors.New("the password must be at least 8 characters"))
 			}
-			recovery, err := library.Signup(cmd.Context(), p, c, email, password, invite)
+			recovery, err := library.Signup(cmd.Context(), p, c, email, password, invite, noPasswordEscrow)
 			if err != nil {
 				return serverError(err)
 			}
@@ -224,6 +224,7 @@ password, and nobody, the server's operator included, can recover them without i
 		},
 	}
 	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	cmd.Flags().BoolVar(&noPasswordEscrow, "no-password-escrow", false, "keep the keys' escrow under the recovery key only: nobody holding the server's data can try passwords against it, and a new device gets the keys from a linked device (sealbox client link) or the recovery key")
 	cmd.Flags().StringVar(&invite, "invite", "", "the invitation's code, on a server that registers by invitation (an invitation link URL/#invite=CODE carries it too)")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
 	return cmd
@@ -259,6 +260,11 @@ device that the two are the same. With --json the string is printed as {"compare
 				return loginByLink(cmd, f, p, c, email, password, code, link)
 			}
 			if err := library.Login(cmd.Context(), p, c, email, password, code); err != nil {
+				if errors.Is(err, library.ErrNoPasswordEscrow) {
+					// A session without keys is of no use here.
+					_ = c.Logout(cmd.Context())
+					_ = p.Forget()
+				}
 				return serverError(err)
 			}
 			if f.json {
@@ -908,4 +914,54 @@ func (b *syncBar) finish() {
 	if b.bar != nil {
 		b.bar.Finish()
 	}
+}
+
+func newClientEscrowCmd(f *clientFlags) *cobra.Command {
+	var fromStdin, off, on bool
+	cmd := &cobra.Command{
+		Use:   "escrow [--no-password-escrow | --password-escrow]",
+		Short: "Show or switch how the server keeps the keys' escrow: under the password and the recovery key, or the recovery key only",
+		Long: `By default the server keeps your keys' escrow sealed under your password and under your
+recovery key, so a new device opens the keys with the password. --no-password-escrow keeps it
+under the recovery key only: whoever holds the server's data then has no password to try
+offline, and a new device gets the keys from a linked device (sealbox client link) or the
+recovery key. --password-escrow seals it under the password again. Switching asks for the
+password (with --password-stdin: the first line of standard input).`,
+		Args: clientArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if off && on {
+				return refused(errors.New("give --no-password-escrow or --password-escrow, not both"))
+			}
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			if off || on {
+				password, err := readSecret(cmd, fromStdin, "Password", false)
+				if err != nil {
+					return refused(err)
+				}
+				if err := library.SetPasswordEscrow(cmd.Context(), a.client, a.session, a.keys, password, on); err != nil {
+					return serverError(err)
+				}
+			}
+			escrow, err := a.client.Escrow(cmd.Context())
+			if err != nil {
+				return serverError(err)
+			}
+			withPassword := sealed.HasPassphraseSlot(escrow)
+			if f.json {
+				emit(cmd.OutOrStdout(), map[string]bool{"password_escrow": withPassword})
+			} else if withPassword {
+				fmt.Fprintln(cmd.OutOrStdout(), "The escrow is sealed under your password and your recovery key: a new device opens the keys with the password.")
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "The escrow is sealed under your recovery key only: a new device gets the keys from a linked device (sealbox client link) or the recovery key.")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&off, "no-password-escrow", false, "keep the escrow under the recovery key only")
+	cmd.Flags().BoolVar(&on, "password-escrow", false, "seal the escrow under the password again")
+	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
+	return cmd
 }
