@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/torchwood"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -182,6 +183,7 @@ func emit(w io.Writer, v any) {
 
 func newClientSignupCmd(f *clientFlags) *cobra.Command {
 	var email, invite string
+	var witnesses []string
 	var fromStdin, noPasswordEscrow bool
 	cmd := &cobra.Command{
 		Use:   "signup URL|INVITATION-LINK",
@@ -200,6 +202,9 @@ password, and nobody, the server's operator included, can recover them without i
 			}
 			p, c, err := startSignIn(f, email, server)
 			if err != nil {
+				return err
+			}
+			if err := keepWitnesses(p, witnesses); err != nil {
 				return err
 			}
 			password, err := readSecret(cmd, fromStdin, "Password", true)
@@ -224,6 +229,7 @@ password, and nobody, the server's operator included, can recover them without i
 		},
 	}
 	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	addWitnessFlag(cmd, &witnesses)
 	cmd.Flags().BoolVar(&noPasswordEscrow, "no-password-escrow", false, "keep the keys' escrow under the recovery key only: nobody holding the server's data can try passwords against it, and a new device gets the keys from a linked device (sealbox client link) or the recovery key")
 	cmd.Flags().StringVar(&invite, "invite", "", "the invitation's code, on a server that registers by invitation (an invitation link URL/#invite=CODE carries it too)")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
@@ -232,7 +238,7 @@ password, and nobody, the server's operator included, can recover them without i
 
 func newClientLoginCmd(f *clientFlags) *cobra.Command {
 	var email string
-	var codes []string
+	var codes, witnesses []string
 	var fromStdin bool
 	cmd := &cobra.Command{
 		Use:   "login URL",
@@ -250,6 +256,9 @@ device that the two are the same. With --json the string is printed as {"compare
 			}
 			p, c, err := startSignIn(f, email, args[0])
 			if err != nil {
+				return err
+			}
+			if err := keepWitnesses(p, witnesses); err != nil {
 				return err
 			}
 			password, err := readSecret(cmd, fromStdin, "Password", false)
@@ -276,9 +285,35 @@ device that the two are the same. With --json the string is printed as {"compare
 		},
 	}
 	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	addWitnessFlag(cmd, &witnesses)
 	cmd.Flags().StringArrayVar(&codes, "code", nil, "the second factor's current code, for an account that has one; or a link code from sealbox client link (give --code twice for both)")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
 	return cmd
+}
+
+// addWitnessFlag adds --witness, the witnesses this device requires on the
+// transparency log's checkpoints.
+func addWitnessFlag(cmd *cobra.Command, witnesses *[]string) {
+	cmd.Flags().StringArrayVar(witnesses, "witness", nil, "the cosignature verifier key of a witness of the server's transparency log you trust (repeatable): the device then uses the account's directory only in a checkpoint every one of them cosigned")
+}
+
+// keepWitnesses checks the witnesses' keys and keeps them in the profile,
+// when any are given (the ones kept before stay otherwise).
+func keepWitnesses(p *library.Profile, witnesses []string) error {
+	if len(witnesses) == 0 {
+		return nil
+	}
+	for _, w := range witnesses {
+		if _, err := torchwood.NewCosignatureVerifier(w); err != nil {
+			return refused(fmt.Errorf("--witness %q is not a cosignature verifier key: %v", w, err))
+		}
+	}
+	trust, err := p.LogTrust()
+	if err != nil {
+		return refused(err)
+	}
+	trust.Witnesses = witnesses
+	return p.SaveLogTrust(trust)
 }
 
 // loginByLink signs in and receives the keys from the device that issued

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"sealbox/cli/client"
+	"sealbox/server/witness/witnesstest"
 )
 
 // devicesOf runs devices --json on a profile.
@@ -189,5 +190,22 @@ func TestClientDirectoryInTheLog(t *testing.T) {
 	mode.Store("")
 	if _, errOut, code := rig.runAs(laptop, "", "devices"); code != 0 {
 		t.Fatalf("devices once the server shows the log again: exit %d: %s", code, errOut)
+	}
+
+	// A device given a witness requires its cosignature, which this
+	// server's checkpoints do not carry.
+	logKey := strings.TrimSpace(string(get(t, rig.url+"/v1/transparency/key")))
+	w := witnesstest.Start(t, "witness.example/client", logKey)
+	watcher := filepath.Join(t.TempDir(), "watcher")
+	_, errOut, code = rig.runAs(watcher, linkPassword+"\n", "login", rig.url, "--email", "family@example.org", "--password-stdin", "--witness", "nope")
+	if code != 2 || !strings.Contains(errOut, `--witness "nope" is not a cosignature verifier key`) {
+		t.Fatalf("login with a malformed witness key: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := rig.runAs(watcher, linkPassword+"\n", "login", rig.url, "--email", "family@example.org", "--password-stdin", "--witness", w.VerifierKey); code != 0 {
+		t.Fatalf("login with a witness: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = rig.runAs(watcher, "", "devices")
+	if code != 2 || !strings.Contains(errOut, "the directory is refused: INCONSISTENT: the checkpoint of 2 records is cosigned by 0 of the witnesses you trust, not the 1 you require") {
+		t.Fatalf("devices without the witness's cosignature: exit %d: %s", code, errOut)
 	}
 }

@@ -186,9 +186,49 @@ func TestClientLinkSecondDevice(t *testing.T) {
 		}
 	}
 
-	// The code is spent; one never issued is refused alike.
-	offerOut := rig.start(rig.profile, "link", "--json")
+	// Device B is in the directory beside A; removing it publishes a
+	// directory without it and ends its session.
+	rig.ts.SignCheckpoint(t)
+	var sessB struct {
+		DeviceID string `json:"device_id"`
+	}
+	if raw, err := os.ReadFile(filepath.Join(deviceB, "session.json")); err != nil || json.Unmarshal(raw, &sessB) != nil {
+		t.Fatalf("device B's session: %v", err)
+	}
+	var listed struct {
+		Directory struct {
+			Version uint64 `json:"version"`
+			Devices []struct {
+				DeviceID string `json:"device_id"`
+				Current  bool   `json:"current"`
+			} `json:"devices"`
+		} `json:"directory"`
+	}
+	if err := json.Unmarshal([]byte(rig.mustRun(0, "", "devices", "--json")), &listed); err != nil || listed.Directory.Version != 2 ||
+		len(listed.Directory.Devices) != 2 || !listed.Directory.Devices[0].Current || listed.Directory.Devices[1].DeviceID != sessB.DeviceID {
+		t.Fatalf("the directory after the link: %+v (%v)", listed.Directory, err)
+	}
+	if out := rig.mustRun(0, "", "devices", "remove", sessB.DeviceID); out != "Device "+sessB.DeviceID+" removed from the account's directory.\n1 session ended.\n" {
+		t.Fatalf("devices remove of device B: %q", out)
+	}
+	if _, errOut, code := rig.runAs(deviceB, "", "status"); code != 2 || !strings.Contains(errOut, "the session has ended; sign in again") {
+		t.Fatalf("device B after its removal: exit %d: %s", code, errOut)
+	}
+	rig.ts.SignCheckpoint(t)
+	if err := json.Unmarshal([]byte(rig.mustRun(0, "", "devices", "--json")), &listed); err != nil || listed.Directory.Version != 3 || len(listed.Directory.Devices) != 1 {
+		t.Fatalf("the directory after the removal: %+v (%v)", listed.Directory, err)
+	}
+
+	// Past the freshness window, link asks for the password again.
+	rig.ts.Clock.Advance(11 * time.Minute)
+	if _, errOut, code := rig.run("", "link", "--json"); code != 2 || !strings.Contains(errOut, "standard input is not a terminal: pass --password-stdin") {
+		t.Fatalf("link past the freshness window without the password: exit %d: %s", code, errOut)
+	}
+	offerOut := rig.start(rig.profile, "link", "--json", "--password-stdin")
+	offerOut.say(linkPassword)
 	offer := offerOut.json()
+
+	// The code is spent; one never issued is refused alike.
 	deviceC := filepath.Join(t.TempDir(), "tablet")
 	for _, code := range []string{spent, "000000000000"} {
 		_, errOut, exit := rig.runAs(deviceC, linkPassword+"\n", "login", rig.url, "--email", "family@example.org", "--password-stdin", "--code", code)
