@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -433,4 +434,38 @@ func TestClientLinkTamperedRelay(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(deviceB, "keys.json")); !os.IsNotExist(err) {
 		t.Fatalf("keys that did not open were kept: %v", err)
 	}
+}
+
+// TestClientLinkShowsCode: in a terminal's text, link shows the code as a
+// QR code, as text and as its 12 digits in groups, and what to run on the
+// new device.
+func TestClientLinkShowsCode(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
+	run := rig.start(rig.profile, "link")
+	var shown []string
+	for line := range run.lines {
+		shown = append(shown, line)
+		if strings.HasPrefix(line, "The code works once") {
+			break
+		}
+	}
+	text := strings.Join(shown, "\n")
+	code := regexp.MustCompile(`(?m)^Link code: (sbx_en_[A-Za-z0-9_-]{43})$`).FindStringSubmatch(text)
+	if code == nil || !regexp.MustCompile(`(?m)^Or type:   \d{4} \d{4} \d{4}$`).MatchString(text) ||
+		!strings.Contains(text, "sealbox client login "+rig.url+" --email family@example.org --code "+code[1]) {
+		t.Fatalf("link's text:\n%s", text)
+	}
+	// The QR code: rows of half blocks above the code's text.
+	qr := 0
+	for _, line := range shown {
+		if strings.ContainsAny(line, "█▀▄") {
+			qr++
+		}
+	}
+	if qr < 10 {
+		t.Fatalf("no QR code in link's text (%d rows):\n%s", qr, text)
+	}
+	run.cmd.Process.Kill()
+	run.wait(-1)
 }
