@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -282,6 +283,21 @@ func TestClientLinkSecondDevice(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(deviceC, "keys.json")); !os.IsNotExist(err) {
 		t.Fatalf("an expired link left keys: %v", err)
+	}
+
+	// Too many wrong codes from this address: the server refuses the
+	// digits, and the device says to give the full code.
+	for i := 0; i < 10; i++ {
+		resp, err := http.Post(rig.ts.URL()+"/v1/auth/devices/enroll/redeem", "application/json", strings.NewReader(`{"code":"99999999999`+strconv.Itoa(i)+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	_, errOut, exit := rig.runAs(deviceC, linkPassword+"\n", "login", rig.url, "--email", "family@example.org", "--password-stdin", "--code", "123456789012")
+	if exit != 2 || !strings.Contains(errOut, "the server refuses codes for now, after too many wrong ones (the 12 digits first): give the full code (shown beside the QR code) instead") ||
+		!strings.Contains(errOut, "HTTP 429") {
+		t.Fatalf("the digits after too many wrong codes: exit %d: %s", exit, errOut)
 	}
 }
 

@@ -26,7 +26,7 @@ var LinkPoll = 200 * time.Millisecond
 // The refusals of a link, each said so that the person knows what to do.
 var (
 	ErrLinkCodeRefused   = errors.New("the link code is unknown, expired or already used: run sealbox client link again on the signed-in device")
-	ErrLinkFallbackLimit = errors.New("the server refuses numeric codes for now, after too many wrong ones: give the full code (shown beside the QR code) instead of the 12 digits")
+	ErrLinkFallbackLimit = errors.New("the server refuses codes for now, after too many wrong ones (the 12 digits first): give the full code (shown beside the QR code) instead, or wait as long as the server says")
 	ErrLinkCodeExpired   = errors.New("the link code expired before a new device used it: run sealbox client link again")
 	ErrLinkChannelGone   = errors.New("the link channel expired or was closed before the exchange finished; no keys were sent: start again with sealbox client link")
 	ErrLinkMismatch      = errors.New("the comparison strings differ: someone may stand between the two devices; no keys were sent")
