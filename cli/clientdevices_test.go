@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"sealbox/cli/client"
+	"sealbox/cli/sealed"
 	"sealbox/server/witness/witnesstest"
 )
 
@@ -207,5 +208,78 @@ func TestClientDirectoryInTheLog(t *testing.T) {
 	_, errOut, code = rig.runAs(watcher, "", "devices")
 	if code != 2 || !strings.Contains(errOut, "the directory is refused: INCONSISTENT: the checkpoint of 2 records is cosigned by 0 of the witnesses you trust, not the 1 you require") {
 		t.Fatalf("devices without the witness's cosignature: exit %d: %s", code, errOut)
+	}
+}
+
+// TestClientDirectoryVersionConflict: another device publishes between a
+// device's read of the directory and its publish; the publish is refused
+// 409, and the device reads the stored directory again, proves it in the
+// log and signs its change above it, keeping the other device's entry.
+func TestClientDirectoryVersionConflict(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
+	rig.ts.SignCheckpoint(t)
+	keys := readKeys(t, rig.profile)
+	var sess struct {
+		UserID   string `json:"user_id"`
+		DeviceID string `json:"device_id"`
+	}
+	if raw, err := os.ReadFile(filepath.Join(rig.profile, "session.json")); err != nil || json.Unmarshal(raw, &sess) != nil {
+		t.Fatalf("the session: %v", err)
+	}
+	deviceKey, err := sealed.ParseDeviceKey(keys.Device[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const other = "6f1c2a3b-0000-4000-8000-00000000000f"
+	between, err := sealed.SignDirectory(sealed.Directory{Version: 2, UserID: sess.UserID, Devices: []sealed.DirectoryDevice{
+		{DeviceID: sess.DeviceID, PublicKey: deviceKey.PublicKey()}, {DeviceID: other, PublicKey: bytes.Repeat([]byte{7}, 32)}}}, keys.Identity.Identity())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	target, _ := url.Parse(rig.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var injected atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/auth/devices/directory" && injected.CompareAndSwap(false, true) {
+			req, _ := http.NewRequest(http.MethodPost, rig.ts.URL()+"/v1/auth/devices/directory", bytes.NewReader(between))
+			req.Header.Set("Authorization", r.Header.Get("Authorization"))
+			req.Header.Set("Content-Type", "application/cbor")
+			req.Header.Set("X-Service-Identity-Key", r.Header.Get("X-Service-Identity-Key"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != 200 {
+				t.Errorf("the publish in between: %v %v", err, resp)
+			}
+			resp.Body.Close()
+			rig.ts.SignCheckpoint(t)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	phone := filepath.Join(t.TempDir(), "phone")
+	a, b, sasA, sasB, _ := linkStart(t, rig, phone, front.URL, false)
+	if sasA != sasB {
+		t.Fatalf("the devices show %s and %s", sasA, sasB)
+	}
+	a.say(sasB)
+	a.wait(0)
+	b.wait(0)
+	if !injected.Load() {
+		t.Fatal("the linked device published no directory")
+	}
+	rig.ts.SignCheckpoint(t)
+	var listed struct {
+		Directory struct {
+			Version uint64 `json:"version"`
+			Devices []struct {
+				DeviceID string `json:"device_id"`
+			} `json:"devices"`
+		} `json:"directory"`
+	}
+	if err := json.Unmarshal([]byte(rig.mustRun(0, "", "devices", "--json")), &listed); err != nil || listed.Directory.Version != 3 ||
+		len(listed.Directory.Devices) != 3 || listed.Directory.Devices[1].DeviceID != other {
+		t.Fatalf("the directory after the conflict: %+v (%v)", listed.Directory, err)
 	}
 }
