@@ -226,15 +226,23 @@ func (a *Audit) Watch(ctx context.Context, every time.Duration, errOut io.Writer
 	}
 }
 
-// Run audits the log once.
-func (a *Audit) Run(ctx context.Context) error {
-	logVerifier, _ := note.NewVerifier(a.LogKey)
+// checkServedKey checks that the server still names the log key trusted.
+func (a *Audit) checkServedKey(ctx context.Context) error {
 	served, err := a.fetch("/v1/transparency/key", func() ([]byte, error) { return a.api.TransparencyKey(ctx) })
 	if err != nil {
 		return err
 	}
 	if strings.TrimSpace(string(served)) != a.LogKey {
 		return inconsistent("the server now names another log key than the one you trust (%s): it serves %q", a.LogKey, strings.TrimSpace(string(served)))
+	}
+	return nil
+}
+
+// Run audits the log once.
+func (a *Audit) Run(ctx context.Context) error {
+	logVerifier, _ := note.NewVerifier(a.LogKey)
+	if err := a.checkServedKey(ctx); err != nil {
+		return err
 	}
 	raw, tree, err := a.signedCheckpoint(ctx, logVerifier)
 	if err != nil {
@@ -259,6 +267,47 @@ func (a *Audit) Run(ctx context.Context) error {
 		}
 	}
 	return a.reportUnsigned(ctx, tree.N, size)
+}
+
+// ProveRecord proves that record is the log's record at index, as a client
+// does before it uses a directory (server/PROTOCOL.md §16): the checkpoint
+// is verified as Run verifies one (the log key, the witnesses' quorum) and
+// proven to extend the last one kept, which it then replaces; with Wait, a
+// record beyond the served checkpoint is waited for. A record that is not
+// the log's at index, a log that went backwards or shows another history
+// are inconsistencies (exit status 1 in an *exitError).
+func (a *Audit) ProveRecord(ctx context.Context, index int64, record []byte) error {
+	logVerifier, err := note.NewVerifier(a.LogKey)
+	if err != nil {
+		return unusable("the log key kept, %q: %v", a.LogKey, err)
+	}
+	if err := a.checkServedKey(ctx); err != nil {
+		return err
+	}
+	raw, tree, err := a.signedCheckpoint(ctx, logVerifier)
+	if err != nil {
+		return err
+	}
+	if index >= tree.N && a.Wait > 0 {
+		if raw, tree, err = a.waitSigned(ctx, logVerifier, index+1, tree.N); err != nil {
+			return err
+		}
+	}
+	if index >= tree.N {
+		return unusable("the record at index %d is not yet in a signed checkpoint (of %s): %s", index, count(tree.N, "record"), unsignedAdvice)
+	}
+	tiles := tlog.TileHashReader(tree, &httpTiles{ctx: ctx, a: a})
+	if err := a.checkAgainstLast(tree, raw, logVerifier, tiles); err != nil {
+		return err
+	}
+	proof, err := tlog.ProveRecord(tree.N, index, tiles)
+	if err != nil {
+		return tileError(err)
+	}
+	if err := tlog.CheckRecord(proof, tree.N, tree.Hash, index, tlog.RecordHash(record)); err != nil {
+		return inconsistent("the log's record at index %d is not %q: what the server showed is not in its log", index, strings.TrimSpace(string(record)))
+	}
+	return nil
 }
 
 // signedCheckpoint fetches the checkpoint the server serves and verifies it.

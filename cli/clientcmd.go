@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/torchwood"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -76,7 +77,8 @@ your password or your recovery key opens).`,
 	f.add(cmd)
 	cmd.AddCommand(newClientSignupCmd(&f), newClientLoginCmd(&f), newClientLogoutCmd(&f), newClientStatusCmd(&f),
 		newClientSyncCmd(&f), newClientAlbumsCmd(&f), newClientLsCmd(&f), newClientExportCmd(&f),
-		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f), newClientPasswdCmd(&f), newClientRecoverCmd(&f))
+		newClientShareCmd(&f), newClientSharesCmd(&f), newClientUnshareCmd(&f), newClientPasswdCmd(&f), newClientRecoverCmd(&f),
+		newClientLinkCmd(&f), newClientDevicesCmd(&f), newClientSignOutEverywhereCmd(&f), newClientEscrowCmd(&f))
 	return cmd
 }
 
@@ -181,7 +183,8 @@ func emit(w io.Writer, v any) {
 
 func newClientSignupCmd(f *clientFlags) *cobra.Command {
 	var email, invite string
-	var fromStdin bool
+	var witnesses []string
+	var fromStdin, noPasswordEscrow bool
 	cmd := &cobra.Command{
 		Use:   "signup URL|INVITATION-LINK",
 		Short: "Create an account on the server at URL, with its keys, and sign in on this device",
@@ -201,6 +204,9 @@ password, and nobody, the server's operator included, can recover them without i
 			if err != nil {
 				return err
 			}
+			if err := keepWitnesses(p, witnesses); err != nil {
+				return err
+			}
 			password, err := readSecret(cmd, fromStdin, "Password", true)
 			if err != nil {
 				return refused(err)
@@ -208,7 +214,7 @@ password, and nobody, the server's operator included, can recover them without i
 			if len(password) < 8 {
 				return refused(errors.New("the password must be at least 8 characters"))
 			}
-			recovery, err := library.Signup(cmd.Context(), p, c, email, password, invite)
+			recovery, err := library.Signup(cmd.Context(), p, c, email, password, invite, noPasswordEscrow)
 			if err != nil {
 				return serverError(err)
 			}
@@ -223,28 +229,51 @@ password, and nobody, the server's operator included, can recover them without i
 		},
 	}
 	cmd.Flags().StringVar(&email, "email", "", "the account's email")
+	addWitnessFlag(cmd, &witnesses)
+	cmd.Flags().BoolVar(&noPasswordEscrow, "no-password-escrow", false, "keep the keys' escrow under the recovery key only: nobody holding the server's data can try passwords against it, and a new device gets the keys from a linked device (sealbox client link) or the recovery key")
 	cmd.Flags().StringVar(&invite, "invite", "", "the invitation's code, on a server that registers by invitation (an invitation link URL/#invite=CODE carries it too)")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
 	return cmd
 }
 
 func newClientLoginCmd(f *clientFlags) *cobra.Command {
-	var email, code string
+	var email string
+	var codes, witnesses []string
 	var fromStdin bool
 	cmd := &cobra.Command{
 		Use:   "login URL",
-		Short: "Sign in on this device and open the account's keys with the password",
-		Args:  clientArgs(cobra.ExactArgs(1)),
+		Short: "Sign in on this device and open the account's keys with the password, or get them from a linked device",
+		Long: `Signs in with the password (and the second factor's code, for an account that has one).
+The keys are opened with the password, or, given a link code from sealbox client link on a
+signed-in device (--code, the full code or its 12 digits), received from that device: both
+devices show a comparison string, and the keys come once the person confirms on the other
+device that the two are the same. With --json the string is printed as {"compare"}.`,
+		Args: clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			code, link, err := splitCodes(codes)
+			if err != nil {
+				return refused(err)
+			}
 			p, c, err := startSignIn(f, email, args[0])
 			if err != nil {
+				return err
+			}
+			if err := keepWitnesses(p, witnesses); err != nil {
 				return err
 			}
 			password, err := readSecret(cmd, fromStdin, "Password", false)
 			if err != nil {
 				return refused(err)
 			}
+			if link != "" {
+				return loginByLink(cmd, f, p, c, email, password, code, link)
+			}
 			if err := library.Login(cmd.Context(), p, c, email, password, code); err != nil {
+				if errors.Is(err, library.ErrNoPasswordEscrow) {
+					// A session without keys is of no use here.
+					_ = c.Logout(cmd.Context())
+					_ = p.Forget()
+				}
 				return serverError(err)
 			}
 			if f.json {
@@ -256,9 +285,66 @@ func newClientLoginCmd(f *clientFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&email, "email", "", "the account's email")
-	cmd.Flags().StringVar(&code, "code", "", "the second factor's current code, for an account that has one")
+	addWitnessFlag(cmd, &witnesses)
+	cmd.Flags().StringArrayVar(&codes, "code", nil, "the second factor's current code, for an account that has one; or a link code from sealbox client link (give --code twice for both)")
 	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
 	return cmd
+}
+
+// addWitnessFlag adds --witness, the witnesses this device requires on the
+// transparency log's checkpoints.
+func addWitnessFlag(cmd *cobra.Command, witnesses *[]string) {
+	cmd.Flags().StringArrayVar(witnesses, "witness", nil, "the cosignature verifier key of a witness of the server's transparency log you trust (repeatable): the device then uses the account's directory only in a checkpoint every one of them cosigned")
+}
+
+// keepWitnesses checks the witnesses' keys and keeps them in the profile,
+// when any are given (the ones kept before stay otherwise).
+func keepWitnesses(p *library.Profile, witnesses []string) error {
+	if len(witnesses) == 0 {
+		return nil
+	}
+	for _, w := range witnesses {
+		if _, err := torchwood.NewCosignatureVerifier(w); err != nil {
+			return refused(fmt.Errorf("--witness %q is not a cosignature verifier key: %v", w, err))
+		}
+	}
+	trust, err := p.LogTrust()
+	if err != nil {
+		return refused(err)
+	}
+	trust.Witnesses = witnesses
+	return p.SaveLogTrust(trust)
+}
+
+// loginByLink signs in and receives the keys from the device that issued
+// the link code.
+func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *client.Client, email, password, code, link string) error {
+	out := cmd.OutOrStdout()
+	show := func(sas string) {
+		if f.json {
+			emit(out, map[string]string{"compare": sas})
+			return
+		}
+		fmt.Fprintf(out, "Comparison string: %s\nType it on the device that showed the link code; this device waits for the keys...\n", spaced(sas))
+	}
+	if err := library.LoginByLink(cmd.Context(), p, c, email, password, code, link, show); err != nil {
+		return serverError(err)
+	}
+	// The new device lists itself in the account's directory, signed with
+	// the identity key it now holds.
+	a, err := openAccount(f)
+	if err != nil {
+		return err
+	}
+	if err := a.publishDevices(cmd.Context(), a.withDevice); err != nil {
+		return refused(fmt.Errorf("signed in, and this device holds the keys, but it could not list itself in the account's device directory: %w", err))
+	}
+	if f.json {
+		emit(out, map[string]any{"email": email, "server": c.BaseURL(), "linked": true})
+		return nil
+	}
+	fmt.Fprintf(out, "Signed in as %s on %s; the keys came from your other device.\n", email, c.BaseURL())
+	return nil
 }
 
 func newClientLogoutCmd(f *clientFlags) *cobra.Command {
@@ -876,4 +962,54 @@ func (b *syncBar) finish() {
 	if b.bar != nil {
 		b.bar.Finish()
 	}
+}
+
+func newClientEscrowCmd(f *clientFlags) *cobra.Command {
+	var fromStdin, off, on bool
+	cmd := &cobra.Command{
+		Use:   "escrow [--no-password-escrow | --password-escrow]",
+		Short: "Show or switch how the server keeps the keys' escrow: under the password and the recovery key, or the recovery key only",
+		Long: `By default the server keeps your keys' escrow sealed under your password and under your
+recovery key, so a new device opens the keys with the password. --no-password-escrow keeps it
+under the recovery key only: whoever holds the server's data then has no password to try
+offline, and a new device gets the keys from a linked device (sealbox client link) or the
+recovery key. --password-escrow seals it under the password again. Switching asks for the
+password (with --password-stdin: the first line of standard input).`,
+		Args: clientArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if off && on {
+				return refused(errors.New("give --no-password-escrow or --password-escrow, not both"))
+			}
+			a, err := openAccount(f)
+			if err != nil {
+				return err
+			}
+			if off || on {
+				password, err := readSecret(cmd, fromStdin, "Password", false)
+				if err != nil {
+					return refused(err)
+				}
+				if err := library.SetPasswordEscrow(cmd.Context(), a.client, a.session, a.keys, password, on); err != nil {
+					return serverError(err)
+				}
+			}
+			escrow, err := a.client.Escrow(cmd.Context())
+			if err != nil {
+				return serverError(err)
+			}
+			withPassword := sealed.HasPassphraseSlot(escrow)
+			if f.json {
+				emit(cmd.OutOrStdout(), map[string]bool{"password_escrow": withPassword})
+			} else if withPassword {
+				fmt.Fprintln(cmd.OutOrStdout(), "The escrow is sealed under your password and your recovery key: a new device opens the keys with the password.")
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "The escrow is sealed under your recovery key only: a new device gets the keys from a linked device (sealbox client link) or the recovery key.")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&off, "no-password-escrow", false, "keep the escrow under the recovery key only")
+	cmd.Flags().BoolVar(&on, "password-escrow", false, "seal the escrow under the password again")
+	cmd.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
+	return cmd
 }

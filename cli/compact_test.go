@@ -88,7 +88,7 @@ func TestCompactKilledMidwayLeavesTheStoreWhole(t *testing.T) {
 	if err := s.IssueEnrollmentCode("acct-1", "sbx_en_1", "222222222222", exp); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", exp, kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("sbx_en_1", false, func([]byte) string { return "sbx_rl_1" }, exp, kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	payload := make([]byte, 64<<10)
@@ -183,7 +183,7 @@ func TestCompactAndServeExcludeEachOther(t *testing.T) {
 	if err := s.IssueEnrollmentCode("acct-1", "sbx_en_1", "222222222222", exp); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", exp, kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("sbx_en_1", false, func([]byte) string { return "sbx_rl_1" }, exp, kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	// Enough for the compaction to take a while: 24 MiB of payloads.

@@ -23,6 +23,7 @@ import (
 
 	"sealbox/blobs/s3test"
 	"sealbox/cli/admin"
+	"sealbox/cli/media/mediatest"
 	"sealbox/kv/pgtest"
 )
 
@@ -188,6 +189,49 @@ func TestTwoNodes(t *testing.T) {
 	out = runBin(t, bin, "users", "list", "--json", "--data", restored)
 	if err := json.Unmarshal(out, &users); err != nil || len(users) != 1 || users[0].BytesHeld != w.heldBytes() {
 		t.Fatalf("users of the restored backup: %v %s", err, out)
+	}
+
+	// Node a back: a person links a second device, each device talking to
+	// its own node (the relay, the directory and the log in the one store).
+	a.start()
+	t.Run("link across nodes", func(t *testing.T) { linkAcrossNodes(t, bin, a.url, b.url) })
+}
+
+// linkAcrossNodes: device A signs up and syncs through one node, device B
+// is linked through the other: the same comparison string, the keys, an
+// export byte for byte; then sign-out everywhere from B ends both.
+func linkAcrossNodes(t *testing.T, bin, nodeA, nodeB string) {
+	rig := &clientRig{t: t, bin: bin, profile: filepath.Join(t.TempDir(), "computer")}
+	folder := filepath.Join(t.TempDir(), "Lake")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	photo := mediatest.JPEG(24, 16, 5, mediatest.EXIF{})
+	if err := os.WriteFile(filepath.Join(folder, "pier.jpg"), photo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", nodeA, "--email", "family@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+	phone := filepath.Join(t.TempDir(), "phone")
+	devA, devB, sasA, sasB, _ := linkStart(t, rig, phone, nodeB, false)
+	if sasA != sasB {
+		t.Fatalf("the devices show %s and %s", sasA, sasB)
+	}
+	devA.say(sasB)
+	devA.wait(0)
+	devB.wait(0)
+	dest := filepath.Join(t.TempDir(), "export")
+	if _, errOut, code := rig.runAs(phone, "", "export", dest); code != 0 {
+		t.Fatalf("export on the linked device: exit %d: %s", code, errOut)
+	}
+	if got, err := os.ReadFile(filepath.Join(dest, "Lake", "pier.jpg")); err != nil || !bytes.Equal(got, photo) {
+		t.Fatalf("the photo exported on the linked device: %v", err)
+	}
+	if out, errOut, code := rig.runAs(phone, "", "sign-out-everywhere", "--json"); code != 0 || strings.TrimSpace(out) != `{"revoked":2}` {
+		t.Fatalf("sign-out-everywhere: exit %d: %s%s", code, out, errOut)
+	}
+	if _, errOut, code := rig.run("", "status"); code != 2 || !strings.Contains(errOut, "the session has ended; sign in again") {
+		t.Fatalf("device A after sign-out everywhere: exit %d: %s", code, errOut)
 	}
 }
 

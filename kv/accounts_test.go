@@ -71,7 +71,7 @@ func TestDeleteAccount(t *testing.T) {
 	if err := s.IssueEnrollmentCode(x.ID, "sbx_en_x", "123456789012", c.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_x", false, "sbx_rl_x", c.Now().Add(time.Hour), kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("sbx_en_x", false, func([]byte) string { return "sbx_rl_x" }, c.Now().Add(time.Hour), kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CreateInvite(kv.Invite{ID: "inv-x", Email: x.Email, ExpiresAt: c.Now().Add(time.Hour)}, "sbx_in_x"); err != nil {

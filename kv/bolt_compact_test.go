@@ -28,7 +28,7 @@ func boltStoreWithData(t *testing.T, fill func(s *kv.Store)) string {
 	if err := s.IssueEnrollmentCode("acct-1", "sbx_en_1", "222222222222", c.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", c.Now().Add(time.Hour), kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("sbx_en_1", false, func([]byte) string { return "sbx_rl_1" }, c.Now().Add(time.Hour), kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if fill != nil {

@@ -163,13 +163,17 @@ func accountRelay(tx Tx, accountID string, now time.Time) (relayUsage, error) {
 }
 
 // RedeemEnrollmentCode spends a code by either spelling (fallback tells
-// which one spelling is) and opens channel channelID for the account that
-// issued the code, until channelExpiresAt. Both spellings are spent together.
-// An unknown, expired or spent code, or one of a disabled account, is
-// error.enrollment.code_refused.
-func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID string, channelExpiresAt time.Time, lim RelayLimits) error {
-	return s.update(func(tx Tx) error {
+// which one spelling is) and opens a channel for the account that issued the
+// code, until channelExpiresAt, returning its handle: channelFor(the
+// SHA-256 of the full code), so that the issuer, who holds the full code,
+// can find the same channel (EnrollmentChannel) whichever spelling was
+// redeemed. Both spellings are spent together. An unknown, expired or spent
+// code, or one of a disabled account, is error.enrollment.code_refused.
+func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelFor func(codeKey []byte) string, channelExpiresAt time.Time, lim RelayLimits) (string, error) {
+	var channelID string
+	return channelID, s.update(func(tx Tx) error {
 		now := s.now()
+		channelID = ""
 		refused := fault.Errorf(fault.ECodeEnrollmentCodeRefused, "the code is unknown, expired or already used")
 		key := HashToken(spelling)
 		if fallback {
@@ -202,9 +206,30 @@ func (s *Store) RedeemEnrollmentCode(spelling string, fallback bool, channelID s
 		if err := deleteEnrollCode(tx, key, rec); err != nil {
 			return err
 		}
+		channelID = channelFor(key)
 		ch := channelRecord{AccountID: rec.AccountID, ExpiresAt: channelExpiresAt}
 		return putChannel(tx, HashToken(channelID), &ch, true)
 	})
+}
+
+// EnrollmentChannel returns when the live channel channelID expires, when
+// the account accountID issued its code. Before the code is redeemed, after
+// the channel expired or closed, and for another account's channel, it is
+// error.relay.channel_not_found, the same for each.
+func (s *Store) EnrollmentChannel(accountID, channelID string) (time.Time, error) {
+	var expiresAt time.Time
+	err := s.view(func(tx Tx) error {
+		ch, err := liveChannel(tx, HashToken(channelID), s.now())
+		if err != nil {
+			return err
+		}
+		if ch.AccountID != accountID {
+			return errChannelNotFound()
+		}
+		expiresAt = ch.ExpiresAt
+		return nil
+	})
+	return expiresAt, err
 }
 
 func putChannel(tx Tx, key []byte, ch *channelRecord, isNew bool) error {

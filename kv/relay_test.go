@@ -19,7 +19,7 @@ func TestEnrollmentFallbackCollisionRefused(t *testing.T) {
 	if err := s.IssueEnrollmentCode("b", "sbx_en_second", "123456789012", exp); !errors.Is(err, kv.ErrFallbackTaken) {
 		t.Fatalf("got %v, want ErrFallbackTaken", err)
 	}
-	if err := s.RedeemEnrollmentCode("123456789012", true, "sbx_rl_1", exp, kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("123456789012", true, func([]byte) string { return "sbx_rl_1" }, exp, kv.RelayLimits{}); err != nil {
 		t.Fatalf("the first code's fallback: %v", err)
 	}
 	if err := s.CloseChannel("a", "sbx_rl_1"); err != nil {
@@ -37,7 +37,7 @@ func TestEnrollmentFallbackCollisionRefused(t *testing.T) {
 	if _, err := s.Sweep(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("000000000001", true, "sbx_rl_2", c.Now().Add(time.Minute), kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("000000000001", true, func([]byte) string { return "sbx_rl_2" }, c.Now().Add(time.Minute), kv.RelayLimits{}); err != nil {
 		t.Fatalf("the new code's fallback after the sweep: %v", err)
 	}
 	if err := s.CloseChannel("b", "sbx_rl_2"); err != nil {
@@ -55,7 +55,7 @@ func TestRelaySecretsAreStoredOnlyAsHashes(t *testing.T) {
 	if err := s.IssueEnrollmentCode("a", "sbx_en_other", "111111111111", exp); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_other", false, channel, exp, kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("sbx_en_other", false, func([]byte) string { return channel }, exp, kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.PutRevokeChallenge("a", challenge, exp); err != nil {
@@ -71,7 +71,7 @@ func TestSweepRemovesExpiredChannelsWithTheirMailboxes(t *testing.T) {
 	if err := s.IssueEnrollmentCode("a", "sbx_en_1", "222222222222", c.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_1", false, "sbx_rl_1", c.Now().Add(15*time.Minute), kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("sbx_en_1", false, func([]byte) string { return "sbx_rl_1" }, c.Now().Add(15*time.Minute), kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -89,7 +89,7 @@ func TestSweepRemovesExpiredChannelsWithTheirMailboxes(t *testing.T) {
 	if err := s.IssueEnrollmentCode("a", "sbx_en_2", "333333333333", c.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RedeemEnrollmentCode("sbx_en_2", false, "sbx_rl_1", c.Now().Add(15*time.Minute), kv.RelayLimits{}); err != nil {
+	if _, err := s.RedeemEnrollmentCode("sbx_en_2", false, func([]byte) string { return "sbx_rl_1" }, c.Now().Add(15*time.Minute), kv.RelayLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.DrainRelay("sbx_rl_1", kv.ToEnrollee)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/base64"
 	"net/http"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 func (s *Server) registerRelayRoutes() {
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll", s.bearer(s.fresh(s.handleEnrollIssue)))
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/redeem", s.handleEnrollRedeem)
+	s.handle(http.MethodGet, "/v1/auth/devices/enroll/channel", s.bearer(s.handleEnrollChannel))
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayPost)
 	s.handle(http.MethodGet, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayDrain)
 	s.handleOverlapping(http.MethodDelete, "/v1/auth/devices/enroll/channel/:channel_id", s.bearer(s.handleRelayClose))
@@ -90,12 +92,34 @@ func (s *Server) handleEnrollRedeem(w http.ResponseWriter, r *http.Request, _ ht
 	if err != nil {
 		return err
 	}
-	channelID := s.newToken(prefixChannel)
 	expiresAt := kv.Deadline(s.now(), channelTTL)
-	err = s.store.RedeemEnrollmentCode(spelling, fallback, channelID, expiresAt, s.relayLimits())
+	channelID, err := s.store.RedeemEnrollmentCode(spelling, fallback, s.channelFor, expiresAt, s.relayLimits())
 	if fault.ErrorCode(err) != fault.ECodeEnrollmentCodeRefused {
 		refund()
 	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, channelResponse{ChannelID: channelID, ExpiresAt: formatTime(expiresAt)})
+}
+
+// channelFor is the handle of the channel the code whose full spelling
+// hashes to codeKey opens (server/PROTOCOL.md §17).
+func (s *Server) channelFor(codeKey []byte) string {
+	return prefixChannel + base64.RawURLEncoding.EncodeToString(s.secrets.EnrollmentChannel(codeKey))
+}
+
+// handles "GET /v1/auth/devices/enroll/channel?code=...": the issuing
+// account finds the channel its code opened (server/PROTOCOL.md §17). A
+// code not yet redeemed, one whose channel expired or closed, and any code
+// but the caller's own answer 404 alike.
+func (s *Server) handleEnrollChannel(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	code := r.URL.Query().Get("code")
+	if code == "" {
+		return fault.FieldErrorf(fault.ECodeMalformed, "code", "the query parameter code must name the enrollment code (its full spelling)")
+	}
+	channelID := s.channelFor(kv.HashToken(code))
+	expiresAt, err := s.store.EnrollmentChannel(caller(r).AccountID, channelID)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -446,4 +447,60 @@ func TestRelayAccountCaps(t *testing.T) {
 		t.Fatalf("drained %d payloads, want 1", len(got))
 	}
 	ts.post(t, chans[1], "to_enrollee", "fits again").WantStatus(t, 204)
+}
+
+func enrollChannelPath(code string) string {
+	return "/v1/auth/devices/enroll/channel?code=" + url.QueryEscape(code)
+}
+
+// TestEnrollChannelForInitiator: the issuing account finds the channel its
+// code opened (server/PROTOCOL.md §17), whichever spelling was redeemed; it
+// is 404 before the redeem, for another account (byte for byte as for an
+// unknown code), after a close and after the channel expired.
+func TestEnrollChannelForInitiator(t *testing.T) {
+	ts := MustOpenServer(t)
+	owner := ts.Register(t, "a@example.org")
+	stranger := ts.Register(t, "b@example.org")
+	code, fallback := ts.issueCode(t, owner.Access)
+
+	before := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: owner.Access})
+	if p := before.WantProblem(t, 404, "error.relay.channel_not_found"); p["detail"] != "channel not found" {
+		t.Fatalf("detail before the redeem: %v", p["detail"])
+	}
+	redeemed := ts.redeem(t, fallback, "").WantStatus(t, 200).JSON(t)
+	got := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: owner.Access}).WantStatus(t, 200).JSON(t)
+	if got["channel_id"] != redeemed["channel_id"] || got["expires_at"] != redeemed["expires_at"] || len(got) != 2 {
+		t.Fatalf("the initiator's channel %v, the redeemer's %v", got, redeemed)
+	}
+	ch := got["channel_id"].(string)
+	ts.post(t, ch, "to_enrollee", "hello").WantStatus(t, 204)
+	if got := ts.drain(t, ch, "to_enrollee"); len(got) != 1 || got[0] != "hello" {
+		t.Fatalf("drained %q", got)
+	}
+
+	foreign := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: stranger.Access})
+	foreign.WantProblem(t, 404, "error.relay.channel_not_found")
+	unknown := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath("sbx_en_unknown"), Token: owner.Access})
+	unknown.WantProblem(t, 404, "error.relay.channel_not_found")
+	if !bytes.Equal(foreign.Body, unknown.Body) || !bytes.Equal(before.Body, unknown.Body) {
+		t.Fatalf("answers differ:\n%s\n%s\n%s", foreign.Body, unknown.Body, before.Body)
+	}
+	// The fallback is the redeemer's spelling; the issuer asks with the code.
+	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(fallback), Token: owner.Access}).WantProblem(t, 404, "error.relay.channel_not_found")
+	servertest.RunScenarios(t, ts.Client, []servertest.Scenario{
+		{Name: "no code", Method: "GET", Path: "/v1/auth/devices/enroll/channel", Token: owner.Access, WantStatus: 400, WantCode: "error.request.malformed", WantField: "code"},
+		{Name: "no token", Method: "GET", Path: enrollChannelPath(code), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+	})
+
+	// A second code's channel is another one, and expires with it.
+	code2 := ts.mustCode(t, owner.Access)
+	ch2 := ts.redeem(t, code2, "").WantStatus(t, 200).JSON(t)["channel_id"].(string)
+	if ch2 == ch {
+		t.Fatal("two codes opened the same channel")
+	}
+	ts.Do(t, Req{Method: "DELETE", Path: channelPath(ch), Token: owner.Access}).WantStatus(t, 204)
+	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: owner.Access}).WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code2), Token: owner.Access}).WantStatus(t, 200)
+	ts.Clock.Advance(15 * time.Minute)
+	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code2), Token: ts.Login(t, "a@example.org").Access}).WantProblem(t, 404, "error.relay.channel_not_found")
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"sealbox/cli/client"
 	"sealbox/cli/sealed"
 	"sealbox/kv/fault"
@@ -24,8 +22,14 @@ var EscrowArgon2 = sealed.DefaultArgon2
 // password and under a recovery key, which is returned to be shown once
 // and never stored. The server is sent the login secret (cli/sealed/FORMAT.md
 // §5.3), never the password, and the identity key is pinned by a first
-// directory publish. The session and the keys are saved in p.
-func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, invite string) (sealed.RecoveryKey, error) {
+// directory publish (FORMAT.md §14), which lists this device and its key.
+// The session and the keys are saved in p.
+//
+// With noPasswordEscrow the escrow keeps the master key under the recovery
+// key only (cli/sealed/FORMAT.md §5.4): whoever holds the server's data has
+// no password to guess, and a new device gets the keys from a linked device
+// or the recovery key.
+func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, invite string, noPasswordEscrow bool) (sealed.RecoveryKey, error) {
 	tokens, err := c.Register(ctx, email, sealed.LoginSecret(email, password), invite)
 	if err != nil {
 		return sealed.RecoveryKey{}, err
@@ -34,16 +38,24 @@ func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, 
 	if err := saveSession(ctx, p, c, s); err != nil {
 		return sealed.RecoveryKey{}, err
 	}
-	keys := &Keys{Master: sealed.NewMasterKey(), Identity: sealed.NewIdentitySeed()}
+	device, err := sealed.NewDeviceKey()
+	if err != nil {
+		return sealed.RecoveryKey{}, err
+	}
+	keys := &Keys{Master: sealed.NewMasterKey(), Identity: sealed.NewIdentitySeed(), Device: [32]byte(device.Bytes())}
 	recovery := sealed.NewRecoveryKey()
 	escrow, err := sealed.NewEscrow(sealed.AccountSecrets{Master: keys.Master, Identity: keys.Identity}, password, recovery, EscrowArgon2)
+	if err == nil && noPasswordEscrow {
+		escrow, err = sealed.RemovePassphrase(escrow)
+	}
 	if err != nil {
 		return sealed.RecoveryKey{}, err
 	}
 	if err := c.PutEscrow(ctx, escrow); err != nil {
 		return sealed.RecoveryKey{}, fmt.Errorf("store the account's escrow: %w", err)
 	}
-	directory, err := cbor.Marshal(map[string]any{"directory_version": 1})
+	directory, err := sealed.SignDirectory(sealed.Directory{Version: 1, UserID: s.UserID,
+		Devices: []sealed.DirectoryDevice{{DeviceID: s.DeviceID, PublicKey: device.PublicKey()}}}, keys.Identity.Identity())
 	if err != nil {
 		return sealed.RecoveryKey{}, err
 	}
@@ -65,6 +77,34 @@ var ErrCodeNeeded = errors.New("this account asks for a second-factor code: give
 // factor's code when the account has one), opens the escrow with the
 // password and saves the session and the keys in p.
 func Login(ctx context.Context, p *Profile, c *client.Client, email, password, code string) error {
+	if err := signIn(ctx, p, c, email, password, code); err != nil {
+		return err
+	}
+	escrow, err := c.Escrow(ctx)
+	if client.CodeOf(err) == fault.ECodeEscrowNotFound {
+		return errors.New("this account has no escrow: it was not made by sealbox client signup, so this device cannot open its photos")
+	}
+	if err != nil {
+		return err
+	}
+	secrets, err := sealed.OpenEscrowWithPassphrase(escrow, password)
+	if errors.Is(err, sealed.ErrNoPassphraseSlot) {
+		return ErrNoPasswordEscrow
+	}
+	if err != nil {
+		return fmt.Errorf("%w (%v)", ErrKeysNotOpened, err)
+	}
+	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
+}
+
+// ErrNoPasswordEscrow is a password sign-in to an account whose escrow
+// keeps the keys under the recovery key only: this device is signed in but
+// holds no keys.
+var ErrNoPasswordEscrow = errors.New("signed in, but this account keeps its keys under the recovery key only (no password escrow): get them from a device that holds them (sealbox client link there, then sealbox client login --code here), or with sealbox client recover and the recovery key")
+
+// signIn signs in with the password (and the second factor's code) and
+// saves the session in p; the keys are not touched.
+func signIn(ctx context.Context, p *Profile, c *client.Client, email, password, code string) error {
 	deviceID := ids.UUID(rand.Reader)
 	if old, err := p.Session(); err == nil && old.DeviceID != "" {
 		deviceID = old.DeviceID
@@ -83,21 +123,7 @@ func Login(ctx context.Context, p *Profile, c *client.Client, email, password, c
 		}
 	}
 	s := &Session{Server: c.BaseURL(), Email: email, DeviceID: deviceID, Tokens: tokens}
-	if err := saveSession(ctx, p, c, s); err != nil {
-		return err
-	}
-	escrow, err := c.Escrow(ctx)
-	if client.CodeOf(err) == fault.ECodeEscrowNotFound {
-		return errors.New("this account has no escrow: it was not made by sealbox client signup, so this device cannot open its photos")
-	}
-	if err != nil {
-		return err
-	}
-	secrets, err := sealed.OpenEscrowWithPassphrase(escrow, password)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrKeysNotOpened, err)
-	}
-	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
+	return saveSession(ctx, p, c, s)
 }
 
 // saveSession fills in the account's user id and saves s, and keeps it up
@@ -139,6 +165,13 @@ func ChangePassword(ctx context.Context, c *client.Client, s *Session, current, 
 	if err != nil {
 		return err
 	}
+	if !sealed.HasPassphraseSlot(old) {
+		// No password opens the escrow: only the sign-in changes.
+		if err := c.Reauthenticate(ctx, oldSecret); err != nil {
+			return err
+		}
+		return c.ChangePassword(ctx, oldSecret, newSecret)
+	}
 	secrets, err := sealed.OpenEscrowWithPassphrase(old, current)
 	if err != nil {
 		return fmt.Errorf("the current password does not open the account's keys: %w", err)
@@ -169,7 +202,7 @@ func ChangePassword(ctx context.Context, c *client.Client, s *Session, current, 
 // password and the same recovery key, and the keys are saved in p.
 func Recover(ctx context.Context, p *Profile, c *client.Client, email, password, code string, recovery sealed.RecoveryKey) error {
 	err := Login(ctx, p, c, email, password, code)
-	if !errors.Is(err, ErrKeysNotOpened) {
+	if !errors.Is(err, ErrKeysNotOpened) && !errors.Is(err, ErrNoPasswordEscrow) {
 		return err // signed in and opened (nothing to recover), or not signed in
 	}
 	escrow, err := c.Escrow(ctx)
@@ -185,6 +218,10 @@ func Recover(ctx context.Context, p *Profile, c *client.Client, email, password,
 		return err
 	}
 	fresh, err := sealed.NewEscrow(secrets, password, recovery, info.Argon2)
+	if err == nil && !sealed.HasPassphraseSlot(escrow) {
+		// An account without password escrow stays so.
+		fresh, err = sealed.RemovePassphrase(fresh)
+	}
 	if err != nil {
 		return err
 	}
@@ -192,4 +229,29 @@ func Recover(ctx context.Context, p *Profile, c *client.Client, email, password,
 		return err
 	}
 	return p.SaveKeys(&Keys{Master: secrets.Master, Identity: secrets.Identity})
+}
+
+// SetPasswordEscrow switches the account's escrow (cli/sealed/FORMAT.md
+// §5.4): on, the master key is sealed again under the password beside the
+// recovery key; off, the password slot is removed and only the recovery key
+// (and devices that hold the keys) open it. The recovery slot stays byte for
+// byte either way. The password, checked by the server, opens the escrow's
+// freshness window.
+func SetPasswordEscrow(ctx context.Context, c *client.Client, s *Session, keys *Keys, password string, on bool) error {
+	escrow, err := c.Escrow(ctx)
+	if err != nil {
+		return err
+	}
+	if on {
+		escrow, err = sealed.ReplacePassphrase(escrow, sealed.AccountSecrets{Master: keys.Master, Identity: keys.Identity}, password)
+	} else {
+		escrow, err = sealed.RemovePassphrase(escrow)
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.Reauthenticate(ctx, sealed.LoginSecret(s.Email, password)); err != nil {
+		return err
+	}
+	return c.PutEscrow(ctx, escrow)
 }

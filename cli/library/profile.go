@@ -95,11 +95,42 @@ type Session struct {
 type Keys struct {
 	Master   sealed.MasterKey    `json:"master_key"`
 	Identity sealed.IdentitySeed `json:"identity_seed"`
+	// Device is this device's X25519 private key (cli/sealed/FORMAT.md
+	// §10), whose public key the directory lists; zero on a device signed
+	// in with the password alone, which is in no directory.
+	Device [32]byte `json:"device_key,omitzero"`
 }
+
+// LogTrust is what this device trusts the transparency log with
+// (server/PROTOCOL.md §16): the log's key, taken from the server the first
+// time it was needed and kept from then on, and the witnesses given at
+// sign-in, all of whom must have cosigned a checkpoint. The last checkpoint
+// seen is kept in the state directory, under transparency/.
+type LogTrust struct {
+	LogKey    string   `json:"log_key,omitempty"`
+	Witnesses []string `json:"witnesses,omitempty"`
+}
+
+// LogTrust reads what the device trusts the log with; none yet is the
+// zero LogTrust.
+func (p *Profile) LogTrust() (LogTrust, error) {
+	var t LogTrust
+	err := p.read(logTrustFile, &t)
+	if errors.Is(err, ErrSignedOut) {
+		return LogTrust{}, nil
+	}
+	return t, err
+}
+
+// SaveLogTrust writes what the device trusts the log with.
+func (p *Profile) SaveLogTrust(t LogTrust) error { return p.write(logTrustFile, t) }
 
 const (
 	sessionFile = "session.json"
 	keysFile    = "keys.json"
+	// logTrustFile stays through sign-out: the log key is the server's,
+	// not the account's.
+	logTrustFile = "transparency.json"
 )
 
 // ErrSignedOut is a profile with no session: sign in first.

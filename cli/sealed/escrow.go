@@ -1,8 +1,10 @@
 package sealed
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/binary"
+	"errors"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -185,6 +187,9 @@ func OpenEscrowWithPassphrase(b []byte, passphrase string) (AccountSecrets, erro
 	if err != nil {
 		return AccountSecrets{}, err
 	}
+	if !HasPassphraseSlot(b) {
+		return AccountSecrets{}, ErrNoPassphraseSlot
+	}
 	return openEscrow(b, argonKEK(passphrase, info.Salt[:], info.Argon2), escrowHeaderSize, slotPassphrase)
 }
 
@@ -209,4 +214,36 @@ func openEscrow(b []byte, kek [KeySize]byte, at int, slot string) (AccountSecret
 		return AccountSecrets{}, err
 	}
 	return AccountSecrets{Master: MasterKey(mk), Identity: IdentitySeed(id)}, nil
+}
+
+// ErrNoPassphraseSlot is an escrow that keeps the master key under the
+// recovery key only (FORMAT.md §5.4): no passphrase opens it.
+var ErrNoPassphraseSlot = errors.New("sealed: the escrow keeps the keys under the recovery key only; no password opens it")
+
+// HasPassphraseSlot reports whether escrow b (already parsed) holds the
+// master key under a passphrase: a slot of 92 zero bytes is none (FORMAT.md
+// §5.4).
+func HasPassphraseSlot(b []byte) bool {
+	if len(b) != EscrowSize {
+		return false
+	}
+	for _, c := range b[escrowHeaderSize : escrowHeaderSize+escrowSlotSize] {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// RemovePassphrase returns escrow b with its passphrase slot replaced by
+// zeros (FORMAT.md §5.4): the header, the recovery and the identity slots
+// stay byte for byte, so the recovery key still opens it, and whoever holds
+// the escrow has no password to guess. ReplacePassphrase puts one back.
+func RemovePassphrase(b []byte) ([]byte, error) {
+	if _, err := ParseEscrow(b); err != nil {
+		return nil, err
+	}
+	out := bytes.Clone(b)
+	clear(out[escrowHeaderSize : escrowHeaderSize+escrowSlotSize])
+	return out, nil
 }

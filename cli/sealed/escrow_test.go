@@ -172,3 +172,39 @@ func TestReplacePassphrase(t *testing.T) {
 		t.Fatal("a truncated escrow was rewritten")
 	}
 }
+
+// TestEscrowWithoutPassphrase: an escrow whose passphrase slot is removed
+// opens with the recovery key only, the rest byte for byte; a passphrase
+// slot put back opens again.
+func TestEscrowWithoutPassphrase(t *testing.T) {
+	s := AccountSecrets{Master: NewMasterKey(), Identity: NewIdentitySeed()}
+	rk := NewRecoveryKey()
+	b, err := newEscrow(s, "passphrase", rk, Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1}, [16]byte{1}, [3][nonceSize]byte{{1}, {2}, {3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !HasPassphraseSlot(b) {
+		t.Fatal("a new escrow has no passphrase slot")
+	}
+	none, err := RemovePassphrase(b)
+	if err != nil || HasPassphraseSlot(none) || len(none) != EscrowSize ||
+		!bytes.Equal(none[:escrowHeaderSize], b[:escrowHeaderSize]) || !bytes.Equal(none[escrowHeaderSize+escrowSlotSize:], b[escrowHeaderSize+escrowSlotSize:]) {
+		t.Fatalf("removed: %v", err)
+	}
+	if _, err := OpenEscrowWithPassphrase(none, "passphrase"); !errors.Is(err, ErrNoPassphraseSlot) {
+		t.Fatalf("the passphrase on an escrow without its slot: %v", err)
+	}
+	if got, err := OpenEscrowWithRecoveryKey(none, rk); err != nil || got != s {
+		t.Fatalf("the recovery key: %v", err)
+	}
+	if id, err := OpenEscrowIdentity(none, s.Master); err != nil || id != s.Identity {
+		t.Fatalf("the master key: %v", err)
+	}
+	back, err := ReplacePassphrase(none, s, "another")
+	if err != nil || !HasPassphraseSlot(back) {
+		t.Fatalf("put back: %v", err)
+	}
+	if got, err := OpenEscrowWithPassphrase(back, "another"); err != nil || got != s {
+		t.Fatalf("the new passphrase: %v", err)
+	}
+}

@@ -41,6 +41,7 @@ var TOTPOpts = hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.Algorithm
 type Keeper struct {
 	aead        cipher.AEAD
 	fallbackKey []byte
+	channelKey  []byte
 	rand        io.Reader
 }
 
@@ -57,9 +58,15 @@ func New(key []byte, rand io.Reader) (*Keeper, error) {
 	if err != nil {
 		return nil, err
 	}
+	return &Keeper{aead: aead, fallbackKey: subkey(key, "sealbox/enroll-fallback/v1"),
+		channelKey: subkey(key, "sealbox/enroll-channel/v1"), rand: rand}, nil
+}
+
+// subkey is HMAC-SHA-256(key, label): one key per use of server.key.
+func subkey(key []byte, label string) []byte {
 	derive := hmac.New(sha256.New, key)
-	derive.Write([]byte("sealbox/enroll-fallback/v1"))
-	return &Keeper{aead: aead, fallbackKey: derive.Sum(nil), rand: rand}, nil
+	derive.Write([]byte(label))
+	return derive.Sum(nil)
 }
 
 // TOTP secrets are sealed with AES-256-GCM, with a random nonce before the
@@ -146,6 +153,18 @@ func (k *Keeper) FallbackLookup(digits string) string {
 	mac := hmac.New(sha256.New, k.fallbackKey)
 	mac.Write([]byte(digits))
 	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// EnrollmentChannel is the 32 random-looking bytes of the relay channel a
+// redeemed enrollment code opens, from the SHA-256 of the code's full
+// spelling (codeKey, what the store keys the code by): HMAC-SHA-256 under a
+// key derived from server.key (server/PROTOCOL.md §17). The redeemer, with
+// either spelling, and the issuer, with the full code, reach the same
+// channel, and the store, which keeps only hashes, cannot name it.
+func (k *Keeper) EnrollmentChannel(codeKey []byte) []byte {
+	mac := hmac.New(sha256.New, k.channelKey)
+	mac.Write(codeKey)
+	return mac.Sum(nil)
 }
 
 // Fingerprint is a value that tells one server.key from another without
