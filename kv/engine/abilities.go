@@ -94,3 +94,20 @@ type BatchReader interface {
 type Key struct {
 	Bucket, Key []byte
 }
+
+// StatementReader is an Engine whose reads each cost an exchange with a
+// database server (PostgreSQL) that can answer a read of one record, or of
+// an index's key and the record it names, with one statement outside any
+// transaction: a single statement reads one snapshot and commits itself, so
+// the read costs one exchange, with no BEGIN before it and no COMMIT after.
+// A request that reads one record (its access token's session, an account)
+// then waits for that exchange alone.
+type StatementReader interface {
+	// ReadOne returns bucket's value under key, nil when there is none.
+	// The slice is the caller's.
+	ReadOne(bucket, key []byte) ([]byte, error)
+	// Follow returns index's value under key (ref, nil when there is none)
+	// and target's value under ref (nil when there is none), both as of one
+	// state of the store. The slices are the caller's.
+	Follow(index, key, target []byte) (ref, value []byte, err error)
+}

@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestStatementReads: ReadOne reads a key, and Follow an index's value and
+// the row it names, in one round trip each, and answer as Gets would for a
+// key with no row, and for a key whose row names a missing one.
+func TestStatementReads(t *testing.T) {
+	index, target := []byte("index"), []byte("target")
+	e := openTestEngine(t, index, target)
+	put := func(bucket []byte, k, v string) {
+		t.Helper()
+		if _, err := e.pool.Exec(t.Context(), `INSERT INTO `+tableName(bucket)+` (k, v) VALUES ($1, $2)`, []byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(index, "token", "session")
+	put(target, "session", "record")
+	put(index, "dangling", "gone")
+	for _, c := range []struct{ key, ref, value string }{
+		{"token", "session", "record"},
+		{"dangling", "gone", ""},
+		{"unknown", "", ""},
+	} {
+		before := e.Stats()
+		ref, value, err := e.Follow(index, []byte(c.key), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ref, []byte(c.ref)) || (ref == nil) != (c.ref == "") ||
+			!bytes.Equal(value, []byte(c.value)) || (value == nil) != (c.value == "") {
+			t.Errorf("Follow(%q) = %q, %q, want %q, %q", c.key, ref, value, c.ref, c.value)
+		}
+		if v, err := e.ReadOne(index, []byte(c.key)); err != nil || !bytes.Equal(v, []byte(c.ref)) || (v == nil) != (c.ref == "") {
+			t.Errorf("ReadOne(%q) = %q, %v, want %q", c.key, v, err, c.ref)
+		}
+		after := e.Stats()
+		if trips, reads := after.RoundTrips-before.RoundTrips, after.Reads-before.Reads; trips != 2 || reads != 2 {
+			t.Errorf("Follow(%q) and ReadOne took %d round trips, %d reads; want 2, 2", c.key, trips, reads)
+		}
+	}
+}
