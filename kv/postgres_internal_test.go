@@ -122,7 +122,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 			return err
 		}, 1, 1},
 		{"an index and its record", nil, func(Tx) error {
-			_, _, err := s.follow(bucketMeta, []byte("a"), bucketMeta)
+			_, err := s.follow(bucketMeta, []byte("a"), bucketMeta)
 			return err
 		}, 1, 1},
 	} {

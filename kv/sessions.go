@@ -237,7 +237,7 @@ func (s *Store) Authenticate(access string) (*Session, error) {
 	sess, err := cached(s, s.sessionCache, string(hash), func() (*Session, bool, error) {
 		// The token and its session in one read: on PostgreSQL one
 		// statement, the request's only exchange before its own work.
-		_, b, err := s.follow(bucketAccessTokens, hash, bucketSessions)
+		b, err := s.follow(bucketAccessTokens, hash, bucketSessions)
 		if err != nil {
 			return nil, false, err
 		}

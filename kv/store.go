@@ -330,26 +330,25 @@ func (s *Store) readOne(bucket, key []byte) (v []byte, err error) {
 	return v, err
 }
 
-// follow reads index's value under key (ref, nil when there is none) and
-// the value under ref in target (v), as of one state of the store: in one
-// exchange on an engine that can read them with one statement
-// (engine.StatementReader), else in a view. Both slices are the caller's.
-func (s *Store) follow(index, key, target []byte) (ref, v []byte, err error) {
+// follow reads the value of target under the key that is index's value
+// under key (nil when either has none), as of one state of the store: in
+// one exchange on an engine that can read both with one statement
+// (engine.StatementReader), else in a view. The slice is the caller's.
+func (s *Store) follow(index, key, target []byte) (v []byte, err error) {
 	if r, ok := s.engine.(engine.StatementReader); ok {
 		return r.Follow(index, key, target)
 	}
 	err = s.view(func(tx Tx) error {
-		ref, v = nil, nil
-		r, err := tx.Bucket(index).Get(key)
-		if r == nil || err != nil {
+		v = nil
+		ref, err := tx.Bucket(index).Get(key)
+		if ref == nil || err != nil {
 			return err
 		}
-		ref = copyBytes(r)
 		b, err := tx.Bucket(target).Get(ref)
 		v = copyBytes(b)
 		return err
 	})
-	return ref, v, err
+	return v, err
 }
 
 // getRecord decodes the record under key in bucket, or returns nil, nil

@@ -106,8 +106,8 @@ type StatementReader interface {
 	// ReadOne returns bucket's value under key, nil when there is none.
 	// The slice is the caller's.
 	ReadOne(bucket, key []byte) ([]byte, error)
-	// Follow returns index's value under key (ref, nil when there is none)
-	// and target's value under ref (nil when there is none), both as of one
-	// state of the store. The slices are the caller's.
-	Follow(index, key, target []byte) (ref, value []byte, err error)
+	// Follow returns the value of target under the key that is index's
+	// value under key, both read as of one state of the store; nil when
+	// either has none. The slice is the caller's.
+	Follow(index, key, target []byte) ([]byte, error)
 }

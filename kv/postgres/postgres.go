@@ -1,7 +1,7 @@
 // Package postgres is the engine of sealbox's store on PostgreSQL, for
 // several nodes sharing one database; it alone imports pgx. It implements
-// kv/engine's Engine with engine.StatsReporter and engine.StatementReader, and is not
-// engine.Exclusive: other processes write the same tables.
+// kv/engine's Engine with engine.StatsReporter and engine.StatementReader,
+// and is not engine.Exclusive: other processes write the same tables.
 package postgres
 
 import (
@@ -152,14 +152,14 @@ func (e *Engine) ReadOne(bucket, key []byte) (v []byte, err error) {
 
 // Follow reads index's value under key and the row of target it names in
 // one statement with no transaction around it, as ReadOne reads one key.
-func (e *Engine) Follow(index, key, target []byte) (ref, value []byte, err error) {
+func (e *Engine) Follow(index, key, target []byte) (v []byte, err error) {
 	e.reads.Add(1)
 	e.roundTrips.Add(1)
-	err = e.pool.QueryRow(context.Background(), `SELECT i.v, t.v FROM `+tableName(index)+` i LEFT JOIN `+tableName(target)+` t ON t.k = i.v WHERE i.k = $1`, key).Scan(&ref, &value)
+	err = e.pool.QueryRow(context.Background(), `SELECT t.v FROM `+tableName(index)+` i JOIN `+tableName(target)+` t ON t.k = i.v WHERE i.k = $1`, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return ref, value, err
+	return v, err
 }
 
 // The statements that open a transaction. Neither is sent alone: it goes
