@@ -3,6 +3,8 @@ package postgres
 import (
 	"bytes"
 	"testing"
+
+	"sealbox/kv/engine"
 )
 
 // TestStatementReads: ReadOne reads a key, and Follow the row an index's
@@ -38,4 +40,47 @@ func TestStatementReads(t *testing.T) {
 			t.Errorf("Follow(%q) and ReadOne took %d round trips, %d reads; want 2, 2", c.key, trips, reads)
 		}
 	}
+}
+
+// BenchmarkStatementReads: an access token's session read by a view of two
+// Gets against the one statement of Follow, and a record by ReadOne:
+// SEALBOX_TEST_PG=1 go test ./kv/postgres -run '^$' -bench StatementReads.
+func BenchmarkStatementReads(b *testing.B) {
+	index, target := []byte("index"), []byte("target")
+	e := openTestEngine(b, index, target)
+	for _, q := range []string{`INSERT INTO ` + tableName(index) + ` VALUES ('token', 'session')`, `INSERT INTO ` + tableName(target) + ` VALUES ('session', 'record')`} {
+		if _, err := e.pool.Exec(b.Context(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	token := []byte("token")
+	b.Run("view", func(b *testing.B) {
+		for b.Loop() {
+			err := e.View(func(tx engine.Tx) error {
+				ref, err := tx.Bucket(index).Get(token)
+				if err != nil {
+					return err
+				}
+				_, err = tx.Bucket(target).Get(ref)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("follow", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.Follow(index, token, target); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read-one", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.ReadOne(target, []byte("session")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
