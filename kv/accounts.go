@@ -122,7 +122,12 @@ func newAccountRecord(a *Account) *accountRecord {
 }
 
 func getAccount(tx Tx, id string) (*Account, error) {
-	rec, err := getRecord[accountRecord](tx, bucketAccounts, []byte(id))
+	return accountOf(getRecord[accountRecord](tx, bucketAccounts, []byte(id)))
+}
+
+// accountOf is the Account of a record read, error.account.not_found for
+// none.
+func accountOf(rec *accountRecord, err error) (*Account, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -193,11 +198,14 @@ func (s *Store) CreateAccount(a *Account, first *Session, access, refresh string
 // It is one of the cached reads (readCache): every authenticated request
 // that shows the caller's account reads it.
 func (s *Store) Account(id string) (*Account, error) {
-	a, err := cached(s, s.accountCache, id, func() (a *Account, found bool, err error) {
-		err = s.view(func(tx Tx) (err error) {
-			a, err = getAccount(tx, id)
-			return err
-		})
+	a, err := cached(s, s.accountCache, id, func() (*Account, bool, error) {
+		// One record: on PostgreSQL one statement, with no commit to wait
+		// for.
+		b, err := s.readOne(bucketAccounts, []byte(id))
+		if err != nil {
+			return nil, false, err
+		}
+		a, err := accountOf(decodeRecord[accountRecord](b))
 		return a, a != nil, err
 	})
 	if err != nil {

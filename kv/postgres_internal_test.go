@@ -77,8 +77,10 @@ func TestPostgresCountsRetries(t *testing.T) {
 
 // TestPostgresRoundTrips: a transaction costs one round trip per read (the
 // first carries its BEGIN; a key read again costs none) plus one for its
-// writes and COMMIT together; a view's COMMIT is its one more; a
-// transaction that neither reads nor writes costs none.
+// writes and COMMIT together; a view's COMMIT is its one more, sent after
+// the view has returned; a transaction that neither reads nor writes costs
+// none; a read of one record, or of an index and the record it names, is
+// one statement alone.
 func TestPostgresRoundTrips(t *testing.T) {
 	url := pgtest.URL(t)
 	if url == "" {
@@ -115,7 +117,18 @@ func TestPostgresRoundTrips(t *testing.T) {
 		{"a scan", s.engine.View, func(tx Tx) error {
 			return bucket(tx).Scan(Range{Limit: 10}, func(_, _ []byte) error { return nil })
 		}, 2, 1},
+		{"a read of one record", nil, func(Tx) error {
+			_, err := s.readOne(bucketMeta, []byte("a"))
+			return err
+		}, 1, 1},
+		{"an index and its record", nil, func(Tx) error {
+			_, err := s.follow(bucketMeta, []byte("a"), bucketMeta)
+			return err
+		}, 1, 1},
 	} {
+		if tc.run == nil {
+			tc.run = func(fn func(Tx) error) error { return fn(nil) }
+		}
 		before, _ := s.EngineStats()
 		if err := tc.run(tc.fn); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

@@ -315,12 +315,56 @@ func (s *Store) update(fn func(Tx) error) error {
 // view runs fn in a read-only transaction.
 func (s *Store) view(fn func(Tx) error) error { return s.engine.View(fn) }
 
+// readOne reads bucket's value under key: in one exchange on an engine
+// that can read it with one statement (engine.StatementReader), else in a
+// view. The slice is the caller's.
+func (s *Store) readOne(bucket, key []byte) (v []byte, err error) {
+	if r, ok := s.engine.(engine.StatementReader); ok {
+		return r.ReadOne(bucket, key)
+	}
+	err = s.view(func(tx Tx) error {
+		b, err := tx.Bucket(bucket).Get(key)
+		v = copyBytes(b)
+		return err
+	})
+	return v, err
+}
+
+// follow reads the value of target under the key that is index's value
+// under key (nil when either has none), as of one state of the store: in
+// one exchange on an engine that can read both with one statement
+// (engine.StatementReader), else in a view. The slice is the caller's.
+func (s *Store) follow(index, key, target []byte) (v []byte, err error) {
+	if r, ok := s.engine.(engine.StatementReader); ok {
+		return r.Follow(index, key, target)
+	}
+	err = s.view(func(tx Tx) error {
+		v = nil
+		ref, err := tx.Bucket(index).Get(key)
+		if ref == nil || err != nil {
+			return err
+		}
+		b, err := tx.Bucket(target).Get(ref)
+		v = copyBytes(b)
+		return err
+	})
+	return v, err
+}
+
 // getRecord decodes the record under key in bucket, or returns nil, nil
 // when there is none: the one shape of every typed lookup.
 func getRecord[T any](tx Tx, bucket, key []byte) (*T, error) {
 	b, err := tx.Bucket(bucket).Get(key)
-	if b == nil || err != nil {
+	if err != nil {
 		return nil, err
+	}
+	return decodeRecord[T](b)
+}
+
+// decodeRecord decodes a record read, or returns nil, nil for none (nil).
+func decodeRecord[T any](b []byte) (*T, error) {
+	if b == nil {
+		return nil, nil
 	}
 	rec := new(T)
 	if err := decode(b, rec); err != nil {

@@ -463,3 +463,32 @@ func concurrentLogins(t *testing.T, ts *TestServer, n int, email, password strin
 	wg.Wait()
 	return statuses
 }
+
+// TestRevocationOnEveryNode: a session revoked on one node is refused by
+// every node from the moment the revocation is answered (server/PROTOCOL.md
+// §2), whether by logout or by another device, although each node had
+// just authenticated it; the other sessions go on.
+func TestRevocationOnEveryNode(t *testing.T) {
+	ts := MustOpenServer(t)
+	nodes := []*TestServer{ts, ts.SecondNode(t)}
+	ts.Register(t, "a@example.org")
+	profile := func(tok string) Req { return Req{Method: "GET", Path: "/v1/auth/profile", Token: tok} }
+	for i, revoke := range []func(victim, other servertest.Tokens, on *TestServer){
+		func(victim, _ servertest.Tokens, on *TestServer) {
+			on.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: victim.Access}).WantStatus(t, 204)
+		},
+		func(victim, other servertest.Tokens, on *TestServer) {
+			on.Do(t, Req{Method: "DELETE", Path: "/v1/auth/devices/" + ts.SessionID(t, victim.Access), Token: other.Access}).WantStatus(t, 204)
+		},
+	} {
+		victim, other := ts.Login(t, "a@example.org"), ts.Login(t, "a@example.org")
+		for _, n := range nodes {
+			n.Do(t, profile(victim.Access)).WantStatus(t, 200)
+		}
+		revoke(victim, other, nodes[i%2])
+		for _, n := range nodes {
+			n.Do(t, profile(victim.Access)).WantProblem(t, 401, "error.auth.unauthenticated")
+			n.Do(t, profile(other.Access)).WantStatus(t, 200)
+		}
+	}
+}

@@ -94,3 +94,20 @@ type BatchReader interface {
 type Key struct {
 	Bucket, Key []byte
 }
+
+// StatementReader is an Engine whose reads each cost an exchange with a
+// database server (PostgreSQL) that can answer a read of one record, or of
+// an index's key and the record it names, with one statement outside any
+// transaction: a single statement reads one snapshot and commits itself, so
+// the read costs one exchange, with no BEGIN before it and no COMMIT after.
+// A request that reads one record (its access token's session, an account)
+// then waits for that exchange alone.
+type StatementReader interface {
+	// ReadOne returns bucket's value under key, nil when there is none.
+	// The slice is the caller's.
+	ReadOne(bucket, key []byte) ([]byte, error)
+	// Follow returns the value of target under the key that is index's
+	// value under key, both read as of one state of the store; nil when
+	// either has none. The slice is the caller's.
+	Follow(index, key, target []byte) ([]byte, error)
+}

@@ -10,7 +10,7 @@ import (
 // openTestEngine opens an engine on a schema of the test's own, with the
 // named buckets, closed when the test ends; without a server
 // (SEALBOX_TEST_PG) it skips the test.
-func openTestEngine(t *testing.T, buckets ...[]byte) *Engine {
+func openTestEngine(t testing.TB, buckets ...[]byte) *Engine {
 	t.Helper()
 	if !pgtest.Enabled() {
 		t.Skip("SEALBOX_TEST_PG is not set: the PostgreSQL suite runs in .ci/run")

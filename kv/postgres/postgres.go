@@ -1,7 +1,7 @@
 // Package postgres is the engine of sealbox's store on PostgreSQL, for
 // several nodes sharing one database; it alone imports pgx. It implements
-// kv/engine's Engine with engine.StatsReporter, and is not
-// engine.Exclusive: other processes write the same tables.
+// kv/engine's Engine with engine.StatsReporter and engine.StatementReader,
+// and is not engine.Exclusive: other processes write the same tables.
 package postgres
 
 import (
@@ -33,7 +33,8 @@ import (
 // REPEATABLE READ READ ONLY: one snapshot, no predicate locks. The BEGIN
 // goes with the first read, and writes are kept in the transaction until
 // commit and sent then in one pipelined batch with the COMMIT: an update
-// costs its reads plus one round trip, a view its reads plus its COMMIT.
+// costs its reads plus one round trip, a view its reads (its COMMIT goes
+// after it has returned), and a ReadOne or a Follow one round trip.
 type Engine struct {
 	pool  *pgxpool.Pool
 	batch batcher
@@ -135,6 +136,32 @@ func (e *Engine) BatchReading(keys []engine.Key, fn func(engine.Tx) error) error
 
 func (e *Engine) View(fn func(engine.Tx) error) error { return e.run(beginView, fn) }
 
+// ReadOne reads one key with one statement and no transaction around it
+// (engine.StatementReader): a statement outside a transaction reads one
+// snapshot and commits itself, so the read costs one round trip and
+// nothing after it.
+func (e *Engine) ReadOne(bucket, key []byte) (v []byte, err error) {
+	e.reads.Add(1)
+	e.roundTrips.Add(1)
+	err = e.pool.QueryRow(context.Background(), `SELECT v FROM `+tableName(bucket)+` WHERE k = $1`, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// Follow reads index's value under key and the row of target it names in
+// one statement with no transaction around it, as ReadOne reads one key.
+func (e *Engine) Follow(index, key, target []byte) (v []byte, err error) {
+	e.reads.Add(1)
+	e.roundTrips.Add(1)
+	err = e.pool.QueryRow(context.Background(), `SELECT t.v FROM `+tableName(index)+` i JOIN `+tableName(target)+` t ON t.k = i.v WHERE i.k = $1`, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return v, err
+}
+
 // The statements that open a transaction. Neither is sent alone: it goes
 // in one pipelined batch with the transaction's first statement (pgTx).
 const (
@@ -187,17 +214,23 @@ func (e *Engine) Stats() engine.Stats {
 
 // attempt runs fn once in a transaction opened by begin. Round trips: one
 // per read (the first carries the BEGIN), and one for the writes with the
-// COMMIT; a view ends with a COMMIT of its own. A transaction that neither
-// read nor wrote costs none. at names the statement that failed, when one
-// did (see engine.Stats.Conflicts).
+// COMMIT; a view ends with a COMMIT of its own, which its caller does not
+// wait for (endView). A transaction that neither read nor wrote costs none.
+// at names the statement that failed, when one did (see
+// engine.Stats.Conflicts).
 func (e *Engine) attempt(ctx context.Context, begin string, fn func(engine.Tx) error) (at string, err error) {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer conn.Release()
 	t := &pgTx{e: e, ctx: ctx, conn: conn, begin: begin, writes: map[string]*pgWrites{}}
 	err = fn(t)
+	if err == nil && begin == beginView && t.begun {
+		e.roundTrips.Add(1) // counted now: Stats never misses a view that returned
+		go t.endView()
+		return "", nil
+	}
+	defer conn.Release()
 	if err == nil {
 		err = t.commit()
 	}
@@ -396,6 +429,20 @@ func (t *pgTx) keepRead(w *pgWrites, key, v []byte) {
 	if size := len(key) + len(v); t.readBytes+size <= readCacheBytes {
 		w.read[string(key)] = v
 		t.readBytes += size
+	}
+}
+
+// endView commits a view that read, and releases its connection. A view
+// wrote nothing and read one snapshot (REPEATABLE READ READ ONLY), so its
+// answers are final when its last read returns, and no outcome of the
+// COMMIT can change them: it runs after the view has returned, and a
+// request that only reads waits for its reads alone. The connection stays
+// out of the pool until the COMMIT is answered; a COMMIT that fails leaves
+// it in a transaction, and the pool closes it on Release.
+func (t *pgTx) endView() {
+	defer t.conn.Release()
+	if _, err := t.conn.Exec(t.ctx, "COMMIT"); err != nil && t.conn.Conn().PgConn().TxStatus() != 'I' {
+		t.conn.Exec(t.ctx, "ROLLBACK")
 	}
 }
 
