@@ -20,6 +20,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
+	"sealbox/kv/durable"
 	"sealbox/server"
 	"sealbox/server/ids"
 	"sealbox/server/password"
@@ -490,8 +491,7 @@ func syncFile(path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return f.Sync()
+	return durable.Close(f, nil)
 }
 
 // writeFillReport writes the fill file, readable by its owner only (it

@@ -30,6 +30,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/durable"
 	"sealbox/server"
 	"sealbox/server/ids"
 	"sealbox/server/maintenance"
@@ -470,12 +471,7 @@ func writeNewFile(path string, data []byte) error {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = durable.Close(f, err)
 	if err != nil {
 		os.Remove(path)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/durable"
 )
 
 // Names inside a data directory (and so inside a backup, which is one).
@@ -142,7 +143,7 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 	if err := os.Rename(tmp, filepath.Join(dir, DBFile)); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return rep, err
 	}
 	if len(rep.Missing) > 0 {
@@ -210,7 +211,7 @@ func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start
 	if err := os.Rename(partial, rep.Dest); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(root); err != nil {
+	if err := durable.SyncDir(root); err != nil {
 		return rep, err
 	}
 	gens = append(gens, name)
@@ -221,7 +222,7 @@ func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start
 		rep.Removed = append(rep.Removed, gens[0])
 		gens = gens[1:]
 	}
-	return rep, blobs.SyncDir(root)
+	return rep, durable.SyncDir(root)
 }
 
 // generations lists the complete generations under root, oldest first.
@@ -295,13 +296,7 @@ func (o *Ops) writeSnapshot(path string) (int64, error) {
 		return 0, err
 	}
 	n, err := o.Store.WriteSnapshot(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
+	return n, durable.Close(f, err)
 }
 
 // copyBlobs gives dest every blob the snapshot references that it lacks:

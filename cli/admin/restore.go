@@ -13,6 +13,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
+	"sealbox/kv/durable"
 )
 
 // RestoreOptions tune a restore.
@@ -112,7 +113,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	if rep.Owner, err = giveToOwner(dst, existed); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(dst); err != nil {
+	if err := durable.SyncDir(dst); err != nil {
 		return rep, err
 	}
 	rep.Elapsed = time.Since(start)
@@ -248,11 +249,5 @@ func copyStore(src, dst string, timeout time.Duration) error {
 	if errors.Is(err, kv.ErrLocked) {
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", filepath.Dir(src))
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return durable.Close(f, err)
 }

@@ -17,6 +17,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
+	"sealbox/kv/durable"
 	"sealbox/server/ids"
 )
 
@@ -90,7 +91,7 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 	if err := writeKeys(dst.DataDir, keys); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(dst.DataDir); err != nil {
+	if err := durable.SyncDir(dst.DataDir); err != nil {
 		return rep, err
 	}
 	id, err := dst.Store.BeginRestore(source, ids.UUID(rand.Reader))
