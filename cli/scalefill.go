@@ -22,6 +22,7 @@ import (
 	"sealbox/kv/bolt"
 	"sealbox/kv/durable"
 	"sealbox/server"
+	"sealbox/server/content"
 	"sealbox/server/ids"
 	"sealbox/server/password"
 )
@@ -91,9 +92,11 @@ type fillShare struct {
 
 // filler writes one fill.
 type filler struct {
-	spec     fillSpec
-	store    *kv.Store
-	blobs    blobs.Engine
+	spec  fillSpec
+	store *kv.Store
+	// content places the blobs as the server does: inline in store, or
+	// files of the blob engine.
+	content  *content.Content
 	protocol string
 	now      time.Time
 	rep      fillReport
@@ -104,11 +107,11 @@ type filler struct {
 // fillStore fills a new store and blob store (openFillTarget checked and
 // marked them) to spec, writing records only through kv's domain
 // operations (kv.Bulk: the checks and writes the server's handlers run,
-// many per transaction) and blobs only through the blob engine, before the
-// records that name them, as the server does.
+// many per transaction) and blobs only through their placement
+// (server/content), before the records that name them, as the server does.
 func fillStore(ctx context.Context, spec fillSpec, store *kv.Store, blobStore blobs.Engine) (*fillReport, error) {
 	start := time.Now()
-	f := &filler{spec: spec, store: store, blobs: blobStore, protocol: server.DefaultConfig().ProtocolMax, now: store.Now()}
+	f := &filler{spec: spec, store: store, content: content.New(store, blobStore, spec.InlineMax), protocol: server.DefaultConfig().ProtocolMax, now: store.Now()}
 	if err := f.people(ctx); err != nil {
 		return nil, err
 	}
@@ -199,19 +202,19 @@ func (f *filler) batch(n int) error {
 		a := f.asset(f.next + k)
 		assets[k] = a
 		switch {
-		case f.inline(a.original) != nil:
+		case f.content.Inline(a.original) != nil:
 		case a.large:
 			large = append(large, a.original)
 		default:
 			small = append(small, a.original)
 		}
 		for _, b := range slices.Concat(a.manifests, a.metadata) {
-			if f.inline(b) == nil {
+			if f.content.Inline(b) == nil {
 				small = append(small, b)
 			}
 		}
 	}
-	if err := putBlobs(f.blobs, small, large); err != nil {
+	if err := putBlobs(f.content, small, large); err != nil {
 		return err
 	}
 	err := f.store.Bulk(func(b *kv.Bulk) error {
@@ -262,7 +265,7 @@ func (f *filler) asset(i int) fillAsset {
 func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 	acct := &f.rep.Accounts[a.account]
 	album := &acct.Albums[a.album]
-	original := kv.Blob{Hash: blobs.AddressOf(a.original), Size: int64(len(a.original)), StoredAt: f.now, Data: f.inline(a.original)}
+	original := kv.Blob{Hash: blobs.AddressOf(a.original), Size: int64(len(a.original)), StoredAt: f.now, Data: f.content.Inline(a.original)}
 	if err := b.Hold(acct.ID, original); err != nil {
 		return err
 	}
@@ -273,8 +276,8 @@ func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 		op := &kv.Op{
 			AlbumID: album.ID, AssetID: a.id, Action: kv.OpCreate, ProtocolVersion: f.protocol,
 			CreatedByUser: acct.ID, CiphertextHash: original.Hash,
-			Manifest: kv.Blob{Hash: blobs.AddressOf(manifest), Size: int64(len(manifest)), Data: f.inline(manifest)},
-			Metadata: &kv.Blob{Hash: blobs.AddressOf(a.metadata[k]), Size: int64(len(a.metadata[k])), Data: f.inline(a.metadata[k])},
+			Manifest: kv.Blob{Hash: blobs.AddressOf(manifest), Size: int64(len(manifest)), Data: f.content.Inline(manifest)},
+			Metadata: &kv.Blob{Hash: blobs.AddressOf(a.metadata[k]), Size: int64(len(a.metadata[k])), Data: f.content.Inline(a.metadata[k])},
 		}
 		op.MetadataBlobHash = op.Metadata.Hash
 		if k > 0 {
@@ -305,15 +308,6 @@ func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 	return nil
 }
 
-// inline is b when the store keeps it inline (Blob.Data), as the server
-// does a blob of 1 to InlineMax bytes; nil when it is a file.
-func (f *filler) inline(b []byte) []byte {
-	if len(b) > 0 && int64(len(b)) <= f.spec.InlineMax {
-		return b
-	}
-	return nil
-}
-
 func (f *filler) count(b []byte) {
 	f.rep.Blobs++
 	f.rep.Bytes += int64(len(b))
@@ -323,10 +317,10 @@ func (f *filler) count(b []byte) {
 // side, so that they share the blob store's flushes.
 const fillBlobWriters = 8
 
-// putBlobs stores a batch's blobs, small ones in groups (PutSmall shares
-// their flushes) and large ones streamed. It is the fill's one way into the
-// blob store.
-func putBlobs(store blobs.Engine, small, large [][]byte) error {
+// putBlobs stores a batch's blob files, small ones in groups (PutFiles
+// shares their flushes) and large ones streamed. It is the fill's one way
+// into the blob store.
+func putBlobs(place *content.Content, small, large [][]byte) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, fillBlobWriters+len(large))
 	per := (len(small) + fillBlobWriters - 1) / fillBlobWriters
@@ -335,7 +329,7 @@ func putBlobs(store blobs.Engine, small, large [][]byte) error {
 		wg.Go(func() {
 			for len(part) > 0 {
 				n := min(64, len(part))
-				if err := store.PutSmall(part[:n]...); err != nil {
+				if err := place.PutFiles(part[:n]...); err != nil {
 					errs <- err
 					return
 				}
@@ -345,7 +339,7 @@ func putBlobs(store blobs.Engine, small, large [][]byte) error {
 	}
 	for _, b := range large {
 		wg.Go(func() {
-			if _, _, err := store.Put(bytes.NewReader(b), blobs.AddressOf(b), int64(len(b))); err != nil {
+			if _, err := place.Put(bytes.NewReader(b), blobs.AddressOf(b), int64(len(b)), int64(len(b))); err != nil {
 				errs <- err
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/server"
+	"sealbox/server/content"
 	"sealbox/server/secrets"
 	"sealbox/server/translog"
 )
@@ -206,7 +207,7 @@ func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger, create bool)
 
 // bind binds the store (checked by checkKeys and checkData) to this node's
 // keys and the record and blob stores to one instance, moves the small blob
-// files into the store (moveInline: only once the two are known to belong
+// files into the store (content.MoveInline: only once the two are known to belong
 // together), releases the leases this node's previous run held and signs a
 // checkpoint of the log. It returns the store's format.
 func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, error) {
@@ -218,7 +219,15 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	if _, err := bindInstance(s.Location, store, blobStore, instanceServe); err != nil {
 		return 0, fmt.Errorf("refusing to start: %w", err)
 	}
-	if err := moveInline(store, blobStore, s.Config.InlineMax, log); err != nil {
+	// Store format 6 completes here: the blob files of at most the inline
+	// threshold move into the store, at once when a start with the same
+	// threshold did it before; a start cut short leaves no damage and the
+	// next one carries on.
+	moved, err := content.New(store, blobStore, s.Config.InlineMax).MoveInline()
+	if moved > 0 {
+		log.Info().Int("blobs", moved).Int64("inline_max", s.Config.InlineMax).Msg("moved small blob files into the store")
+	}
+	if err != nil {
 		return 0, fmt.Errorf("move small blob files into the store: %w", err)
 	}
 	// A node with other keys would seal secrets the other nodes cannot

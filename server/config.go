@@ -79,7 +79,7 @@ type Limits struct {
 	// MaxBlob limits one uploaded blob.
 	MaxBlob int64
 	// InlineMax is the largest blob kept in the store instead of the blob
-	// engine (see inline.go); 0 keeps every blob in the engine.
+	// engine (see server/content); 0 keeps every blob in the engine.
 	InlineMax int64
 	// MaxUploadSessions and MaxTransfers cap an account's open upload
 	// sessions and open tus transfers; MaxPendingBytes caps the lengths its

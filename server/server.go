@@ -19,6 +19,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/server/content"
 	"sealbox/server/ids"
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
@@ -36,9 +37,11 @@ type Server struct {
 	cfg     Config
 	secrets *secrets.Keeper
 	// scheme is "https" after StartTLS, and empty for plain HTTP.
-	scheme    string
-	store     *kv.Store
-	blobs     blobs.Engine
+	scheme string
+	store  *kv.Store
+	blobs  blobs.Engine
+	// content places and opens blobs: inline in store, or files of blobs.
+	content   *content.Content
 	log       zerolog.Logger
 	now       func() time.Time
 	router    *httprouter.Router
@@ -105,6 +108,7 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		secrets:      keeper,
 		store:        store,
 		blobs:        blobStore,
+		content:      content.New(store, blobStore, cfg.InlineMax),
 		log:          cfg.Log,
 		now:          cfg.Now,
 		translog:     translog.New(store, cfg.LogKey, cfg.WitnessQuorum),

@@ -14,6 +14,7 @@ import (
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/kv/durable"
+	"sealbox/server/content"
 )
 
 // RestoreOptions tune a restore.
@@ -144,22 +145,14 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 		f, _, err := srcBlobs.Open(hash)
 		return f, err
 	}
-	err = eachBlobPage(store, func(page []kv.Blob) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	err = content.WalkPages(ctx, store, func(files, inline []kv.Blob) error {
 		// An inline blob was restored with the store, whose inline blobs
 		// storeProblems re-hashes.
-		files := page[:0:0]
-		for _, b := range page {
-			if b.Inline {
-				p.BlobsDone++
-				p.BytesDone += b.Size
-				rep.Blobs++
-				rep.Bytes += b.Size
-				continue
-			}
-			files = append(files, b)
+		for _, b := range inline {
+			p.BlobsDone++
+			p.BytesDone += b.Size
+			rep.Blobs++
+			rep.Bytes += b.Size
 		}
 		results, err := copyBlobPage(files, open, dstBlobs)
 		if err != nil {
