@@ -19,7 +19,6 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/kv/durable"
 	"sealbox/server"
 	"sealbox/server/content"
@@ -394,11 +393,11 @@ func openFillTarget(ctx context.Context, loc Location) (*kv.Store, blobs.Engine,
 	}
 	// NoMigrate: a PostgreSQL store of an older format is refused as it
 	// is, not migrated and then refused.
-	store, err := loc.openStore(ctx, kv.Options{Version: server.Version, NoMigrate: true}, bolt.Options{NoSync: true})
+	store, err := loc.openStoreFor(ctx, forFill, kv.Options{Version: server.Version, NoMigrate: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	blobStore, err := loc.openBlobs(ctx, false)
+	blobStore, err := loc.openBlobs(ctx, blobsOpen{})
 	if err == nil {
 		err = refuseUsed(loc, store, blobStore)
 	}
@@ -455,7 +454,7 @@ func refuseNonDev(ctx context.Context, loc Location) error {
 		return err
 	}
 	id := strings.TrimSpace(string(raw))
-	store, err := loc.openStore(ctx, kv.Options{ReadOnly: true}, bolt.Options{OpenTimeout: adminOpenTimeout})
+	store, err := loc.openStoreFor(ctx, forLooking, kv.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -464,7 +463,7 @@ func refuseNonDev(ctx context.Context, loc Location) error {
 	if err != nil {
 		return err
 	}
-	blobStore, err := loc.openBlobs(ctx, true)
+	blobStore, err := loc.openBlobs(ctx, blobsOpen{readOnly: true})
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/blobs"
-	"sealbox/blobs/s3"
 	"sealbox/cli/admin"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/server"
 	"sealbox/server/content"
 	"sealbox/server/secrets"
@@ -55,14 +53,14 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if s.Blobs != "" {
 		blobStore, err = s.openBucket(ctx, log, false)
 		switch {
-		case errors.Is(err, s3.ErrNoBucket):
+		case errors.Is(err, errNoBucket):
 			createBucket = true
 		case err != nil:
 			return nil, nil, 0, nil, err
 		}
 	}
 	if s.Store != "" {
-		if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
+		if store, err = s.openStoreFor(ctx, forServe, s.storeOptions()); err != nil {
 			return nil, nil, 0, nil, err
 		}
 		if err := s.refuseUnfinishedRestore(store); err != nil {
@@ -107,7 +105,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	}
 	if s.Store == "" || s.Blobs == "" {
 		if store == nil {
-			if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
+			if store, err = s.openStoreFor(ctx, forServe, s.storeOptions()); err != nil {
 				return nil, nil, 0, nil, err
 			}
 			if err := s.checkKeys(store); err != nil {
@@ -115,7 +113,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 			}
 		}
 		if s.Blobs == "" {
-			if blobStore, err = s.openBlobs(ctx, false); err != nil {
+			if blobStore, err = s.openBlobs(ctx, blobsOpen{}); err != nil {
 				return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
 			}
 		}
@@ -192,17 +190,18 @@ func (s *Serve) storeOptions() kv.Options {
 func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger, create bool) (blobs.Engine, error) {
 	metrics := prometheus.NewRegistry()
 	s.Config.EngineMetrics = metrics
-	b, err := s3.Open(ctx, s.Blobs, s3.Options{Metrics: metrics, CreateBucket: create})
+	engine, err := s.openBlobs(ctx, blobsOpen{metrics: metrics, createBucket: create})
 	if err != nil {
 		return nil, fmt.Errorf("open blob store: %w", err)
 	}
+	b := engine.(bucket) // s.Blobs names a bucket
 	if !hasEndpoint(s.Blobs) {
 		log.Warn().Str("bucket", b.Bucket()).Msg("the s3:// URL has no endpoint=, so the blobs go to " + b.Endpoint() + "; for another S3-compatible store add ?endpoint=https://HOST")
 	}
 	if b.CreatedBucket() {
 		log.Info().Str("bucket", b.Bucket()).Str("endpoint", b.Endpoint()).Msg("the bucket did not exist; created it")
 	}
-	return b, nil
+	return engine, nil
 }
 
 // bind binds the store (checked by checkKeys and checkData) to this node's

@@ -12,7 +12,6 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/kv/durable"
 	"sealbox/server/content"
 )
@@ -238,7 +237,7 @@ func copyStore(src, dst string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	_, err = bolt.CopyFile(src, f, timeout)
+	_, err = copyFile(src, f, timeout)
 	if errors.Is(err, kv.ErrLocked) {
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", filepath.Dir(src))
 	}

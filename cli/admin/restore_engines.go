@@ -16,7 +16,6 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/kv/durable"
 	"sealbox/server/content"
 	"sealbox/server/ids"
@@ -172,7 +171,7 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 	h := sha256.New()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err == nil {
-		_, err = bolt.CopyFile(filepath.Join(src, DBFile), io.MultiWriter(f, h), opts.OpenTimeout)
+		_, err = copyFile(filepath.Join(src, DBFile), io.MultiWriter(f, h), opts.OpenTimeout)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
