@@ -17,7 +17,6 @@ import (
 	"sealbox/server"
 	"sealbox/server/content"
 	"sealbox/server/secrets"
-	"sealbox/server/translog"
 )
 
 // open readies what the server runs on, in an order that keeps a failed
@@ -206,9 +205,11 @@ func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger, create bool)
 
 // bind binds the store (checked by checkKeys and checkData) to this node's
 // keys and the record and blob stores to one instance, moves the small blob
-// files into the store (content.MoveInline: only once the two are known to belong
-// together), releases the leases this node's previous run held and signs a
-// checkpoint of the log. It returns the store's format.
+// files into the store (content.MoveInline: only once the two are known to
+// belong together) and releases the leases this node's previous run held
+// (the sweep's and the witness's among them). It returns the store's
+// format. Run signs the log's first checkpoint, with the one log it hands
+// the server and the witness worker.
 func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, error) {
 	log := s.Config.Log
 	format, _, err := store.Format()
@@ -244,11 +245,6 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	}
 	if released > 0 {
 		log.Info().Int("leases", released).Str("node", s.Config.NodeID).Msg("released the leases this node's previous run held (transfers it was writing resume at once)")
-	}
-	// A checkpoint of the log as it is at start is served from the first
-	// request; the witness worker signs the next ones.
-	if _, err := translog.New(store, s.Config.LogKey, s.Config.WitnessQuorum).Sign(); err != nil {
-		return 0, fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
 	}
 	return format, nil
 }

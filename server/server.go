@@ -111,12 +111,14 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		content:      content.New(store, blobStore, cfg.InlineMax),
 		log:          cfg.Log,
 		now:          cfg.Now,
-		translog:     translog.New(store, cfg.LogKey, cfg.WitnessQuorum),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
 		node:         nodeName(cfg.NodeID, ids.UUID(cfg.Rand)),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
+	}
+	if s.translog = cfg.TransparencyLog; s.translog == nil {
+		s.translog = translog.New(store, cfg.LogKey, cfg.WitnessQuorum)
 	}
 	s.hasher = password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashWait)
 	s.signin = signin.New(store, s.hasher, signin.Options{
