@@ -144,7 +144,7 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 		f, _, err := srcBlobs.Open(hash)
 		return f, err
 	}
-	err = content.WalkPages(ctx, store, func(files, inline []kv.Blob) error {
+	err = content.WalkPages(ctx, store, copyPage, func(files, inline []kv.Blob) error {
 		// An inline blob was restored with the store, whose inline blobs
 		// storeProblems re-hashes.
 		for _, b := range inline {

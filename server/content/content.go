@@ -54,9 +54,10 @@ func (c *Content) Inline(data []byte) []byte {
 	return nil
 }
 
-// PutFiles writes the blobs files durably as files of the blob engine,
-// sharing the durable file creations (file and directory fsyncs) with
-// the writes of other requests at the same moment (blobs.Engine.PutSmall).
+// PutFiles writes files, each the bytes of one blob, durably into the blob
+// engine, sharing the durable file creations (file and directory fsyncs)
+// with the writes of other requests at the same moment
+// (blobs.Engine.PutSmall).
 func (c *Content) PutFiles(files ...[]byte) error { return c.engine.PutSmall(files...) }
 
 // Put stores the body of a blob PUT that must hash to hash, of length
@@ -228,17 +229,17 @@ func (c *Content) MoveInline() (int, error) {
 	return c.store.MoveInline(blobs.WholeFiles{Engine: c.engine}, c.inlineMax)
 }
 
-// WalkPage is how many blob records a walk reads per read transaction.
-const WalkPage = 256
+// walkPage is how many blob records Walk reads per read transaction.
+const walkPage = 256
 
 // Walk visits every blob store records, in hash order, reading them a page
-// (WalkPage) at a time and holding no read transaction while the visits
+// at a time and holding no read transaction while the visits
 // run: inline for a blob the store keeps (its bytes travel with the store,
 // a snapshot of it included), file for one kept as a file of the blob
 // engine. It stops at the first error, or once ctx ends. store may be a
 // snapshot, with no blob engine of its own.
 func Walk(ctx context.Context, store *kv.Store, inline, file func(kv.Blob) error) error {
-	return walkRecords(store, func(page []kv.Blob) error {
+	return walkRecords(store, walkPage, func(page []kv.Blob) error {
 		for _, b := range page {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -251,12 +252,13 @@ func Walk(ctx context.Context, store *kv.Store, inline, file func(kv.Blob) error
 	})
 }
 
-// WalkPages is Walk a page at a time: fn gets each page's blobs, in hash
-// order, split into those kept as files and those kept inline, for a
-// caller that copies a page of files at once. It stops at the first error,
-// or once ctx ends.
-func WalkPages(ctx context.Context, store *kv.Store, fn func(files, inline []kv.Blob) error) error {
-	return walkRecords(store, func(page []kv.Blob) error {
+// WalkPages is Walk a page of at most n records at a time: fn gets each
+// page's blobs, in hash order, split into those kept as files and those
+// kept inline, for a caller that copies a page of files at once (and so
+// bounds the bytes it holds by n). It stops at the first error, or once
+// ctx ends.
+func WalkPages(ctx context.Context, store *kv.Store, n int, fn func(files, inline []kv.Blob) error) error {
+	return walkRecords(store, n, func(page []kv.Blob) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -269,12 +271,12 @@ func WalkPages(ctx context.Context, store *kv.Store, fn func(files, inline []kv.
 	})
 }
 
-// walkRecords reads the store's blob records a page at a time and passes
-// each non-empty page to fn once its read transaction has ended.
-func walkRecords(store *kv.Store, fn func([]kv.Blob) error) error {
+// walkRecords reads the store's blob records n at a time and passes each
+// non-empty page to fn once its read transaction has ended.
+func walkRecords(store *kv.Store, n int, fn func([]kv.Blob) error) error {
 	after := ""
 	for {
-		page, err := store.Blobs(after, WalkPage)
+		page, err := store.Blobs(after, n)
 		if err != nil {
 			return err
 		}
@@ -283,7 +285,7 @@ func walkRecords(store *kv.Store, fn func([]kv.Blob) error) error {
 				return err
 			}
 		}
-		if len(page) < WalkPage {
+		if len(page) < n {
 			return nil
 		}
 		after = page[len(page)-1].Hash
