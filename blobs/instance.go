@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"sealbox/kv/durable"
 )
 
 // InstanceMarker is the name of the marker at a blob store's root (a file in
@@ -57,12 +59,7 @@ func (s *Dir) MarkInstance(id string) error {
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.WriteString(id + "\n")
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	err = durable.Close(tmp, err)
 	if err != nil {
 		return err
 	}
@@ -73,7 +70,7 @@ func (s *Dir) MarkInstance(id string) error {
 	} else if err != nil {
 		return err
 	}
-	return SyncDir(s.dir)
+	return durable.SyncDir(s.dir)
 }
 
 // sameMarker is nil when the store's marker holds id, ErrMarked otherwise.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"sealbox/kv/durable"
 )
 
 // partialsDir is the directory inside the store where uploads in progress
@@ -76,7 +78,7 @@ func (s *Dir) OpenPartial(id, hash string, offset int64) (Partial, error) {
 	}
 	if err == nil && offset == 0 {
 		for _, d := range []string{dir, s.dir} {
-			if err = SyncDir(d); err != nil {
+			if err = durable.SyncDir(d); err != nil {
 				break
 			}
 		}
@@ -108,7 +110,7 @@ func (s *Dir) completedPartial(path, hash string) (bool, error) {
 		if err := os.Remove(path); err != nil {
 			return false, err
 		}
-		return true, SyncDir(filepath.Dir(path))
+		return true, durable.SyncDir(filepath.Dir(path))
 	}
 	return false, nil
 }
@@ -223,7 +225,7 @@ func (s *Dir) completeFile(src, hash string, size int64) (Info, error) {
 			return Info{}, err
 		}
 		for _, d := range []string{filepath.Dir(dst), filepath.Dir(src)} {
-			if err := SyncDir(d); err != nil {
+			if err := durable.SyncDir(d); err != nil {
 				return Info{}, err
 			}
 		}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"sealbox/kv/durable"
 )
 
 // Info describes a stored blob.
@@ -48,7 +50,7 @@ func Open(dir string) (*Dir, error) {
 	}
 	// Make the entries of dir and dir/tmp durable.
 	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := SyncDir(d); err != nil {
+		if err := durable.SyncDir(d); err != nil {
 			return nil, err
 		}
 	}
@@ -140,12 +142,7 @@ func (s *Dir) Put(r io.Reader, want string, maxSize int64) (Info, bool, error) {
 		return Info{}, false, ErrHashMismatch
 	}
 
-	return s.link(f.Name(), hash, n, func() error {
-		if err := f.Sync(); err != nil {
-			return err
-		}
-		return f.Close()
-	}, true)
+	return s.link(f.Name(), hash, n, func() error { return durable.Close(f, nil) }, true)
 }
 
 // Adopt places the file at path into the store as the blob hash without
@@ -219,7 +216,7 @@ func (s *Dir) link(src, hash string, size int64, prepare func() error, syncNames
 		// placed it and not yet fsynced the directory: do it before reporting
 		// success.
 		if syncNames {
-			if err := SyncDir(filepath.Dir(dst)); err != nil {
+			if err := durable.SyncDir(filepath.Dir(dst)); err != nil {
 				return Info{}, false, err
 			}
 		}
@@ -364,9 +361,9 @@ func (s *Dir) Collect(hash string, cutoff time.Time) (bool, error) {
 		if err := os.Link(aside, p); err != nil && !errors.Is(err, fs.ErrExist) {
 			return false, err
 		}
-		return false, SyncDir(filepath.Dir(p))
+		return false, durable.SyncDir(filepath.Dir(p))
 	}
-	return true, SyncDir(filepath.Dir(p))
+	return true, durable.SyncDir(filepath.Dir(p))
 }
 
 // Remove is Engine.Remove.
@@ -379,7 +376,7 @@ func (s *Dir) Remove(hash string) error {
 	if err := os.Remove(p); err != nil {
 		return notFound(err)
 	}
-	return SyncDir(filepath.Dir(p))
+	return durable.SyncDir(filepath.Dir(p))
 }
 
 // Verify is Engine.Verify.
@@ -528,7 +525,7 @@ func (s *Dir) ensureDirs(hash string, syncNames bool) error {
 		if !syncNames {
 			continue
 		}
-		if err := SyncDir(filepath.Dir(d)); err != nil {
+		if err := durable.SyncDir(filepath.Dir(d)); err != nil {
 			return err
 		}
 		s.synced.Store(d, struct{}{})
@@ -550,20 +547,6 @@ func fanoutDirs(dir string) ([]string, error) {
 		}
 	}
 	return names, nil
-}
-
-// SyncDir fsyncs a directory, making the names created in it durable. It is
-// exported for the writers of durable files beside a store (backups).
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func newInfo(hash string, fi fs.FileInfo) Info {

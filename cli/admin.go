@@ -19,7 +19,6 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/server"
 	"sealbox/server/password"
 )
@@ -79,11 +78,11 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		// directory"; every admin command says it the one way instead.
 		return nil, nil, noStore(loc)
 	}
-	store, err := loc.openStore(ctx, kv.Options{
+	store, err := loc.openStoreFor(ctx, forAdmin, kv.Options{
 		ReadOnly: mode == readOnly, Version: server.Version,
 		// Only serve migrates, after saying which migrations it runs.
 		NoMigrate: true,
-	}, bolt.Options{OpenTimeout: adminOpenTimeout, MappedBudget: admin.MappedBudget})
+	})
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", loc.Data, filepath.Join(loc.Data, adminSocket))
 	}
@@ -93,7 +92,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 	if err != nil {
 		return nil, nil, err
 	}
-	blobStore, err := loc.openBlobs(ctx, mode == readOnly)
+	blobStore, err := loc.openBlobs(ctx, blobsOpen{readOnly: mode == readOnly})
 	if err != nil {
 		store.Close()
 		return nil, nil, err

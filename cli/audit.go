@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"sealbox/kv/durable"
+
 	"filippo.io/torchwood"
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
@@ -547,12 +549,7 @@ func (a *Audit) keep(raw []byte) error {
 		return err
 	}
 	_, err = f.Write(raw)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = durable.Close(f, err)
 	if err == nil {
 		err = os.Rename(tmp, a.stateFile())
 	}

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"sealbox/blobs"
 	"sealbox/blobs/s3"
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 	"sealbox/kv/postgres"
@@ -58,43 +60,107 @@ func isPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
+// purpose is what a command opens the engines for. Each engine's own
+// options follow from it here, in the one file of cli that names the
+// engines (the shape of kine's getKineStorageBackend): the rest of cli,
+// and every package below it, sees a *kv.Store and a blobs.Engine.
+type purpose int
+
+const (
+	// forServe: the server's own store, which keeps its hot pages mapped
+	// and waits bbolt's default second for its file lock.
+	forServe purpose = iota
+	// forAdmin: an admin command or a restore, reading or writing the
+	// whole store: its file lock waited for at most adminOpenTimeout, so
+	// the command never hangs, and at most admin.MappedBudget of the file
+	// kept resident.
+	forAdmin
+	// forLooking: a look at a few records of a store that may be another
+	// process's (refuseLocalStoreBeside, dev measure's check): the file
+	// lock waited for at most adminOpenTimeout.
+	forLooking
+	// forFill: dev fill writing a new store, whose commits skip fsync: the
+	// file is synced once, at the end (syncFile).
+	forFill
+)
+
+// openStoreFor opens the record store l names for p (see openStore).
+func (l Location) openStoreFor(ctx context.Context, p purpose, opts kv.Options) (*kv.Store, error) {
+	var bo bolt.Options
+	switch p {
+	case forAdmin:
+		bo.OpenTimeout, bo.MappedBudget = adminOpenTimeout, admin.MappedBudget
+	case forLooking:
+		bo.OpenTimeout = adminOpenTimeout
+	case forFill:
+		bo.NoSync = true
+	}
+	return l.openStore(ctx, opts, bo)
+}
+
 // openStore opens the record store l names: PostgreSQL, or the bbolt file
-// in the data directory, opened with bo (read-only when opts is). This is
-// where an engine is chosen; the store asks it for its abilities.
+// in the data directory, opened with bo (read-only when opts is; bo means
+// nothing to PostgreSQL). This is where an engine is chosen; the store
+// asks it for its abilities. Either way a snapshot (backup) is a bbolt
+// file, and so is the migrated copy a read-only open of an older format
+// reads.
 func (l Location) openStore(ctx context.Context, opts kv.Options, bo bolt.Options) (*kv.Store, error) {
-	if l.Store == "" {
-		path := filepath.Join(l.Data, dbFile)
-		bo.ReadOnly = opts.ReadOnly
-		// A read-only open of an older format (backup, check before an
-		// upgrade) reads a migrated scratch copy.
-		opts.ScratchEngine = bolt.OpenScratch
-		e, err := bolt.Open(path, bo)
+	opts.ScratchEngine = bolt.OpenScratch
+	if l.Store != "" {
+		e, err := postgres.Open(ctx, l.Store)
 		if err != nil {
 			return nil, err
 		}
-		return kv.OpenEngine(e, path, opts)
+		return kv.OpenEngine(e, l.describeStore(), opts)
 	}
-	e, err := postgres.Open(ctx, l.Store)
+	path := filepath.Join(l.Data, dbFile)
+	bo.ReadOnly = opts.ReadOnly
+	e, err := bolt.Open(path, bo)
 	if err != nil {
 		return nil, err
 	}
-	// A backup of a store in PostgreSQL is a bbolt file all the same.
-	opts.ScratchEngine = bolt.OpenScratch
-	return kv.OpenEngine(e, l.describeStore(), opts)
+	return kv.OpenEngine(e, path, opts)
+}
+
+// blobsOpen says how openBlobs opens the blob store.
+type blobsOpen struct {
+	// readOnly opens the blobs directory without creating anything.
+	readOnly bool
+	// createBucket creates a missing bucket; without it a missing bucket
+	// is an error wrapping errNoBucket.
+	createBucket bool
+	// metrics, when set, is where a bucket registers its series.
+	metrics prometheus.Registerer
+}
+
+// errNoBucket is openBlobs' error for a bucket that does not exist.
+var errNoBucket = s3.ErrNoBucket
+
+// bucket is what messages say of a blob store in a bucket.
+type bucket interface {
+	Bucket() string
+	Endpoint() string
+	// CreatedBucket reports whether the open created the bucket.
+	CreatedBucket() bool
 }
 
 // openBlobs opens the blob store l names: the S3-compatible bucket, or the
-// blobs directory in the data directory, which readOnly opens without
-// creating anything.
-func (l Location) openBlobs(ctx context.Context, readOnly bool) (blobs.Engine, error) {
+// blobs directory in the data directory.
+func (l Location) openBlobs(ctx context.Context, o blobsOpen) (blobs.Engine, error) {
 	if l.Blobs == "" {
 		dir := filepath.Join(l.Data, blobsDir)
-		if readOnly {
+		if o.readOnly {
 			return blobs.OpenReadOnly(dir), nil
 		}
 		return blobs.Open(dir)
 	}
-	return s3.Open(ctx, l.Blobs, s3.Options{})
+	return s3.Open(ctx, l.Blobs, s3.Options{Metrics: o.metrics, CreateBucket: o.createBucket})
+}
+
+// compactStoreFile compacts the bbolt store file at path in place (see
+// bolt.CompactFile), waiting at most adminOpenTimeout for its lock.
+func compactStoreFile(path string) (bolt.CompactReport, error) {
+	return bolt.CompactFile(path, adminOpenTimeout)
 }
 
 // describeBlobs names the blob store for logs and messages.

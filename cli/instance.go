@@ -13,7 +13,6 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/server/ids"
 )
 
@@ -146,7 +145,7 @@ func (l Location) refuseLocalStoreBeside() error {
 	} else if err != nil {
 		return err
 	}
-	if local, err := (Location{Data: l.Data}).openStore(context.Background(), kv.Options{ReadOnly: true}, bolt.Options{OpenTimeout: adminOpenTimeout}); err == nil {
+	if local, err := (Location{Data: l.Data}).openStoreFor(context.Background(), forLooking, kv.Options{ReadOnly: true}); err == nil {
 		served, err := local.Served()
 		local.Close()
 		if err == nil && !served {

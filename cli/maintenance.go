@@ -15,7 +15,6 @@ import (
 
 	"sealbox/cli/admin"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/server"
 )
 
@@ -321,7 +320,7 @@ freed space by itself.`,
 			return err
 		}
 		defer unlock()
-		rep, err := bolt.CompactFile(path, adminOpenTimeout)
+		rep, err := compactStoreFile(path)
 		switch {
 		case errors.Is(err, kv.ErrLocked):
 			return fmt.Errorf("%s is held by another process (a running server?): stop it, then compact", path)

@@ -10,10 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"sealbox/blobs"
-	"sealbox/blobs/s3"
 	"sealbox/cli/admin"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/server"
 )
 
@@ -30,13 +28,13 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 	if loc.Blobs != "" {
 		// Reached without creating it: a missing bucket is created only
 		// once the database, the keys and the backup have been checked.
-		b, err := s3.Open(ctx, loc.Blobs, s3.Options{})
+		b, err := loc.openBlobs(ctx, blobsOpen{})
 		switch {
-		case errors.Is(err, s3.ErrNoBucket):
+		case errors.Is(err, errNoBucket):
 			createBucket = func() (blobs.Engine, error) {
-				b, err := s3.Open(ctx, loc.Blobs, s3.Options{CreateBucket: true})
-				if err == nil && b.CreatedBucket() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "restore: the bucket %s did not exist at %s; created it\n", b.Bucket(), b.Endpoint())
+				b, err := loc.openBlobs(ctx, blobsOpen{createBucket: true})
+				if bk, ok := b.(bucket); err == nil && ok && bk.CreatedBucket() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "restore: the bucket %s did not exist at %s; created it\n", bk.Bucket(), bk.Endpoint())
 				}
 				return b, err
 			}
@@ -51,13 +49,13 @@ func restoreToEngines(cmd *cobra.Command, src string, loc Location, opts admin.R
 			return err
 		}
 	}
-	store, err := loc.openStore(ctx, kv.Options{Version: server.Version}, bolt.Options{OpenTimeout: adminOpenTimeout, MappedBudget: admin.MappedBudget})
+	store, err := loc.openStoreFor(ctx, forAdmin, kv.Options{Version: server.Version})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	if loc.Blobs == "" {
-		if blobStore, err = loc.openBlobs(ctx, false); err != nil {
+		if blobStore, err = loc.openBlobs(ctx, blobsOpen{}); err != nil {
 			return err
 		}
 	}

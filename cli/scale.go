@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sealbox/blobs"
 	"sealbox/server"
+	"sealbox/server/content"
 )
 
 // The scale commands make and measure a large library: dev fill writes a
@@ -60,7 +60,7 @@ tells dev measure the instance is a test one.`,
 				// inline leaves one: run the move now, which finds nothing
 				// to move and records that it ran, so serve's first start
 				// does not read every blob record for it (4 s at 1M items).
-				_, err = store.MoveInline(blobs.WholeFiles{Engine: blobStore}, spec.InlineMax)
+				_, err = content.New(store, blobStore, spec.InlineMax).MoveInline()
 			}
 			if cerr := store.Close(); err == nil {
 				err = cerr

@@ -19,8 +19,9 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
+	"sealbox/kv/durable"
 	"sealbox/server"
+	"sealbox/server/content"
 	"sealbox/server/ids"
 	"sealbox/server/password"
 )
@@ -90,9 +91,11 @@ type fillShare struct {
 
 // filler writes one fill.
 type filler struct {
-	spec     fillSpec
-	store    *kv.Store
-	blobs    blobs.Engine
+	spec  fillSpec
+	store *kv.Store
+	// content places the blobs as the server does: inline in store, or
+	// files of the blob engine.
+	content  *content.Content
 	protocol string
 	now      time.Time
 	rep      fillReport
@@ -103,11 +106,11 @@ type filler struct {
 // fillStore fills a new store and blob store (openFillTarget checked and
 // marked them) to spec, writing records only through kv's domain
 // operations (kv.Bulk: the checks and writes the server's handlers run,
-// many per transaction) and blobs only through the blob engine, before the
-// records that name them, as the server does.
+// many per transaction) and blobs only through their placement
+// (server/content), before the records that name them, as the server does.
 func fillStore(ctx context.Context, spec fillSpec, store *kv.Store, blobStore blobs.Engine) (*fillReport, error) {
 	start := time.Now()
-	f := &filler{spec: spec, store: store, blobs: blobStore, protocol: server.DefaultConfig().ProtocolMax, now: store.Now()}
+	f := &filler{spec: spec, store: store, content: content.New(store, blobStore, spec.InlineMax), protocol: server.DefaultConfig().ProtocolMax, now: store.Now()}
 	if err := f.people(ctx); err != nil {
 		return nil, err
 	}
@@ -198,19 +201,19 @@ func (f *filler) batch(n int) error {
 		a := f.asset(f.next + k)
 		assets[k] = a
 		switch {
-		case f.inline(a.original) != nil:
+		case f.content.Inline(a.original) != nil:
 		case a.large:
 			large = append(large, a.original)
 		default:
 			small = append(small, a.original)
 		}
 		for _, b := range slices.Concat(a.manifests, a.metadata) {
-			if f.inline(b) == nil {
+			if f.content.Inline(b) == nil {
 				small = append(small, b)
 			}
 		}
 	}
-	if err := putBlobs(f.blobs, small, large); err != nil {
+	if err := putBlobs(f.content, small, large); err != nil {
 		return err
 	}
 	err := f.store.Bulk(func(b *kv.Bulk) error {
@@ -261,7 +264,7 @@ func (f *filler) asset(i int) fillAsset {
 func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 	acct := &f.rep.Accounts[a.account]
 	album := &acct.Albums[a.album]
-	original := kv.Blob{Hash: blobs.AddressOf(a.original), Size: int64(len(a.original)), StoredAt: f.now, Data: f.inline(a.original)}
+	original := kv.Blob{Hash: blobs.AddressOf(a.original), Size: int64(len(a.original)), StoredAt: f.now, Data: f.content.Inline(a.original)}
 	if err := b.Hold(acct.ID, original); err != nil {
 		return err
 	}
@@ -272,8 +275,8 @@ func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 		op := &kv.Op{
 			AlbumID: album.ID, AssetID: a.id, Action: kv.OpCreate, ProtocolVersion: f.protocol,
 			CreatedByUser: acct.ID, CiphertextHash: original.Hash,
-			Manifest: kv.Blob{Hash: blobs.AddressOf(manifest), Size: int64(len(manifest)), Data: f.inline(manifest)},
-			Metadata: &kv.Blob{Hash: blobs.AddressOf(a.metadata[k]), Size: int64(len(a.metadata[k])), Data: f.inline(a.metadata[k])},
+			Manifest: kv.Blob{Hash: blobs.AddressOf(manifest), Size: int64(len(manifest)), Data: f.content.Inline(manifest)},
+			Metadata: &kv.Blob{Hash: blobs.AddressOf(a.metadata[k]), Size: int64(len(a.metadata[k])), Data: f.content.Inline(a.metadata[k])},
 		}
 		op.MetadataBlobHash = op.Metadata.Hash
 		if k > 0 {
@@ -304,15 +307,6 @@ func (f *filler) record(b *kv.Bulk, i int, a *fillAsset) error {
 	return nil
 }
 
-// inline is b when the store keeps it inline (Blob.Data), as the server
-// does a blob of 1 to InlineMax bytes; nil when it is a file.
-func (f *filler) inline(b []byte) []byte {
-	if len(b) > 0 && int64(len(b)) <= f.spec.InlineMax {
-		return b
-	}
-	return nil
-}
-
 func (f *filler) count(b []byte) {
 	f.rep.Blobs++
 	f.rep.Bytes += int64(len(b))
@@ -322,10 +316,10 @@ func (f *filler) count(b []byte) {
 // side, so that they share the blob store's flushes.
 const fillBlobWriters = 8
 
-// putBlobs stores a batch's blobs, small ones in groups (PutSmall shares
-// their flushes) and large ones streamed. It is the fill's one way into the
-// blob store.
-func putBlobs(store blobs.Engine, small, large [][]byte) error {
+// putBlobs stores a batch's blob files, small ones in groups (PutFiles
+// shares their flushes) and large ones streamed. It is the fill's one way
+// into the blob store.
+func putBlobs(place *content.Content, small, large [][]byte) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, fillBlobWriters+len(large))
 	per := (len(small) + fillBlobWriters - 1) / fillBlobWriters
@@ -334,7 +328,7 @@ func putBlobs(store blobs.Engine, small, large [][]byte) error {
 		wg.Go(func() {
 			for len(part) > 0 {
 				n := min(64, len(part))
-				if err := store.PutSmall(part[:n]...); err != nil {
+				if err := place.PutFiles(part[:n]...); err != nil {
 					errs <- err
 					return
 				}
@@ -344,7 +338,7 @@ func putBlobs(store blobs.Engine, small, large [][]byte) error {
 	}
 	for _, b := range large {
 		wg.Go(func() {
-			if _, _, err := store.Put(bytes.NewReader(b), blobs.AddressOf(b), int64(len(b))); err != nil {
+			if _, err := place.Put(bytes.NewReader(b), blobs.AddressOf(b), int64(len(b)), int64(len(b))); err != nil {
 				errs <- err
 			}
 		})
@@ -399,11 +393,11 @@ func openFillTarget(ctx context.Context, loc Location) (*kv.Store, blobs.Engine,
 	}
 	// NoMigrate: a PostgreSQL store of an older format is refused as it
 	// is, not migrated and then refused.
-	store, err := loc.openStore(ctx, kv.Options{Version: server.Version, NoMigrate: true}, bolt.Options{NoSync: true})
+	store, err := loc.openStoreFor(ctx, forFill, kv.Options{Version: server.Version, NoMigrate: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	blobStore, err := loc.openBlobs(ctx, false)
+	blobStore, err := loc.openBlobs(ctx, blobsOpen{})
 	if err == nil {
 		err = refuseUsed(loc, store, blobStore)
 	}
@@ -460,7 +454,7 @@ func refuseNonDev(ctx context.Context, loc Location) error {
 		return err
 	}
 	id := strings.TrimSpace(string(raw))
-	store, err := loc.openStore(ctx, kv.Options{ReadOnly: true}, bolt.Options{OpenTimeout: adminOpenTimeout})
+	store, err := loc.openStoreFor(ctx, forLooking, kv.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -469,7 +463,7 @@ func refuseNonDev(ctx context.Context, loc Location) error {
 	if err != nil {
 		return err
 	}
-	blobStore, err := loc.openBlobs(ctx, true)
+	blobStore, err := loc.openBlobs(ctx, blobsOpen{readOnly: true})
 	if err != nil {
 		return err
 	}
@@ -490,8 +484,7 @@ func syncFile(path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return f.Sync()
+	return durable.Close(f, nil)
 }
 
 // writeFillReport writes the fill file, readable by its owner only (it

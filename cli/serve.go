@@ -30,6 +30,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
+	"sealbox/kv/durable"
 	"sealbox/server"
 	"sealbox/server/ids"
 	"sealbox/server/maintenance"
@@ -341,9 +342,18 @@ func (s *Serve) Run(ctx context.Context) error {
 	defer release()
 	log := s.Config.Log
 	s.settleWitnesses()
+	// One transparency log, served by the server and signed by the witness
+	// worker. A checkpoint of the log as it is at start is served from the
+	// first request; the witness worker signs the next ones.
+	transparency := translog.New(store, s.Config.LogKey, s.Config.WitnessQuorum)
+	if _, err := transparency.Sign(); err != nil {
+		return fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
+	}
+	s.Config.TransparencyLog = transparency
 	srv := server.New(s.Config, store, blobStore)
-	defer s.startWitness(store)() // stopped before the store closes
-	defer s.startMaintenance(store, blobStore)()
+	// The workers stop, giving their leases up, before the store closes.
+	defer startWorker(s.witness(store, transparency))()
+	defer startWorker(s.maintenance(store, blobStore))()
 	s.start(srv, ln, shareLn, tlsConfig)
 	// SIGHUP is caught whatever the configuration: its default action ends
 	// the process, and `systemctl reload` (the README's unit) sends it.
@@ -470,12 +480,7 @@ func writeNewFile(path string, data []byte) error {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = durable.Close(f, err)
 	if err != nil {
 		os.Remove(path)
 	}
@@ -600,19 +605,18 @@ func (s *Serve) settleWitnesses() {
 	s.Witnessing.Quorum = s.Config.WitnessQuorum
 }
 
-// startWitness starts the worker that signs checkpoints and gathers
-// cosignatures, and returns the function that stops it and waits for it.
-func (s *Serve) startWitness(store *kv.Store) (stop func()) {
-	opts := s.Witnessing
-	opts.Log = s.Config.Log
-	for _, w := range opts.Witnesses {
-		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.Redacted()).Msg("witness configured")
-	}
+// worker is work that runs beside the server until its context ends, then
+// gives up what it holds (its lease, so another node takes over at once).
+type worker interface{ Run(ctx context.Context) }
+
+// startWorker runs w in a goroutine of its own and returns the function
+// that stops it and waits for it to return.
+func startWorker(w worker) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		witness.New(store, translog.New(store, s.Config.LogKey, s.Config.WitnessQuorum), opts).Run(ctx)
+		w.Run(ctx)
 	}()
 	return func() {
 		cancel()
@@ -620,23 +624,25 @@ func (s *Serve) startWitness(store *kv.Store) (stop func()) {
 	}
 }
 
-// startMaintenance starts the runner that sweeps expired records beside the
-// server, and returns the function that stops it and waits for it (it gives
-// its lease up, so another node sweeps at once).
-func (s *Serve) startMaintenance(store *kv.Store, engine blobs.Engine) (stop func()) {
+// witness is the worker that has transparency sign checkpoints and gathers
+// the witnesses' cosignatures. Its lease is held under the node's id.
+func (s *Serve) witness(store *kv.Store, transparency *translog.Log) worker {
+	opts := s.Witnessing
+	opts.Log = s.Config.Log
+	opts.Node = s.Config.NodeID
+	for _, w := range opts.Witnesses {
+		s.Config.Log.Info().Str("witness", w.Name()).Str("url", w.Redacted()).Msg("witness configured")
+	}
+	return witness.New(store, transparency, opts)
+}
+
+// maintenance is the runner that sweeps expired records. Its lease is held
+// under the node's id.
+func (s *Serve) maintenance(store *kv.Store, engine blobs.Engine) worker {
 	opts := s.Maintenance
 	opts.Log = s.Config.Log
 	// A holder of this run alone, under the node's id, so the node's next
 	// run releases it at start (kv.Store.ReleaseLeasesOf).
 	opts.Holder = s.Config.NodeID + "/" + ids.UUID(s.Config.Rand)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		maintenance.New(store, engine, opts).Run(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	return maintenance.New(store, engine, opts)
 }

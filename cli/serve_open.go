@@ -12,13 +12,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"sealbox/blobs"
-	"sealbox/blobs/s3"
 	"sealbox/cli/admin"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
 	"sealbox/server"
+	"sealbox/server/content"
 	"sealbox/server/secrets"
-	"sealbox/server/translog"
 )
 
 // open readies what the server runs on, in an order that keeps a failed
@@ -54,14 +52,14 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if s.Blobs != "" {
 		blobStore, err = s.openBucket(ctx, log, false)
 		switch {
-		case errors.Is(err, s3.ErrNoBucket):
+		case errors.Is(err, errNoBucket):
 			createBucket = true
 		case err != nil:
 			return nil, nil, 0, nil, err
 		}
 	}
 	if s.Store != "" {
-		if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
+		if store, err = s.openStoreFor(ctx, forServe, s.storeOptions()); err != nil {
 			return nil, nil, 0, nil, err
 		}
 		if err := s.refuseUnfinishedRestore(store); err != nil {
@@ -106,7 +104,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	}
 	if s.Store == "" || s.Blobs == "" {
 		if store == nil {
-			if store, err = s.openStore(ctx, s.storeOptions(), bolt.Options{}); err != nil {
+			if store, err = s.openStoreFor(ctx, forServe, s.storeOptions()); err != nil {
 				return nil, nil, 0, nil, err
 			}
 			if err := s.checkKeys(store); err != nil {
@@ -114,7 +112,7 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 			}
 		}
 		if s.Blobs == "" {
-			if blobStore, err = s.openBlobs(ctx, false); err != nil {
+			if blobStore, err = s.openBlobs(ctx, blobsOpen{}); err != nil {
 				return store, nil, 0, nil, fmt.Errorf("open blob store: %w", err)
 			}
 		}
@@ -191,24 +189,27 @@ func (s *Serve) storeOptions() kv.Options {
 func (s *Serve) openBucket(ctx context.Context, log zerolog.Logger, create bool) (blobs.Engine, error) {
 	metrics := prometheus.NewRegistry()
 	s.Config.EngineMetrics = metrics
-	b, err := s3.Open(ctx, s.Blobs, s3.Options{Metrics: metrics, CreateBucket: create})
+	engine, err := s.openBlobs(ctx, blobsOpen{metrics: metrics, createBucket: create})
 	if err != nil {
 		return nil, fmt.Errorf("open blob store: %w", err)
 	}
+	b := engine.(bucket) // s.Blobs names a bucket
 	if !hasEndpoint(s.Blobs) {
 		log.Warn().Str("bucket", b.Bucket()).Msg("the s3:// URL has no endpoint=, so the blobs go to " + b.Endpoint() + "; for another S3-compatible store add ?endpoint=https://HOST")
 	}
 	if b.CreatedBucket() {
 		log.Info().Str("bucket", b.Bucket()).Str("endpoint", b.Endpoint()).Msg("the bucket did not exist; created it")
 	}
-	return b, nil
+	return engine, nil
 }
 
 // bind binds the store (checked by checkKeys and checkData) to this node's
 // keys and the record and blob stores to one instance, moves the small blob
-// files into the store (moveInline: only once the two are known to belong
-// together), releases the leases this node's previous run held and signs a
-// checkpoint of the log. It returns the store's format.
+// files into the store (content.MoveInline: only once the two are known to
+// belong together) and releases the leases this node's previous run held
+// (the sweep's and the witness's among them). It returns the store's
+// format. Run signs the log's first checkpoint, with the one log it hands
+// the server and the witness worker.
 func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, error) {
 	log := s.Config.Log
 	format, _, err := store.Format()
@@ -218,7 +219,15 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	if _, err := bindInstance(s.Location, store, blobStore, instanceServe); err != nil {
 		return 0, fmt.Errorf("refusing to start: %w", err)
 	}
-	if err := moveInline(store, blobStore, s.Config.InlineMax, log); err != nil {
+	// Store format 6 completes here: the blob files of at most the inline
+	// threshold move into the store, at once when a start with the same
+	// threshold did it before; a start cut short leaves no damage and the
+	// next one carries on.
+	moved, err := content.New(store, blobStore, s.Config.InlineMax).MoveInline()
+	if moved > 0 {
+		log.Info().Int("blobs", moved).Int64("inline_max", s.Config.InlineMax).Msg("moved small blob files into the store")
+	}
+	if err != nil {
 		return 0, fmt.Errorf("move small blob files into the store: %w", err)
 	}
 	// A node with other keys would seal secrets the other nodes cannot
@@ -236,11 +245,6 @@ func (s *Serve) bind(store *kv.Store, blobStore blobs.Engine, key []byte) (int, 
 	}
 	if released > 0 {
 		log.Info().Int("leases", released).Str("node", s.Config.NodeID).Msg("released the leases this node's previous run held (transfers it was writing resume at once)")
-	}
-	// A checkpoint of the log as it is at start is served from the first
-	// request; the witness worker signs the next ones.
-	if _, err := translog.New(store, s.Config.LogKey, s.Config.WitnessQuorum).Sign(); err != nil {
-		return 0, fmt.Errorf("sign a checkpoint of the transparency log: %w", err)
 	}
 	return format, nil
 }

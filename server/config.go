@@ -51,6 +51,10 @@ type Config struct {
 	// caller gave it); the metrics listener serves them beside the
 	// server's own.
 	EngineMetrics prometheus.Gatherer
+	// TransparencyLog, when set, is the log the server serves: serve hands
+	// it the one it shares with the witness worker. Nil: the log of the
+	// store, signed with LogKey, served as WitnessQuorum asks.
+	TransparencyLog *translog.Log
 	// Argon2 are the parameters new password hashes are made with.
 	Argon2 password.Params
 	// SealKey is the 32-byte key (server.key in the data directory) that
@@ -79,7 +83,7 @@ type Limits struct {
 	// MaxBlob limits one uploaded blob.
 	MaxBlob int64
 	// InlineMax is the largest blob kept in the store instead of the blob
-	// engine (see inline.go); 0 keeps every blob in the engine.
+	// engine (see server/content); 0 keeps every blob in the engine.
 	InlineMax int64
 	// MaxUploadSessions and MaxTransfers cap an account's open upload
 	// sessions and open tus transfers; MaxPendingBytes caps the lengths its

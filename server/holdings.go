@@ -25,11 +25,7 @@ func (s *Server) handleHeldBlob(w http.ResponseWriter, r *http.Request, ps httpr
 	if err != nil {
 		return err
 	}
-	rec, err := s.store.HeldBlob(sess.AccountID, hash)
-	if err != nil {
-		return err
-	}
-	f, err := s.openBlob(rec)
+	rec, f, err := s.content.OpenHeld(sess.AccountID, hash)
 	if err != nil {
 		return err
 	}

@@ -256,7 +256,7 @@ func (s *Server) handleOpApply(w http.ResponseWriter, r *http.Request, ps httpro
 		if res != nil {
 			return writeOpResult(w, res)
 		}
-		if err := s.blobs.PutSmall(files...); err != nil {
+		if err := s.content.PutFiles(files...); err != nil {
 			return err
 		}
 	}
@@ -276,20 +276,16 @@ func writeOpResult(w http.ResponseWriter, res *kv.OpResult) error {
 // applies the op (Blob.Data), and returns the others, which must be durable
 // files before that transaction. Each file alone would be a durable file
 // creation (file and directory fsyncs) costing more than the whole store
-// transaction; PutSmall shares that work with the ops of other requests
+// transaction; PutFiles shares that work with the ops of other requests
 // writing at the same moment.
 func (s *Server) inlineOpBlobs(wr *opWrite) (files [][]byte) {
-	if s.inlines(len(wr.manifest)) {
-		wr.op.Manifest.Data = wr.manifest
-	} else {
+	if wr.op.Manifest.Data = s.content.Inline(wr.manifest); wr.op.Manifest.Data == nil {
 		files = append(files, wr.manifest)
 	}
-	switch {
-	case wr.metadata == nil:
-	case s.inlines(len(wr.metadata)):
-		wr.op.Metadata.Data = wr.metadata
-	default:
-		files = append(files, wr.metadata)
+	if wr.metadata != nil {
+		if wr.op.Metadata.Data = s.content.Inline(wr.metadata); wr.op.Metadata.Data == nil {
+			files = append(files, wr.metadata)
+		}
 	}
 	return files
 }

@@ -19,6 +19,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/server/content"
 	"sealbox/server/ids"
 	"sealbox/server/password"
 	"sealbox/server/ratelimit"
@@ -36,9 +37,11 @@ type Server struct {
 	cfg     Config
 	secrets *secrets.Keeper
 	// scheme is "https" after StartTLS, and empty for plain HTTP.
-	scheme    string
-	store     *kv.Store
-	blobs     blobs.Engine
+	scheme string
+	store  *kv.Store
+	blobs  blobs.Engine
+	// content places and opens blobs: inline in store, or files of blobs.
+	content   *content.Content
 	log       zerolog.Logger
 	now       func() time.Time
 	router    *httprouter.Router
@@ -105,14 +108,17 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		secrets:      keeper,
 		store:        store,
 		blobs:        blobStore,
+		content:      content.New(store, blobStore, cfg.InlineMax),
 		log:          cfg.Log,
 		now:          cfg.Now,
-		translog:     translog.New(store, cfg.LogKey, cfg.WitnessQuorum),
 		redeem:       ratelimit.NewRedeem(redeemRefusalsPerAddr, redeemFallbackRefusals, redeemWindow, cfg.Now),
 		node:         nodeName(cfg.NodeID, ids.UUID(cfg.Rand)),
 		shareLimiter: ratelimit.New(cfg.ShareRate, cfg.ShareBurst, cfg.Now),
 		corsOrigins:  corsOriginSet(cfg.CORSOrigins),
 		authLimiter:  ratelimit.New(cfg.AuthRate/60, cfg.AuthBurst, cfg.Now),
+	}
+	if s.translog = cfg.TransparencyLog; s.translog == nil {
+		s.translog = translog.New(store, cfg.LogKey, cfg.WitnessQuorum)
 	}
 	s.hasher = password.NewHasher(cfg.Argon2, cfg.Rand, cfg.HashWait)
 	s.signin = signin.New(store, s.hasher, signin.Options{

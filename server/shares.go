@@ -180,11 +180,7 @@ func (s *Server) handleShareBlob(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	rec, err := s.store.ShareBlob(id, hash)
-	if err != nil {
-		return err
-	}
-	f, err := s.openBlob(rec)
+	rec, f, err := s.content.OpenShared(id, hash)
 	if err != nil {
 		return err
 	}

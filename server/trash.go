@@ -132,9 +132,7 @@ func (s *Server) handleTombstone(w http.ResponseWriter, r *http.Request, ps http
 	if err := s.checkSignedProtocol(t.ProtocolVersion, "tombstone_envelope.protocol_version", "tombstone"); err != nil {
 		return err
 	}
-	if s.inlines(len(raw)) {
-		t.Manifest.Data = raw
-	} else {
+	if t.Manifest.Data = s.content.Inline(raw); t.Manifest.Data == nil {
 		res, err := s.store.CheckTombstone(sess.AccountID, t)
 		if err != nil {
 			return err
@@ -142,7 +140,7 @@ func (s *Server) handleTombstone(w http.ResponseWriter, r *http.Request, ps http
 		if res != nil {
 			return writeOpResult(w, res)
 		}
-		if err := s.blobs.PutSmall(raw); err != nil {
+		if err := s.content.PutFiles(raw); err != nil {
 			return err
 		}
 	}
@@ -241,12 +239,12 @@ func (s *Server) handleAlbumDelete(w http.ResponseWriter, r *http.Request, ps ht
 	if err := s.checkSignedProtocol(t.ProtocolVersion, "tombstone_envelope.protocol_version", "tombstone"); err != nil {
 		return err
 	}
-	if s.inlines(len(raw)) {
-		t.Manifest.Data = raw
-	} else if err := s.blobs.PutSmall(raw); err != nil {
-		// A refused deletion leaves the file unheld, for gc, as a refused
-		// op's manifest.
-		return err
+	if t.Manifest.Data = s.content.Inline(raw); t.Manifest.Data == nil {
+		if err := s.content.PutFiles(raw); err != nil {
+			// A refused deletion leaves the file unheld, for gc, as a
+			// refused op's manifest.
+			return err
+		}
 	}
 	res, err := s.store.DeleteAlbum(sess.AccountID, t, kv.Deadline(s.now(), s.cfg.Trash))
 	if err != nil {

@@ -78,7 +78,7 @@ func (s *Server) partialBuffer(offset, n int64) int64 {
 }
 
 // putBuffer is what a blob PUT of contentLength bytes (-1: unknown) may
-// hold: its inline head (see putBlob), and, when the body may be larger
+// hold: its inline head (see content.Put), and, when the body may be larger
 // than that, what the engine's Put of it holds, which a known length bounds
 // (putLimit): a 64 KiB PUT holds 64 KiB, not an S3 part of 8 MiB.
 func (s *Server) putBuffer(contentLength int64) int64 {

@@ -90,7 +90,7 @@ func (s *Server) handleUploadBlob(w http.ResponseWriter, r *http.Request, ps htt
 	// fails). A concurrent upload by the same account can still take the room
 	// between the two looks; the file that rare race leaves is held by no one,
 	// and gc collects it.
-	b, err := s.putBlob(&quotaReader{r: body, room: room}, hash, r.ContentLength)
+	b, err := s.content.Put(&quotaReader{r: body, room: room}, hash, r.ContentLength, s.putLimit(r.ContentLength))
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/kv/durable"
+	"sealbox/server/content"
 )
 
 // Names inside a data directory (and so inside a backup, which is one).
@@ -142,7 +144,7 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 	if err := os.Rename(tmp, filepath.Join(dir, DBFile)); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return rep, err
 	}
 	if len(rep.Missing) > 0 {
@@ -210,7 +212,7 @@ func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start
 	if err := os.Rename(partial, rep.Dest); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(root); err != nil {
+	if err := durable.SyncDir(root); err != nil {
 		return rep, err
 	}
 	gens = append(gens, name)
@@ -221,7 +223,7 @@ func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start
 		rep.Removed = append(rep.Removed, gens[0])
 		gens = gens[1:]
 	}
-	return rep, blobs.SyncDir(root)
+	return rep, durable.SyncDir(root)
 }
 
 // generations lists the complete generations under root, oldest first.
@@ -295,13 +297,7 @@ func (o *Ops) writeSnapshot(path string) (int64, error) {
 		return 0, err
 	}
 	n, err := o.Store.WriteSnapshot(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
+	return n, durable.Close(f, err)
 }
 
 // copyBlobs gives dest every blob the snapshot references that it lacks:
@@ -325,17 +321,16 @@ func (o *Ops) copyBlobs(ctx context.Context, snap *kv.Store, dest, prev *blobs.D
 		report()
 		return err
 	}
-	err = eachBlob(snap, func(b kv.Blob) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	inline := func(b kv.Blob) error {
 		p.BlobsDone++
 		p.BytesDone += b.Size
-		if b.Inline {
-			rep.BlobsInline++ // in the snapshot already
-			report()
-			return nil
-		}
+		rep.BlobsInline++ // in the snapshot already
+		report()
+		return nil
+	}
+	err = content.Walk(ctx, snap, inline, func(b kv.Blob) error {
+		p.BlobsDone++
+		p.BytesDone += b.Size
 		if dest.Exists(b.Hash) {
 			rep.BlobsSkipped++
 			return nil
@@ -394,40 +389,6 @@ func (o *Ops) copyPending(page []kv.Blob, dest *blobs.Dir, rep *BackupReport) er
 func startProgress(s *kv.Store) (Progress, error) {
 	count, size, err := s.BlobTotals()
 	return Progress{BlobsTotal: int(count), BytesTotal: size}, err
-}
-
-// eachBlob visits every recorded blob a page at a time, holding no read
-// transaction while fn touches files.
-func eachBlob(s *kv.Store, fn func(kv.Blob) error) error {
-	return eachBlobPage(s, func(page []kv.Blob) error {
-		for _, b := range page {
-			if err := fn(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// eachBlobPage visits every recorded blob in pages of copyPage, holding no
-// read transaction while fn touches files.
-func eachBlobPage(s *kv.Store, fn func([]kv.Blob) error) error {
-	after := ""
-	for {
-		page, err := s.Blobs(after, copyPage)
-		if err != nil {
-			return err
-		}
-		if len(page) > 0 {
-			if err := fn(page); err != nil {
-				return err
-			}
-		}
-		if len(page) < copyPage {
-			return nil
-		}
-		after = page[len(page)-1].Hash
-	}
 }
 
 func sameDir(a, b string) (bool, error) {

@@ -7,6 +7,7 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
+	"sealbox/server/content"
 )
 
 // CheckReport lists every problem found; none means the data is whole.
@@ -74,14 +75,12 @@ func (o *Ops) Check(ctx context.Context, deep bool) (CheckReport, error) {
 			more++
 		}
 	}
-	err = eachBlob(o.Store, func(b kv.Blob) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	inline := func(kv.Blob) error {
 		rep.Blobs++
-		if b.Inline {
-			return nil // checked with the store (InlineProblems): no file to look for
-		}
+		return nil // checked with the store (InlineProblems): no file to look for
+	}
+	err = content.Walk(ctx, o.Store, inline, func(b kv.Blob) error {
+		rep.Blobs++
 		return o.checkBlob(b, deep, blobProblem)
 	})
 	if more > 0 {

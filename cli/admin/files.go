@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"sealbox/blobs"
+	"sealbox/kv/durable"
 	"sealbox/server/secrets"
 )
 
@@ -60,12 +60,7 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = durable.Close(f, err)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
@@ -73,7 +68,7 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		os.Remove(tmp)
 		return err
 	}
-	return blobs.SyncDir(filepath.Dir(path))
+	return durable.SyncDir(filepath.Dir(path))
 }
 
 // readRegular reads the file at path, which must be a regular file of at

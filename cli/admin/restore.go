@@ -12,7 +12,8 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
+	"sealbox/kv/durable"
+	"sealbox/server/content"
 )
 
 // RestoreOptions tune a restore.
@@ -112,7 +113,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	if rep.Owner, err = giveToOwner(dst, existed); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(dst); err != nil {
+	if err := durable.SyncDir(dst); err != nil {
 		return rep, err
 	}
 	rep.Elapsed = time.Since(start)
@@ -143,22 +144,14 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 		f, _, err := srcBlobs.Open(hash)
 		return f, err
 	}
-	err = eachBlobPage(store, func(page []kv.Blob) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	err = content.WalkPages(ctx, store, copyPage, func(files, inline []kv.Blob) error {
 		// An inline blob was restored with the store, whose inline blobs
 		// storeProblems re-hashes.
-		files := page[:0:0]
-		for _, b := range page {
-			if b.Inline {
-				p.BlobsDone++
-				p.BytesDone += b.Size
-				rep.Blobs++
-				rep.Bytes += b.Size
-				continue
-			}
-			files = append(files, b)
+		for _, b := range inline {
+			p.BlobsDone++
+			p.BytesDone += b.Size
+			rep.Blobs++
+			rep.Bytes += b.Size
 		}
 		results, err := copyBlobPage(files, open, dstBlobs)
 		if err != nil {
@@ -244,15 +237,9 @@ func copyStore(src, dst string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	_, err = bolt.CopyFile(src, f, timeout)
+	_, err = copyFile(src, f, timeout)
 	if errors.Is(err, kv.ErrLocked) {
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", filepath.Dir(src))
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return durable.Close(f, err)
 }

@@ -16,7 +16,8 @@ import (
 
 	"sealbox/blobs"
 	"sealbox/kv"
-	"sealbox/kv/bolt"
+	"sealbox/kv/durable"
+	"sealbox/server/content"
 	"sealbox/server/ids"
 )
 
@@ -90,7 +91,7 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 	if err := writeKeys(dst.DataDir, keys); err != nil {
 		return rep, err
 	}
-	if err := blobs.SyncDir(dst.DataDir); err != nil {
+	if err := durable.SyncDir(dst.DataDir); err != nil {
 		return rep, err
 	}
 	id, err := dst.Store.BeginRestore(source, ids.UUID(rand.Reader))
@@ -170,7 +171,7 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 	h := sha256.New()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err == nil {
-		_, err = bolt.CopyFile(filepath.Join(src, DBFile), io.MultiWriter(f, h), opts.OpenTimeout)
+		_, err = copyFile(filepath.Join(src, DBFile), io.MultiWriter(f, h), opts.OpenTimeout)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -265,37 +266,38 @@ func copyVerified(ctx context.Context, store *kv.Store, src *blobs.Dir, dst blob
 		return nil, err
 	}
 	var problems []string
-	err = eachBlob(store, func(b kv.Blob) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	// done counts b as restored: copied, found copied, or an inline blob,
+	// restored with the store (whose inline blobs storeProblems re-hashed).
+	done := func(b kv.Blob) {
+		rep.Blobs++
+		rep.Bytes += b.Size
+	}
+	// visited counts b as passed, whatever became of it.
+	visited := func(b kv.Blob) {
 		p.BlobsDone++
 		p.BytesDone += b.Size
-		defer func() {
-			if progress != nil {
-				progress(p)
-			}
-		}()
-		if b.Inline {
-			// Restored with the store, whose inline blobs storeProblems
-			// re-hashed.
-			rep.Blobs++
-			rep.Bytes += b.Size
-			return nil
+		if progress != nil {
+			progress(p)
 		}
+	}
+	inline := func(b kv.Blob) error {
+		done(b)
+		visited(b)
+		return nil
+	}
+	err = content.Walk(ctx, store, inline, func(b kv.Blob) error {
+		defer visited(b)
 		if have, err := alreadyCopied(dst, b); err != nil {
 			return err
 		} else if have {
-			rep.Blobs++
-			rep.Bytes += b.Size
+			done(b)
 			return nil
 		}
 		problem, err := copyBlob(src, dst, b)
 		if problem != "" {
 			problems = append(problems, problem)
 		} else if err == nil {
-			rep.Blobs++
-			rep.Bytes += b.Size
+			done(b)
 		}
 		return err
 	})

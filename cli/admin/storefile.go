@@ -1,6 +1,9 @@
 package admin
 
 import (
+	"io"
+	"time"
+
 	"sealbox/kv"
 	"sealbox/kv/bolt"
 )
@@ -11,6 +14,11 @@ import (
 // resident set would grow to the file's size.
 const MappedBudget = 64 << 20
 
+// A data directory's store, and so a backup's, is a bbolt file whatever
+// engine the instance runs on (kv.Store.WriteSnapshot): this file is the
+// one of cli/admin that opens and copies such files. cli, the composition
+// root, chooses the engines of the instance itself.
+
 // openFile opens the store in the bbolt file at path (a snapshot being
 // copied, a restored data directory), read-only when opts is.
 func openFile(path string, opts kv.Options) (*kv.Store, error) {
@@ -20,4 +28,12 @@ func openFile(path string, opts kv.Options) (*kv.Store, error) {
 		return nil, err
 	}
 	return kv.OpenEngine(e, path, opts)
+}
+
+// copyFile writes a consistent copy of the store file at path to w, as of
+// one read transaction and whatever its format, through the engine's
+// snapshot ability (bolt.CopyFile): a file a server holds fails with
+// kv.ErrLocked after timeout instead of being copied mid-write.
+func copyFile(path string, w io.Writer, timeout time.Duration) (int64, error) {
+	return bolt.CopyFile(path, w, timeout)
 }

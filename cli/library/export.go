@@ -16,6 +16,7 @@ import (
 
 	"sealbox/cli/client"
 	"sealbox/cli/sealed"
+	"sealbox/kv/durable"
 )
 
 // Asset is one of the account's assets as a device reads it back: its
@@ -378,13 +379,7 @@ func writeFile(final string, when time.Time, write func(io.Writer) error) error 
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	err = write(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	err = durable.Close(tmp, write(tmp))
 	if err == nil {
 		err = os.Chtimes(tmp.Name(), when, when)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"sealbox/cli/client"
 	"sealbox/cli/sealed"
+	"sealbox/kv/durable"
 )
 
 // Profile is where one client keeps its state: the session and the keys
@@ -216,15 +217,8 @@ func writeFileAtomic(path string, b []byte, mode fs.FileMode) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	_, err = f.Write(b)
+	if err := durable.Close(f, err); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

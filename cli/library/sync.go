@@ -20,6 +20,7 @@ import (
 	"sealbox/cli/client"
 	"sealbox/cli/media"
 	"sealbox/cli/sealed"
+	"sealbox/kv/durable"
 	"sealbox/kv/fault"
 	"sealbox/server/ids"
 )
@@ -646,12 +647,7 @@ func sealFile(dir, path string, size int64, key sealed.BlobKey) (StagedBlob, err
 			err = w.Close()
 		}
 	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
+	err = durable.Close(out, err)
 	if err != nil {
 		os.Remove(out.Name())
 		return StagedBlob{}, err

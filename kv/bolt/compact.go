@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"sealbox/kv/durable"
 	"sealbox/kv/engine"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,7 +90,7 @@ func CompactFile(path string, timeout time.Duration) (CompactReport, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return rep, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return rep, err
 	}
 	if fi, err = os.Stat(path); err != nil {
@@ -118,14 +119,7 @@ func writeCompacted(src *bolt.DB, tmp string) error {
 	if err != nil {
 		return err
 	}
-	err = bolt.Compact(dst, src, compactTxBytes)
-	if err == nil {
-		err = dst.Sync()
-	}
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return durable.Close(dst, bolt.Compact(dst, src, compactTxBytes))
 }
 
 // checkCompacted opens the compacted file at tmp read-only, runs bbolt's
@@ -199,19 +193,6 @@ func digestBucket(h hash.Hash, name []byte, b *bolt.Bucket, keys *int) error {
 func writeTagged(h hash.Hash, tag byte, data []byte) {
 	h.Write(binary.BigEndian.AppendUint64([]byte{tag}, uint64(len(data))))
 	h.Write(data)
-}
-
-// syncDir fsyncs a directory, making a rename in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // takeOwnerAndMode gives the compacted copy at tmp the mode of the store it

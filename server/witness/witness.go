@@ -89,6 +89,10 @@ type Options struct {
 	// timeout. Whichever it is, it follows no redirect.
 	Client *http.Client
 	Log    zerolog.Logger
+	// Node is the id of the node the worker runs on: its lease is held as
+	// Node/<random>, so the node's next run releases it at start
+	// (kv.Store.ReleaseLeasesOf) instead of waiting for it to lapse.
+	Node string
 	// Now is the clock the backoff of a faulty witness is timed with.
 	// Default: time.Now.
 	Now func() time.Time
@@ -103,8 +107,8 @@ type Worker struct {
 	store *kv.Store
 	log   *translog.Log
 	opts  Options
-	// node holds the lease among the nodes sharing the store.
-	node string
+	// holder holds the lease among the nodes sharing the store: Node/<random>.
+	holder string
 
 	// submissions are the submissions Round started that have not ended.
 	submissions sync.WaitGroup
@@ -151,7 +155,7 @@ func New(store *kv.Store, log *translog.Log, opts Options) *Worker {
 	}
 	var b [16]byte
 	rand.Read(b[:])
-	return &Worker{store: store, log: log, opts: opts, node: "witness-" + hex.EncodeToString(b[:]),
+	return &Worker{store: store, log: log, opts: opts, holder: opts.Node + "/" + hex.EncodeToString(b[:]),
 		busy: map[string]bool{}, backoff: map[string]backoff{}}
 }
 
@@ -165,7 +169,7 @@ func (w *Worker) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			w.Wait()
-			if err := w.store.ReleaseLease(lease, w.node); err != nil {
+			if err := w.store.ReleaseLease(lease, w.holder); err != nil {
 				w.opts.Log.Error().Err(err).Msg("release the witness lease")
 			}
 			return
@@ -189,7 +193,9 @@ func (w *Worker) Round(ctx context.Context) bool {
 		}
 		return false
 	}
-	held, err := w.store.TryLease(lease, w.node, 3*w.opts.Interval)
+	// Taken round by round, not held as a kv.Lease: a kv.Lease renews
+	// itself every third of its ttl, a write an idle server must not make.
+	held, err := w.store.TryLease(lease, w.holder, 3*w.opts.Interval)
 	if err != nil {
 		w.opts.Log.Error().Err(err).Msg("take the witness lease")
 		return false
