@@ -15,7 +15,7 @@ import (
 func (s *Server) registerRelayRoutes() {
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll", s.bearer(s.fresh(s.handleEnrollIssue)))
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/redeem", s.handleEnrollRedeem)
-	s.handle(http.MethodGet, "/v1/auth/devices/enroll/channel", s.bearer(s.handleEnrollChannel))
+	s.handle(http.MethodPost, "/v1/auth/enroll/channel", s.bearer(s.handleEnrollChannel))
 	s.handle(http.MethodPost, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayPost)
 	s.handle(http.MethodGet, "/v1/auth/devices/enroll/channel/:channel_id", s.handleRelayDrain)
 	s.handleOverlapping(http.MethodDelete, "/v1/auth/devices/enroll/channel/:channel_id", s.bearer(s.handleRelayClose))
@@ -109,16 +109,20 @@ func (s *Server) channelFor(codeKey []byte) string {
 	return prefixChannel + base64.RawURLEncoding.EncodeToString(s.secrets.EnrollmentChannel(codeKey))
 }
 
-// handles "GET /v1/auth/devices/enroll/channel?code=...": the issuing
-// account finds the channel its code opened (server/PROTOCOL.md §17). A
-// code not yet redeemed, one whose channel expired or closed, and any code
-// but the caller's own answer 404 alike.
+// handles "POST /v1/auth/enroll/channel": the issuing account finds the
+// channel its code opened (server/PROTOCOL.md §17). A code not yet
+// redeemed, one whose channel expired or closed, and any code but the
+// caller's own answer 404 alike. The code travels in the body, as at
+// redeem, so no URL (and no proxy's access log) holds it.
 func (s *Server) handleEnrollChannel(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	code := r.URL.Query().Get("code")
-	if code == "" {
-		return fault.FieldErrorf(fault.ECodeMalformed, "code", "the query parameter code must name the enrollment code (its full spelling)")
+	var req redeemRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
 	}
-	channelID := s.channelFor(kv.HashToken(code))
+	if err := req.validate(); err != nil {
+		return err
+	}
+	channelID := s.channelFor(kv.HashToken(*req.Code))
 	expiresAt, err := s.store.EnrollmentChannel(caller(r).AccountID, channelID)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -449,8 +448,10 @@ func TestRelayAccountCaps(t *testing.T) {
 	ts.post(t, chans[1], "to_enrollee", "fits again").WantStatus(t, 204)
 }
 
-func enrollChannelPath(code string) string {
-	return "/v1/auth/devices/enroll/channel?code=" + url.QueryEscape(code)
+// enrollChannel is the initiator's request for the channel its code
+// opened.
+func enrollChannel(code, token string) Req {
+	return Req{Method: "POST", Path: "/v1/auth/enroll/channel", Body: map[string]any{"code": code}, Token: token}
 }
 
 // TestEnrollChannelForInitiator: the issuing account finds the channel its
@@ -463,12 +464,12 @@ func TestEnrollChannelForInitiator(t *testing.T) {
 	stranger := ts.Register(t, "b@example.org")
 	code, fallback := ts.issueCode(t, owner.Access)
 
-	before := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: owner.Access})
+	before := ts.Do(t, enrollChannel(code, owner.Access))
 	if p := before.WantProblem(t, 404, "error.relay.channel_not_found"); p["detail"] != "channel not found" {
 		t.Fatalf("detail before the redeem: %v", p["detail"])
 	}
 	redeemed := ts.redeem(t, fallback, "").WantStatus(t, 200).JSON(t)
-	got := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: owner.Access}).WantStatus(t, 200).JSON(t)
+	got := ts.Do(t, enrollChannel(code, owner.Access)).WantStatus(t, 200).JSON(t)
 	if got["channel_id"] != redeemed["channel_id"] || got["expires_at"] != redeemed["expires_at"] || len(got) != 2 {
 		t.Fatalf("the initiator's channel %v, the redeemer's %v", got, redeemed)
 	}
@@ -478,18 +479,20 @@ func TestEnrollChannelForInitiator(t *testing.T) {
 		t.Fatalf("drained %q", got)
 	}
 
-	foreign := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: stranger.Access})
+	foreign := ts.Do(t, enrollChannel(code, stranger.Access))
 	foreign.WantProblem(t, 404, "error.relay.channel_not_found")
-	unknown := ts.Do(t, Req{Method: "GET", Path: enrollChannelPath("sbx_en_unknown"), Token: owner.Access})
+	unknown := ts.Do(t, enrollChannel("sbx_en_unknown", owner.Access))
 	unknown.WantProblem(t, 404, "error.relay.channel_not_found")
 	if !bytes.Equal(foreign.Body, unknown.Body) || !bytes.Equal(before.Body, unknown.Body) {
 		t.Fatalf("answers differ:\n%s\n%s\n%s", foreign.Body, unknown.Body, before.Body)
 	}
 	// The fallback is the redeemer's spelling; the issuer asks with the code.
-	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(fallback), Token: owner.Access}).WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, enrollChannel(fallback, owner.Access)).WantProblem(t, 404, "error.relay.channel_not_found")
 	servertest.RunScenarios(t, ts.Client, []servertest.Scenario{
-		{Name: "no code", Method: "GET", Path: "/v1/auth/devices/enroll/channel", Token: owner.Access, WantStatus: 400, WantCode: "error.request.malformed", WantField: "code"},
-		{Name: "no token", Method: "GET", Path: enrollChannelPath(code), WantStatus: 401, WantCode: "error.auth.unauthenticated"},
+		{Name: "no code", Method: "POST", Path: "/v1/auth/enroll/channel", Body: map[string]any{}, Token: owner.Access, WantStatus: 422, WantCode: "error.request.invalid", WantField: "code"},
+		{Name: "a code of another type", Method: "POST", Path: "/v1/auth/enroll/channel", Body: map[string]any{"code": 7}, Token: owner.Access, WantStatus: 400, WantCode: "error.request.malformed", WantField: "code"},
+		{Name: "an unknown member", Method: "POST", Path: "/v1/auth/enroll/channel", Body: map[string]any{"code": code, "x": 1}, Token: owner.Access, WantStatus: 400, WantCode: "error.request.malformed"},
+		{Name: "no token", Method: "POST", Path: "/v1/auth/enroll/channel", Body: map[string]any{"code": code}, WantStatus: 401, WantCode: "error.auth.unauthenticated"},
 	})
 
 	// A second code's channel is another one, and expires with it.
@@ -499,8 +502,8 @@ func TestEnrollChannelForInitiator(t *testing.T) {
 		t.Fatal("two codes opened the same channel")
 	}
 	ts.Do(t, Req{Method: "DELETE", Path: channelPath(ch), Token: owner.Access}).WantStatus(t, 204)
-	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code), Token: owner.Access}).WantProblem(t, 404, "error.relay.channel_not_found")
-	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code2), Token: owner.Access}).WantStatus(t, 200)
+	ts.Do(t, enrollChannel(code, owner.Access)).WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, enrollChannel(code2, owner.Access)).WantStatus(t, 200)
 	ts.Clock.Advance(15 * time.Minute)
-	ts.Do(t, Req{Method: "GET", Path: enrollChannelPath(code2), Token: ts.Login(t, "a@example.org").Access}).WantProblem(t, 404, "error.relay.channel_not_found")
+	ts.Do(t, enrollChannel(code2, ts.Login(t, "a@example.org").Access)).WantProblem(t, 404, "error.relay.channel_not_found")
 }

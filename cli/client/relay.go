@@ -51,8 +51,12 @@ func (c *Client) RedeemEnrollmentCode(ctx context.Context, code string) (Channel
 // that issued it (server/PROTOCOL.md §17); error.relay.channel_not_found
 // until the code is redeemed.
 func (c *Client) EnrollmentChannel(ctx context.Context, code string) (Channel, error) {
+	body, err := jsonBody(map[string]string{"code": code})
+	if err != nil {
+		return Channel{}, err
+	}
 	var ch Channel
-	_, err := c.doJSON(ctx, request{method: http.MethodGet, path: "/v1/auth/devices/enroll/channel", query: url.Values{"code": {code}}, bearer: true, retryable: true}, &ch)
+	_, err = c.doJSON(ctx, request{method: http.MethodPost, path: "/v1/auth/enroll/channel", contentType: "application/json", body: body, bearer: true, retryable: true}, &ch)
 	return ch, err
 }
 
