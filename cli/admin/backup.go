@@ -58,6 +58,13 @@ type BackupReport struct {
 	// the snapshot and have no file to copy.
 	BlobsInline int   `json:"blobs_inline,omitempty"`
 	BytesCopied int64 `json:"bytes_copied"`
+	// SnapshotChunks counts the chunks of a generation's store snapshot
+	// (see SnapshotIndex), ChunksLinked those shared with the previous
+	// generation by a hard link, and ChunkBytesWritten the bytes of those
+	// it had to write.
+	SnapshotChunks    int   `json:"snapshot_chunks,omitempty"`
+	ChunksLinked      int   `json:"chunks_linked,omitempty"`
+	ChunkBytesWritten int64 `json:"chunk_bytes_written,omitempty"`
 	// Generation names the generation written, and Removed the older ones
 	// removed after it was complete (with Keep).
 	Generation string        `json:"generation,omitempty"`
@@ -96,15 +103,18 @@ func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progr
 		if !hasStore(dest) && hasGenerations(dest) {
 			return BackupReport{Dest: dest}, fmt.Errorf("%s holds backup generations: give --keep, or another destination", dest)
 		}
-		rep, err = o.backupInto(ctx, dest, nil, progress)
+		rep, err = o.backupInto(ctx, dest, nil, nil, progress)
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, err
 }
 
 // backupInto writes a backup into the data directory dir. A blob dir lacks
-// is hard-linked from prev when prev holds it, and copied otherwise.
-func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progress func(Progress)) (BackupReport, error) {
+// is hard-linked from prev when prev holds it, and copied otherwise. The
+// store snapshot is a whole file (DBFile) when chunks is nil, and chunks
+// (writeChunkedSnapshot) when it names the previous generation to share
+// them with ("" for none).
+func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, chunks *string, progress func(Progress)) (BackupReport, error) {
 	rep := BackupReport{Dest: dir}
 	keys, err := readKeys(o.DataDir)
 	if err != nil {
@@ -115,7 +125,15 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 		return rep, err
 	}
 	tmp := filepath.Join(dir, DBFile+".tmp")
-	if rep.SnapshotBytes, err = o.writeSnapshot(tmp); err != nil {
+	var index snapshotIndex
+	if chunks == nil {
+		rep.SnapshotBytes, err = o.writeSnapshot(tmp)
+	} else {
+		var cr chunkReport
+		index, cr, err = o.writeChunkedSnapshot(dir, *chunks, tmp)
+		rep.SnapshotBytes, rep.SnapshotChunks, rep.ChunksLinked, rep.ChunkBytesWritten = index.Size, len(index.Chunks), cr.Linked, cr.BytesWritten
+	}
+	if err != nil {
 		return rep, err
 	}
 	snap, err := openFile(tmp, kv.Options{ReadOnly: true})
@@ -139,7 +157,12 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 	if err := writeKeys(dir, keys); err != nil {
 		return rep, err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, DBFile)); err != nil {
+	if chunks == nil {
+		err = os.Rename(tmp, filepath.Join(dir, DBFile))
+	} else if err = os.Remove(tmp); err == nil {
+		err = writeSnapshotIndex(dir, index)
+	}
+	if err != nil {
 		return rep, err
 	}
 	if err := blobs.SyncDir(dir); err != nil {
@@ -198,11 +221,13 @@ func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start
 		name = fmt.Sprintf("%s-%d", base, n)
 	}
 	var prev *blobs.Dir
+	prevDir := ""
 	if len(gens) > 0 {
-		prev = blobs.OpenReadOnly(filepath.Join(root, gens[len(gens)-1], BlobsDir))
+		prevDir = filepath.Join(root, gens[len(gens)-1])
+		prev = blobs.OpenReadOnly(filepath.Join(prevDir, BlobsDir))
 	}
 	partial := filepath.Join(root, partialPrefix+name)
-	rep, err := o.backupInto(ctx, partial, prev, progress)
+	rep, err := o.backupInto(ctx, partial, prev, &prevDir, progress)
 	rep.Dest, rep.Generation = filepath.Join(root, name), name
 	if err != nil {
 		return rep, err
@@ -232,7 +257,7 @@ func generations(root string) ([]string, error) {
 	}
 	var gens []string
 	for _, e := range entries {
-		if e.IsDir() && isGeneration(e.Name()) && hasStore(filepath.Join(root, e.Name())) {
+		if e.IsDir() && isGeneration(e.Name()) && hasSnapshot(filepath.Join(root, e.Name())) {
 			gens = append(gens, e.Name())
 		}
 	}

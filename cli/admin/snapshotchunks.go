@@ -1,0 +1,542 @@
+package admin
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"sealbox/blobs"
+	"sealbox/kv"
+)
+
+// A generation (backup --keep) keeps its store snapshot in chunks, so that
+// generations share what did not change between them, as they share blobs.
+// The snapshot is cut into fixed chunks of snapshotChunkSize bytes (bbolt
+// pages are fixed-size and a commit rewrites only the pages it touches, so
+// an unchanged page range gives an identical chunk), each stored in the
+// generation's ChunksDir under its SHA-256 and hard-linked from the
+// previous generation when that one holds it. SnapshotIndex lists the
+// chunks in order. A chunk file is only ever created, never written again:
+// every generation that names it shares one inode, so damage to it is damage
+// to each of them, and restore, which re-hashes every chunk, refuses each.
+//
+// The index is text:
+//
+//	sealbox snapshot chunks 1
+//	size <bytes of the snapshot, decimal>
+//	chunk-size <bytes of every chunk but the last, decimal>
+//	root <sha256, 64 lowercase hex>
+//	<sha256 of chunk 0>
+//	<sha256 of chunk 1>
+//	...
+//
+// with exactly ceil(size/chunk-size) chunk lines, each ending in "\n". root
+// is the SHA-256 of every line of the index but the first and itself (the
+// size, chunk-size and chunk lines, newlines included): it names the
+// snapshot (two snapshots with one root have the same bytes, chunk by
+// chunk) and catches a damaged index, which could otherwise name other
+// chunks that are whole.
+const (
+	// SnapshotIndex is the index of a generation's chunked store snapshot.
+	SnapshotIndex = "sealbox.db.index"
+	// ChunksDir holds the chunks a generation's index names.
+	ChunksDir = "sealbox.db.chunks"
+
+	snapshotIndexHeader = "sealbox snapshot chunks 1"
+	// snapshotChunkSize is 256 bbolt pages of 4 KiB: small enough that a
+	// commit's few pages change few chunks, large enough that a store of
+	// 11 GiB is 11,000 files.
+	snapshotChunkSize = 1 << 20
+	// The chunk sizes an index may declare: whole pages of any page size
+	// bbolt uses, each chunk small enough to be read into memory.
+	minChunkSize = 4 << 10
+	maxChunkSize = 64 << 20
+	// maxIndexBytes bounds the index read (a million chunks: a snapshot of
+	// a TiB at 1 MiB a chunk), so a crafted one costs little.
+	maxIndexBytes = 72 << 20
+)
+
+// snapshotIndex is a parsed SnapshotIndex.
+type snapshotIndex struct {
+	Size      int64
+	ChunkSize int64
+	// Chunks are the chunks' SHA-256 in order, 64 lowercase hex each.
+	Chunks []string
+}
+
+// body is what root hashes: every line but the header and root.
+func (x snapshotIndex) body() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "size %d\nchunk-size %d\n", x.Size, x.ChunkSize)
+	for _, c := range x.Chunks {
+		b.WriteString(c)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// Root is the snapshot's own hash (see the format above).
+func (x snapshotIndex) Root() string {
+	sum := sha256.Sum256(x.body())
+	return hex.EncodeToString(sum[:])
+}
+
+// encode is the index file's bytes; parseSnapshotIndex(x.encode()) is x.
+func (x snapshotIndex) encode() []byte {
+	return []byte(snapshotIndexHeader + "\nroot " + x.Root() + "\n" + string(x.body()))
+}
+
+// chunkSpan is the byte range of the snapshot that chunk i holds.
+func (x snapshotIndex) chunkSpan(i int) (start, n int64) {
+	start = int64(i) * x.ChunkSize
+	return start, min(x.ChunkSize, x.Size-start)
+}
+
+// parseSnapshotIndex parses an index file, refusing anything but the
+// canonical encoding of an index whose root matches its chunks.
+func parseSnapshotIndex(raw []byte) (snapshotIndex, error) {
+	var x snapshotIndex
+	text, ok := strings.CutSuffix(string(raw), "\n")
+	if !ok {
+		return x, errors.New("not a snapshot index: it does not end with a newline")
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) < 4 || lines[0] != snapshotIndexHeader {
+		return x, fmt.Errorf("not a snapshot index (its first line is not %q)", snapshotIndexHeader)
+	}
+	root, ok := strings.CutPrefix(lines[1], "root ")
+	if !ok || !blobs.ValidHash(root) {
+		return x, errors.New("not a snapshot index: its second line is not its root hash")
+	}
+	var err error
+	if x.Size, err = indexNumber(lines[2], "size "); err != nil {
+		return x, err
+	}
+	if x.ChunkSize, err = indexNumber(lines[3], "chunk-size "); err != nil {
+		return x, err
+	}
+	if x.ChunkSize < minChunkSize || x.ChunkSize > maxChunkSize || x.ChunkSize&(x.ChunkSize-1) != 0 {
+		return x, fmt.Errorf("the snapshot index declares chunks of %d bytes: want a power of two from %d to %d", x.ChunkSize, minChunkSize, maxChunkSize)
+	}
+	chunks := lines[4:]
+	if want := (x.Size + x.ChunkSize - 1) / x.ChunkSize; int64(len(chunks)) != want {
+		return x, fmt.Errorf("the snapshot index lists %d chunks, and a snapshot of %d bytes in chunks of %d has %d", len(chunks), x.Size, x.ChunkSize, want)
+	}
+	for i, c := range chunks {
+		if !blobs.ValidHash(c) {
+			return x, fmt.Errorf("the snapshot index's chunk %d is not a SHA-256 (64 lowercase hex characters)", i)
+		}
+	}
+	x.Chunks = chunks
+	if x.Root() != root {
+		return x, errors.New("the snapshot index is damaged: its chunk list does not hash to its root")
+	}
+	return x, nil
+}
+
+// indexNumber parses a line "<prefix><decimal>": a canonical non-negative
+// number (no sign, no leading zero).
+func indexNumber(line, prefix string) (int64, error) {
+	s, ok := strings.CutPrefix(line, prefix)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if !ok || err != nil || n < 0 || strconv.FormatInt(n, 10) != s {
+		return 0, fmt.Errorf("not a snapshot index: %q is not %q and a number", line, prefix)
+	}
+	return n, nil
+}
+
+// readSnapshotIndex reads and parses the index of the generation dir.
+func readSnapshotIndex(dir string) (snapshotIndex, error) {
+	path := filepath.Join(dir, SnapshotIndex)
+	raw, err := readRegular(path, maxIndexBytes)
+	if err != nil {
+		return snapshotIndex{}, err
+	}
+	x, err := parseSnapshotIndex(raw)
+	if err != nil {
+		return x, fmt.Errorf("%s: %w", path, err)
+	}
+	return x, nil
+}
+
+// hasChunkedSnapshot reports whether dir holds a chunked store snapshot
+// (its index, as anything: what it is is checked when it is read).
+func hasChunkedSnapshot(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, SnapshotIndex))
+	return err == nil
+}
+
+// hasSnapshot reports whether dir holds a backup's store: a whole file, or
+// a chunked snapshot.
+func hasSnapshot(dir string) bool { return hasStore(dir) || hasChunkedSnapshot(dir) }
+
+// RefuseChunkedGeneration refuses to open dir as a data directory when it
+// is a backup generation whose store is in chunks: opening it would create
+// an empty store beside the backup's. Read-only admin commands read such a
+// generation through OpenChunkedSnapshot instead.
+func RefuseChunkedGeneration(dir string) error {
+	if hasStore(dir) || !hasChunkedSnapshot(dir) {
+		return nil
+	}
+	return fmt.Errorf("%s is a backup generation: its store is kept in chunks (%s), not as %s; restore it into a data directory first (sealbox restore %s --data NEWDIR)", dir, SnapshotIndex, DBFile, dir)
+}
+
+// IsChunkedGeneration reports whether dir is a backup generation whose
+// store is in chunks and has no store file beside them.
+func IsChunkedGeneration(dir string) bool { return RefuseChunkedGeneration(dir) != nil }
+
+// OpenChunkedSnapshot opens, read-only, the store of the generation dir
+// (IsChunkedGeneration): its chunks are re-assembled, each re-hashed, into a
+// scratch file in a new temporary directory, which release removes. A chunk
+// that is damaged or missing fails the open, naming every such chunk.
+func OpenChunkedSnapshot(dir string, opts kv.Options) (store *kv.Store, release func(), err error) {
+	tmp, err := os.MkdirTemp("", "sealbox-generation-")
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(tmp, DBFile)
+	if _, err = restoreChunks(dir, path, storeMode); err == nil {
+		opts.ReadOnly = true
+		store, err = openFile(path, opts)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	return store, func() { store.Close(); os.RemoveAll(tmp) }, nil
+}
+
+// chunkReport says what writing a chunked snapshot cost.
+type chunkReport struct {
+	// Written chunks are new files (BytesWritten in all); Linked ones are
+	// hard links to the previous generation's; Repeated ones name a chunk
+	// the snapshot already holds (runs of empty pages).
+	Written, Linked, Repeated int
+	BytesWritten             int64
+}
+
+// chunkSink is an io.Writer that cuts what it is given into chunks and
+// stores each in dir (a generation's ChunksDir), a hard link to prev's
+// file of the same name when prev (the previous generation's ChunksDir, or
+// "") holds it, else a new file written durably. Chunks are hashed and
+// stored by several workers at once, a bounded number of chunk buffers in
+// flight.
+type chunkSink struct {
+	dir, prev string
+	buf       []byte
+	n         int // chunks handed to the workers
+	jobs      chan chunkJob
+	free      chan []byte
+	wg        sync.WaitGroup
+
+	size      int64 // bytes written, read by finish
+
+	mu      sync.Mutex
+	hashes  []string
+	claimed map[string]bool
+	rep     chunkReport
+	err     error
+}
+
+type chunkJob struct {
+	i    int
+	data []byte
+}
+
+func newChunkSink(dir, prev string) *chunkSink {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	s := &chunkSink{dir: dir, prev: prev, jobs: make(chan chunkJob), free: make(chan []byte, workers+1), claimed: map[string]bool{}}
+	for range workers + 1 {
+		s.free <- make([]byte, 0, snapshotChunkSize)
+	}
+	s.buf = <-s.free
+	for range workers {
+		s.wg.Add(1)
+		go s.work()
+	}
+	return s
+}
+
+// Write buffers p, handing each full chunk to a worker; it fails once a
+// worker has failed, which stops the snapshot.
+func (s *chunkSink) Write(p []byte) (int, error) {
+	if err := s.failed(); err != nil {
+		return 0, err
+	}
+	n := len(p)
+	for len(p) > 0 {
+		k := copy(s.buf[len(s.buf):snapshotChunkSize], p)
+		s.buf, p = s.buf[:len(s.buf)+k], p[k:]
+		if len(s.buf) == snapshotChunkSize {
+			s.flush()
+		}
+	}
+	s.size += int64(n)
+	return n, nil
+}
+
+func (s *chunkSink) flush() {
+	s.mu.Lock()
+	s.hashes = append(s.hashes, "")
+	s.mu.Unlock()
+	s.jobs <- chunkJob{s.n, s.buf}
+	s.n++
+	s.buf = (<-s.free)[:0]
+}
+
+func (s *chunkSink) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// finish stores the last, short chunk, waits for the workers and makes the
+// chunk directory's entries durable; it returns the index of what was
+// written. The sink must not be used after.
+func (s *chunkSink) finish() (snapshotIndex, chunkReport, error) {
+	if len(s.buf) > 0 && s.failed() == nil {
+		s.flush()
+	}
+	close(s.jobs)
+	s.wg.Wait()
+	if s.err != nil {
+		return snapshotIndex{}, s.rep, s.err
+	}
+	if err := blobs.SyncDir(s.dir); err != nil {
+		return snapshotIndex{}, s.rep, err
+	}
+	return snapshotIndex{Size: s.size, ChunkSize: snapshotChunkSize, Chunks: s.hashes}, s.rep, nil
+}
+
+func (s *chunkSink) work() {
+	defer s.wg.Done()
+	for j := range s.jobs {
+		if s.failed() == nil {
+			if err := s.store(j); err != nil {
+				s.mu.Lock()
+				s.err = cmp.Or(s.err, err)
+				s.mu.Unlock()
+			}
+		}
+		s.free <- j.data
+	}
+}
+
+// store names chunk j by its hash and gives dir a file of that name: the
+// first worker to claim a name stores it, so a chunk repeated in the
+// snapshot is stored once.
+func (s *chunkSink) store(j chunkJob) error {
+	sum := sha256.Sum256(j.data)
+	name := hex.EncodeToString(sum[:])
+	s.mu.Lock()
+	s.hashes[j.i] = name
+	repeated := s.claimed[name]
+	s.claimed[name] = true
+	if repeated {
+		s.rep.Repeated++
+	}
+	s.mu.Unlock()
+	if repeated {
+		return nil
+	}
+	dst := filepath.Join(s.dir, name)
+	if s.prev != "" {
+		linked, err := linkChunk(filepath.Join(s.prev, name), dst, int64(len(j.data)))
+		if err != nil {
+			return err
+		}
+		if linked {
+			s.mu.Lock()
+			s.rep.Linked++
+			s.mu.Unlock()
+			return nil
+		}
+	}
+	if err := writeChunk(dst, j.data); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.rep.Written++
+	s.rep.BytesWritten += int64(len(j.data))
+	s.mu.Unlock()
+	return nil
+}
+
+// linkChunk hard-links the previous generation's chunk prev as dst when
+// prev is a regular file of the chunk's size. Its bytes are not re-read:
+// they hashed to its name when it was written, and restore re-hashes them;
+// a file of another size is not shared, so a truncated chunk does not
+// spread into a new generation.
+func linkChunk(prev, dst string, size int64) (bool, error) {
+	fi, err := os.Lstat(prev)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && (!fi.Mode().IsRegular() || fi.Size() != size) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := os.Link(prev, dst); err != nil {
+		return false, fmt.Errorf("link snapshot chunk from the previous generation: %w", err)
+	}
+	return true, nil
+}
+
+// writeChunk writes data as the new file dst durably: into a temporary
+// name, fsynced, then renamed (the directory is synced once, in finish).
+func writeChunk(dst string, data []byte) error {
+	tmp := dst + ".tmp"
+	f, err := createTemp(tmp, storeMode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// writeChunkedSnapshot writes the store's snapshot into the generation dir
+// as chunks (ChunksDir, sharing prevDir's where they are the same) and, for
+// the rest of the backup to read its blob records, as the file scratch. The
+// scratch file is removed before the generation is complete and never
+// synced: the chunks and the index are the backup. It returns the index,
+// which the caller writes last (writeSnapshotIndex).
+func (o *Ops) writeChunkedSnapshot(dir, prevDir, scratch string) (snapshotIndex, chunkReport, error) {
+	chunks := filepath.Join(dir, ChunksDir)
+	if err := os.Mkdir(chunks, 0o700); err != nil {
+		return snapshotIndex{}, chunkReport{}, err
+	}
+	prev := ""
+	if prevDir != "" && hasChunkedSnapshot(prevDir) {
+		prev = filepath.Join(prevDir, ChunksDir)
+	}
+	f, err := createTemp(scratch, storeMode)
+	if err != nil {
+		return snapshotIndex{}, chunkReport{}, err
+	}
+	sink := newChunkSink(chunks, prev)
+	_, err = o.Store.WriteSnapshot(io.MultiWriter(f, sink))
+	x, rep, ferr := sink.finish()
+	if cerr := f.Close(); err == nil {
+		err = cmp.Or(ferr, cerr)
+	}
+	return x, rep, err
+}
+
+// writeSnapshotIndex writes x as dir's SnapshotIndex, durably.
+func writeSnapshotIndex(dir string, x snapshotIndex) error {
+	return writeFileAtomic(filepath.Join(dir, SnapshotIndex), x.encode(), storeMode)
+}
+
+// restoreChunks re-assembles the chunked snapshot of the generation src
+// into the new file dst (created with mode, never over anything), re-hashing
+// every chunk, and syncs it. A damaged, missing or mis-sized chunk is a
+// problem of the backup: every chunk is checked, and the error names each
+// bad one (up to maxRestoreProblems) with the bytes of the snapshot it
+// held. The index's root is returned: it names the snapshot restored.
+func restoreChunks(src, dst string, mode fs.FileMode) (string, error) {
+	x, err := readSnapshotIndex(src)
+	if err != nil {
+		return "", err
+	}
+	f, err := createExclusive(dst, mode)
+	if err != nil {
+		return "", err
+	}
+	problems, err := assembleChunks(src, x, f)
+	if err == nil && len(problems) == 0 {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = notWhole(src, problems, "nothing restored")
+	}
+	if err != nil {
+		os.Remove(dst)
+		return "", err
+	}
+	return x.Root(), nil
+}
+
+// assembleChunks writes the chunks x lists, from src's ChunksDir, to w,
+// each re-hashed first; once one is bad, the rest are only checked. It
+// returns the problems found; err is for what stops the reading.
+func assembleChunks(src string, x snapshotIndex, w io.Writer) ([]string, error) {
+	dir := filepath.Join(src, ChunksDir)
+	buf := make([]byte, x.ChunkSize)
+	var problems []string
+	for i, name := range x.Chunks {
+		start, n := x.chunkSpan(i)
+		data, problem, err := readChunk(filepath.Join(dir, name), name, buf[:n])
+		if err != nil {
+			return problems, err
+		}
+		if problem != "" {
+			problems = append(problems, fmt.Sprintf("snapshot chunk %s (bytes %d to %d of the store): %s", name, start, start+n, problem))
+			continue
+		}
+		if len(problems) == 0 {
+			if _, err := w.Write(data); err != nil {
+				return problems, err
+			}
+		}
+	}
+	return problems, nil
+}
+
+// readChunk reads the chunk file path into buf, which it must fill exactly,
+// and checks that it hashes to name; a problem of the backup is returned as
+// a phrase, a failure to read as an error.
+func readChunk(path, name string, buf []byte) ([]byte, string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "missing", nil
+	case errors.Is(err, syscall.ELOOP):
+		return nil, "a symbolic link, not a file", nil
+	case err != nil:
+		return nil, "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Sprintf("not a regular file (%s)", fi.Mode().Type()), nil
+	}
+	if fi.Size() != int64(len(buf)) {
+		return nil, fmt.Sprintf("%d bytes, %d expected", fi.Size(), len(buf)), nil
+	}
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if sum := sha256.Sum256(buf); hex.EncodeToString(sum[:]) != name {
+		return nil, "its bytes no longer hash to its name", nil
+	}
+	return buf, "", nil
+}
