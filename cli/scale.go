@@ -149,11 +149,14 @@ starting it.`,
 			if err := refuseNonDev(cmd.Context(), spec.Loc); err != nil {
 				return err
 			}
-			exe, err := os.Executable()
-			if err != nil {
-				return err
+			if spec.Exe == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				spec.Exe = exe
 			}
-			spec.Exe, spec.Out = exe, cmd.OutOrStdout()
+			spec.Out = cmd.OutOrStdout()
 			return measureInstance(cmd.Context(), spec)
 		},
 	}
@@ -162,6 +165,8 @@ starting it.`,
 	f.IntVar(&spec.Samples, "samples", spec.Samples, "timed requests of each kind")
 	f.IntVar(&spec.SignIns, "sign-ins", spec.SignIns, "timed sign-ins (each costs a password hash)")
 	f.StringVar(&spec.Scratch, "scratch", spec.Scratch, "directory for the backup and restore copies")
-	f.StringSliceVar(&spec.Admin, "admin", spec.Admin, "admin commands to time (comma-separated): check, gc, backup, restore")
+	f.StringSliceVar(&spec.Admin, "admin", spec.Admin, "admin commands to time (comma-separated): check, gc, backup, restore, generations (two backups --keep 7 of the unchanged instance, then a restore of the newest)")
+	// Another build's binary, to compare two builds with one harness.
+	f.StringVar(&spec.Exe, "exe", "", "the sealbox binary to serve and time (default: this one)")
 	return cmd
 }

@@ -131,7 +131,11 @@ func parseSnapshotIndex(raw []byte) (snapshotIndex, error) {
 		return x, fmt.Errorf("the snapshot index declares chunks of %d bytes: want a power of two from %d to %d", x.ChunkSize, minChunkSize, maxChunkSize)
 	}
 	chunks := lines[4:]
-	if want := (x.Size + x.ChunkSize - 1) / x.ChunkSize; int64(len(chunks)) != want {
+	want := x.Size / x.ChunkSize
+	if x.Size%x.ChunkSize != 0 {
+		want++
+	}
+	if int64(len(chunks)) != want {
 		return x, fmt.Errorf("the snapshot index lists %d chunks, and a snapshot of %d bytes in chunks of %d has %d", len(chunks), x.Size, x.ChunkSize, want)
 	}
 	for i, c := range chunks {
@@ -224,7 +228,7 @@ type chunkReport struct {
 	// hard links to the previous generation's; Repeated ones name a chunk
 	// the snapshot already holds (runs of empty pages).
 	Written, Linked, Repeated int
-	BytesWritten             int64
+	BytesWritten              int64
 }
 
 // chunkSink is an io.Writer that cuts what it is given into chunks and
@@ -241,7 +245,7 @@ type chunkSink struct {
 	free      chan []byte
 	wg        sync.WaitGroup
 
-	size      int64 // bytes written, read by finish
+	size int64 // bytes written, read by finish
 
 	mu      sync.Mutex
 	hashes  []string
