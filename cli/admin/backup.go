@@ -83,7 +83,8 @@ type BackupReport struct {
 // Without Keep, dest is that data directory, and blobs already in it are
 // skipped (content addresses never change), so nightly backups into one
 // folder copy only what is new. With Keep, dest holds dated generations
-// (see backupGeneration).
+// (see backupGeneration), whose store snapshot is in chunks (SnapshotIndex):
+// a generation is a backup to restore, not a data directory.
 func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error) {
 	start := time.Now()
 	if err := os.MkdirAll(dest, 0o700); err != nil {
@@ -194,10 +195,13 @@ const generationLayout = "2006-01-02T150405Z"
 const partialPrefix = ".partial-"
 
 // backupGeneration writes a new generation under root, sharing every blob
-// the newest complete generation already holds by a hard link (so a
-// generation costs only its new blobs, and removing any generation frees
-// only what no other one links), then removes the oldest generations beyond
-// keep, and only then: a failed backup never costs an old one.
+// and snapshot chunk the newest complete generation already holds by a hard
+// link (so a generation costs only its new blobs and changed chunks, and
+// removing any generation frees only what no other one links), then removes
+// the oldest generations beyond keep, and only then: a failed backup never
+// costs an old one. The chunks it links are only ever linked, never
+// written, so an interrupted run leaves the generations it shares them with
+// as they were.
 func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start time.Time, progress func(Progress)) (BackupReport, error) {
 	if hasStore(root) {
 		return BackupReport{Dest: root}, fmt.Errorf("%s holds a single backup, not generations: give --keep another destination", root)
