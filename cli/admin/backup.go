@@ -143,8 +143,12 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, chunk
 	}
 	// The inline blobs travel in the snapshot: re-hashed there, as a blob
 	// file is when it is copied, so damage fails the backup instead of
-	// spreading into it.
-	err = inlineWhole(snap)
+	// spreading into it. A snapshot that is the previous generation's, byte
+	// for byte, holds the inline blobs that were re-hashed when that one
+	// was written: they are not read again.
+	if chunks == nil || !sameSnapshot(*chunks, index) {
+		err = inlineWhole(snap)
+	}
 	if err == nil {
 		err = o.copyBlobs(ctx, snap, destBlobs, prev, &rep, progress)
 	}

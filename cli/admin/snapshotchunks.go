@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -259,8 +258,13 @@ type chunkJob struct {
 	data []byte
 }
 
+// chunkWriters is how many chunks are hashed and stored at once: hashing
+// runs on as many cores as there are, and a chunk's fsync waits on the disk,
+// so more writers than cores keep both busy. Each holds one chunk buffer.
+const chunkWriters = 8
+
 func newChunkSink(dir, prev string) *chunkSink {
-	workers := min(runtime.GOMAXPROCS(0), 4)
+	workers := chunkWriters
 	s := &chunkSink{dir: dir, prev: prev, jobs: make(chan chunkJob), free: make(chan []byte, workers+1), claimed: map[string]bool{}}
 	for range workers + 1 {
 		s.free <- make([]byte, 0, snapshotChunkSize)
@@ -447,6 +451,16 @@ func (o *Ops) writeChunkedSnapshot(dir, prevDir, scratch string) (snapshotIndex,
 		err = cmp.Or(ferr, cerr)
 	}
 	return x, rep, err
+}
+
+// sameSnapshot reports whether x is the snapshot the generation prevDir
+// holds, byte for byte: its index has x's root.
+func sameSnapshot(prevDir string, x snapshotIndex) bool {
+	if prevDir == "" || !hasChunkedSnapshot(prevDir) {
+		return false
+	}
+	prev, err := readSnapshotIndex(prevDir)
+	return err == nil && prev.Root() == x.Root()
 }
 
 // writeSnapshotIndex writes x as dir's SnapshotIndex, durably.
