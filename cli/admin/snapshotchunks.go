@@ -249,6 +249,7 @@ type chunkSink struct {
 	mu      sync.Mutex
 	hashes  []string
 	claimed map[string]bool
+	written []string // the chunk files written, to be synced
 	rep     chunkReport
 	err     error
 }
@@ -322,6 +323,9 @@ func (s *chunkSink) finish() (snapshotIndex, chunkReport, error) {
 	if s.err != nil {
 		return snapshotIndex{}, s.rep, s.err
 	}
+	if err := syncFiles(s.written); err != nil {
+		return snapshotIndex{}, s.rep, err
+	}
 	if err := blobs.SyncDir(s.dir); err != nil {
 		return snapshotIndex{}, s.rep, err
 	}
@@ -376,6 +380,7 @@ func (s *chunkSink) store(j chunkJob) error {
 		return err
 	}
 	s.mu.Lock()
+	s.written = append(s.written, dst)
 	s.rep.Written++
 	s.rep.BytesWritten += int64(len(j.data))
 	s.mu.Unlock()
@@ -401,26 +406,51 @@ func linkChunk(prev, dst string, size int64) (bool, error) {
 	return true, nil
 }
 
-// writeChunk writes data as the new file dst durably: into a temporary
-// name, fsynced, then renamed (the directory is synced once, in finish).
+// writeChunk writes data as the new file dst, not yet durably: finish
+// syncs every chunk written, once all are. A chunk is written under its
+// name at once, without a temporary name, since only a complete generation
+// (whose index is written after its chunks are synced) lends its chunks to
+// another, and an interrupted one is removed whole.
 func writeChunk(dst string, data []byte) error {
-	tmp := dst + ".tmp"
-	f, err := createTemp(tmp, storeMode)
+	f, err := createExclusive(dst, storeMode)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
+	return err
+}
+
+// syncFiles fsyncs every file of paths, chunkWriters at a time. Synced
+// after they were all written, the files' data has mostly been written back
+// already, and their metadata goes to the journal in a few commits instead
+// of one commit for each file.
+func syncFiles(paths []string) error {
+	errs := make([]error, chunkWriters)
+	var wg sync.WaitGroup
+	for w := range chunkWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(paths) && errs[w] == nil; i += chunkWriters {
+				errs[w] = syncFile(paths[i])
+			}
+		}()
 	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
-		os.Remove(tmp)
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }
