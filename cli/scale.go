@@ -131,8 +131,12 @@ times, one request after another over loopback: feed pages of the largest album
 (first, middle, last), share blob reads, op applies (creates) and sign-ins. It
 stops the server and runs check --deep, gc, backup and restore (into a scratch
 directory under --scratch, removed after), each as a child process whose wall
-time, peak RSS and peak anonymous RSS it reports (--admin picks which). It
-prints a Markdown table.
+time, peak RSS and peak anonymous RSS it reports (--admin picks which). With
+--admin generations it also runs backup --keep 7 twice on the unchanged
+instance, reporting the bytes each generation adds to the backup disk (each
+file once, however many generations link it), and restores the newest. It
+prints a Markdown table. --exe serves and times another sealbox binary (a build
+before a change) with the same measurement.
 
 The ops and sign-ins it sends stay in the instance: measure a fresh fill. It
 measures only an instance dev fill made (its dev-instance marker, and the same
