@@ -2,7 +2,6 @@ package admin
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -230,160 +229,148 @@ type chunkReport struct {
 	BytesWritten              int64
 }
 
-// chunkSink is an io.Writer that cuts what it is given into chunks and
-// stores each in dir (a generation's ChunksDir), a hard link to prev's
-// file of the same name when prev (the previous generation's ChunksDir, or
-// "") holds it, else a new file written durably. Chunks are hashed and
-// stored by several workers at once, a bounded number of chunk buffers in
-// flight.
-type chunkSink struct {
-	dir, prev string
-	buf       []byte
-	n         int // chunks handed to the workers
-	jobs      chan chunkJob
-	free      chan []byte
-	wg        sync.WaitGroup
+// chunkWriters is how many chunks are hashed and stored at once: hashing
+// runs on as many cores as there are, and storing waits on the disk, so
+// more writers than cores keep both busy. Each holds one chunk buffer.
+const chunkWriters = 8
 
-	size int64 // bytes written, read by finish
+// writeChunkedSnapshot writes the store's snapshot into the generation dir
+// as chunks (ChunksDir, sharing prevDir's where they are the same). The
+// snapshot is first written whole to the file scratch, which the rest of
+// the backup reads its blob records from; it is removed before the
+// generation is complete and never synced: the chunks and the index are the
+// backup. It returns the index, which the caller writes last
+// (writeSnapshotIndex).
+//
+// The snapshot is copied into scratch, and each new chunk out of it, by the
+// kernel (copy_file_range, through io.Copy between files): written from
+// user space, the kernel keeps a file in large folios, and bbolt's map of
+// scratch then grows the backup's resident set past its map budget (see
+// assembleChunks).
+func (o *Ops) writeChunkedSnapshot(dir, prevDir, scratch string) (snapshotIndex, chunkReport, error) {
+	chunks := filepath.Join(dir, ChunksDir)
+	if err := os.Mkdir(chunks, 0o700); err != nil {
+		return snapshotIndex{}, chunkReport{}, err
+	}
+	prev := ""
+	if prevDir != "" && hasChunkedSnapshot(prevDir) {
+		prev = filepath.Join(prevDir, ChunksDir)
+	}
+	f, err := createTemp(scratch, storeMode)
+	if err != nil {
+		return snapshotIndex{}, chunkReport{}, err
+	}
+	size, err := o.Store.WriteSnapshot(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return snapshotIndex{}, chunkReport{}, err
+	}
+	c := &chunker{src: scratch, dir: chunks, prev: prev, claimed: map[string]bool{},
+		x: snapshotIndex{Size: size, ChunkSize: snapshotChunkSize}}
+	c.x.Chunks = make([]string, (size+snapshotChunkSize-1)/snapshotChunkSize)
+	if err := c.run(); err != nil {
+		return snapshotIndex{}, c.rep, err
+	}
+	return c.x, c.rep, nil
+}
+
+// chunker cuts the snapshot file src into the chunks of x and stores each
+// in dir (a generation's ChunksDir): a hard link to prev's file of the same
+// name when prev (the previous generation's ChunksDir, or "") holds it,
+// else a new file. chunkWriters workers take the chunks in turn; the first
+// to claim a name stores it, so a chunk repeated in the snapshot is stored
+// once.
+type chunker struct {
+	src, dir, prev string
+	x              snapshotIndex // Chunks filled in by run
 
 	mu      sync.Mutex
-	hashes  []string
 	claimed map[string]bool
 	written []string // the chunk files written, to be synced
 	rep     chunkReport
-	err     error
 }
 
-type chunkJob struct {
-	i    int
-	data []byte
+// run stores every chunk, then syncs the new chunk files and dir.
+func (c *chunker) run() error {
+	errs := make([]error, chunkWriters)
+	var wg sync.WaitGroup
+	for w := range chunkWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = c.work(w)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := syncFiles(c.written); err != nil {
+		return err
+	}
+	return blobs.SyncDir(c.dir)
 }
 
-// chunkWriters is how many chunks are hashed and stored at once: hashing
-// runs on as many cores as there are, and a chunk's fsync waits on the disk,
-// so more writers than cores keep both busy. Each holds one chunk buffer.
-const chunkWriters = 8
-
-func newChunkSink(dir, prev string) *chunkSink {
-	workers := chunkWriters
-	s := &chunkSink{dir: dir, prev: prev, jobs: make(chan chunkJob), free: make(chan []byte, workers+1), claimed: map[string]bool{}}
-	for range workers + 1 {
-		s.free <- make([]byte, 0, snapshotChunkSize)
+// work stores the chunks w, w+chunkWriters, … through a file descriptor of
+// its own on src, whose offset the copies move.
+func (c *chunker) work(w int) error {
+	f, err := os.Open(c.src)
+	if err != nil {
+		return err
 	}
-	s.buf = <-s.free
-	for range workers {
-		s.wg.Add(1)
-		go s.work()
-	}
-	return s
-}
-
-// Write buffers p, handing each full chunk to a worker; it fails once a
-// worker has failed, which stops the snapshot.
-func (s *chunkSink) Write(p []byte) (int, error) {
-	if err := s.failed(); err != nil {
-		return 0, err
-	}
-	n := len(p)
-	for len(p) > 0 {
-		k := copy(s.buf[len(s.buf):snapshotChunkSize], p)
-		s.buf, p = s.buf[:len(s.buf)+k], p[k:]
-		if len(s.buf) == snapshotChunkSize {
-			s.flush()
+	defer f.Close()
+	buf := make([]byte, c.x.ChunkSize)
+	for i := w; i < len(c.x.Chunks); i += chunkWriters {
+		start, n := c.x.chunkSpan(i)
+		if _, err := f.ReadAt(buf[:n], start); err != nil {
+			return fmt.Errorf("read the snapshot: %w", err)
+		}
+		sum := sha256.Sum256(buf[:n])
+		name := hex.EncodeToString(sum[:])
+		c.x.Chunks[i] = name // each worker writes its own elements
+		if err := c.store(f, name, start, n); err != nil {
+			return err
 		}
 	}
-	s.size += int64(n)
-	return n, nil
+	return nil
 }
 
-func (s *chunkSink) flush() {
-	s.mu.Lock()
-	s.hashes = append(s.hashes, "")
-	s.mu.Unlock()
-	s.jobs <- chunkJob{s.n, s.buf}
-	s.n++
-	s.buf = (<-s.free)[:0]
-}
-
-func (s *chunkSink) failed() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
-// finish stores the last, short chunk, waits for the workers and makes the
-// chunk directory's entries durable; it returns the index of what was
-// written. The sink must not be used after.
-func (s *chunkSink) finish() (snapshotIndex, chunkReport, error) {
-	if len(s.buf) > 0 && s.failed() == nil {
-		s.flush()
-	}
-	close(s.jobs)
-	s.wg.Wait()
-	if s.err != nil {
-		return snapshotIndex{}, s.rep, s.err
-	}
-	if err := syncFiles(s.written); err != nil {
-		return snapshotIndex{}, s.rep, err
-	}
-	if err := blobs.SyncDir(s.dir); err != nil {
-		return snapshotIndex{}, s.rep, err
-	}
-	return snapshotIndex{Size: s.size, ChunkSize: snapshotChunkSize, Chunks: s.hashes}, s.rep, nil
-}
-
-func (s *chunkSink) work() {
-	defer s.wg.Done()
-	for j := range s.jobs {
-		if s.failed() == nil {
-			if err := s.store(j); err != nil {
-				s.mu.Lock()
-				s.err = cmp.Or(s.err, err)
-				s.mu.Unlock()
-			}
-		}
-		s.free <- j.data
-	}
-}
-
-// store names chunk j by its hash and gives dir a file of that name: the
-// first worker to claim a name stores it, so a chunk repeated in the
-// snapshot is stored once.
-func (s *chunkSink) store(j chunkJob) error {
-	sum := sha256.Sum256(j.data)
-	name := hex.EncodeToString(sum[:])
-	s.mu.Lock()
-	s.hashes[j.i] = name
-	repeated := s.claimed[name]
-	s.claimed[name] = true
+// store gives dir the chunk name, bytes start to start+n of src (read
+// through f), unless another worker claimed it first.
+func (c *chunker) store(f *os.File, name string, start, n int64) error {
+	c.mu.Lock()
+	repeated := c.claimed[name]
+	c.claimed[name] = true
 	if repeated {
-		s.rep.Repeated++
+		c.rep.Repeated++
 	}
-	s.mu.Unlock()
+	c.mu.Unlock()
 	if repeated {
 		return nil
 	}
-	dst := filepath.Join(s.dir, name)
-	if s.prev != "" {
-		linked, err := linkChunk(filepath.Join(s.prev, name), dst, int64(len(j.data)))
+	dst := filepath.Join(c.dir, name)
+	if c.prev != "" {
+		linked, err := linkChunk(filepath.Join(c.prev, name), dst, n)
 		if err != nil {
 			return err
 		}
 		if linked {
-			s.mu.Lock()
-			s.rep.Linked++
-			s.mu.Unlock()
+			c.mu.Lock()
+			c.rep.Linked++
+			c.mu.Unlock()
 			return nil
 		}
 	}
-	if err := writeChunk(dst, j.data); err != nil {
+	if err := writeChunk(dst, f, start, n); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.written = append(s.written, dst)
-	s.rep.Written++
-	s.rep.BytesWritten += int64(len(j.data))
-	s.mu.Unlock()
+	c.mu.Lock()
+	c.written = append(c.written, dst)
+	c.rep.Written++
+	c.rep.BytesWritten += n
+	c.mu.Unlock()
 	return nil
 }
 
@@ -406,18 +393,25 @@ func linkChunk(prev, dst string, size int64) (bool, error) {
 	return true, nil
 }
 
-// writeChunk writes data as the new file dst, not yet durably: finish
-// syncs every chunk written, once all are. A chunk is written under its
-// name at once, without a temporary name, since only a complete generation
-// (whose index is written after its chunks are synced) lends its chunks to
-// another, and an interrupted one is removed whole.
-func writeChunk(dst string, data []byte) error {
-	f, err := createExclusive(dst, storeMode)
+// writeChunk copies bytes start to start+n of src (read through f, the
+// snapshot just hashed, which nothing else writes) into the new file dst,
+// not yet durably: run syncs every chunk written, once all are. A chunk is
+// written under its name at once, without a temporary name, since only a
+// complete generation (whose index is written after its chunks are synced)
+// lends its chunks to another, and an interrupted one is removed whole.
+func writeChunk(dst string, f *os.File, start, n int64) error {
+	out, err := createExclusive(dst, storeMode)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
+	if _, err = f.Seek(start, io.SeekStart); err == nil {
+		var copied int64
+		copied, err = io.Copy(out, io.LimitReader(f, n))
+		if err == nil && copied != n {
+			err = fmt.Errorf("copy snapshot chunk: %d bytes of %d", copied, n)
+		}
+	}
+	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -453,34 +447,6 @@ func syncFile(path string) error {
 		err = cerr
 	}
 	return err
-}
-
-// writeChunkedSnapshot writes the store's snapshot into the generation dir
-// as chunks (ChunksDir, sharing prevDir's where they are the same) and, for
-// the rest of the backup to read its blob records, as the file scratch. The
-// scratch file is removed before the generation is complete and never
-// synced: the chunks and the index are the backup. It returns the index,
-// which the caller writes last (writeSnapshotIndex).
-func (o *Ops) writeChunkedSnapshot(dir, prevDir, scratch string) (snapshotIndex, chunkReport, error) {
-	chunks := filepath.Join(dir, ChunksDir)
-	if err := os.Mkdir(chunks, 0o700); err != nil {
-		return snapshotIndex{}, chunkReport{}, err
-	}
-	prev := ""
-	if prevDir != "" && hasChunkedSnapshot(prevDir) {
-		prev = filepath.Join(prevDir, ChunksDir)
-	}
-	f, err := createTemp(scratch, storeMode)
-	if err != nil {
-		return snapshotIndex{}, chunkReport{}, err
-	}
-	sink := newChunkSink(chunks, prev)
-	_, err = o.Store.WriteSnapshot(io.MultiWriter(f, sink))
-	x, rep, ferr := sink.finish()
-	if cerr := f.Close(); err == nil {
-		err = cmp.Or(ferr, cerr)
-	}
-	return x, rep, err
 }
 
 // sameSnapshot reports whether x is the snapshot the generation prevDir
