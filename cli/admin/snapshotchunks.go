@@ -33,16 +33,16 @@ import (
 // The index is text:
 //
 //	sealbox snapshot chunks 1
+//	root <sha256, 64 lowercase hex>
 //	size <bytes of the snapshot, decimal>
 //	chunk-size <bytes of every chunk but the last, decimal>
-//	root <sha256, 64 lowercase hex>
 //	<sha256 of chunk 0>
 //	<sha256 of chunk 1>
 //	...
 //
-// with exactly ceil(size/chunk-size) chunk lines, each ending in "\n". root
-// is the SHA-256 of every line of the index but the first and itself (the
-// size, chunk-size and chunk lines, newlines included): it names the
+// with exactly ceil(size/chunk-size) chunk lines, every line ending in "\n",
+// numbers without sign or leading zero. root is the SHA-256 of the lines
+// after it (size, chunk-size and the chunks, newlines included): it names the
 // snapshot (two snapshots with one root have the same bytes, chunk by
 // chunk) and catches a damaged index, which could otherwise name other
 // chunks that are whole.
@@ -222,11 +222,12 @@ func OpenChunkedSnapshot(dir string, opts kv.Options) (store *kv.Store, release 
 
 // chunkReport says what writing a chunked snapshot cost.
 type chunkReport struct {
-	// Written chunks are new files (BytesWritten in all); Linked ones are
-	// hard links to the previous generation's; Repeated ones name a chunk
-	// the snapshot already holds (runs of empty pages).
-	Written, Linked, Repeated int
-	BytesWritten              int64
+	// Linked counts the chunks that are hard links to the previous
+	// generation's, BytesWritten the bytes of those written anew. A chunk
+	// the snapshot repeats (runs of empty pages) is stored, and counted,
+	// once.
+	Linked       int
+	BytesWritten int64
 }
 
 // chunkWriters is how many chunks are hashed and stored at once: hashing
@@ -343,9 +344,6 @@ func (c *chunker) store(f *os.File, name string, start, n int64) error {
 	c.mu.Lock()
 	repeated := c.claimed[name]
 	c.claimed[name] = true
-	if repeated {
-		c.rep.Repeated++
-	}
 	c.mu.Unlock()
 	if repeated {
 		return nil
@@ -368,7 +366,6 @@ func (c *chunker) store(f *os.File, name string, start, n int64) error {
 	}
 	c.mu.Lock()
 	c.written = append(c.written, dst)
-	c.rep.Written++
 	c.rep.BytesWritten += n
 	c.mu.Unlock()
 	return nil
