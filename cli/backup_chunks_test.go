@@ -68,7 +68,8 @@ func TestBackupGenerationOpensReadOnly(t *testing.T) {
 // blobs in a bucket (SEALBOX_TEST_PG, SEALBOX_TEST_S3), the snapshot is the
 // records copied into a scratch bbolt file; a second generation of the
 // unchanged instance writes none of its chunks again, and the newest
-// generation restores and checks whole.
+// generation restores and checks whole, into a directory and into the
+// engines.
 func TestBackupGenerationsOnEngines(t *testing.T) {
 	loc := engineLocation(t)
 	url, stop := runServeAt(t, loc, openRegistration)
@@ -93,6 +94,11 @@ func TestBackupGenerationsOnEngines(t *testing.T) {
 	}
 	if out, _ := mustCLI(t, "", "check", "--deep", "--data", restored); !strings.HasPrefix(out, "ok:") {
 		t.Fatalf("check of the restored generation: %q", out)
+	}
+	into := engineLocation(t)
+	mustCLI(t, "", append([]string{"restore", root}, into.args()...)...)
+	if out, _ := mustCLI(t, "", append([]string{"check", "--deep"}, into.args()...)...); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("check of the generation restored into the engines: %q", out)
 	}
 }
 
