@@ -78,11 +78,25 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		// directory"; every admin command says it the one way instead.
 		return nil, nil, noStore(loc)
 	}
-	store, err := loc.openStoreFor(ctx, forAdmin, kv.Options{
+	storeOpts := kv.Options{
 		ReadOnly: mode == readOnly, Version: server.Version,
 		// Only serve migrates, after saying which migrations it runs.
 		NoMigrate: true,
-	})
+	}
+	var store *kv.Store
+	var err error
+	release := func() { store.Close() }
+	if !loc.networked() && admin.IsChunkedGeneration(loc.Data) {
+		// A backup generation keeps its store in chunks: a command that
+		// only reads reads them re-assembled (each re-hashed), and any
+		// other is refused, never given a new empty store beside them.
+		if mode != readOnly {
+			return nil, nil, admin.RefuseChunkedGeneration(loc.Data)
+		}
+		store, release, err = admin.OpenChunkedSnapshot(loc.Data, storeOpts)
+	} else {
+		store, err = loc.openStoreFor(ctx, forAdmin, storeOpts)
+	}
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, nil, fmt.Errorf("%s is held by another process, and no server answers on %s", loc.Data, filepath.Join(loc.Data, adminSocket))
 	}
@@ -94,7 +108,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 	}
 	blobStore, err := loc.openBlobs(ctx, blobsOpen{readOnly: mode == readOnly})
 	if err != nil {
-		store.Close()
+		release()
 		return nil, nil, err
 	}
 	need := instanceRead
@@ -102,7 +116,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		need = instanceRemove
 	}
 	if _, err := bindInstance(loc, store, blobStore, need); err != nil {
-		store.Close()
+		release()
 		return nil, nil, fmt.Errorf("refusing: %w", err)
 	}
 	if loc.networked() {
@@ -110,7 +124,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 	} else {
 		fmt.Fprintf(w, "sealbox: no server is running; working on %s directly\n", loc.Data)
 	}
-	return newOps(loc, store, blobStore, password.Default), func() { store.Close() }, nil
+	return newOps(loc, store, blobStore, password.Default), release, nil
 }
 
 // noStore is the one refusal of every admin command given a data directory

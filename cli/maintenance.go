@@ -30,13 +30,14 @@ Without --keep, DEST is one data directory updated in place: blobs already in it
 are skipped, so running it nightly into the same folder is cheap.
 
 With --keep N, DEST holds dated generations (DEST/2026-11-24T033000Z, ...), each
-a complete data directory. A new generation hard-links every blob the previous
-one holds, so it costs only its new blobs; once it is complete, the oldest
-generations beyond N are removed.
+a complete backup. A generation keeps the store snapshot in chunks of 1 MiB named
+by their SHA-256 (sealbox.db.chunks, listed by sealbox.db.index), and a new one
+hard-links every chunk and blob the previous one holds, so it costs only what
+changed; once it is complete, the oldest generations beyond N are removed.
 
 Restore with sealbox restore DEST --data NEWDIR (the newest generation when DEST
 holds generations). Do not start the server on DEST itself: it would write into
-the backup (and in a folder of generations make a stray store); restore first.
+the backup; restore first (a generation is refused: its store is in chunks).
 
 While a server runs, it writes the backup (this command asks it over the admin
 socket), so DEST must be writable by the server's user.`,
@@ -65,11 +66,15 @@ socket), so DEST must be writable by the server's user.`,
 			if keep > 0 {
 				linked = fmt.Sprintf(", %d linked from the previous generation", rep.BlobsLinked)
 			}
+			snapshot := humanBytes(rep.SnapshotBytes)
+			if rep.SnapshotChunks > 0 {
+				snapshot += fmt.Sprintf(" in %d chunks (%d linked from the previous generation, %s written)", rep.SnapshotChunks, rep.ChunksLinked, humanBytes(rep.ChunkBytesWritten))
+			}
 			if rep.BlobsInline > 0 {
 				linked += fmt.Sprintf(", %d inline in the snapshot", rep.BlobsInline)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "backup written to %s: snapshot %s, %d blobs copied (%s)%s, %d already there, in %s\n",
-				rep.Dest, humanBytes(rep.SnapshotBytes), rep.BlobsCopied, humanBytes(rep.BytesCopied), linked, rep.BlobsSkipped, rep.Elapsed.Round(time.Millisecond))
+				rep.Dest, snapshot, rep.BlobsCopied, humanBytes(rep.BytesCopied), linked, rep.BlobsSkipped, rep.Elapsed.Round(time.Millisecond))
 			for _, g := range rep.Removed {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed generation %s (more than %d)\n", g, keep)
 			}

@@ -131,8 +131,12 @@ times, one request after another over loopback: feed pages of the largest album
 (first, middle, last), share blob reads, op applies (creates) and sign-ins. It
 stops the server and runs check --deep, gc, backup and restore (into a scratch
 directory under --scratch, removed after), each as a child process whose wall
-time, peak RSS and peak anonymous RSS it reports (--admin picks which). It
-prints a Markdown table.
+time, peak RSS and peak anonymous RSS it reports (--admin picks which). With
+--admin generations it also runs backup --keep 7 twice on the unchanged
+instance, reporting the bytes each generation adds to the backup disk (each
+file once, however many generations link it), and restores the newest. It
+prints a Markdown table. --exe serves and times another sealbox binary (a build
+before a change) with the same measurement.
 
 The ops and sign-ins it sends stay in the instance: measure a fresh fill. It
 measures only an instance dev fill made (its dev-instance marker, and the same
@@ -149,11 +153,14 @@ starting it.`,
 			if err := refuseNonDev(cmd.Context(), spec.Loc); err != nil {
 				return err
 			}
-			exe, err := os.Executable()
-			if err != nil {
-				return err
+			if spec.Exe == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				spec.Exe = exe
 			}
-			spec.Exe, spec.Out = exe, cmd.OutOrStdout()
+			spec.Out = cmd.OutOrStdout()
 			return measureInstance(cmd.Context(), spec)
 		},
 	}
@@ -162,6 +169,8 @@ starting it.`,
 	f.IntVar(&spec.Samples, "samples", spec.Samples, "timed requests of each kind")
 	f.IntVar(&spec.SignIns, "sign-ins", spec.SignIns, "timed sign-ins (each costs a password hash)")
 	f.StringVar(&spec.Scratch, "scratch", spec.Scratch, "directory for the backup and restore copies")
-	f.StringSliceVar(&spec.Admin, "admin", spec.Admin, "admin commands to time (comma-separated): check, gc, backup, restore")
+	f.StringSliceVar(&spec.Admin, "admin", spec.Admin, "admin commands to time (comma-separated): check, gc, backup, restore, generations (two backups --keep 7 of the unchanged instance, then a restore of the newest)")
+	// Another build's binary, to compare two builds with one harness.
+	f.StringVar(&spec.Exe, "exe", "", "the sealbox binary to serve and time (default: this one)")
 	return cmd
 }

@@ -35,7 +35,9 @@ type measureSpec struct {
 	// Samples is the number of timed requests of each kind; SignIns of
 	// sign-ins, which each cost a password hash.
 	Samples, SignIns int
-	// Admin names the admin commands to time: check, gc, backup, restore.
+	// Admin names the admin commands to time: check, gc, backup, restore,
+	// and generations (two backups with --keep of the unchanged instance,
+	// then a restore of the newest).
 	Admin []string
 	Out   io.Writer
 }
@@ -258,8 +260,9 @@ func measureOp(acct fillAccount, albumID string) client.Op {
 	}
 }
 
-// admin times check --deep, gc, backup and restore, each run as a child
-// process of the binary.
+// admin times check --deep, gc, backup and restore, and the generations
+// runs, each run as a child process of the binary. A backup with --keep also
+// reports the bytes it added to the backup disk (generationBytes).
 func (m *measurer) admin(ctx context.Context) error {
 	scratch, err := os.MkdirTemp(m.spec.Scratch, "sealbox-measure-")
 	if err != nil {
@@ -267,17 +270,28 @@ func (m *measurer) admin(ctx context.Context) error {
 	}
 	defer os.RemoveAll(scratch)
 	backup, restored := filepath.Join(scratch, "backup"), filepath.Join(scratch, "restored")
+	gens, genRestored := filepath.Join(scratch, "generations"), filepath.Join(scratch, "restored-generation")
+	keep := append([]string{"backup", gens, "--keep", "7"}, m.spec.Loc.args()...)
 	for _, run := range []struct {
-		name string
-		args []string
+		name, kind string
+		args       []string
 	}{
-		{"check --deep", append([]string{"check", "--deep"}, m.spec.Loc.args()...)},
-		{"gc", append([]string{"gc"}, m.spec.Loc.args()...)},
-		{"backup", append([]string{"backup", backup}, m.spec.Loc.args()...)},
-		{"restore", []string{"restore", backup, "--data", restored}},
+		{"check --deep", "check", append([]string{"check", "--deep"}, m.spec.Loc.args()...)},
+		{"gc", "gc", append([]string{"gc"}, m.spec.Loc.args()...)},
+		{"backup", "backup", append([]string{"backup", backup}, m.spec.Loc.args()...)},
+		{"restore", "restore", []string{"restore", backup, "--data", restored}},
+		{"backup --keep 7, first generation", "generations", keep},
+		{"backup --keep 7, second generation (unchanged)", "generations", keep},
+		{"restore of the newest generation", "generations", []string{"restore", gens, "--data", genRestored}},
 	} {
-		if !slices.Contains(m.spec.Admin, strings.Fields(run.name)[0]) {
+		if !slices.Contains(m.spec.Admin, run.kind) {
 			continue
+		}
+		var before int64
+		if run.args[0] == "backup" && run.kind == "generations" {
+			if before, err = diskBytes(gens); err != nil {
+				return err
+			}
 		}
 		cmd := exec.CommandContext(ctx, m.spec.Exe, run.args...)
 		var out bytes.Buffer
@@ -287,10 +301,50 @@ func (m *measurer) admin(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w\n%s", run.name, err, out.Bytes())
 		}
-		m.add(run.name+" wall / peak RSS / peak anon RSS", "%s / %s / %s", time.Since(start).Round(time.Millisecond),
+		took := time.Since(start).Round(time.Millisecond)
+		if run.args[0] == "backup" && run.kind == "generations" {
+			after, err := diskBytes(gens)
+			if err != nil {
+				return err
+			}
+			m.add(run.name+" wall / peak RSS / peak anon RSS / bytes added", "%s / %s / %s / %s", took,
+				FormatSize(peakRSS(cmd.ProcessState)), FormatSize(anon), FormatSize(after-before))
+			continue
+		}
+		m.add(run.name+" wall / peak RSS / peak anon RSS", "%s / %s / %s", took,
 			FormatSize(peakRSS(cmd.ProcessState)), FormatSize(anon))
 	}
 	return nil
+}
+
+// diskBytes is the size of the regular files under root, each file once
+// however many hard links name it: what the backup disk holds. A missing
+// root holds nothing.
+func diskBytes(root string) (int64, error) {
+	seen := map[[2]uint64]bool{}
+	var total int64
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) && path == root {
+			return filepath.SkipDir
+		}
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			id := [2]uint64{uint64(st.Dev), st.Ino}
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
+		}
+		total += fi.Size()
+		return nil
+	})
+	return total, err
 }
 
 // runSampled runs cmd and returns the largest anonymous resident set it was

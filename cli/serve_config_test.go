@@ -12,15 +12,16 @@ import (
 // wiredFields are the server.Config fields serve sets itself, from the data
 // directory, its other flags or the process, and no flag sets directly.
 var wiredFields = map[string]string{
-	"EngineMetrics": "the engines' own registry",
-	"Argon2":        "password.Default: no knob an operator can get wrong",
-	"SealKey":       "server.key in the data directory",
-	"NodeID":        "kept in the data directory",
-	"LogKey":        "kept in the data directory",
-	"Witnesses":     "parsed from --witness, VKEY=URL",
-	"Now":           "the process's clock",
-	"Rand":          "crypto/rand",
-	"Log":           "--log-level's logger",
+	"EngineMetrics":   "the engines' own registry",
+	"Argon2":          "password.Default: no knob an operator can get wrong",
+	"SealKey":         "server.key in the data directory",
+	"NodeID":          "kept in the data directory",
+	"LogKey":          "kept in the data directory",
+	"TransparencyLog": "the one log serve builds from LogKey and hands the witness too",
+	"Witnesses":       "parsed from --witness, VKEY=URL",
+	"Now":             "the process's clock",
+	"Rand":            "crypto/rand",
+	"Log":             "--log-level's logger",
 }
 
 // TestConfigFieldsHaveFlagsAndRows: every server.Config field an operator

@@ -47,6 +47,11 @@ func (s *Serve) open(ctx context.Context) (store *kv.Store, blobStore blobs.Engi
 	if err := s.refuseLocalStoreBeside(); err != nil {
 		return nil, nil, 0, nil, err
 	}
+	if s.Store == "" {
+		if err := admin.RefuseChunkedGeneration(s.Data); err != nil {
+			return nil, nil, 0, nil, err
+		}
+	}
 	// A missing bucket is created once everything else has been checked.
 	createBucket := false
 	if s.Blobs != "" {

@@ -60,6 +60,13 @@ type BackupReport struct {
 	// the snapshot and have no file to copy.
 	BlobsInline int   `json:"blobs_inline,omitempty"`
 	BytesCopied int64 `json:"bytes_copied"`
+	// SnapshotChunks counts the chunks of a generation's store snapshot
+	// (see SnapshotIndex), ChunksLinked those shared with the previous
+	// generation by a hard link, and ChunkBytesWritten the bytes of those
+	// it had to write.
+	SnapshotChunks    int   `json:"snapshot_chunks,omitempty"`
+	ChunksLinked      int   `json:"chunks_linked,omitempty"`
+	ChunkBytesWritten int64 `json:"chunk_bytes_written,omitempty"`
 	// Generation names the generation written, and Removed the older ones
 	// removed after it was complete (with Keep).
 	Generation string        `json:"generation,omitempty"`
@@ -78,7 +85,8 @@ type BackupReport struct {
 // Without Keep, dest is that data directory, and blobs already in it are
 // skipped (content addresses never change), so nightly backups into one
 // folder copy only what is new. With Keep, dest holds dated generations
-// (see backupGeneration).
+// (see backupGeneration), whose store snapshot is in chunks (SnapshotIndex):
+// a generation is a backup to restore, not a data directory.
 func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error) {
 	start := time.Now()
 	if err := os.MkdirAll(dest, 0o700); err != nil {
@@ -98,15 +106,18 @@ func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progr
 		if !hasStore(dest) && hasGenerations(dest) {
 			return BackupReport{Dest: dest}, fmt.Errorf("%s holds backup generations: give --keep, or another destination", dest)
 		}
-		rep, err = o.backupInto(ctx, dest, nil, progress)
+		rep, err = o.backupInto(ctx, dest, nil, nil, progress)
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, err
 }
 
 // backupInto writes a backup into the data directory dir. A blob dir lacks
-// is hard-linked from prev when prev holds it, and copied otherwise.
-func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progress func(Progress)) (BackupReport, error) {
+// is hard-linked from prev when prev holds it, and copied otherwise. The
+// store snapshot is a whole file (DBFile) when chunks is nil, and chunks
+// (writeChunkedSnapshot) when it names the previous generation to share
+// them with ("" for none).
+func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, chunks *string, progress func(Progress)) (BackupReport, error) {
 	rep := BackupReport{Dest: dir}
 	keys, err := readKeys(o.DataDir)
 	if err != nil {
@@ -117,7 +128,15 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 		return rep, err
 	}
 	tmp := filepath.Join(dir, DBFile+".tmp")
-	if rep.SnapshotBytes, err = o.writeSnapshot(tmp); err != nil {
+	var index snapshotIndex
+	if chunks == nil {
+		rep.SnapshotBytes, err = o.writeSnapshot(tmp)
+	} else {
+		var cr chunkReport
+		index, cr, err = o.writeChunkedSnapshot(dir, *chunks, tmp)
+		rep.SnapshotBytes, rep.SnapshotChunks, rep.ChunksLinked, rep.ChunkBytesWritten = index.Size, len(index.Chunks), cr.Linked, cr.BytesWritten
+	}
+	if err != nil {
 		return rep, err
 	}
 	snap, err := openFile(tmp, kv.Options{ReadOnly: true})
@@ -126,8 +145,12 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 	}
 	// The inline blobs travel in the snapshot: re-hashed there, as a blob
 	// file is when it is copied, so damage fails the backup instead of
-	// spreading into it.
-	err = inlineWhole(snap)
+	// spreading into it. A snapshot that is the previous generation's, byte
+	// for byte, holds the inline blobs that were re-hashed when that one
+	// was written: they are not read again.
+	if chunks == nil || !sameSnapshot(*chunks, index) {
+		err = inlineWhole(snap)
+	}
 	if err == nil {
 		err = o.copyBlobs(ctx, snap, destBlobs, prev, &rep, progress)
 	}
@@ -141,7 +164,12 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, progr
 	if err := writeKeys(dir, keys); err != nil {
 		return rep, err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, DBFile)); err != nil {
+	if chunks == nil {
+		err = os.Rename(tmp, filepath.Join(dir, DBFile))
+	} else if err = os.Remove(tmp); err == nil {
+		err = writeSnapshotIndex(dir, index)
+	}
+	if err != nil {
 		return rep, err
 	}
 	if err := durable.SyncDir(dir); err != nil {
@@ -173,10 +201,13 @@ const generationLayout = "2006-01-02T150405Z"
 const partialPrefix = ".partial-"
 
 // backupGeneration writes a new generation under root, sharing every blob
-// the newest complete generation already holds by a hard link (so a
-// generation costs only its new blobs, and removing any generation frees
-// only what no other one links), then removes the oldest generations beyond
-// keep, and only then: a failed backup never costs an old one.
+// and snapshot chunk the newest complete generation already holds by a hard
+// link (so a generation costs only its new blobs and changed chunks, and
+// removing any generation frees only what no other one links), then removes
+// the oldest generations beyond keep, and only then: a failed backup never
+// costs an old one. The chunks it links are only ever linked, never
+// written, so an interrupted run leaves the generations it shares them with
+// as they were.
 func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start time.Time, progress func(Progress)) (BackupReport, error) {
 	if hasStore(root) {
 		return BackupReport{Dest: root}, fmt.Errorf("%s holds a single backup, not generations: give --keep another destination", root)
@@ -200,11 +231,13 @@ func (o *Ops) backupGeneration(ctx context.Context, root string, keep int, start
 		name = fmt.Sprintf("%s-%d", base, n)
 	}
 	var prev *blobs.Dir
+	prevDir := ""
 	if len(gens) > 0 {
-		prev = blobs.OpenReadOnly(filepath.Join(root, gens[len(gens)-1], BlobsDir))
+		prevDir = filepath.Join(root, gens[len(gens)-1])
+		prev = blobs.OpenReadOnly(filepath.Join(prevDir, BlobsDir))
 	}
 	partial := filepath.Join(root, partialPrefix+name)
-	rep, err := o.backupInto(ctx, partial, prev, progress)
+	rep, err := o.backupInto(ctx, partial, prev, &prevDir, progress)
 	rep.Dest, rep.Generation = filepath.Join(root, name), name
 	if err != nil {
 		return rep, err
@@ -234,7 +267,7 @@ func generations(root string) ([]string, error) {
 	}
 	var gens []string
 	for _, e := range entries {
-		if e.IsDir() && isGeneration(e.Name()) && hasStore(filepath.Join(root, e.Name())) {
+		if e.IsDir() && isGeneration(e.Name()) && hasSnapshot(filepath.Join(root, e.Name())) {
 			gens = append(gens, e.Name())
 		}
 	}

@@ -61,7 +61,12 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	rep.From = src
 	// Everything that is not a blob is checked before anything is written:
 	// a refused backup leaves nothing behind.
-	if err := requireRegular(filepath.Join(src, DBFile)); err != nil {
+	chunked := hasChunkedSnapshot(src)
+	if chunked {
+		if _, err := readSnapshotIndex(src); err != nil {
+			return rep, err
+		}
+	} else if err := requireRegular(filepath.Join(src, DBFile)); err != nil {
 		return rep, err
 	}
 	keys, err := readKeys(src)
@@ -78,7 +83,14 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		}
 	}()
 
-	if err := copyStore(filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout); err != nil {
+	if chunked {
+		// The restored store is a live one: only the server's user reads
+		// it, as when serve creates it.
+		_, err = restoreChunks(src, filepath.Join(dst, DBFile), 0o600)
+	} else {
+		err = copyStore(filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout)
+	}
+	if err != nil {
 		return rep, err
 	}
 	if err := writeKeys(dst, keys); err != nil {
@@ -186,6 +198,8 @@ func restoreBlobs(ctx context.Context, store *kv.Store, src, dst string, rep *Re
 func backupSource(src string) (string, error) {
 	newest := NewestGeneration(src)
 	switch {
+	case hasChunkedSnapshot(src):
+		return src, nil
 	case hasStore(src) && newest != "":
 		return "", fmt.Errorf("%s is both a backup (it holds %s) and a folder of backup generations (the newest is %s): a server started on the folder most likely made that %s; restore the generation itself (sealbox restore %s), and move the stray files out of the folder", src, DBFile, newest, DBFile, newest)
 	case hasStore(src):

@@ -121,7 +121,7 @@ func RestoreToEngines(ctx context.Context, src string, dst EngineTarget, opts Re
 // resolveBackup is the backup src names: src itself, or the newest of the
 // generations it holds.
 func resolveBackup(src string) (string, error) {
-	if hasStore(src) {
+	if hasSnapshot(src) {
 		return src, nil
 	}
 	if newest := NewestGeneration(src); newest != "" {
@@ -168,13 +168,12 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 		return nil, "", nil, err
 	}
 	path := filepath.Join(dir, DBFile)
-	h := sha256.New()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err == nil {
-		_, err = copyFile(filepath.Join(src, DBFile), io.MultiWriter(f, h), opts.OpenTimeout)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+	var root string
+	if hasChunkedSnapshot(src) {
+		// A chunked snapshot's root names it as the hash of a copy does.
+		root, err = restoreChunks(src, path, 0o600)
+	} else {
+		root, err = copyHashed(filepath.Join(src, DBFile), path, opts.OpenTimeout)
 	}
 	if errors.Is(err, kv.ErrLocked) {
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", src)
@@ -186,8 +185,23 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 		os.RemoveAll(dir)
 		return nil, "", nil, err
 	}
-	source = src + " (sha256 " + hex.EncodeToString(h.Sum(nil))[:16] + ")"
+	source = src + " (sha256 " + root[:16] + ")"
 	return scratch, source, func() { scratch.Close(); os.RemoveAll(dir) }, nil
+}
+
+// copyHashed copies the store file src into the new file dst (bolt.CopyFile)
+// and returns the SHA-256 of what it copied, hex.
+func copyHashed(src, dst string, timeout time.Duration) (string, error) {
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, err = copyFile(src, io.MultiWriter(f, h), timeout)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return hex.EncodeToString(h.Sum(nil)), err
 }
 
 // storeProblems is what a restore checks of a store besides its blob files
