@@ -21,7 +21,8 @@ import (
 // rerun on the unchanged folder, and `export` beside `restic restore`.
 // restic is Debian's; without it the restic cases skip. The folder's size
 // is SEALBOX_BENCH_MIB (default 256): photos of 1 to 8 MiB (a JPEG header
-// over incompressible bytes, as a camera's are) and two videos of 32 MiB.
+// over incompressible bytes, as a camera's are) and, one file in sixty, a
+// video of 50 to 200 MiB.
 //
 //	go test -run '^$' -bench BenchmarkClientSync -benchtime 1x ./cli
 func BenchmarkClientSync(b *testing.B) {
@@ -37,7 +38,7 @@ func BenchmarkClientSync(b *testing.B) {
 		size := int64(1+i%8) << 20
 		name := fmt.Sprintf("IMG_%05d.jpg", i)
 		if i%60 == 59 {
-			size, name = 32<<20, fmt.Sprintf("VID_%05d.mp4", i)
+			size, name = int64(50+50*(i/60%4))<<20, fmt.Sprintf("VID_%05d.mp4", i)
 		}
 		body := make([]byte, size)
 		rand.Read(body)
