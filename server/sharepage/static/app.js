@@ -240,11 +240,12 @@ function showTaken(t) {
   time.textContent = text;
 }
 
-// entry is what the service worker needs of an asset to stream its
-// original: where it is, its key and its size.
-async function entry(a, name) {
-  const o = a.md.blobs.original;
-  return { name, hash: o.hash, size: o.size, key: await roleKey(a.key, "original"), taken: a.md.taken && a.md.taken.local };
+// entry is what the service worker needs of an asset to stream one of its
+// originals (role "original", or "companion": a Live Photo's video, a
+// RAW+JPEG pair's raw file): where it is, its key and its size.
+async function entry(a, name, role = "original") {
+  const o = a.md.blobs[role];
+  return { name, hash: o.hash, size: o.size, key: await roleKey(a.key, role), taken: a.md.taken && a.md.taken.local };
 }
 
 let worker;
@@ -277,6 +278,11 @@ async function offer(kind, name, list) {
   const entries = [];
   for (const a of list) {
     entries.push(await entry(a, unique(names, a.md.name)));
+    // An archive holds every file of the folder: a pair's second
+    // original beside the first (cli/sealed/FORMAT.md §6.1).
+    if (kind === "zip" && a.md.blobs.companion && a.md.companion && typeof a.md.companion.name === "string") {
+      entries.push(await entry(a, unique(names, a.md.companion.name), "companion"));
+    }
   }
   const token = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
   const channel = new MessageChannel();
