@@ -93,7 +93,7 @@ func connectAdmin(ctx context.Context, loc Location, mode access, w io.Writer) (
 		if mode != readOnly {
 			return nil, nil, admin.RefuseChunkedGeneration(loc.Data)
 		}
-		store, release, err = admin.OpenChunkedSnapshot(loc.Data, storeOpts)
+		store, release, err = admin.OpenChunkedSnapshot(loc.Data, storeOpts, storeFiles{})
 	} else {
 		store, err = loc.openStoreFor(ctx, forAdmin, storeOpts)
 	}
@@ -136,7 +136,7 @@ func noStore(loc Location) error {
 // newOps builds the operations over an open instance; new passwords are
 // hashed with params.
 func newOps(loc Location, store *kv.Store, blobStore blobs.Engine, params password.Params) *admin.Ops {
-	return &admin.Ops{DataDir: loc.Data, StoreAt: loc.describeStore(), BlobsAt: loc.describeBlobs(), Store: store, Blobs: blobStore, Hasher: password.NewHasher(params, rand.Reader, 0), Rand: rand.Reader}
+	return &admin.Ops{DataDir: loc.Data, StoreAt: loc.describeStore(), BlobsAt: loc.describeBlobs(), Store: store, Blobs: blobStore, Files: storeFiles{}, Hasher: password.NewHasher(params, rand.Reader, 0), Rand: rand.Reader}
 }
 
 // withAdmin runs fn with a connection to the instance cmd's --data,

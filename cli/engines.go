@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
@@ -72,7 +74,7 @@ const (
 	forServe purpose = iota
 	// forAdmin: an admin command or a restore, reading or writing the
 	// whole store: its file lock waited for at most adminOpenTimeout, so
-	// the command never hangs, and at most admin.MappedBudget of the file
+	// the command never hangs, and at most adminMappedBudget of the file
 	// kept resident.
 	forAdmin
 	// forLooking: a look at a few records of a store that may be another
@@ -89,7 +91,7 @@ func (l Location) openStoreFor(ctx context.Context, p purpose, opts kv.Options) 
 	var bo bolt.Options
 	switch p {
 	case forAdmin:
-		bo.OpenTimeout, bo.MappedBudget = adminOpenTimeout, admin.MappedBudget
+		bo.OpenTimeout, bo.MappedBudget = adminOpenTimeout, adminMappedBudget
 	case forLooking:
 		bo.OpenTimeout = adminOpenTimeout
 	case forFill:
@@ -105,21 +107,51 @@ func (l Location) openStoreFor(ctx context.Context, p purpose, opts kv.Options) 
 // file, and so is the migrated copy a read-only open of an older format
 // reads.
 func (l Location) openStore(ctx context.Context, opts kv.Options, bo bolt.Options) (*kv.Store, error) {
-	opts.ScratchEngine = bolt.OpenScratch
 	if l.Store != "" {
 		e, err := postgres.Open(ctx, l.Store)
 		if err != nil {
 			return nil, err
 		}
+		opts.ScratchEngine = bolt.OpenScratch
 		return kv.OpenEngine(e, l.describeStore(), opts)
 	}
-	path := filepath.Join(l.Data, dbFile)
+	return openStoreFile(filepath.Join(l.Data, dbFile), opts, bo)
+}
+
+// openStoreFile opens the store in the bbolt file at path with bo,
+// read-only when opts is; a read-only open of an older format reads a
+// migrated copy in a scratch bbolt file.
+func openStoreFile(path string, opts kv.Options, bo bolt.Options) (*kv.Store, error) {
+	opts.ScratchEngine = bolt.OpenScratch
 	bo.ReadOnly = opts.ReadOnly
 	e, err := bolt.Open(path, bo)
 	if err != nil {
 		return nil, err
 	}
 	return kv.OpenEngine(e, path, opts)
+}
+
+// adminMappedBudget is how much of a bbolt store file an admin command
+// keeps mapped in its resident memory (bolt.Options.MappedBudget): check,
+// gc, backup and restore read every page of the store, and without it
+// their resident set would grow to the file's size.
+const adminMappedBudget = 64 << 20
+
+// storeFiles is admin.StoreFiles on bbolt, the engine of every store file
+// (backups, their scratch copies, a restored data directory): each opened
+// with at most adminMappedBudget of it resident.
+type storeFiles struct{}
+
+var _ admin.StoreFiles = storeFiles{}
+
+func (storeFiles) Open(path string, opts kv.Options) (*kv.Store, error) {
+	return openStoreFile(path, opts, bolt.Options{MappedBudget: adminMappedBudget})
+}
+
+// Copy copies through bolt.CopyFile, the bbolt engine's snapshot of a file
+// no store of this process holds.
+func (storeFiles) Copy(path string, w io.Writer, timeout time.Duration) (int64, error) {
+	return bolt.CopyFile(path, w, timeout)
 }
 
 // blobsOpen says how openBlobs opens the blob store.

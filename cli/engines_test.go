@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +15,45 @@ import (
 	"sealbox/kv/pgtest"
 	"sealbox/server"
 )
+
+// TestOnlyEnginesGoNamesEngines: engines.go, the composition root, is the
+// one file of cli and its packages that imports an engine; everything else
+// sees a *kv.Store, a blobs.Engine and admin.StoreFiles. Tests may open
+// engines of their own.
+func TestOnlyEnginesGoNamesEngines(t *testing.T) {
+	engines := map[string]bool{`"sealbox/kv/bolt"`: true, `"sealbox/kv/postgres"`: true, `"sealbox/blobs/s3"`: true}
+	files, importers := 0, 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		files++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if !engines[imp.Path.Value] {
+				continue
+			}
+			if path != "engines.go" {
+				t.Errorf("%s imports %s: only engines.go names an engine", path, imp.Path.Value)
+			}
+			importers++
+		}
+		return nil
+	})
+	// engines.go's own imports prove the walk saw what it looks for.
+	if err != nil || files < 50 || importers < len(engines) {
+		t.Fatalf("walked %d files of cli, %d engine imports: %v", files, importers, err)
+	}
+}
 
 // TestLocationRefusesOtherEngines: a store or blobs URL of an engine
 // sealbox does not have is refused before anything starts, naming the flag

@@ -240,6 +240,7 @@ restore that is interrupted is continued by running it again.`,
 		opts := admin.RestoreOptions{
 			Version:     server.Version,
 			OpenTimeout: adminOpenTimeout,
+			Files:       storeFiles{},
 			BeforeMigrate: func(from int, pending []kv.Migration) {
 				fmt.Fprintf(log, "restore: the backup has store format %d; migrating the copy to %d\n", from, kv.FormatVersion)
 				for _, m := range pending {

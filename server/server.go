@@ -127,7 +127,7 @@ func New(cfg Config, store *kv.Store, blobStore blobs.Engine) *Server {
 		Entry:      s.claimID,
 		Log:        cfg.Log,
 	})
-	s.transfers = transfer.New(store, blobStore, cfg.Log, cfg.TusLeaseTTL, uploadIdle)
+	s.transfers = transfer.New(store, blobStore, s.content, cfg.Log, cfg.TusLeaseTTL, uploadIdle)
 	s.uploadBuffers = newUploadBuffers(cfg.UploadBufferAccount, cfg.UploadBufferTotal)
 	s.metrics = newMetrics(s)
 	s.router = s.routes()

@@ -79,8 +79,10 @@ type Ops struct {
 	StoreAt, BlobsAt string
 	Store            *kv.Store
 	Blobs            blobs.Engine
-	Hasher           *password.Hasher
-	Rand             io.Reader
+	// Files opens and copies the store files a backup writes and reads.
+	Files  StoreFiles
+	Hasher *password.Hasher
+	Rand   io.Reader
 	// DefaultQuota is the quota of the accounts AddUser creates: the
 	// server's --default-quota on its socket; 0 (unlimited) when the CLI
 	// works on a store no server holds, which knows no server's flags.

@@ -139,7 +139,7 @@ func (o *Ops) backupInto(ctx context.Context, dir string, prev *blobs.Dir, chunk
 	if err != nil {
 		return rep, err
 	}
-	snap, err := openFile(tmp, kv.Options{ReadOnly: true})
+	snap, err := o.Files.Open(tmp, kv.Options{ReadOnly: true})
 	if err != nil {
 		return rep, err
 	}

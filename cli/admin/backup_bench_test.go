@@ -45,7 +45,7 @@ func backupFixture(b *testing.B, accounts, blobCount int) *admin.Ops {
 			b.Fatal(err)
 		}
 	}
-	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore}
+	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore, Files: kvtest.StoreFiles{}}
 	addBlobs(b, ops, 0, blobCount)
 	return ops
 }

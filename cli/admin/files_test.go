@@ -40,7 +40,7 @@ func keyedOps(t *testing.T) *admin.Ops {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, admin.LogKeyFile), []byte(skey+"\n"+vkey+"\n"), 0o600)
-	return &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore}
+	return &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore, Files: kvtest.StoreFiles{}}
 }
 
 func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
@@ -225,7 +225,7 @@ func TestRestoreRefusesACraftedBackup(t *testing.T) {
 			}
 			tc.tamper(t, filepath.Join(src, tc.file))
 			dst := filepath.Join(t.TempDir(), "restored")
-			_, err := admin.Restore(context.Background(), src, dst, admin.RestoreOptions{}, nil)
+			_, err := admin.Restore(context.Background(), src, dst, admin.RestoreOptions{Files: kvtest.StoreFiles{}}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want a refusal saying %q", err, tc.want)
 			}
@@ -236,7 +236,7 @@ func TestRestoreRefusesACraftedBackup(t *testing.T) {
 	}
 	t.Run("untampered", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "restored")
-		if _, err := admin.Restore(context.Background(), good, dst, admin.RestoreOptions{}, nil); err != nil {
+		if _, err := admin.Restore(context.Background(), good, dst, admin.RestoreOptions{Files: kvtest.StoreFiles{}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		wantKeysCopied(t, ops, dst)

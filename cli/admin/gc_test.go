@@ -30,7 +30,7 @@ func TestGCHoldsItsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore}
+	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore, Files: kvtest.StoreFiles{}}
 	ctx := context.Background()
 
 	if held, err := store.TryLease("gc", "gc/other-node", time.Minute); err != nil || !held {

@@ -25,6 +25,8 @@ type RestoreOptions struct {
 	BeforeMigrate func(from int, pending []kv.Migration)
 	// OpenTimeout bounds the wait for the backup's file lock.
 	OpenTimeout time.Duration
+	// Files opens and copies the backup's store file and its copy.
+	Files StoreFiles
 }
 
 // RestoreReport says what a restore wrote.
@@ -88,7 +90,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 		// it, as when serve creates it.
 		_, err = restoreChunks(src, filepath.Join(dst, DBFile), 0o600)
 	} else {
-		err = copyStore(filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout)
+		err = copyStore(opts.Files, filepath.Join(src, DBFile), filepath.Join(dst, DBFile), opts.OpenTimeout)
 	}
 	if err != nil {
 		return rep, err
@@ -96,7 +98,7 @@ func Restore(ctx context.Context, src, dst string, opts RestoreOptions, progress
 	if err := writeKeys(dst, keys); err != nil {
 		return rep, err
 	}
-	store, err := openFile(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
+	store, err := opts.Files.Open(filepath.Join(dst, DBFile), kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
 	if err != nil {
 		return rep, err
 	}
@@ -242,16 +244,16 @@ func undoRestore(dst string, existed bool) error {
 	return nil
 }
 
-// copyStore copies the store file src to dst durably, as of one read
-// transaction of src.
-func copyStore(src, dst string, timeout time.Duration) error {
+// copyStore copies the store file src to dst durably with files, as of one
+// read transaction of src.
+func copyStore(files StoreFiles, src, dst string, timeout time.Duration) error {
 	// The restored store is a live one: only the server's user reads it,
 	// as when serve creates it.
 	f, err := createExclusive(dst, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = copyFile(src, f, timeout)
+	_, err = files.Copy(src, f, timeout)
 	if errors.Is(err, kv.ErrLocked) {
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", filepath.Dir(src))
 	}

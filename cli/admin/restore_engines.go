@@ -173,13 +173,13 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 		// A chunked snapshot's root names it as the hash of a copy does.
 		root, err = restoreChunks(src, path, 0o600)
 	} else {
-		root, err = copyHashed(filepath.Join(src, DBFile), path, opts.OpenTimeout)
+		root, err = copyHashed(opts.Files, filepath.Join(src, DBFile), path, opts.OpenTimeout)
 	}
 	if errors.Is(err, kv.ErrLocked) {
 		err = fmt.Errorf("%s is in use by a running server: take a backup of it with sealbox backup, and restore that", src)
 	}
 	if err == nil {
-		scratch, err = openFile(path, kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
+		scratch, err = opts.Files.Open(path, kv.Options{Version: opts.Version, BeforeMigrate: opts.BeforeMigrate})
 	}
 	if err != nil {
 		os.RemoveAll(dir)
@@ -189,15 +189,15 @@ func openScratchCopy(src, dataDir string, opts RestoreOptions) (scratch *kv.Stor
 	return scratch, source, func() { scratch.Close(); os.RemoveAll(dir) }, nil
 }
 
-// copyHashed copies the store file src into the new file dst (bolt.CopyFile)
-// and returns the SHA-256 of what it copied, hex.
-func copyHashed(src, dst string, timeout time.Duration) (string, error) {
+// copyHashed copies the store file src into the new file dst with files and
+// returns the SHA-256 of what it copied, hex.
+func copyHashed(files StoreFiles, src, dst string, timeout time.Duration) (string, error) {
 	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	_, err = copyFile(src, io.MultiWriter(f, h), timeout)
+	_, err = files.Copy(src, io.MultiWriter(f, h), timeout)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -203,8 +203,9 @@ func IsChunkedGeneration(dir string) bool { return RefuseChunkedGeneration(dir) 
 // OpenChunkedSnapshot opens, read-only, the store of the generation dir
 // (IsChunkedGeneration): its chunks are re-assembled, each re-hashed, into a
 // scratch file in a new temporary directory, which release removes. A chunk
-// that is damaged or missing fails the open, naming every such chunk.
-func OpenChunkedSnapshot(dir string, opts kv.Options) (store *kv.Store, release func(), err error) {
+// that is damaged or missing fails the open, naming every such chunk. The
+// scratch file is opened with files.
+func OpenChunkedSnapshot(dir string, opts kv.Options, files StoreFiles) (store *kv.Store, release func(), err error) {
 	tmp, err := os.MkdirTemp("", "sealbox-generation-")
 	if err != nil {
 		return nil, nil, err
@@ -212,7 +213,7 @@ func OpenChunkedSnapshot(dir string, opts kv.Options) (store *kv.Store, release 
 	path := filepath.Join(tmp, DBFile)
 	if _, err = restoreChunks(dir, path, storeMode); err == nil {
 		opts.ReadOnly = true
-		store, err = openFile(path, opts)
+		store, err = files.Open(path, opts)
 	}
 	if err != nil {
 		os.RemoveAll(tmp)

@@ -34,7 +34,7 @@ func chunkFixture(t *testing.T) *admin.Ops {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore}
+	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore, Files: kvtest.StoreFiles{}}
 	addAccounts(t, ops, 0, 20_000)
 	return ops
 }
@@ -97,7 +97,7 @@ func indexChunks(t *testing.T, gen string) []string {
 func restoreOK(t *testing.T, src string) int {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "restored")
-	if _, err := admin.Restore(context.Background(), src, dst, admin.RestoreOptions{}, nil); err != nil {
+	if _, err := admin.Restore(context.Background(), src, dst, admin.RestoreOptions{Files: kvtest.StoreFiles{}}, nil); err != nil {
 		t.Fatalf("restore of %s: %v", src, err)
 	}
 	store, err := kvtest.Open(filepath.Join(dst, admin.DBFile), kv.Options{ReadOnly: true})
@@ -181,7 +181,7 @@ func TestRestoreRefusesADamagedSharedChunk(t *testing.T) {
 	refused := func(t *testing.T, gen, want string) {
 		t.Helper()
 		dst := filepath.Join(t.TempDir(), "restored")
-		_, err := admin.Restore(context.Background(), gen, dst, admin.RestoreOptions{}, nil)
+		_, err := admin.Restore(context.Background(), gen, dst, admin.RestoreOptions{Files: kvtest.StoreFiles{}}, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("restore of %s: %v, want it refused with %q", gen, err, want)
 		}

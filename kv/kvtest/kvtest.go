@@ -5,6 +5,8 @@ package kvtest
 
 import (
 	"context"
+	"io"
+	"time"
 
 	"sealbox/kv"
 	"sealbox/kv/bolt"
@@ -39,4 +41,17 @@ func OpenPostgres(url string, opts kv.Options) (*kv.Store, error) {
 	}
 	opts.ScratchEngine = bolt.OpenScratch
 	return kv.OpenEngine(e, url, opts)
+}
+
+// StoreFiles opens and copies bbolt store files for the tests of cli/admin,
+// as cli's admin.StoreFiles does (without its bound on resident memory).
+type StoreFiles struct{}
+
+// Open opens the store in the bbolt file at path, as Open does.
+func (StoreFiles) Open(path string, opts kv.Options) (*kv.Store, error) { return Open(path, opts) }
+
+// Copy writes a consistent copy of the store file at path to w
+// (bolt.CopyFile).
+func (StoreFiles) Copy(path string, w io.Writer, timeout time.Duration) (int64, error) {
+	return bolt.CopyFile(path, w, timeout)
 }

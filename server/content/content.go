@@ -1,10 +1,12 @@
 // Package content decides and finds where a blob's bytes are kept: inline
 // in the store (kv's inline_blobs), in the transaction that records the
 // blob, or as a file of the blob engine. It is the one owner of that
-// placement: the handlers put and open blobs through it, the admin
-// commands (backup, check, restore) and the dev fill walk and write them
-// through it, and serve's start moves small blob files in with it. It
-// speaks no HTTP, as server/transfer does not.
+// placement: the handlers put and open blobs through it, a tus transfer's
+// completion places its result with it (server/transfer writes the partial
+// file, this package makes it the blob), the admin commands (backup, check,
+// restore) and the dev fill walk and write them through it, and serve's
+// start moves small blob files in with it. It speaks no HTTP, as
+// server/transfer does not.
 //
 // A blob of at most the inline threshold is kept in the store: a lifecycle
 // op's manifest and metadata, and a small blob PUT. Its bytes never become
@@ -91,6 +93,17 @@ func (c *Content) Put(body io.Reader, hash string, length, limit int64) (kv.Blob
 	}
 	info, _, err := c.engine.Put(io.MultiReader(bytes.NewReader(head), body), hash, limit)
 	return kv.Blob{Hash: info.Hash, Size: info.Size}, err
+}
+
+// Complete makes the bytes of the partial upload p, all written and synced
+// and hashing to hash, the blob hash. A tus transfer's result is a file of
+// the blob engine whatever its size: its bytes are already one, and the
+// partial becomes the blob by a move that leaves it no writable name or
+// handle (blobs.Partial.Complete), so nothing a client sends can reach a
+// stored blob. When it returns nil the blob is durable.
+func (c *Content) Complete(p blobs.Partial, hash string) error {
+	_, err := p.Complete(hash)
+	return err
 }
 
 // OpenShared opens the blob hash that the share link opaqueID serves (see

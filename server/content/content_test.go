@@ -81,3 +81,49 @@ func TestPutPlacesBySize(t *testing.T) {
 		t.Errorf("small blob of another hash: got %v, want ErrHashMismatch", err)
 	}
 }
+
+// TestCompleteMakesThePartialAFileBlob: a completed partial is the blob as
+// a file of the engine, even one small enough to keep inline, and a partial
+// reopened past offset 0 afterwards writes nothing into it.
+func TestCompleteMakesThePartialAFileBlob(t *testing.T) {
+	c, engine := mustOpen(t, 4)
+	data := []byte("abc")
+	hash := blobs.AddressOf(data)
+	p, err := engine.OpenPartial("t-1", hash, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(p, hash); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if info, err := engine.Stat(hash); err != nil || info.Size != 3 {
+		t.Fatalf("the completed blob's file: got %+v, %v; want its 3 bytes", info, err)
+	}
+
+	again, err := engine.OpenPartial("t-1", hash, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Write([]byte("XY")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(again, hash); err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+	f, err := c.Open(kv.Blob{Hash: hash, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, err := io.ReadAll(f); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the blob after a write to its reopened partial: got %q, %v; want %q", got, err, data)
+	}
+}

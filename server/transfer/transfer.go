@@ -2,10 +2,10 @@
 // transfer for one writer with a lease in the store, appends a body to the
 // transfer's partial file and checkpoints it (write, fsync, then record the
 // offset and hash state, fenced by the lease), completes the transfer with
-// its last byte (hash check, the blob placed, the holding recorded under the
-// quota) and removes the partial files of deleted transfers. It speaks no
-// HTTP: server/tus.go maps the tus protocol onto it, as tusd's handler calls
-// its data store's WriteChunk.
+// its last byte (hash check, the blob placed through server/content, the
+// holding recorded under the quota) and removes the partial files of
+// deleted transfers. It speaks no HTTP: server/tus.go maps the tus protocol
+// onto it, as tusd's handler calls its data store's WriteChunk.
 package transfer
 
 import (
@@ -23,6 +23,7 @@ import (
 	"sealbox/blobs"
 	"sealbox/kv"
 	"sealbox/kv/fault"
+	"sealbox/server/content"
 )
 
 // Checkpoint bounds the bytes an append takes between two acknowledgements
@@ -33,8 +34,10 @@ const Checkpoint = 64 << 20
 // Transfers writes the transfers of one store and blob engine.
 type Transfers struct {
 	store *kv.Store
-	blobs blobs.Engine
-	log   zerolog.Logger
+	// blobs keeps the partial files; content places each finished blob.
+	blobs   blobs.Engine
+	content *content.Content
+	log     zerolog.Logger
 	// leaseTTL is how long a writer's lease on a transfer lasts without
 	// renewal; idle how long an upload session lives after its last write.
 	leaseTTL time.Duration
@@ -43,11 +46,12 @@ type Transfers struct {
 	removals passes
 }
 
-// New returns the writer of transfers over store and engine: leases taken
-// for a writer last leaseTTL without renewal (they renew every third of
-// it), and each write to a session keeps it open for idle more.
-func New(store *kv.Store, engine blobs.Engine, log zerolog.Logger, leaseTTL, idle time.Duration) *Transfers {
-	return &Transfers{store: store, blobs: engine, log: log, leaseTTL: leaseTTL, idle: idle}
+// New returns the writer of transfers over store and engine, whose blobs
+// placement (over the same two) places: leases taken for a writer last
+// leaseTTL without renewal (they renew every third of it), and each write
+// to a session keeps it open for idle more.
+func New(store *kv.Store, engine blobs.Engine, placement *content.Content, log zerolog.Logger, leaseTTL, idle time.Duration) *Transfers {
+	return &Transfers{store: store, blobs: engine, content: placement, log: log, leaseTTL: leaseTTL, idle: idle}
 }
 
 // Create records the transfer t (ID, Hash and Length set) in the account's
@@ -65,11 +69,11 @@ func (ts *Transfers) Create(accountID, uploadID string, t *kv.Transfer, lim kv.T
 	if t.Hash != blobs.AddressOf(nil) {
 		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "an empty upload does not hash to the declared hash; nothing was stored")
 	}
-	info, _, err := ts.blobs.Put(strings.NewReader(""), t.Hash, 0)
+	blob, err := ts.content.Put(strings.NewReader(""), t.Hash, 0, 0)
 	if err != nil {
 		return err
 	}
-	_, err = ts.store.AddUploadBlob(accountID, uploadID, kv.Blob{Hash: info.Hash, Size: info.Size}, ts.idle)
+	_, err = ts.store.AddUploadBlob(accountID, uploadID, blob, ts.idle)
 	return err
 }
 
@@ -321,7 +325,7 @@ func (c *Claim) complete(p blobs.Partial, h hash.Hash, accountID, uploadID strin
 		}
 		return fault.FieldErrorf(fault.ECodeHashMismatch, "hash", "the uploaded bytes do not hash to the declared hash; the transfer was discarded and nothing was stored")
 	}
-	if _, err := p.Complete(t.Hash); err != nil {
+	if err := c.ts.content.Complete(p, t.Hash); err != nil {
 		return err
 	}
 	crashPoint("tus-named")

@@ -16,6 +16,7 @@ import (
 	"sealbox/kv"
 	"sealbox/kv/fault"
 	"sealbox/kv/kvtest"
+	"sealbox/server/content"
 	"sealbox/server/transfer"
 )
 
@@ -59,7 +60,7 @@ func mustOpenRig(t *testing.T) *rig {
 	if _, err := s.OpenUpload(account, "album", upload, time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{store: s, blobs: b, clock: c, ts: transfer.New(s, b, zerolog.Nop(), leaseTTL, time.Hour)}
+	return &rig{store: s, blobs: b, clock: c, ts: transfer.New(s, b, content.New(s, b, 0), zerolog.Nop(), leaseTTL, time.Hour)}
 }
 
 // create records a transfer of data under hash (data's own address unless
