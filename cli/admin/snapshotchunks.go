@@ -297,17 +297,7 @@ type chunker struct {
 
 // run stores every chunk, then syncs the new chunk files and dir.
 func (c *chunker) run() error {
-	errs := make([]error, chunkWriters)
-	var wg sync.WaitGroup
-	for w := range chunkWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[w] = c.work(w)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := byWriters(c.work); err != nil {
 		return err
 	}
 	if err := syncFiles(c.written); err != nil {
@@ -421,16 +411,23 @@ func writeChunk(dst string, f *os.File, start, n int64) error {
 // already, and their metadata goes to the journal in a few commits instead
 // of one commit for each file.
 func syncFiles(paths []string) error {
+	return byWriters(func(w int) error {
+		for i := w; i < len(paths); i += chunkWriters {
+			if err := syncFile(paths[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// byWriters runs work(0) … work(chunkWriters-1) at once and returns their
+// errors joined once all have returned.
+func byWriters(work func(w int) error) error {
 	errs := make([]error, chunkWriters)
 	var wg sync.WaitGroup
 	for w := range chunkWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(paths) && errs[w] == nil; i += chunkWriters {
-				errs[w] = syncFile(paths[i])
-			}
-		}()
+		wg.Go(func() { errs[w] = work(w) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
