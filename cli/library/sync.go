@@ -417,16 +417,26 @@ func statOf(path string) (fileStat, error) {
 	return st, nil
 }
 
+// jobFile is one original of a job's asset with what stat said of it.
+type jobFile struct {
+	path string
+	st   fileStat
+}
+
+// files are the job's originals, the companion only when the asset has one,
+// each with its stat.
+func (j job) files(orig, comp fileStat) []jobFile {
+	files := []jobFile{{j.path, orig}}
+	if j.companion != "" {
+		files = append(files, jobFile{j.companion, comp})
+	}
+	return files
+}
+
 // unchanged reports whether the asset's originals are the files the index
 // recorded.
 func (s *Syncer) unchanged(j job, orig, comp fileStat) (bool, error) {
-	for _, f := range []struct {
-		path string
-		st   fileStat
-	}{{j.path, orig}, {j.companion, comp}} {
-		if f.path == "" {
-			continue
-		}
+	for _, f := range j.files(orig, comp) {
 		rec, err := s.Index.File(f.path)
 		if err != nil || rec == nil || !rec.Unchanged(f.st.size, f.st.modTime, f.st.inode) {
 			return false, err
@@ -518,13 +528,7 @@ func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, 
 	// A file written to between its stat and here may have given the
 	// content hash, the sealed original and the metadata different bytes
 	// even with its size unchanged: none of them is kept.
-	for _, f := range []struct {
-		path string
-		st   fileStat
-	}{{j.path, orig}, {j.companion, comp}} {
-		if f.path == "" {
-			continue
-		}
+	for _, f := range j.files(orig, comp) {
 		if now, err := statOf(f.path); err != nil {
 			return fail(err)
 		} else if now.size != f.st.size || now.modTime != f.st.modTime {
