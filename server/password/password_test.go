@@ -163,7 +163,10 @@ func TestWaitersServedInArrivalOrder(t *testing.T) {
 			}
 			served <- i
 		}()
-		for h.Waiting() < int64(i+1) {
+		// Waiting counts a caller before it blocks; its place in the
+		// queue is taken when it blocks, so the next caller starts only
+		// once this one is parked in acquire's select.
+		for parkedInAcquire() < i+1 {
 			runtime.Gosched()
 		}
 	}
@@ -179,4 +182,20 @@ func TestDefaultWait(t *testing.T) {
 	if got := NewHasher(cheap, rand.Reader, 0).wait; got != 10*time.Second {
 		t.Fatalf("got %v, want 10s", got)
 	}
+}
+
+// parkedInAcquire counts the goroutines blocked in acquire's select, read
+// off the runtime's goroutine dump: a goroutine's header line names its
+// state ("[select]") and its frames follow until a blank line.
+func parkedInAcquire() int {
+	buf := make([]byte, 1<<20)
+	dump := string(buf[:runtime.Stack(buf, true)])
+	n := 0
+	for _, g := range strings.Split(dump, "\n\n") {
+		header, frames, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[select") && strings.Contains(frames, "password.(*Hasher).acquire(") {
+			n++
+		}
+	}
+	return n
 }
