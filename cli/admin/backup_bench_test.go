@@ -10,29 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
-	"sealbox/kv/kvtest"
 )
 
 // backupFixture is a data directory with accounts and blobs of 64 KiB, all
 // held by the first account.
 func backupFixture(b *testing.B, accounts, blobCount int) *admin.Ops {
 	b.Helper()
-	dir := b.TempDir()
-	store, err := kvtest.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	blobStore, err := blobs.Open(filepath.Join(dir, admin.BlobsDir))
-	if err != nil {
-		b.Fatal(err)
-	}
+	ops := dataDirOps(b)
 	now := time.Now()
 	for start := 0; start < accounts; start += 20_000 {
-		err := store.Bulk(func(bk *kv.Bulk) error {
+		err := ops.Store.Bulk(func(bk *kv.Bulk) error {
 			for i := start; i < start+20_000 && i < accounts; i++ {
 				a := &kv.Account{ID: fmt.Sprintf("%08x-2222-4000-8000-000000000000", i), Email: fmt.Sprintf("b%d@example.org", i), PasswordHash: "x", CreatedAt: now}
 				if err := bk.Account(a); err != nil {
@@ -45,7 +34,6 @@ func backupFixture(b *testing.B, accounts, blobCount int) *admin.Ops {
 			b.Fatal(err)
 		}
 	}
-	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore, Files: kvtest.StoreFiles{}}
 	addBlobs(b, ops, 0, blobCount)
 	return ops
 }

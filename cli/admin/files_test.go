@@ -22,16 +22,8 @@ import (
 // and the operations on it.
 func keyedOps(t *testing.T) *admin.Ops {
 	t.Helper()
-	dir := t.TempDir()
-	store, err := kvtest.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	blobStore, err := blobs.Open(filepath.Join(dir, admin.BlobsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ops := dataDirOps(t)
+	dir := ops.DataDir
 	key := make([]byte, 32)
 	rand.Read(key)
 	writeFile(t, filepath.Join(dir, admin.KeyFile), key, 0o600)
@@ -40,6 +32,23 @@ func keyedOps(t *testing.T) *admin.Ops {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, admin.LogKeyFile), []byte(skey+"\n"+vkey+"\n"), 0o600)
+	return ops
+}
+
+// dataDirOps is the operations on a new data directory: an empty store
+// and blob store, closed when the test ends.
+func dataDirOps(tb testing.TB) *admin.Ops {
+	tb.Helper()
+	dir := tb.TempDir()
+	store, err := kvtest.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	blobStore, err := blobs.Open(filepath.Join(dir, admin.BlobsDir))
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore, Files: kvtest.StoreFiles{}}
 }
 

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"sealbox/blobs"
 	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/kvtest"
@@ -24,17 +23,7 @@ import (
 // of 1 MiB: accounts, and blobs held by the first of them.
 func chunkFixture(t *testing.T) *admin.Ops {
 	t.Helper()
-	dir := t.TempDir()
-	store, err := kvtest.Open(filepath.Join(dir, admin.DBFile), kv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	blobStore, err := blobs.Open(filepath.Join(dir, admin.BlobsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := &admin.Ops{DataDir: dir, Store: store, Blobs: blobStore, Files: kvtest.StoreFiles{}}
+	ops := dataDirOps(t)
 	addAccounts(t, ops, 0, 20_000)
 	return ops
 }
