@@ -232,24 +232,22 @@ type chunkReport struct {
 	BytesWritten int64
 }
 
-// chunkWriters is how many chunks are hashed and stored at once: hashing
+// chunkWriters is how many chunks are hashed, and stored, at once: hashing
 // runs on as many cores as there are, and storing waits on the disk, so
-// more writers than cores keep both busy. Each holds one chunk buffer.
+// more workers than cores keep both busy.
 const chunkWriters = 8
 
 // writeChunkedSnapshot writes the store's snapshot into the generation dir
 // as chunks (ChunksDir, sharing prevDir's where they are the same). The
-// snapshot is first written whole to the file scratch, which the rest of
-// the backup reads its blob records from; it is removed before the
-// generation is complete and never synced: the chunks and the index are the
-// backup. It returns the index, which the caller writes last
-// (writeSnapshotIndex).
+// snapshot is written whole to the file scratch, which the rest of the
+// backup reads its blob records from, through a chunkHasher that names each
+// chunk as it passes, so the snapshot is read once, by the store. scratch
+// is removed before the generation is complete and never synced: the
+// chunks and the index are the backup. It returns the index, which the
+// caller writes last (writeSnapshotIndex).
 //
-// The snapshot is copied into scratch, and each new chunk out of it, by the
-// kernel (copy_file_range, through io.Copy between files): written from
-// user space, the kernel keeps a file in large folios, and bbolt's map of
-// scratch then grows the backup's resident set past its map budget (see
-// assembleChunks).
+// Each new chunk is copied out of scratch by the kernel (copy_file_range,
+// through io.Copy between files), not through user space again.
 func (o *Ops) writeChunkedSnapshot(dir, prevDir, scratch string) (snapshotIndex, chunkReport, error) {
 	chunks := filepath.Join(dir, ChunksDir)
 	if err := os.Mkdir(chunks, 0o700); err != nil {
@@ -263,7 +261,9 @@ func (o *Ops) writeChunkedSnapshot(dir, prevDir, scratch string) (snapshotIndex,
 	if err != nil {
 		return snapshotIndex{}, chunkReport{}, err
 	}
-	size, err := o.Store.WriteSnapshot(f)
+	h := newChunkHasher(f, snapshotChunkSize)
+	size, err := o.Store.WriteSnapshot(h)
+	names := h.finish()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -271,23 +271,124 @@ func (o *Ops) writeChunkedSnapshot(dir, prevDir, scratch string) (snapshotIndex,
 		return snapshotIndex{}, chunkReport{}, err
 	}
 	c := &chunker{src: scratch, dir: chunks, prev: prev, claimed: map[string]bool{},
-		x: snapshotIndex{Size: size, ChunkSize: snapshotChunkSize}}
-	c.x.Chunks = make([]string, (size+snapshotChunkSize-1)/snapshotChunkSize)
+		x: snapshotIndex{Size: size, ChunkSize: snapshotChunkSize, Chunks: names}}
+	if want := (size + snapshotChunkSize - 1) / snapshotChunkSize; int64(len(names)) != want {
+		return snapshotIndex{}, chunkReport{}, fmt.Errorf("snapshot of %d bytes cut into %d chunks, not %d", size, len(names), want)
+	}
 	if err := c.run(); err != nil {
 		return snapshotIndex{}, c.rep, err
 	}
 	return c.x, c.rep, nil
 }
 
-// chunker cuts the snapshot file src into the chunks of x and stores each
-// in dir (a generation's ChunksDir): a hard link to prev's file of the same
-// name when prev (the previous generation's ChunksDir, or "") holds it,
-// else a new file. chunkWriters workers take the chunks in turn; the first
-// to claim a name stores it, so a chunk repeated in the snapshot is stored
-// once.
+// chunkHasher is the writer a snapshot is written through: it passes every
+// byte on to out and cuts the stream into chunks of size bytes (the last
+// one shorter), each hashed by one of chunkWriters workers while the next
+// is filled. At most chunkWriters+1 chunk buffers exist: Write waits for a
+// worker to free one.
+type chunkHasher struct {
+	out  io.Writer
+	size int
+
+	cur       []byte // the chunk being filled, nil between chunks
+	next      int    // the index of the chunk being filled
+	allocated int    // chunk buffers made so far
+	free      chan []byte
+	jobs      chan chunkJob
+	workers   sync.WaitGroup
+
+	mu    sync.Mutex
+	names []string // by chunk index, grown as the workers name them
+}
+
+type chunkJob struct {
+	i     int
+	bytes []byte
+}
+
+func newChunkHasher(out io.Writer, size int) *chunkHasher {
+	h := &chunkHasher{out: out, size: size,
+		free: make(chan []byte, chunkWriters+1), jobs: make(chan chunkJob, chunkWriters)}
+	for range chunkWriters {
+		h.workers.Go(h.work)
+	}
+	return h
+}
+
+func (h *chunkHasher) Write(p []byte) (int, error) {
+	n, err := h.out.Write(p)
+	if err != nil {
+		return n, err
+	}
+	for len(p) > 0 {
+		if h.cur == nil {
+			h.cur = h.buffer()
+		}
+		k := copy(h.cur[len(h.cur):h.size], p)
+		h.cur = h.cur[:len(h.cur)+k]
+		p = p[k:]
+		if len(h.cur) == h.size {
+			h.cut()
+		}
+	}
+	return n, nil
+}
+
+// buffer is an empty chunk buffer: a freed one, or a new one while fewer
+// than chunkWriters+1 exist.
+func (h *chunkHasher) buffer() []byte {
+	select {
+	case b := <-h.free:
+		return b[:0]
+	default:
+	}
+	if h.allocated <= chunkWriters {
+		h.allocated++
+		return make([]byte, 0, h.size)
+	}
+	return (<-h.free)[:0]
+}
+
+// cut hands the filled chunk to the workers.
+func (h *chunkHasher) cut() {
+	h.jobs <- chunkJob{i: h.next, bytes: h.cur}
+	h.next++
+	h.cur = nil
+}
+
+func (h *chunkHasher) work() {
+	for job := range h.jobs {
+		sum := sha256.Sum256(job.bytes)
+		h.free <- job.bytes
+		h.mu.Lock()
+		if job.i >= len(h.names) {
+			h.names = append(h.names, make([]string, job.i+1-len(h.names))...)
+		}
+		h.names[job.i] = hex.EncodeToString(sum[:])
+		h.mu.Unlock()
+	}
+}
+
+// finish hashes the last, partial chunk, waits for the workers and returns
+// every chunk's name in order. Called once, after the last Write, and also
+// after a failed one, so that no worker outlives the snapshot.
+func (h *chunkHasher) finish() []string {
+	if len(h.cur) > 0 {
+		h.cut()
+	}
+	close(h.jobs)
+	h.workers.Wait()
+	return h.names
+}
+
+// chunker stores the chunks of x, cut from the snapshot file src, in dir (a
+// generation's ChunksDir): a hard link to prev's file of the same name when
+// prev (the previous generation's ChunksDir, or "") holds it, else a new
+// file. chunkWriters workers take the chunks in turn; the first to claim a
+// name stores it, so a chunk repeated in the snapshot is stored once.
 type chunker struct {
 	src, dir, prev string
-	x              snapshotIndex // Chunks filled in by run
+	x              snapshotIndex
 
 	mu      sync.Mutex
 	claimed map[string]bool
@@ -314,16 +415,9 @@ func (c *chunker) work(w int) error {
 		return err
 	}
 	defer f.Close()
-	buf := make([]byte, c.x.ChunkSize)
 	for i := w; i < len(c.x.Chunks); i += chunkWriters {
 		start, n := c.x.chunkSpan(i)
-		if _, err := f.ReadAt(buf[:n], start); err != nil {
-			return fmt.Errorf("read the snapshot: %w", err)
-		}
-		sum := sha256.Sum256(buf[:n])
-		name := hex.EncodeToString(sum[:])
-		c.x.Chunks[i] = name // each worker writes its own elements
-		if err := c.store(f, name, start, n); err != nil {
+		if err := c.store(f, c.x.Chunks[i], start, n); err != nil {
 			return err
 		}
 	}

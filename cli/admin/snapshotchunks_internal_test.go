@@ -2,6 +2,8 @@ package admin
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 )
@@ -61,4 +63,41 @@ func FuzzSnapshotIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestChunkHasherNamesEveryChunk: whatever sizes the writes come in, the
+// hasher passes the bytes on unchanged and names each chunk (the last one
+// short) by the SHA-256 of exactly its bytes, in order, also when more
+// chunks are cut than it has buffers.
+func TestChunkHasherNamesEveryChunk(t *testing.T) {
+	const size = 4 << 10
+	for _, total := range []int{1, size - 1, size, size + 1, (2*chunkWriters+3)*size + 17} {
+		data := make([]byte, total)
+		for i := range data {
+			data[i] = byte(i * 7 / size) // each chunk differs from the next
+		}
+		var out bytes.Buffer
+		h := newChunkHasher(&out, size)
+		for rest, step := data, 1; len(rest) > 0; step = step*3 + 1 {
+			n := min(step%(3*size)+1, len(rest))
+			if k, err := h.Write(rest[:n]); k != n || err != nil {
+				t.Fatalf("Write(%d bytes) = %d, %v", n, k, err)
+			}
+			rest = rest[n:]
+		}
+		names := h.finish()
+		if !bytes.Equal(out.Bytes(), data) {
+			t.Fatalf("%d bytes: the bytes passed on differ from those written", total)
+		}
+		want := (total + size - 1) / size
+		if len(names) != want {
+			t.Fatalf("%d bytes: %d names, want %d", total, len(names), want)
+		}
+		for i, name := range names {
+			chunk := data[i*size : min((i+1)*size, total)]
+			if sum := sha256.Sum256(chunk); name != hex.EncodeToString(sum[:]) {
+				t.Errorf("%d bytes: chunk %d named %s, not the SHA-256 of its bytes", total, i, name)
+			}
+		}
+	}
 }
