@@ -625,7 +625,8 @@ func newClientExportCmd(f *clientFlags) *cobra.Command {
 		Use:   "export DEST",
 		Short: "Write the originals into a folder, byte for byte, each with its capture time",
 		Long: `Downloads and opens every original into DEST (or one album's with --album). A second export
-writes nothing that is already there. A file damaged on the server is refused with its name and
+writes nothing that is already there. A file in DEST that is not the photo's export is never
+replaced: the photo takes another name. A file damaged on the server is refused with its name and
 album, the rest is exported, and the exit status is 1.`,
 		Args: clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -786,6 +786,128 @@ func TestClientExportDiskFull(t *testing.T) {
 	}
 }
 
+// TestClientExportKeepsFilesAlreadyThere: an export into a folder that
+// already holds another file under an exported photo's name (the person's
+// own edit of it, another camera's photo of that name) keeps that file
+// byte for byte and writes the photo under another name, where a second
+// export finds it and writes nothing. Two photos whose names differ only
+// in case get names that differ otherwise: on a case-insensitive file
+// system (macOS's, Windows's) their names would be one file's.
+func TestClientExportKeepsFilesAlreadyThere(t *testing.T) {
+	rig := newClientRig(t)
+	files := map[string][]byte{
+		"IMG_0001.JPG": mediatest.JPEG(32, 32, 1, mediatest.EXIF{DateTimeOriginal: "2024:05:06 07:08:09"}),
+		"img_0001.jpg": mediatest.JPEG(32, 32, 2, mediatest.EXIF{DateTimeOriginal: "2024:05:06 07:08:10"}),
+		"IMG_0002.JPG": mediatest.JPEG(24, 24, 3, mediatest.EXIF{DateTimeOriginal: "2024:05:06 07:08:11"}),
+	}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "clobber@example.org", "--password-stdin")
+	if ev := events(t, rig.mustRun(0, "", "sync", photoFolder(t, "Trip", files), "--json")); len(ev["uploaded"]) != 3 {
+		t.Fatalf("a sync of three photos: %v", ev)
+	}
+	dest := filepath.Join(t.TempDir(), "export")
+	trip := filepath.Join(dest, "Trip")
+	if err := os.MkdirAll(trip, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := []byte("the person's own edit of IMG_0002.JPG")
+	existing := filepath.Join(trip, "IMG_0002.JPG")
+	if err := os.WriteFile(existing, mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// exported checks the folder: the person's file as it was, and each
+	// photo byte for byte under a name of its own, no two names the same
+	// but for case.
+	exported := func(run string) {
+		t.Helper()
+		if got, err := os.ReadFile(existing); err != nil || !bytes.Equal(got, mine) {
+			t.Fatalf("%s: the file already at IMG_0002.JPG: %v, %d bytes; want its %d bytes kept byte for byte", run, err, len(got), len(mine))
+		}
+		entries, err := os.ReadDir(trip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]string{} // lowercase name -> name
+		at := map[string]string{}    // photo -> the name it has
+		for _, e := range entries {
+			if prev, ok := names[strings.ToLower(e.Name())]; ok {
+				t.Errorf("%s: %s and %s differ only in case: one file on a case-insensitive disk", run, prev, e.Name())
+			}
+			names[strings.ToLower(e.Name())] = e.Name()
+			got, err := os.ReadFile(filepath.Join(trip, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, b := range files {
+				if bytes.Equal(got, b) {
+					at[name] = e.Name()
+				}
+			}
+		}
+		if len(entries) != len(files)+1 || len(at) != len(files) {
+			t.Fatalf("%s: the folder holds %v, the photos are at %v; want the person's file and the %d photos", run, names, at, len(files))
+		}
+		if at["IMG_0002.JPG"] == "IMG_0002.JPG" {
+			t.Fatalf("%s: the photo took the name of the file that was there", run)
+		}
+	}
+	out := rig.mustRun(0, "", "export", dest, "--json")
+	if ev := events(t, out); len(ev["exported"]) != 3 || len(ev["failed"]) != 0 {
+		t.Fatalf("an export into a folder holding another file of a photo's name: %s", out)
+	}
+	exported("the first export")
+	out = rig.mustRun(0, "", "export", dest, "--json")
+	if ev := events(t, out); len(ev["unchanged"]) != 3 || ev["done"][0]["done"] != float64(0) {
+		t.Fatalf("a second export: %s", out)
+	}
+	exported("the second export")
+}
+
+// TestClientExportWritesADuplicateWhoseFirstCopyFailed: the same video in
+// two albums, whose first copy fails (its blob damaged on the server), is
+// written from the second album's own blob, not linked to what is at the
+// first copy's name (here a file of the person's, kept as it was).
+func TestClientExportWritesADuplicateWhoseFirstCopyFailed(t *testing.T) {
+	rig := newClientRig(t)
+	if _, local := rig.ts.Blobs.(*blobs.Dir); !local {
+		t.Skip("on S3 there is no blob file to damage")
+	}
+	noise := make([]byte, 40_000) // over --inline-max: a blob file
+	rand.Read(noise)
+	clip := append([]byte("not a real video "), noise...)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "duplicate@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", photoFolder(t, "First", map[string][]byte{"clip.mp4": clip}))
+	// The first album's copy alone is damaged: the second's is sealed
+	// under another key, a blob of its own. Albums are listed oldest
+	// first, so the second is made a minute later: the first's copy is
+	// the one downloaded, the second's the one linked to it.
+	if !flipOneBlobFile(t, rig.ts.Dir, 40_000) {
+		t.Fatal("no blob file of the video found to damage")
+	}
+	rig.ts.Clock.Advance(time.Minute)
+	rig.mustRun(0, "", "sync", photoFolder(t, "Second", map[string][]byte{"clip.mp4": clip}))
+
+	dest := filepath.Join(t.TempDir(), "export")
+	if err := os.MkdirAll(filepath.Join(dest, "First"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := []byte("the person's own clip.mp4")
+	if err := os.WriteFile(filepath.Join(dest, "First", "clip.mp4"), mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := rig.run("", "export", dest, "--json")
+	if ev := events(t, out); code != 1 || len(ev["failed"]) != 1 || len(ev["exported"]) != 1 ||
+		!strings.Contains(fmt.Sprint(ev["failed"][0]["error"]), "clip.mp4 in album First") {
+		t.Fatalf("an export whose first copy of a video fails: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if got, err := os.ReadFile(filepath.Join(dest, "Second", "clip.mp4")); err != nil || !bytes.Equal(got, clip) {
+		t.Fatalf("the second album's copy: %v, %d bytes; want the video byte for byte", err, len(got))
+	}
+	if got, err := os.ReadFile(filepath.Join(dest, "First", "clip.mp4")); err != nil || !bytes.Equal(got, mine) {
+		t.Fatalf("the file at the first copy's name: %v, %d bytes; want its %d bytes kept byte for byte", err, len(got), len(mine))
+	}
+}
+
 // TestClientSessionEnds: an expired access token is refreshed and the
 // refreshed pair kept; a session past its refresh lifetime, and one ended
 // from another device (a password change there), exit 2 saying to sign in

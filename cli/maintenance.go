@@ -35,6 +35,9 @@ by their SHA-256 (sealbox.db.chunks, listed by sealbox.db.index), and a new one
 hard-links every chunk and blob the previous one holds, so it costs only what
 changed; once it is complete, the oldest generations beyond N are removed.
 
+One backup runs into DEST at a time: it holds DEST/.sealbox-backup.lock locked
+(the file stays), and a second one into DEST meanwhile is refused at once.
+
 Restore with sealbox restore DEST --data NEWDIR (the newest generation when DEST
 holds generations). Do not start the server on DEST itself: it would write into
 the backup; restore first (a generation is refused: its store is in chunks).

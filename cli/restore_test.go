@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"sealbox/blobs/s3test"
+	"sealbox/cli/admin"
 	"sealbox/kv"
 	"sealbox/kv/pgtest"
 	"sealbox/server"
@@ -202,8 +203,8 @@ func TestBackupGenerations(t *testing.T) {
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	if len(left) != 2 || left[0] != gens[1] || left[1] != gens[2] {
-		t.Fatalf("generations left: %v, want %v", left, gens[1:])
+	if want := []string{admin.BackupLockFile, gens[1], gens[2]}; !slices.Equal(left, want) {
+		t.Fatalf("generations left: %v, want %v", left, want)
 	}
 	// blob(0) was copied into the first generation and linked since.
 	a, err := os.Stat(blobPath(filepath.Join(root, gens[1]), hashHex(blob(0))))

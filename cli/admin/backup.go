@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"sealbox/blobs"
@@ -87,6 +88,9 @@ type BackupReport struct {
 // folder copy only what is new. With Keep, dest holds dated generations
 // (see backupGeneration), whose store snapshot is in chunks (SnapshotIndex):
 // a generation is a backup to restore, not a data directory.
+//
+// One backup runs into a destination at a time: another one into dest is
+// refused while this one runs (lockDest).
 func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progress func(Progress)) (BackupReport, error) {
 	start := time.Now()
 	if err := os.MkdirAll(dest, 0o700); err != nil {
@@ -98,8 +102,12 @@ func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progr
 	if same, err := sameDir(dest, o.DataDir); err != nil || same {
 		return BackupReport{Dest: dest}, errors.Join(err, fmt.Errorf("the backup destination must not be the data directory"))
 	}
+	unlock, err := lockDest(dest)
+	if err != nil {
+		return BackupReport{Dest: dest}, err
+	}
+	defer unlock()
 	var rep BackupReport
-	var err error
 	if opts.Keep > 0 {
 		rep, err = o.backupGeneration(ctx, dest, opts.Keep, start, progress)
 	} else {
@@ -110,6 +118,36 @@ func (o *Ops) Backup(ctx context.Context, dest string, opts BackupOptions, progr
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, err
+}
+
+// BackupLockFile is the file in a backup destination's root that a backup
+// holds locked while it runs (lockDest). It is no generation and no store:
+// restore and the generation listing pass over it.
+const BackupLockFile = ".sealbox-backup.lock"
+
+// lockDest takes the backup lock of dest (BackupLockFile, created private
+// when missing) for a backup's whole run, or refuses at once when another
+// backup holds it: two runs into one destination damage each other, one
+// removing the other's temporary snapshot and renaming its own half-written
+// one over the store, or removing the other's partial generation. A cron
+// backup may well start while a manual one runs. The lock is flock(2)'s,
+// which ends with the process however it ends, so a killed backup leaves
+// none behind; the file stays, since removing it could unlink the one the
+// next run has just locked.
+func lockDest(dest string) (unlock func(), err error) {
+	path := filepath.Join(dest, BackupLockFile)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another backup into %s is running (it holds %s): this one is refused, and the destination left to it", dest, BackupLockFile)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // backupInto writes a backup into the data directory dir. A blob dir lacks

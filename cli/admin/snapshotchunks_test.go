@@ -244,8 +244,8 @@ func TestBackupInterruptedKeepsGenerationsWhole(t *testing.T) {
 		t.Fatalf("interrupted backup: %v", err)
 	}
 	entries, _ := os.ReadDir(root)
-	if len(entries) != 2 || !strings.HasPrefix(entries[0].Name(), ".partial-") {
-		t.Fatalf("after an interrupted backup the folder holds %v, want the first generation and one partial", entries)
+	if len(entries) != 3 || !strings.HasPrefix(entries[0].Name(), ".partial-") || entries[1].Name() != admin.BackupLockFile {
+		t.Fatalf("after an interrupted backup the folder holds %v, want the first generation, one partial and the backup lock", entries)
 	}
 	if newest := admin.NewestGeneration(root); newest != first.Dest {
 		t.Fatalf("the newest generation is %q, want %q", newest, first.Dest)
@@ -260,7 +260,7 @@ func TestBackupInterruptedKeepsGenerationsWhole(t *testing.T) {
 	}
 	next := backupGen(t, ops, root)
 	entries, _ = os.ReadDir(root)
-	if len(entries) != 2 || restoreOK(t, next.Dest) != 20_500 {
+	if len(entries) != 3 || entries[0].Name() != admin.BackupLockFile || restoreOK(t, next.Dest) != 20_500 {
 		t.Fatalf("the backup after an interrupted one: %v", entries)
 	}
 }

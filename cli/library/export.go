@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +180,9 @@ func (c *Catalog) readSmall(ctx context.Context, hash string) ([]byte, error) {
 // they were synced, each with its capture time as its file time.
 // Incremental: a file already there with the original's size and time is
 // not written again. Nothing is left under a final name half-written: a
-// file is written under a temporary name, synced, then renamed.
+// file is written under a temporary name, synced, then given its name. A
+// file already in the folder is never replaced or removed: it may be the
+// person's own (an edited copy, another camera's photo of the same name).
 type Exporter struct {
 	Catalog *Catalog
 	Dest    string
@@ -208,10 +212,11 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 	// Every asset's place is decided first, in a fixed order, so names
 	// do not depend on which download ends first. The first asset of each
 	// content is downloaded, Jobs at a time; the others (the same photo in
-	// another album) are linked to it once it is there.
+	// another album) are linked to it once it is there, or written
+	// themselves when it could not be.
 	taken := map[string]bool{}
-	first := map[string]exportJob{} // content hmac -> the job that downloads it
-	var downloads, links []exportJob
+	first := map[string]*exportJob{} // content hmac -> the job that downloads it
+	var downloads, links []*exportJob
 	for _, albumID := range albums {
 		assets, failed, err := x.Catalog.Assets(ctx, albumID)
 		if err != nil {
@@ -225,13 +230,13 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 			if x.Album != "" && a.AlbumTitle != x.Album {
 				continue
 			}
-			j := exportJob{asset: a, files: x.files(a, taken)}
+			j := &exportJob{asset: a, files: x.files(a, taken)}
 			content := a.Meta.ContentHMAC
 			if c := a.Meta.Companion; c != nil {
 				content += "+" + c.ContentHMAC
 			}
 			if f, ok := first[content]; ok {
-				j.linkTo = f.files
+				j.linkTo = f
 				links = append(links, j)
 				continue
 			}
@@ -240,7 +245,7 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 		}
 	}
 	var mu sync.Mutex
-	work := make(chan exportJob)
+	work := make(chan *exportJob)
 	var wg sync.WaitGroup
 	for range max(1, x.Jobs) {
 		wg.Go(func() {
@@ -270,98 +275,155 @@ func (x *Exporter) Export(ctx context.Context) (Summary, error) {
 	return sum, ctx.Err()
 }
 
-// exportJob is one asset to export: its files; with linkTo, the files of
-// the same asset (the same originals in another album) exported earlier in
-// this run, to link to.
+// exportJob is one asset to export: its files; with linkTo, the job of the
+// same asset (the same originals in another album) run earlier in this
+// run, whose files it links to when that job put them in place.
 type exportJob struct {
 	asset  Asset
 	files  []exportFile
-	linkTo []exportFile
+	linkTo *exportJob
+	// ok says that every file is in place under its name (path): set by
+	// exportFiles, read by the jobs linking to this one after it ran.
+	ok bool
 }
 
 // exportFile is one file of an asset: an original (role original or
 // companion) read from its blob, or a sidecar from the metadata.
 type exportFile struct {
 	name string // its name in the metadata
-	path string
+	dir  string // its folder
+	// id is its asset's id, whose first characters tell its name apart
+	// from another file's of the same name; n says which of its names it
+	// has (path).
+	id   string
+	n    int
 	role sealed.Role // "" for a sidecar
 	size int64
 	data []byte // a sidecar's bytes
 }
 
-// exportAsset writes one asset's files, or links its originals to the
-// same originals exported elsewhere in this run.
-func (x *Exporter) exportAsset(ctx context.Context, j exportJob) Event {
-	a := j.asset
-	ev := Event{Path: j.files[0].path, Album: a.AlbumTitle}
+// path is where the file goes: its name in the metadata; from n 1 on, with
+// the asset id's first characters before its extension, and from n 2 on,
+// n after them.
+func (f *exportFile) path() string {
+	name := safeName(f.name)
+	if f.n == 0 {
+		return filepath.Join(f.dir, name)
+	}
+	tag := f.id[:8]
+	if f.n > 1 {
+		tag += " " + strconv.Itoa(f.n)
+	}
+	ext := filepath.Ext(name)
+	return filepath.Join(f.dir, strings.TrimSuffix(name, ext)+" ("+tag+")"+ext)
+}
+
+// exportAsset puts one asset's files in place: written, or its originals
+// linked to the same originals exported elsewhere in this run.
+func (x *Exporter) exportAsset(ctx context.Context, j *exportJob) Event {
+	what, err := x.exportFiles(ctx, j)
+	ev := Event{Path: j.files[0].path(), What: what, Album: j.asset.AlbumTitle}
+	if err != nil {
+		ev.Error = err.Error()
+	}
 	for _, f := range j.files {
 		ev.Bytes += f.size
 	}
 	if len(j.files) > 1 && j.files[1].role == sealed.RoleCompanion {
-		ev.Companion = j.files[1].path
-	}
-	when := captureTime(a.Meta.Taken)
-	unchanged := true
-	for _, f := range j.files {
-		if fi, err := os.Stat(f.path); err != nil || fi.Size() != f.size || !fi.ModTime().Equal(when) {
-			unchanged = false
-		}
-	}
-	if unchanged {
-		ev.What = "unchanged"
-		return ev
-	}
-	ev.What = "exported"
-	for i, f := range j.files {
-		if err := x.exportFile(ctx, a, f, j.linkTo, when, i == 0 && j.linkTo != nil, &ev); err != nil {
-			ev.What, ev.Error = "failed", fmt.Sprintf("%s in album %s: %v", f.name, a.AlbumTitle, err)
-			return ev
-		}
+		ev.Companion = j.files[1].path()
 	}
 	return ev
 }
 
-// exportFile writes one file of the asset: a link to the same original
-// among linkTo where the file system has links, else the original's
-// bytes, or the sidecar's.
-func (x *Exporter) exportFile(ctx context.Context, a Asset, f exportFile, linkTo []exportFile, when time.Time, first bool, ev *Event) error {
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
-		return err
+// exportFiles puts the job's files in place and says what it did:
+// "unchanged" when each was there already, "linked" when the original was
+// linked, else "exported"; or "failed".
+func (x *Exporter) exportFiles(ctx context.Context, j *exportJob) (string, error) {
+	a := j.asset
+	when := captureTime(a.Meta.Taken)
+	// Only a copy this run put in place is linked to: where one that
+	// failed was to go there is nothing, or by then another's file.
+	var linkTo []exportFile
+	if j.linkTo != nil && j.linkTo.ok {
+		linkTo = j.linkTo.files
 	}
+	what := "unchanged"
+	for i := range j.files {
+		f := &j.files[i]
+		did, err := x.exportFile(ctx, a, f, linkTo, when)
+		if err != nil {
+			return "failed", fmt.Errorf("%s in album %s: %w", f.name, a.AlbumTitle, err)
+		}
+		if did != "" && (i == 0 || what == "unchanged") {
+			what = did
+		}
+	}
+	j.ok = true
+	return what, nil
+}
+
+// exportFile puts one file of the asset at the first of its names, from
+// the one it has, that already holds it or that nothing has taken, and
+// says what it did: "" when a name held it, "linked" to the same original
+// among linkTo where the file system has links, or "exported" (the
+// original's bytes, or the sidecar's). A name taken by another file
+// (the person's own edit, another camera's photo of the same name) is
+// passed over: export never replaces nor removes a file it did not write.
+func (x *Exporter) exportFile(ctx context.Context, a Asset, f *exportFile, linkTo []exportFile, when time.Time) (string, error) {
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+		return "", err
+	}
+	held := func(p string) bool { return holds(p, f.size, when) }
 	for _, l := range linkTo {
 		if f.role != "" && l.role == f.role {
-			os.Remove(f.path)
-			if os.Link(l.path, f.path) == nil {
-				if first {
-					ev.What = "linked"
-				}
-				return nil
+			src := l.path()
+			// A name that is src's file already (an earlier export's link)
+			// holds it even when this asset's capture time, the time held
+			// looks for, is not src's: it is not linked again elsewhere.
+			linked, err := place(f, func(p string) bool { return held(p) || sameFile(p, src) }, func(p string) error { return os.Link(src, p) })
+			switch {
+			case err != nil:
+				// No links on this file system: the file is written instead.
+			case linked:
+				return "linked", nil
+			default:
+				return "", nil
 			}
 		}
 	}
+	if found, err := seek(f, held); err != nil || found {
+		return "", err
+	}
+	var wrote bool
+	var err error
 	if f.role == "" {
-		return writeFile(f.path, when, func(w io.Writer) error {
+		wrote, err = writeFile(f, held, when, func(w io.Writer) error {
 			_, err := w.Write(f.data)
 			return err
 		})
+	} else {
+		wrote, err = x.download(ctx, a, f, held, when)
 	}
-	return x.download(ctx, a, f, when)
+	if err != nil || !wrote {
+		return "", err
+	}
+	return "exported", nil
 }
 
 // download writes the asset's original (or companion) f through a
-// temporary file.
-func (x *Exporter) download(ctx context.Context, a Asset, f exportFile, when time.Time) error {
+// temporary file (writeFile).
+func (x *Exporter) download(ctx context.Context, a Asset, f *exportFile, held func(string) bool, when time.Time) (bool, error) {
 	ref := a.Meta.Blobs[f.role]
 	body, err := x.Catalog.Client.ReadBlob(ctx, ref.Hash, 0, -1)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer body.Close()
 	plain, err := sealed.NewReader(a.Key.BlobKey(f.role), body)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return writeFile(f.path, when, func(w io.Writer) error {
+	return writeFile(f, held, when, func(w io.Writer) error {
 		n, err := io.Copy(w, plain)
 		if err == nil && n != ref.Size {
 			err = fmt.Errorf("the %s is %d bytes, its metadata says %d", f.role, n, ref.Size)
@@ -370,29 +432,97 @@ func (x *Exporter) download(ctx context.Context, a Asset, f exportFile, when tim
 	})
 }
 
-// writeFile writes final through a temporary file of its folder, synced,
-// with its time set, then renamed: nothing is left under final
-// half-written, and nothing under the temporary name after a failure.
-func writeFile(final string, when time.Time, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(final), ".sealbox-export-*")
+// writeFile writes f through a temporary file of its folder, synced, with
+// its time set, then gives it f's first free name (place, with linkNew):
+// nothing is left under a name half-written, nothing under the temporary
+// name after a failure, and nothing that had the name is replaced. It
+// reports false when a name held the file by then.
+func writeFile(f *exportFile, held func(string) bool, when time.Time, write func(io.Writer) error) (bool, error) {
+	tmp, err := os.CreateTemp(f.dir, ".sealbox-export-*")
 	if err != nil {
-		return err
+		return false, err
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
+	defer os.Remove(tmp.Name()) // the file stays under the name it was given
 	err = durable.Close(tmp, write(tmp))
 	if err == nil {
 		err = os.Chtimes(tmp.Name(), when, when)
 	}
 	if err != nil {
+		return false, err
+	}
+	return place(f, held, func(p string) error { return linkNew(tmp.Name(), p) })
+}
+
+// linkNew gives the file tmp the name p as well, failing with fs.ErrExist
+// when p is taken, as a hard link does. A rename would replace what has
+// the name. On a file system without hard links (FAT, exFAT) p is claimed
+// by creating it exclusively, and tmp renamed over that empty claim, which
+// is export's own.
+func linkNew(tmp, p string) error {
+	err := os.Link(tmp, p)
+	if err == nil || errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return os.Rename(tmp.Name(), final)
+	claim, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	claim.Close()
+	return os.Rename(tmp, p)
+}
+
+// seek moves f to the first of its names, from the one it has, that holds
+// it (held) or that nothing has taken, and reports whether that name holds
+// it.
+func seek(f *exportFile, held func(string) bool) (bool, error) {
+	for ; ; f.n++ {
+		p := f.path()
+		if held(p) {
+			return true, nil
+		}
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+}
+
+// place gives f the first of its free names with put, which must fail with
+// fs.ErrExist instead of replacing what has the name: a name taken since
+// seek looked is passed over as well. It reports false when a name held
+// the file already, and put was not needed.
+func place(f *exportFile, held func(string) bool, put func(string) error) (bool, error) {
+	for ; ; f.n++ {
+		if found, err := seek(f, held); err != nil || found {
+			return false, err
+		}
+		if err := put(f.path()); !errors.Is(err, fs.ErrExist) {
+			return err == nil, err
+		}
+	}
+}
+
+// holds reports whether the file at path is the export of a file of size
+// bytes captured at when: its size, and its time the capture time.
+func holds(path string, size int64, when time.Time) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() == size && fi.ModTime().Equal(when)
+}
+
+// sameFile reports whether a and b name one file.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // files are the asset's files and where they go: its original first, then
 // its companion, then its sidecars, side by side. A file whose name is
 // taken in its folder by another asset's gets the asset id's first
-// characters before its extension.
+// characters before its extension (path). Names are compared without
+// case: on a case-insensitive file system (macOS's, Windows's)
+// IMG_0001.JPG and img_0001.jpg are one file.
 func (x *Exporter) files(a Asset, taken map[string]bool) []exportFile {
 	dir := filepath.Join(x.Dest, safeName(a.AlbumTitle))
 	if x.Layout == "date" {
@@ -406,15 +536,13 @@ func (x *Exporter) files(a Asset, taken map[string]bool) []exportFile {
 	for _, sc := range a.Meta.Sidecars {
 		files = append(files, exportFile{name: sc.Name, size: int64(len(sc.Data)), data: sc.Data})
 	}
-	for i, f := range files {
-		name := safeName(f.name)
-		p := filepath.Join(dir, name)
-		if taken[p] {
-			ext := filepath.Ext(name)
-			p = filepath.Join(dir, strings.TrimSuffix(name, ext)+" ("+a.Entry.AssetID[:8]+")"+ext)
+	for i := range files {
+		f := &files[i]
+		f.dir, f.id = dir, a.Entry.AssetID
+		for taken[strings.ToLower(f.path())] {
+			f.n++
 		}
-		taken[p] = true
-		files[i].path = p
+		taken[strings.ToLower(f.path())] = true
 	}
 	return files
 }
