@@ -723,9 +723,9 @@ func (s *Syncer) stageRenditions(dir, path string, orientation int, k sealed.Ass
 				err = w.Close()
 			}
 		}
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
+		// Synced like the original: a run after a power cut reuses a staged
+		// file whose size is right (intact), so its bytes must be there too.
+		err = durable.Close(out, err)
 		b := StagedBlob{Path: out.Name(), Hash: hex.EncodeToString(h.Sum(nil)), Size: sealed.SealedSize(int64(len(r.plain)))}
 		p.Renditions = append(p.Renditions, b)
 		if err != nil {
