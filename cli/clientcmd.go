@@ -434,6 +434,8 @@ func reporter(cmd *cobra.Command, asJSON bool) func(library.Event) {
 		case "unchanged":
 		case "failed":
 			fmt.Fprintf(cmd.ErrOrStderr(), "failed    %s: %s\n", ev.Path, ev.Error)
+		case "skipped":
+			fmt.Fprintf(out, "skipped   %s: %s\n", ev.Path, ev.Error)
 		default:
 			fmt.Fprintf(out, "%-9s %s\n", ev.What, ev.Path)
 		}
@@ -444,10 +446,10 @@ func reporter(cmd *cobra.Command, asJSON bool) func(library.Event) {
 func finish(cmd *cobra.Command, asJSON bool, verb string, sum library.Summary, started time.Time) error {
 	if asJSON {
 		emit(cmd.OutOrStdout(), map[string]any{"event": "done", "done": sum.Done, "unchanged": sum.Unchanged,
-			"known": sum.Known, "failed": sum.Failed, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()})
+			"known": sum.Known, "failed": sum.Failed, "skipped": sum.Skipped, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()})
 	} else {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, in %s\n", verb, sum.Done,
-			FormatSize(sum.Bytes), sum.Unchanged, sum.Known, sum.Failed, time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, %d skipped, in %s\n", verb, sum.Done,
+			FormatSize(sum.Bytes), sum.Unchanged, sum.Known, sum.Failed, sum.Skipped, time.Since(started).Round(time.Millisecond))
 	}
 	if sum.Failed > 0 {
 		return &clientError{code: 1, err: fmt.Errorf("%d files failed: %s", sum.Failed, strings.Join(sum.FailedPaths, ", "))}

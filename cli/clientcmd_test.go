@@ -700,6 +700,56 @@ func TestClientSyncSkipsAnUnreadableFile(t *testing.T) {
 	}
 }
 
+// TestClientSyncFollowsALinkedFolder: a folder given that is a symbolic
+// link is synced, into an album named after the link; the links inside it,
+// to a photo and to a folder of photos, are not followed, and each is
+// listed as skipped, in the events and the counts, exit 0.
+func TestClientSyncFollowsALinkedFolder(t *testing.T) {
+	rig := newClientRig(t)
+	target := photoFolder(t, "2023-07", map[string][]byte{
+		"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"b.jpg": mediatest.JPEG(16, 16, 2, mediatest.EXIF{}),
+	})
+	elsewhere := photoFolder(t, "Elsewhere", map[string][]byte{"c.jpg": mediatest.JPEG(16, 16, 3, mediatest.EXIF{})})
+	holiday := filepath.Join(t.TempDir(), "Holiday")
+	for link, to := range map[string]string{filepath.Join(target, "c.jpg"): filepath.Join(elsewhere, "c.jpg"),
+		filepath.Join(target, "more"): elsewhere, holiday: target} {
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Files are listed by their paths in the folder the link leads to.
+	resolved, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkedPhoto, linkedFolder := filepath.Join(resolved, "c.jpg"), filepath.Join(resolved, "more")
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "linked@example.org", "--password-stdin")
+
+	out := rig.mustRun(0, "", "sync", holiday, "--json")
+	ev := events(t, out)
+	var skipped []string
+	for _, e := range ev["skipped"] {
+		if !strings.Contains(e["error"].(string), "symbolic link") {
+			t.Errorf("a skipped link says %q", e["error"])
+		}
+		skipped = append(skipped, e["path"].(string))
+	}
+	slices.Sort(skipped)
+	if len(ev["uploaded"]) != 2 || !slices.Equal(skipped, []string{linkedPhoto, linkedFolder}) ||
+		ev["done"][0]["skipped"] != float64(2) || ev["done"][0]["failed"] != float64(0) {
+		t.Fatalf("a sync of a linked folder: %s", out)
+	}
+	if out := rig.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") || strings.Contains(out, "c.jpg") {
+		t.Fatalf("the album named after the link: %s", out)
+	}
+	out = rig.mustRun(0, "", "sync", holiday)
+	if !strings.Contains(out, "skipped   "+linkedPhoto+": a symbolic link") || !strings.Contains(out, "skipped   "+linkedFolder+": a symbolic link") ||
+		!strings.Contains(out, "uploaded 0 (0 B), 2 unchanged, 0 already there, 0 failed, 2 skipped, in ") {
+		t.Fatalf("a second sync of the linked folder: %s", out)
+	}
+}
+
 // TestClientSyncRereadsAChangingFile: a video still being written while the
 // sync reads it is read again once it has stayed the same for --settle,
 // and what the server keeps is its final content.
