@@ -601,6 +601,44 @@ func TestClientSyncStops(t *testing.T) {
 	}
 }
 
+// TestClientSyncRestagesForAnotherAlbum: a photo staged by a sync into one
+// album that ended before the server had it (the server went away) is
+// sealed again when its folder is next synced into another album, not sent
+// with the staging whose manifest names the first album (refused, 422, on
+// every run): it is uploaded into the second album and exports byte for
+// byte, and nothing is left staged.
+func TestClientSyncRestagesForAnotherAlbum(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "restage@example.org", "--password-stdin")
+	// The album First is made by a sync of another folder, so that the
+	// interrupted run below stages its photo before its first request.
+	rig.mustRun(0, "", "sync", photoFolder(t, "Other", map[string][]byte{"other.jpg": mediatest.JPEG(24, 24, 1, mediatest.EXIF{})}), "--album", "First")
+	photo := mediatest.JPEG(24, 24, 2, mediatest.EXIF{})
+	folder := photoFolder(t, "Trip", map[string][]byte{"a.jpg": photo})
+	rig.down.Store(1 << 20)
+	_, errOut, code := rig.run("", "sync", folder, "--album", "First", "--retries", "1")
+	rig.down.Store(0)
+	if code != 2 || !strings.Contains(errOut, "did not answer") {
+		t.Fatalf("a sync while the server is away: exit %d, %s", code, errOut)
+	}
+	if out := rig.mustRun(0, "", "status", "--json"); !strings.Contains(out, `"pending":1`) {
+		t.Fatalf("the interrupted sync left no staged photo: %s", out)
+	}
+
+	out, errOut, code := rig.run("", "sync", folder, "--album", "Second", "--json")
+	if ev := events(t, out); code != 0 || len(ev["uploaded"]) != 1 {
+		t.Fatalf("a sync into another album of a photo staged for the first: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if out := rig.mustRun(0, "", "status", "--json"); !strings.Contains(out, `"pending":0`) {
+		t.Fatalf("status after the sync: %s", out)
+	}
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest, "--album", "Second")
+	if got, err := os.ReadFile(filepath.Join(dest, "Second", "a.jpg")); err != nil || !bytes.Equal(got, photo) {
+		t.Fatalf("the photo exported from the second album: %v, byte-identical %v", err, bytes.Equal(got, photo))
+	}
+}
+
 // TestClientSignupByInvitation: on a server that registers by invitation,
 // signup without a code is refused (exit 2, the server's words), and the
 // invitation link URL/#invite=CODE signs up.

@@ -481,11 +481,15 @@ func (s *Syncer) unchanged(j job, orig, comp fileStat) (bool, error) {
 // this resends exactly these bytes (the blobs are content-addressed and
 // the op is answered as a replay), so no file becomes two assets and no
 // asset holds blobs nobody refers to. An earlier run's staging of the same
-// files, intact and of the same content, is used as it is.
+// files, intact, of the same content and for the same album, is used as it
+// is; one for another album (the same folder synced again with another
+// --album) is sealed again: its manifest names that album, so the server
+// refuses it in an op on this one, and its blobs are sealed under that
+// album's key.
 func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, hmacOrig, hmacComp string, ev *Event) (*PendingUpload, error) {
 	if p, err := s.Index.Pending(j.path); err != nil {
 		return nil, err
-	} else if p != nil && p.ContentHMAC == content && p.intact() {
+	} else if p != nil && p.ContentHMAC == content && p.Envelope.AlbumID == album.ID && p.intact() {
 		ev.NoThumbnail = len(p.Renditions) == 0
 		return p, nil
 	} else if p != nil {
