@@ -350,15 +350,19 @@ func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *clie
 func newClientLogoutCmd(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout",
-		Short: "Sign out: end the session on the server and remove this device's session and keys",
-		Args:  clientArgs(cobra.NoArgs),
+		Short: "Sign out: end the session on the server and remove this device's session, keys and index",
+		Long: `Ends the session on the server and removes from this device everything of the account: the
+session, the keys, the index of what was synced (it holds the keys of the albums this device
+made, which open their photos, and the links it made with their secrets) and the uploads not
+yet finished. A sync after signing in again sends every file again, into new albums.`,
+		Args: clientArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := openAccount(f)
 			if err != nil {
 				return err
 			}
-			// The server may be gone for good: the keys are removed here
-			// whatever it answers.
+			// The server may be gone for good: the keys and the index are
+			// removed here whatever it answers.
 			serr := a.client.Logout(cmd.Context())
 			if err := a.profile.Forget(); err != nil {
 				return err

@@ -335,6 +335,74 @@ func TestClientSyncAndExport(t *testing.T) {
 	}
 }
 
+// TestClientLogoutForgetsTheAccount: logout leaves nothing in the profile
+// that opens a photo or a link: no file holds the key of the album the
+// sync made (from which its photos' keys derive) or the secret of the
+// link share made, and the index and the staged uploads are gone. The
+// same folder, synced after signing up on another server, is uploaded
+// there, not skipped as unchanged by what the first server was sent.
+func TestClientLogoutForgetsTheAccount(t *testing.T) {
+	rig := newClientRig(t)
+	folder := photoFolder(t, "Holiday", map[string][]byte{
+		"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"b.jpg": mediatest.JPEG(16, 16, 2, mediatest.EXIF{}),
+	})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "forget@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+	_, secret, _ := strings.Cut(strings.TrimSpace(rig.mustRun(0, "", "share", "Holiday")), "#")
+	ix, err := (&library.Profile{ConfigDir: rig.profile, StateDir: rig.profile}).OpenIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	album, err := ix.Album("Holiday")
+	ix.Close()
+	if err != nil || album == nil || secret == "" {
+		t.Fatalf("the album in the index: %v, %v; the link's secret %q", album, err, secret)
+	}
+	asJSON, _ := json.Marshal(album.Key)
+	secrets := map[string][]byte{"the album key": album.Key[:], "the album key as JSON": asJSON, "the link's secret": []byte(secret)}
+	// held lists the secrets a file of the profile holds, by file.
+	held := func() []string {
+		var found []string
+		filepath.WalkDir(rig.profile, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				b, _ := os.ReadFile(path)
+				for what, s := range secrets {
+					if bytes.Contains(b, s) {
+						found = append(found, what+" in "+path)
+					}
+				}
+			}
+			return nil
+		})
+		slices.Sort(found)
+		return found
+	}
+	if found := held(); len(found) < 2 {
+		t.Fatalf("signed in, the profile holds only %v: the search would prove nothing", found)
+	}
+	rig.mustRun(0, "", "logout")
+	if found := held(); len(found) != 0 {
+		t.Errorf("after logout the profile holds %v", found)
+	}
+	for _, gone := range []string{"index.db", "staged"} {
+		if _, err := os.Stat(filepath.Join(rig.profile, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after logout the profile's %s: %v", gone, err)
+		}
+	}
+
+	other := newClientRig(t)
+	other.profile = rig.profile
+	other.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", other.url, "--email", "forget@example.org", "--password-stdin")
+	out := other.mustRun(0, "", "sync", folder, "--json")
+	if ev := events(t, out); len(ev["uploaded"]) != 2 || len(ev["unchanged"]) != 0 {
+		t.Fatalf("the folder synced to another server after logout: %s", out)
+	}
+	if out := other.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") {
+		t.Fatalf("the other server's album: %s", out)
+	}
+}
+
 // flipOneBlobFile flips a byte in the one blob file under dir of more than
 // min bytes (a sealed original over --inline-max), and reports whether it
 // found one.

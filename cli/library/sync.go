@@ -495,7 +495,7 @@ func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, 
 	} else if p != nil {
 		p.remove()
 	}
-	dir := filepath.Join(s.Profile.StateDir, "staged")
+	dir := filepath.Join(s.Profile.StateDir, stagedDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
