@@ -403,6 +403,45 @@ func TestClientLogoutForgetsTheAccount(t *testing.T) {
 	}
 }
 
+// TestClientSignInToAnotherAccount: a profile signed in to one account
+// refuses a signup (before the server is asked: the account can be made
+// after logout) and a login to an account of another server, exit 2,
+// saying to log out first, and stays signed in to its account. A login to
+// its own account again, at another address of its server, is taken and
+// keeps the index: the folder is still unchanged.
+func TestClientSignInToAnotherAccount(t *testing.T) {
+	rig := newClientRig(t)
+	other := newClientRig(t)
+	other.profile = filepath.Join(t.TempDir(), "other")
+	other.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", other.url, "--email", "other@example.org", "--password-stdin")
+	folder := photoFolder(t, "Holiday", map[string][]byte{"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{})})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "first@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+
+	for _, args := range [][]string{
+		{"signup", rig.url, "--email", "second@example.org"},
+		{"signup", other.url, "--email", "second@example.org"},
+		{"login", other.url, "--email", "other@example.org"},
+	} {
+		_, errOut, code := rig.run("correct horse battery\ncorrect horse battery\n", append(args, "--password-stdin")...)
+		if code != 2 || !strings.Contains(errOut, "this device is signed in as first@example.org on ") ||
+			!strings.Contains(errOut, ": run sealbox client logout first") {
+			t.Fatalf("%s while signed in to another account: exit %d, %s", strings.Join(args, " "), code, errOut)
+		}
+	}
+	if out := rig.mustRun(0, "", "status", "--json"); !strings.Contains(out, `"email":"first@example.org"`) || !strings.Contains(out, `"server":"`+rig.url) {
+		t.Fatalf("status after the refusals: %s", out)
+	}
+
+	rig.mustRun(0, "correct horse battery\n", "login", rig.ts.URL(), "--email", "first@example.org", "--password-stdin")
+	out := rig.mustRun(0, "", "sync", folder, "--json")
+	if ev := events(t, out); len(ev["unchanged"]) != 1 {
+		t.Fatalf("a sync after signing in again to the same account: %s", out)
+	}
+	rig.mustRun(0, "", "logout")
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "second@example.org", "--password-stdin")
+}
+
 // flipOneBlobFile flips a byte in the one blob file under dir of more than
 // min bytes (a sealed original over --inline-max), and reports whether it
 // found one.
