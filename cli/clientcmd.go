@@ -350,15 +350,19 @@ func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *clie
 func newClientLogoutCmd(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout",
-		Short: "Sign out: end the session on the server and remove this device's session and keys",
-		Args:  clientArgs(cobra.NoArgs),
+		Short: "Sign out: end the session on the server and remove this device's session, keys and index",
+		Long: `Ends the session on the server and removes from this device everything of the account: the
+session, the keys, the index of what was synced (it holds the keys of the albums this device
+made, which open their photos, and the links it made with their secrets) and the uploads not
+yet finished. A sync after signing in again sends every file again, into new albums.`,
+		Args: clientArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := openAccount(f)
 			if err != nil {
 				return err
 			}
-			// The server may be gone for good: the keys are removed here
-			// whatever it answers.
+			// The server may be gone for good: the keys and the index are
+			// removed here whatever it answers.
 			serr := a.client.Logout(cmd.Context())
 			if err := a.profile.Forget(); err != nil {
 				return err
@@ -434,6 +438,8 @@ func reporter(cmd *cobra.Command, asJSON bool) func(library.Event) {
 		case "unchanged":
 		case "failed":
 			fmt.Fprintf(cmd.ErrOrStderr(), "failed    %s: %s\n", ev.Path, ev.Error)
+		case "skipped":
+			fmt.Fprintf(out, "skipped   %s: %s\n", ev.Path, ev.Error)
 		default:
 			fmt.Fprintf(out, "%-9s %s\n", ev.What, ev.Path)
 		}
@@ -444,10 +450,10 @@ func reporter(cmd *cobra.Command, asJSON bool) func(library.Event) {
 func finish(cmd *cobra.Command, asJSON bool, verb string, sum library.Summary, started time.Time) error {
 	if asJSON {
 		emit(cmd.OutOrStdout(), map[string]any{"event": "done", "done": sum.Done, "unchanged": sum.Unchanged,
-			"known": sum.Known, "failed": sum.Failed, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()})
+			"known": sum.Known, "failed": sum.Failed, "skipped": sum.Skipped, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()})
 	} else {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, in %s\n", verb, sum.Done,
-			FormatSize(sum.Bytes), sum.Unchanged, sum.Known, sum.Failed, time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, %d skipped, in %s\n", verb, sum.Done,
+			FormatSize(sum.Bytes), sum.Unchanged, sum.Known, sum.Failed, sum.Skipped, time.Since(started).Round(time.Millisecond))
 	}
 	if sum.Failed > 0 {
 		return &clientError{code: 1, err: fmt.Errorf("%d files failed: %s", sum.Failed, strings.Join(sum.FailedPaths, ", "))}

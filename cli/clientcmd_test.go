@@ -335,6 +335,113 @@ func TestClientSyncAndExport(t *testing.T) {
 	}
 }
 
+// TestClientLogoutForgetsTheAccount: logout leaves nothing in the profile
+// that opens a photo or a link: no file holds the key of the album the
+// sync made (from which its photos' keys derive) or the secret of the
+// link share made, and the index and the staged uploads are gone. The
+// same folder, synced after signing up on another server, is uploaded
+// there, not skipped as unchanged by what the first server was sent.
+func TestClientLogoutForgetsTheAccount(t *testing.T) {
+	rig := newClientRig(t)
+	folder := photoFolder(t, "Holiday", map[string][]byte{
+		"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"b.jpg": mediatest.JPEG(16, 16, 2, mediatest.EXIF{}),
+	})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "forget@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+	_, secret, _ := strings.Cut(strings.TrimSpace(rig.mustRun(0, "", "share", "Holiday")), "#")
+	ix, err := (&library.Profile{ConfigDir: rig.profile, StateDir: rig.profile}).OpenIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	album, err := ix.Album("Holiday")
+	ix.Close()
+	if err != nil || album == nil || secret == "" {
+		t.Fatalf("the album in the index: %v, %v; the link's secret %q", album, err, secret)
+	}
+	asJSON, _ := json.Marshal(album.Key)
+	secrets := map[string][]byte{"the album key": album.Key[:], "the album key as JSON": asJSON, "the link's secret": []byte(secret)}
+	// held lists the secrets a file of the profile holds, by file.
+	held := func() []string {
+		var found []string
+		filepath.WalkDir(rig.profile, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				b, _ := os.ReadFile(path)
+				for what, s := range secrets {
+					if bytes.Contains(b, s) {
+						found = append(found, what+" in "+path)
+					}
+				}
+			}
+			return nil
+		})
+		slices.Sort(found)
+		return found
+	}
+	if found := held(); len(found) < 2 {
+		t.Fatalf("signed in, the profile holds only %v: the search would prove nothing", found)
+	}
+	rig.mustRun(0, "", "logout")
+	if found := held(); len(found) != 0 {
+		t.Errorf("after logout the profile holds %v", found)
+	}
+	for _, gone := range []string{"index.db", "staged"} {
+		if _, err := os.Stat(filepath.Join(rig.profile, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after logout the profile's %s: %v", gone, err)
+		}
+	}
+
+	other := newClientRig(t)
+	other.profile = rig.profile
+	other.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", other.url, "--email", "forget@example.org", "--password-stdin")
+	out := other.mustRun(0, "", "sync", folder, "--json")
+	if ev := events(t, out); len(ev["uploaded"]) != 2 || len(ev["unchanged"]) != 0 {
+		t.Fatalf("the folder synced to another server after logout: %s", out)
+	}
+	if out := other.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") {
+		t.Fatalf("the other server's album: %s", out)
+	}
+}
+
+// TestClientSignInToAnotherAccount: a profile signed in to one account
+// refuses a signup (before the server is asked: the account can be made
+// after logout) and a login to an account of another server, exit 2,
+// saying to log out first, and stays signed in to its account. A login to
+// its own account again, at another address of its server, is taken and
+// keeps the index: the folder is still unchanged.
+func TestClientSignInToAnotherAccount(t *testing.T) {
+	rig := newClientRig(t)
+	other := newClientRig(t)
+	other.profile = filepath.Join(t.TempDir(), "other")
+	other.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", other.url, "--email", "other@example.org", "--password-stdin")
+	folder := photoFolder(t, "Holiday", map[string][]byte{"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{})})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "first@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+
+	for _, args := range [][]string{
+		{"signup", rig.url, "--email", "second@example.org"},
+		{"signup", other.url, "--email", "second@example.org"},
+		{"login", other.url, "--email", "other@example.org"},
+	} {
+		_, errOut, code := rig.run("correct horse battery\ncorrect horse battery\n", append(args, "--password-stdin")...)
+		if code != 2 || !strings.Contains(errOut, "this device is signed in as first@example.org on ") ||
+			!strings.Contains(errOut, ": run sealbox client logout first") {
+			t.Fatalf("%s while signed in to another account: exit %d, %s", strings.Join(args, " "), code, errOut)
+		}
+	}
+	if out := rig.mustRun(0, "", "status", "--json"); !strings.Contains(out, `"email":"first@example.org"`) || !strings.Contains(out, `"server":"`+rig.url) {
+		t.Fatalf("status after the refusals: %s", out)
+	}
+
+	rig.mustRun(0, "correct horse battery\n", "login", rig.ts.URL(), "--email", "first@example.org", "--password-stdin")
+	out := rig.mustRun(0, "", "sync", folder, "--json")
+	if ev := events(t, out); len(ev["unchanged"]) != 1 {
+		t.Fatalf("a sync after signing in again to the same account: %s", out)
+	}
+	rig.mustRun(0, "", "logout")
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "second@example.org", "--password-stdin")
+}
+
 // flipOneBlobFile flips a byte in the one blob file under dir of more than
 // min bytes (a sealed original over --inline-max), and reports whether it
 // found one.
@@ -601,6 +708,44 @@ func TestClientSyncStops(t *testing.T) {
 	}
 }
 
+// TestClientSyncRestagesForAnotherAlbum: a photo staged by a sync into one
+// album that ended before the server had it (the server went away) is
+// sealed again when its folder is next synced into another album, not sent
+// with the staging whose manifest names the first album (refused, 422, on
+// every run): it is uploaded into the second album and exports byte for
+// byte, and nothing is left staged.
+func TestClientSyncRestagesForAnotherAlbum(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "restage@example.org", "--password-stdin")
+	// The album First is made by a sync of another folder, so that the
+	// interrupted run below stages its photo before its first request.
+	rig.mustRun(0, "", "sync", photoFolder(t, "Other", map[string][]byte{"other.jpg": mediatest.JPEG(24, 24, 1, mediatest.EXIF{})}), "--album", "First")
+	photo := mediatest.JPEG(24, 24, 2, mediatest.EXIF{})
+	folder := photoFolder(t, "Trip", map[string][]byte{"a.jpg": photo})
+	rig.down.Store(1 << 20)
+	_, errOut, code := rig.run("", "sync", folder, "--album", "First", "--retries", "1")
+	rig.down.Store(0)
+	if code != 2 || !strings.Contains(errOut, "did not answer") {
+		t.Fatalf("a sync while the server is away: exit %d, %s", code, errOut)
+	}
+	if out := rig.mustRun(0, "", "status", "--json"); !strings.Contains(out, `"pending":1`) {
+		t.Fatalf("the interrupted sync left no staged photo: %s", out)
+	}
+
+	out, errOut, code := rig.run("", "sync", folder, "--album", "Second", "--json")
+	if ev := events(t, out); code != 0 || len(ev["uploaded"]) != 1 {
+		t.Fatalf("a sync into another album of a photo staged for the first: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if out := rig.mustRun(0, "", "status", "--json"); !strings.Contains(out, `"pending":0`) {
+		t.Fatalf("status after the sync: %s", out)
+	}
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest, "--album", "Second")
+	if got, err := os.ReadFile(filepath.Join(dest, "Second", "a.jpg")); err != nil || !bytes.Equal(got, photo) {
+		t.Fatalf("the photo exported from the second album: %v, byte-identical %v", err, bytes.Equal(got, photo))
+	}
+}
+
 // TestClientSignupByInvitation: on a server that registers by invitation,
 // signup without a code is refused (exit 2, the server's words), and the
 // invitation link URL/#invite=CODE signs up.
@@ -697,6 +842,56 @@ func TestClientSyncSkipsAnUnreadableFile(t *testing.T) {
 	}
 	if out := rig.mustRun(0, "", "ls", "Party"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") || strings.Contains(out, "secret.jpg") {
 		t.Fatalf("the album after the sync: %s", out)
+	}
+}
+
+// TestClientSyncFollowsALinkedFolder: a folder given that is a symbolic
+// link is synced, into an album named after the link; the links inside it,
+// to a photo and to a folder of photos, are not followed, and each is
+// listed as skipped, in the events and the counts, exit 0.
+func TestClientSyncFollowsALinkedFolder(t *testing.T) {
+	rig := newClientRig(t)
+	target := photoFolder(t, "2023-07", map[string][]byte{
+		"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"b.jpg": mediatest.JPEG(16, 16, 2, mediatest.EXIF{}),
+	})
+	elsewhere := photoFolder(t, "Elsewhere", map[string][]byte{"c.jpg": mediatest.JPEG(16, 16, 3, mediatest.EXIF{})})
+	holiday := filepath.Join(t.TempDir(), "Holiday")
+	for link, to := range map[string]string{filepath.Join(target, "c.jpg"): filepath.Join(elsewhere, "c.jpg"),
+		filepath.Join(target, "more"): elsewhere, holiday: target} {
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Files are listed by their paths in the folder the link leads to.
+	resolved, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkedPhoto, linkedFolder := filepath.Join(resolved, "c.jpg"), filepath.Join(resolved, "more")
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "linked@example.org", "--password-stdin")
+
+	out := rig.mustRun(0, "", "sync", holiday, "--json")
+	ev := events(t, out)
+	var skipped []string
+	for _, e := range ev["skipped"] {
+		if !strings.Contains(e["error"].(string), "symbolic link") {
+			t.Errorf("a skipped link says %q", e["error"])
+		}
+		skipped = append(skipped, e["path"].(string))
+	}
+	slices.Sort(skipped)
+	if len(ev["uploaded"]) != 2 || !slices.Equal(skipped, []string{linkedPhoto, linkedFolder}) ||
+		ev["done"][0]["skipped"] != float64(2) || ev["done"][0]["failed"] != float64(0) {
+		t.Fatalf("a sync of a linked folder: %s", out)
+	}
+	if out := rig.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") || strings.Contains(out, "c.jpg") {
+		t.Fatalf("the album named after the link: %s", out)
+	}
+	out = rig.mustRun(0, "", "sync", holiday)
+	if !strings.Contains(out, "skipped   "+linkedPhoto+": a symbolic link") || !strings.Contains(out, "skipped   "+linkedFolder+": a symbolic link") ||
+		!strings.Contains(out, "uploaded 0 (0 B), 2 unchanged, 0 already there, 0 failed, 2 skipped, in ") {
+		t.Fatalf("a second sync of the linked folder: %s", out)
 	}
 }
 

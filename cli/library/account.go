@@ -29,13 +29,19 @@ var EscrowArgon2 = sealed.DefaultArgon2
 // key only (cli/sealed/FORMAT.md §5.4): whoever holds the server's data has
 // no password to guess, and a new device gets the keys from a linked device
 // or the recovery key.
+//
+// A profile signed in to an account is refused, before anything is sent:
+// the new account is another (signedInElsewhere).
 func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, invite string, noPasswordEscrow bool) (sealed.RecoveryKey, error) {
+	if old, err := p.Session(); err == nil {
+		return sealed.RecoveryKey{}, signedInElsewhere(old)
+	}
 	tokens, err := c.Register(ctx, email, sealed.LoginSecret(email, password), invite)
 	if err != nil {
 		return sealed.RecoveryKey{}, err
 	}
 	s := &Session{Server: c.BaseURL(), Email: email, DeviceID: ids.UUID(rand.Reader), Tokens: tokens}
-	if err := saveSession(ctx, p, c, s); err != nil {
+	if err := saveSession(ctx, p, c, s, nil); err != nil {
 		return sealed.RecoveryKey{}, err
 	}
 	device, err := sealed.NewDeviceKey()
@@ -103,10 +109,13 @@ func Login(ctx context.Context, p *Profile, c *client.Client, email, password, c
 var ErrNoPasswordEscrow = errors.New("signed in, but this account keeps its keys under the recovery key only (no password escrow): get them from a device that holds them (sealbox client link there, then sealbox client login --code here), or with sealbox client recover and the recovery key")
 
 // signIn signs in with the password (and the second factor's code) and
-// saves the session in p; the keys are not touched.
+// saves the session in p; the keys are not touched. On a profile signed in
+// to another account it is refused (signedInElsewhere); the same account
+// again, at whatever address of its server, is taken.
 func signIn(ctx context.Context, p *Profile, c *client.Client, email, password, code string) error {
 	deviceID := ids.UUID(rand.Reader)
-	if old, err := p.Session(); err == nil && old.DeviceID != "" {
+	old, _ := p.Session() // nil when signed out; a damaged one is replaced
+	if old != nil && old.DeviceID != "" {
 		deviceID = old.DeviceID
 	}
 	secret := sealed.LoginSecret(email, password)
@@ -123,22 +132,37 @@ func signIn(ctx context.Context, p *Profile, c *client.Client, email, password, 
 		}
 	}
 	s := &Session{Server: c.BaseURL(), Email: email, DeviceID: deviceID, Tokens: tokens}
-	return saveSession(ctx, p, c, s)
+	return saveSession(ctx, p, c, s, old)
 }
 
 // saveSession fills in the account's user id and saves s, and keeps it up
-// to date with every token refresh from now on.
-func saveSession(ctx context.Context, p *Profile, c *client.Client, s *Session) error {
+// to date with every token refresh from now on. old is the session the
+// profile was signed in with, if any: one of another account is kept, and
+// s is ended on the server and refused.
+func saveSession(ctx context.Context, p *Profile, c *client.Client, s, old *Session) error {
 	prof, err := c.Profile(ctx)
 	if err != nil {
 		return err
 	}
 	s.UserID = prof.UserID
+	if old != nil && old.UserID != s.UserID {
+		_ = c.Logout(ctx)
+		return signedInElsewhere(old)
+	}
 	if err := p.SaveSession(s); err != nil {
 		return err
 	}
 	KeepTokens(p, c, s)
 	return nil
+}
+
+// signedInElsewhere refuses a sign-in to another account on a profile
+// signed in to one, as the profile holds one account: its index (the
+// albums, their keys, the files as sent) is that account's, and a sync for
+// the other would skip every file it lists as sent. logout removes it;
+// another --profile keeps both.
+func signedInElsewhere(s *Session) error {
+	return fmt.Errorf("this device is signed in as %s on %s: run sealbox client logout first (or give another --profile)", s.Email, s.Server)
 }
 
 // KeepTokens makes c act for s and write every refreshed token pair to p,

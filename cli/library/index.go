@@ -32,10 +32,17 @@ var (
 	bucketLinks     = []byte("links")
 )
 
+// indexFile is the index, and stagedDir the folder of the staged uploads'
+// sealed files, in the profile's state directory.
+const (
+	indexFile = "index.db"
+	stagedDir = "staged"
+)
+
 // OpenIndex opens (or creates) the index in the profile's state directory.
 // A second client on the same profile waits a second for it, then fails.
 func (p *Profile) OpenIndex() (*Index, error) {
-	path := filepath.Join(p.StateDir, "index.db")
+	path := filepath.Join(p.StateDir, indexFile)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("another sealbox client is using the profile %s: wait for it, or give another --profile", p.StateDir)
@@ -242,7 +249,8 @@ func (ix *Index) SavePending(path string, u *PendingUpload) error {
 func (ix *Index) DropPending(path string) error { return del(ix, bucketTransfers, path) }
 
 // SaveLink records a link this device made. Its URL holds the link's
-// secret: the index is as private as the keys.
+// secret: the index is as private as the keys, and goes with them at
+// sign-out (Forget).
 func (ix *Index) SaveLink(l *Link) error { return put(ix, bucketLinks, l.ID, l) }
 
 // DropLink forgets a link.

@@ -161,11 +161,20 @@ func (p *Profile) Keys() (*Keys, error) {
 // SaveKeys writes the account's keys.
 func (p *Profile) SaveKeys(k *Keys) error { return p.write(keysFile, k) }
 
-// Forget removes the session and the keys (sign-out). The index stays: it
-// names files and ids, and opens nothing without the keys.
+// Forget removes the account from this device (sign-out): the index, whose
+// albums' keys open every photo synced from here (an asset's key derives
+// from its album's) and whose links hold their secrets, the uploads staged
+// for the account, the keys and the session. The session goes last, so a
+// sign-out that fails part way leaves a profile still signed in, to sign
+// out again. Nothing of the account is kept for the next one: an index it
+// kept would tell a sync to another account, or another server, that its
+// files were sent.
 func (p *Profile) Forget() error {
-	for _, f := range []string{sessionFile, keysFile} {
-		if err := os.Remove(filepath.Join(p.ConfigDir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.RemoveAll(filepath.Join(p.StateDir, stagedDir)); err != nil {
+		return err
+	}
+	for _, f := range []string{filepath.Join(p.StateDir, indexFile), filepath.Join(p.ConfigDir, keysFile), filepath.Join(p.ConfigDir, sessionFile)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}

@@ -70,7 +70,8 @@ type Event struct {
 	Companion string `json:"companion,omitempty"`
 	// What: "uploaded", "unchanged", "known" (the same content is already
 	// in the album: a moved or renamed file), "would-upload" (dry run),
-	// "skipped" (not a photo or video) or "failed".
+	// "skipped" (a symbolic link, which sync does not follow; Error says
+	// so) or "failed".
 	What  string `json:"event"`
 	Album string `json:"album,omitempty"`
 	// Bytes are the bytes sent (or exported); Size is the file's size,
@@ -86,9 +87,9 @@ type Event struct {
 // Summary counts a run's events. Done counts the files uploaded (or that a
 // dry run would upload) by a sync, and exported or linked by an export.
 type Summary struct {
-	Done, Unchanged, Known, Failed int
-	Bytes                          int64
-	FailedPaths                    []string
+	Done, Unchanged, Known, Failed, Skipped int
+	Bytes                                   int64
+	FailedPaths                             []string
 }
 
 // count adds one event.
@@ -104,17 +105,20 @@ func (sum *Summary) count(ev Event) {
 	case "failed":
 		sum.Failed++
 		sum.FailedPaths = append(sum.FailedPaths, ev.Path)
+	case "skipped":
+		sum.Skipped++
 	}
 }
 
 // job is one asset to sync: its original, its second original when it has
 // one (a Live Photo's video, a RAW+JPEG pair's raw file), the album it
-// goes to and its sidecars.
+// goes to and its sidecars; or a file only reported, skipped, saying why.
 type job struct {
 	path      string
 	companion string
 	album     string
 	sidecars  []string
+	skipped   string
 }
 
 // Sync syncs the folders roots (every photo and video below them).
@@ -132,6 +136,9 @@ func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 	if s.Plan != nil {
 		var total int64
 		for _, j := range jobs {
+			if j.skipped != "" {
+				continue // nothing of it is read
+			}
 			for _, p := range []string{j.path, j.companion} {
 				if fi, err := os.Stat(p); p != "" && err == nil {
 					total += fi.Size()
@@ -200,16 +207,26 @@ func stopsRun(err error) bool {
 }
 
 // walk lists the media files below root with their albums, grouping each
-// folder's files so that sidecars travel with their photo.
+// folder's files so that sidecars travel with their photo. Links below the
+// root are not followed, and are reported as skipped.
 func (s *Syncer) walk(root string) ([]job, error) {
-	root, err := filepath.Abs(root)
+	given, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
+	}
+	root = given
+	// WalkDir lists a root that is a symbolic link as the link alone: the
+	// folder it leads to is walked instead. Only then, so that the paths
+	// the index knows files by stay the ones given.
+	if fi, err := os.Lstat(given); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if root, err = filepath.EvalSymlinks(given); err != nil {
+			return nil, err
+		}
 	}
 	if fi, err := os.Stat(root); err != nil {
 		return nil, err
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a folder", root)
+		return nil, fmt.Errorf("%s is not a folder", given)
 	}
 	var jobs []job
 	err = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
@@ -231,8 +248,15 @@ func (s *Syncer) walk(root string) ([]job, error) {
 		}
 		var names []string
 		for _, e := range entries {
-			if e.Type().IsRegular() {
+			switch {
+			case e.Type().IsRegular():
 				names = append(names, e.Name())
+			case e.Type()&fs.ModeSymlink != 0:
+				// Not followed: a link may lead out of the folder, or
+				// above it into a loop. It is listed, so a person who
+				// linked photos in sees they were not sent.
+				jobs = append(jobs, job{path: filepath.Join(dir, e.Name()),
+					skipped: "a symbolic link: sync does not follow links inside a folder"})
 			}
 		}
 		album := s.Album
@@ -241,7 +265,8 @@ func (s *Syncer) walk(root string) ([]job, error) {
 		case s.AlbumPerFolder:
 			album = filepath.Base(dir)
 		default:
-			album = filepath.Base(root)
+			// The folder as it was given: a link's name, not its target's.
+			album = filepath.Base(given)
 		}
 		for _, g := range media.GroupFiles(names) {
 			var sidecars []string
@@ -263,6 +288,10 @@ func (s *Syncer) walk(root string) ([]job, error) {
 // any, for the run to judge (stopsRun).
 func (s *Syncer) syncFile(ctx context.Context, j job) (Event, error) {
 	ev := Event{Path: j.path, Companion: j.companion, Album: j.album}
+	if j.skipped != "" {
+		ev.What, ev.Error = "skipped", j.skipped
+		return ev, nil
+	}
 	if j.album == "" {
 		ev.What, ev.Error = "failed", "the folder cannot be read"
 		return ev, nil
@@ -452,17 +481,21 @@ func (s *Syncer) unchanged(j job, orig, comp fileStat) (bool, error) {
 // this resends exactly these bytes (the blobs are content-addressed and
 // the op is answered as a replay), so no file becomes two assets and no
 // asset holds blobs nobody refers to. An earlier run's staging of the same
-// files, intact and of the same content, is used as it is.
+// files, intact, of the same content and for the same album, is used as it
+// is; one for another album (the same folder synced again with another
+// --album) is sealed again: its manifest names that album, so the server
+// refuses it in an op on this one, and its blobs are sealed under that
+// album's key.
 func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, hmacOrig, hmacComp string, ev *Event) (*PendingUpload, error) {
 	if p, err := s.Index.Pending(j.path); err != nil {
 		return nil, err
-	} else if p != nil && p.ContentHMAC == content && p.intact() {
+	} else if p != nil && p.ContentHMAC == content && p.Envelope.AlbumID == album.ID && p.intact() {
 		ev.NoThumbnail = len(p.Renditions) == 0
 		return p, nil
 	} else if p != nil {
 		p.remove()
 	}
-	dir := filepath.Join(s.Profile.StateDir, "staged")
+	dir := filepath.Join(s.Profile.StateDir, stagedDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -723,9 +756,9 @@ func (s *Syncer) stageRenditions(dir, path string, orientation int, k sealed.Ass
 				err = w.Close()
 			}
 		}
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
+		// Synced like the original: a run after a power cut reuses a staged
+		// file whose size is right (intact), so its bytes must be there too.
+		err = durable.Close(out, err)
 		b := StagedBlob{Path: out.Name(), Hash: hex.EncodeToString(h.Sum(nil)), Size: sealed.SealedSize(int64(len(r.plain)))}
 		p.Renditions = append(p.Renditions, b)
 		if err != nil {
