@@ -217,6 +217,41 @@ func abandon(t testing.TB, baseURL, path string, n int, wait time.Duration, body
 	wg.Wait()
 }
 
+// keepHashSlotsBusy starts logins of email, six for each hashing slot, and
+// returns once at least four for each slot wait for one (the server's
+// sealbox_password_checks_waiting), so that a request sent after it waits
+// behind at least four hash times of work. Wait for the returned group
+// before counting on the slots again.
+func keepHashSlotsBusy(t *testing.T, ts *TestServer, email string) *sync.WaitGroup {
+	t.Helper()
+	slots := password.Slots()
+	body, err := json.Marshal(servertest.LoginBody(email))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 6 * slots {
+		wg.Go(func() {
+			resp, err := http.Post(ts.URL()+"/v1/auth/login", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("a login keeping the slots busy: %d", resp.StatusCode)
+			}
+		})
+	}
+	for deadline := time.Now().Add(time.Minute); metricValue(t, ts, "sealbox_password_checks_waiting") < 4*slots; {
+		if time.Now().After(deadline) {
+			t.Fatal("the logins keeping the slots busy never queued")
+		}
+		time.Sleep(time.Millisecond) // polls the queue; no expiry is waited for
+	}
+	return &wg
+}
+
 // timedLogin signs in with the test password as a client would and returns
 // how long it took. The server learns that an abandoning client left only
 // when it reads the closed connection, so right after abandon the queue
@@ -269,9 +304,18 @@ func TestAbandonedPasswordWork(t *testing.T) {
 	})
 	afterLogins := timedLogin(t, ts, "normal@example.org")
 
+	// Every abandoned registration is to leave while it waits for a slot.
+	// Left to race, the first ones would start hashing at once, and one
+	// whose client's hang-up the server learns of only after its hash (a
+	// late timer or a late read of the closed connection on a loaded
+	// machine, as .ci/run once saw) rightly gets its account. So the slots
+	// are kept busy by logins queued first: the registrations wait behind
+	// them, in arrival order, for several hash times.
+	busy := keepHashSlotsBusy(t, ts, "normal@example.org")
 	abandon(t, ts.URL(), "/v1/auth/register", n, hangUp, func(i int) any {
 		return map[string]any{"email": fmt.Sprintf("left%d@example.org", i), "password": servertest.Password}
 	})
+	busy.Wait()
 	afterRegistrations := timedLogin(t, ts, "normal@example.org")
 	t.Logf("login: quiet %v, after %d abandoned logins %v, after %d abandoned registrations %v",
 		quiet.Round(time.Millisecond), n, afterLogins.Round(time.Millisecond), n, afterRegistrations.Round(time.Millisecond))
