@@ -217,35 +217,38 @@ func abandon(t testing.TB, baseURL, path string, n int, wait time.Duration, body
 	wg.Wait()
 }
 
-// keepHashSlotsBusy starts logins of email, six for each hashing slot, and
-// returns once at least four for each slot wait for one (the server's
-// sealbox_password_checks_waiting), so that a request sent after it waits
-// behind at least four hash times of work. Wait for the returned group
-// before counting on the slots again.
-func keepHashSlotsBusy(t *testing.T, ts *TestServer, email string) *sync.WaitGroup {
+// keepHashSlotsBusy starts registrations of new accounts, six for each
+// hashing slot, and returns once at least four for each slot wait for one
+// (the server's sealbox_password_checks_waiting), so that a request sent
+// after it waits behind at least four hash times of work. Registrations,
+// not logins: a registration hashes before it touches the store, while
+// logins of one account meet in its record first and, on PostgreSQL,
+// reach the hasher one by one. Wait for the returned group before counting
+// on the slots again.
+func keepHashSlotsBusy(t *testing.T, ts *TestServer) *sync.WaitGroup {
 	t.Helper()
 	slots := password.Slots()
-	body, err := json.Marshal(servertest.LoginBody(email))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var wg sync.WaitGroup
-	for range 6 * slots {
+	for i := range 6 * slots {
+		body, err := json.Marshal(map[string]any{"email": fmt.Sprintf("busy%d@example.org", i), "password": servertest.Password})
+		if err != nil {
+			t.Fatal(err)
+		}
 		wg.Go(func() {
-			resp, err := http.Post(ts.URL()+"/v1/auth/login", "application/json", bytes.NewReader(body))
+			resp, err := http.Post(ts.URL()+"/v1/auth/register", "application/json", bytes.NewReader(body))
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
-				t.Errorf("a login keeping the slots busy: %d", resp.StatusCode)
+				t.Errorf("a registration keeping the slots busy: %d", resp.StatusCode)
 			}
 		})
 	}
 	for deadline := time.Now().Add(time.Minute); metricValue(t, ts, "sealbox_password_checks_waiting") < 4*slots; {
 		if time.Now().After(deadline) {
-			t.Fatal("the logins keeping the slots busy never queued")
+			t.Fatal("the registrations keeping the slots busy never queued")
 		}
 		time.Sleep(time.Millisecond) // polls the queue; no expiry is waited for
 	}
@@ -309,9 +312,9 @@ func TestAbandonedPasswordWork(t *testing.T) {
 	// whose client's hang-up the server learns of only after its hash (a
 	// late timer or a late read of the closed connection on a loaded
 	// machine, as .ci/run once saw) rightly gets its account. So the slots
-	// are kept busy by logins queued first: the registrations wait behind
-	// them, in arrival order, for several hash times.
-	busy := keepHashSlotsBusy(t, ts, "normal@example.org")
+	// are kept busy by registrations queued first: the abandoned ones wait
+	// behind them, in arrival order, for several hash times.
+	busy := keepHashSlotsBusy(t, ts)
 	abandon(t, ts.URL(), "/v1/auth/register", n, hangUp, func(i int) any {
 		return map[string]any{"email": fmt.Sprintf("left%d@example.org", i), "password": servertest.Password}
 	})
