@@ -11,7 +11,7 @@ import (
 )
 
 func (s *Server) registerProfileRoutes() {
-	s.handle(http.MethodGet, "/v1/auth/profile", s.bearer(s.handleProfileGet))
+	s.handle(http.MethodGet, "/v1/auth/profile", s.bearerAccount(s.handleProfileGet))
 	s.handle(http.MethodPatch, "/v1/auth/profile", s.bearer(s.handleProfilePatch))
 	s.handle(http.MethodDelete, "/v1/auth/account", s.bearer(s.fresh(s.handleAccountDelete)))
 }
@@ -29,11 +29,7 @@ func profileOf(a *kv.Account) profileResponse {
 
 // handles "GET /v1/auth/profile"
 func (s *Server) handleProfileGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	acct, err := s.store.Account(caller(r).AccountID)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, profileOf(acct))
+	return writeJSON(w, http.StatusOK, profileOf(callerAccount(r)))
 }
 
 type updateProfileRequest struct {

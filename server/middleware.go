@@ -25,6 +25,8 @@ type requestInfo struct {
 	// session (caller, statusOnSession); it travels here rather than in a
 	// context of its own, which would copy the request once more.
 	session *kv.Session
+	// account is set by bearerAccount: the session's account, read with it.
+	account *kv.Account
 }
 
 type ctxKey int

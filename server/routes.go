@@ -72,16 +72,33 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 // unknown, revoked or expired access token answers 401 with
 // WWW-Authenticate; otherwise the caller's session is in the context.
 func (s *Server) bearer(h handlerFunc) handlerFunc {
+	return s.authenticated(h, func(token string) (*kv.Session, *kv.Account, error) {
+		sess, err := s.store.Authenticate(token)
+		return sess, nil, err
+	})
+}
+
+// bearerAccount is bearer for a handler whose work is the caller's own
+// account (callerAccount): the session and the account are read together,
+// with one statement on PostgreSQL (kv.Store.AuthenticateAccount).
+func (s *Server) bearerAccount(h handlerFunc) handlerFunc {
+	return s.authenticated(h, s.store.AuthenticateAccount)
+}
+
+// authenticated runs h once authenticate has found the live session of the
+// request's bearer token (and, for bearerAccount, its account).
+func (s *Server) authenticated(h handlerFunc, authenticate func(token string) (*kv.Session, *kv.Account, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		token := bearerToken(r)
 		if token == "" {
 			return fault.Errorf(fault.ECodeUnauthenticated, "an access token is required")
 		}
-		sess, err := s.store.Authenticate(token)
+		sess, acct, err := authenticate(token)
 		if err != nil {
 			return err
 		}
-		infoFrom(r).session = sess
+		info := infoFrom(r)
+		info.session, info.account = sess, acct
 		return h(w, r, ps)
 	}
 }
@@ -101,6 +118,9 @@ func (s *Server) fresh(h handlerFunc) handlerFunc {
 
 // caller is the session of a bearer-authenticated request.
 func caller(r *http.Request) *kv.Session { return infoFrom(r).session }
+
+// callerAccount is the account of a request that passed bearerAccount.
+func callerAccount(r *http.Request) *kv.Account { return infoFrom(r).account }
 
 // signedIn reports whether the request passed bearer: a session is known.
 func signedIn(r *http.Request) bool { return infoFrom(r).session != nil }

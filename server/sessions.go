@@ -61,7 +61,14 @@ func (s *Server) newSession(r *http.Request, accountID string, cohortHash, devic
 	}
 	var chain [16]byte
 	s.mustRead(chain[:])
-	return sessionGrant{session: sess, access: s.newToken(prefixAccess), refresh: s.newRefreshToken(chain)}
+	return sessionGrant{session: sess, access: s.newAccessToken(accountID), refresh: s.newRefreshToken(chain)}
+}
+
+// newAccessToken returns a fresh access token of the account (kv.AccessToken).
+func (s *Server) newAccessToken(accountID string) string {
+	var secret [32]byte
+	s.mustRead(secret[:])
+	return kv.AccessToken(accountID, secret)
 }
 
 // newRefreshToken returns a fresh refresh token of chain (kv.RefreshToken).

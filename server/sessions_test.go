@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"sealbox/kv"
 	"sealbox/server"
 	"sealbox/server/servertest"
 )
@@ -46,6 +47,32 @@ func TestRegisterLoginProfileRefreshLogout(t *testing.T) {
 	if got := r.Header.Get("WWW-Authenticate"); got != `Bearer realm="sealbox"` {
 		t.Fatalf("WWW-Authenticate without a token: got %q", got)
 	}
+}
+
+// TestAccessTokenNamesTheCaller: an access token names its account (the
+// profile then reads the session and the account together, server/PROTOCOL.md
+// §0), and a token minted before tokens named accounts, still live after an
+// upgrade, serves the same profile.
+func TestAccessTokenNamesTheCaller(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Register(t, "alice@example.org")
+	prof := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: tok.Access}).WantStatus(t, 200).JSON(t)
+	if named, ok := kv.AccessTokenAccount(tok.Access); !ok || named != prof["user_id"] {
+		t.Fatalf("access token %q names %q (%v); want the caller %v", tok.Access, named, ok, prof["user_id"])
+	}
+	now := ts.Clock.Now()
+	older := "sbx_at_" + strings.Repeat("A", 42) + "E" // 32 bytes, as every access token was before
+	sess := &kv.Session{ID: "0b5f2a9e-7c1d-4e8a-b3f6-000000000001", AccountID: prof["user_id"].(string), CreatedAt: now,
+		AuthenticatedAt: now, AccessExpiresAt: now.Add(time.Minute), RefreshExpiresAt: now.Add(time.Hour)}
+	if err := ts.Store.LoginSucceeded("alice@example.org", sess, older, "sbx_rt_older"); err != nil {
+		t.Fatal(err)
+	}
+	again := ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: older}).WantStatus(t, 200).JSON(t)
+	if again["user_id"] != prof["user_id"] || again["email"] != "alice@example.org" {
+		t.Fatalf("profile by a token of the older shape: %v, want %v", again, prof)
+	}
+	ts.Do(t, Req{Method: "POST", Path: "/v1/auth/logout", Token: older}).WantStatus(t, 204)
+	ts.Do(t, Req{Method: "GET", Path: "/v1/auth/profile", Token: older}).WantProblem(t, 401, "error.auth.unauthenticated")
 }
 
 func TestWWWAuthenticateInvalidToken(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 
 // Token prefixes, one per token type.
 const (
-	prefixAccess = "sbx_at_"
 	prefixMFA    = "sbx_mfa_"
 	prefixUpload = "sbx_up_"
-	// Refresh tokens ("sbx_rt_") name their chain: kv.RefreshToken spells
+	// Access tokens ("sbx_at_") name their account and refresh tokens
+	// ("sbx_rt_") their chain: kv.AccessToken and kv.RefreshToken spell
 	// them.
 	// prefixChallenge marks a revoke-all (global sign-out) challenge.
 	prefixChallenge = "sbx_ch_"

@@ -110,4 +110,10 @@ type StatementReader interface {
 	// value under key, both read as of one state of the store; nil when
 	// either has none. The slice is the caller's.
 	Follow(index, key, target []byte) ([]byte, error)
+	// FollowBeside is Follow that also reads the record beside names, all
+	// with one statement as of one state of the store: a request that needs
+	// a record it can name before reading (the caller's own account, named
+	// by its access token) waits for that one exchange alone. followed and
+	// other are nil when there is none; the slices are the caller's.
+	FollowBeside(index, key, target []byte, beside Key) (followed, other []byte, err error)
 }

@@ -162,6 +162,19 @@ func (e *Engine) Follow(index, key, target []byte) (v []byte, err error) {
 	return v, err
 }
 
+// FollowBeside reads what Follow reads and the row beside names, in one
+// statement with no transaction around it: two scalar subqueries in one
+// row, each NULL when it finds nothing, both read from the statement's one
+// snapshot.
+func (e *Engine) FollowBeside(index, key, target []byte, beside engine.Key) (followed, other []byte, err error) {
+	e.reads.Add(1)
+	e.roundTrips.Add(1)
+	err = e.pool.QueryRow(context.Background(),
+		`SELECT (SELECT t.v FROM `+tableName(index)+` i JOIN `+tableName(target)+` t ON t.k = i.v WHERE i.k = $1),`+
+			` (SELECT v FROM `+tableName(beside.Bucket)+` WHERE k = $2)`, key, beside.Key).Scan(&followed, &other)
+	return followed, other, err
+}
+
 // The statements that open a transaction. Neither is sent alone: it goes
 // in one pipelined batch with the transaction's first statement (pgTx).
 const (

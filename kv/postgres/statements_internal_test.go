@@ -7,8 +7,9 @@ import (
 	"sealbox/kv/engine"
 )
 
-// TestStatementReads: ReadOne reads a key, and Follow the row an index's
-// value names, in one round trip each, and answer as Gets would for a key
+// TestStatementReads: ReadOne reads a key, Follow the row an index's
+// value names, and FollowBeside that row and one more, in one round trip
+// each, and answer as Gets would for a key
 // with no row, and for a key whose row names a missing one.
 func TestStatementReads(t *testing.T) {
 	index, target := []byte("index"), []byte("target")
@@ -38,6 +39,17 @@ func TestStatementReads(t *testing.T) {
 		after := e.Stats()
 		if trips, reads := after.RoundTrips-before.RoundTrips, after.Reads-before.Reads; trips != 2 || reads != 2 {
 			t.Errorf("Follow(%q) and ReadOne took %d round trips, %d reads; want 2, 2", c.key, trips, reads)
+		}
+		for _, beside := range []struct{ key, value string }{{"session", "record"}, {"missing", ""}} {
+			before := e.Stats()
+			followed, other, err := e.FollowBeside(index, []byte(c.key), target, engine.Key{Bucket: target, Key: []byte(beside.key)})
+			if err != nil || !bytes.Equal(followed, []byte(c.value)) || (followed == nil) != (c.value == "") ||
+				!bytes.Equal(other, []byte(beside.value)) || (other == nil) != (beside.value == "") {
+				t.Errorf("FollowBeside(%q, beside %q) = %q, %q, %v; want %q, %q", c.key, beside.key, followed, other, err, c.value, beside.value)
+			}
+			if trips := e.Stats().RoundTrips - before.RoundTrips; trips != 1 {
+				t.Errorf("FollowBeside(%q, beside %q) took %d round trips, want 1", c.key, beside.key, trips)
+			}
 		}
 	}
 }
