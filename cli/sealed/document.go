@@ -47,6 +47,11 @@ func decodeDocument(plain []byte) (map[string]json.RawMessage, error) {
 		return nil, malformed("document over %d bytes", MaxDocument)
 	}
 	doc := bytes.TrimRight(plain, " ")
+	// JSON allows other whitespace after a value; the padding is spaces
+	// alone (FORMAT.md §6.2), so a tab or a newline there is refused.
+	if end := bytes.TrimRight(doc, " \t\n\r"); len(end) < len(doc) {
+		return nil, malformed("bytes other than spaces after the document")
+	}
 	if err := checkNoDuplicates(doc); err != nil {
 		return nil, err
 	}

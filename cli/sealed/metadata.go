@@ -165,7 +165,7 @@ func ParseMetadata(plain []byte) (*Metadata, error) {
 			continue
 		}
 		// The decoder's error is not wrapped: it could quote the plaintext.
-		if err := strictUnmarshal(raw, f.dst); err != nil || (f.key == "companion" || f.key == "sidecars") && hasNull(raw) {
+		if err := strictUnmarshal(raw, f.dst); err != nil || hasNull(raw) {
 			return nil, malformed("metadata %q is not of its type", f.key)
 		}
 	}

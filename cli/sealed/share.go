@@ -181,6 +181,13 @@ func ParseShareIndex(plain []byte) (*ShareIndex, error) {
 	if err := version(members, "share index"); err != nil {
 		return nil, err
 	}
+	// null is refused in what a reader reads, as in metadata (§6.1): a null
+	// title would read as none. A null item, or a null member of one, fails
+	// the item's checks below; keys a reader does not know are ignored,
+	// whatever they hold.
+	if raw, ok := members["title"]; ok && hasNull(raw) {
+		return nil, malformed("share index title is null")
+	}
 	var j struct {
 		Items []shareItemJSON `json:"items"`
 		Title string          `json:"title"`

@@ -103,6 +103,10 @@ func TestShareIndexRefusals(t *testing.T) {
 		{"padded asset key", `{"items":[{"asset_key":"` + k + `=","file_id":"` + vecFileID + `","metadata_hash":"` + testHash + `"}],"v":1}`},
 		{"bad file id", `{"items":[{"asset_key":"` + k + `","file_id":"x","metadata_hash":"` + testHash + `"}],"v":1}`},
 		{"items twice", `{"items":[],"items":[],"v":1}`},
+		{"null title", `{"items":[],"title":null,"v":1}`},
+		{"null item", `{"items":[null],"v":1}`},
+		{"null file id", `{"items":[{"asset_key":"` + k + `","file_id":null,"metadata_hash":"` + testHash + `"}],"v":1}`},
+		{"newline after the document", `{"items":[],"v":1}` + "\n"},
 	} {
 		if _, err := ParseShareIndex([]byte(c.doc)); err == nil {
 			t.Errorf("%s: parsed", c.name)
