@@ -107,6 +107,7 @@ type tile struct {
 	Height   int    `json:"height"`
 	Complete bool   `json:"complete"`
 	Label    string `json:"label"`
+	Badge    string `json:"badge"`
 }
 
 // The video of TestSharePageInABrowser, a WebM the browser encodes, and
@@ -120,14 +121,20 @@ const (
 // in headless Chromium, driven over the DevTools protocol. A folder of 100
 // JPEGs, a PNG, a video and a Live Photo (a still and a video of one name)
 // is synced and shared: the grid shows its first thumbnail within 1 s
-// and every thumbnail decoded at its size, named by its file; the full
-// view shows the preview and the capture date and moves with the keys; an
+// and every thumbnail decoded at its size, named by its file, a "LIVE"
+// badge on the Live Photos alone; the full view shows the preview and the
+// capture date and moves with the keys; an
 // original downloads under its name with the source's SHA-256; "download
 // all" is a ZIP whose files are the folder's, byte for byte. The video (a
 // WebM of 30 s the browser encoded) shows its first frame, seeks to its
 // middle having read less than the whole sealed blob, and plays on from
 // there; a range of it, read through the page's service worker, is the
-// source's bytes and costs the server a few chunks. A passphrase link asks,
+// source's bytes and costs the server a few chunks. A Live Photo's video,
+// opened from the keyboard with the full view's LIVE control, is its
+// companion's bytes: a WebM plays, and a QuickTime file Chromium cannot
+// play is said to be unplayable and downloads under its name; a photo
+// without a video companion (a RAW+JPEG pair's included) has no such
+// control. A passphrase link asks,
 // says a wrong passphrase is wrong and opens with the right one; a revoked,
 // an expired and an unknown link say the same "no longer available"; a link
 // without its fragment, cut short or changed says it is incomplete. No
@@ -162,6 +169,13 @@ func TestSharePageInABrowser(t *testing.T) {
 	files["LIVE_0001.jpg"] = mediatest.JPEG(240, 320, 201, mediatest.EXIF{DateTimeOriginal: "2024:01:02 09:10:11"})
 	size["LIVE_0001.jpg"] = [2]int{240, 320}
 	files["LIVE_0001.mov"] = noise(300_000)
+	files["LIVE_0002.jpg"] = mediatest.JPEG(240, 320, 202, mediatest.EXIF{DateTimeOriginal: "2024:01:03 09:10:11"})
+	size["LIVE_0002.jpg"] = [2]int{240, 320}
+	files["LIVE_0002.webm"] = browserVideo(t, ctx, 160, 120, 15, 2, 200_000)
+	files["PAIR_0001.jpg"] = mediatest.JPEG(320, 240, 203, mediatest.EXIF{DateTimeOriginal: "2024:01:04 09:10:11"})
+	size["PAIR_0001.jpg"] = [2]int{320, 240}
+	files["PAIR_0001.cr2"] = noise(50_000)
+	companions := []string{"LIVE_0001.mov", "LIVE_0002.webm", "PAIR_0001.cr2"}
 	files[video] = browserVideo(t, ctx, 320, 240, 15, videoSeconds, 8_000_000)
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(folder, name), b, 0o644); err != nil {
@@ -170,9 +184,9 @@ func TestSharePageInABrowser(t *testing.T) {
 	}
 	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "viewer@example.org", "--password-stdin")
 	out := rig.mustRun(0, "", "sync", folder, "--json")
-	// The Live Photo's still and video are one asset (one tile, one
-	// upload), its video the companion original.
-	if ev := events(t, out); len(ev["uploaded"]) != len(files)-1 {
+	// A Live Photo's still and video are one asset (one tile, one
+	// upload), its video the companion original; a RAW+JPEG pair too.
+	if ev := events(t, out); len(ev["uploaded"]) != len(files)-len(companions) {
 		t.Fatalf("sync: %s", out)
 	}
 	const passphrase = "a long passphrase"
@@ -214,7 +228,8 @@ func TestSharePageInABrowser(t *testing.T) {
 	tiles := pageEval[[]tile](t, ctx, `[...document.querySelectorAll("#grid button")].map((b) => {
 		const img = b.querySelector("img");
 		return { name: img ? img.alt : b.textContent, width: img ? img.naturalWidth : 0, height: img ? img.naturalHeight : 0,
-			complete: img ? img.complete : false, label: b.getAttribute("aria-label") || "" };
+			complete: img ? img.complete : false, label: b.getAttribute("aria-label") || "",
+			badge: b.querySelector(".live") ? b.querySelector(".live").textContent : "" };
 	})`)
 	names := map[string]bool{}
 	for _, tl := range tiles {
@@ -222,13 +237,18 @@ func TestSharePageInABrowser(t *testing.T) {
 		if tl.Label != "" {
 			t.Errorf("tile %q is labelled %q, not by its file's name", tl.Name, tl.Label)
 		}
+		if live := strings.HasPrefix(tl.Name, "LIVE_"); live != (tl.Badge == "LIVE") {
+			t.Errorf("tile %q: badge %q, want one exactly on a Live Photo", tl.Name, tl.Badge)
+		}
 		want, still := size[tl.Name]
 		if still && (!tl.Complete || tl.Width != want[0] || tl.Height != want[1]) {
 			t.Errorf("thumbnail of %s: %+v, want decoded at %dx%d", tl.Name, tl, want[0], want[1])
 		}
 	}
 	tilesWanted := mapKeys(files)
-	delete(tilesWanted, "LIVE_0001.mov")
+	for _, c := range companions {
+		delete(tilesWanted, c)
+	}
 	if !maps.Equal(names, tilesWanted) {
 		t.Errorf("the grid shows %v, want %v", slices.Sorted(maps.Keys(names)), slices.Sorted(maps.Keys(tilesWanted)))
 	}
@@ -269,8 +289,9 @@ func TestSharePageInABrowser(t *testing.T) {
 		document.querySelector("#full").complete && document.querySelector("#full").naturalWidth > 0`))
 	view := pageEval[map[string]any](t, ctx, `({ name: document.querySelector("#name").textContent, time: document.querySelector("#taken").dateTime,
 		text: document.querySelector("#taken").textContent, width: document.querySelector("#full").naturalWidth, alt: document.querySelector("#full").alt,
-		src: document.querySelector("#full").src })`)
-	if view["name"] != photo || view["alt"] != photo || view["width"] != float64(size[photo][0]) || !strings.HasPrefix(view["src"].(string), "blob:") {
+		src: document.querySelector("#full").src, live: !document.querySelector("#live").hidden })`)
+	if view["name"] != photo || view["alt"] != photo || view["width"] != float64(size[photo][0]) || !strings.HasPrefix(view["src"].(string), "blob:") ||
+		view["live"] != false {
 		t.Errorf("full view of %s: %v", photo, view)
 	}
 	if tm, _ := view["time"].(string); tm != "2023-07-13T18:03:12+02:00" || !strings.Contains(view["text"].(string), "2023") {
@@ -354,6 +375,53 @@ func TestSharePageInABrowser(t *testing.T) {
 	if spent := front.blobBytes() - before; spent > 6*65552 {
 		t.Errorf("a range of %d bytes cost the server %d bytes of blobs", to-from, spent)
 	}
+
+	// A Live Photo: its LIVE control, reached from the keyboard, opens its
+	// video, whose source the page reads as the companion's bytes. A WebM
+	// plays; a QuickTime file (here not even a video) Chromium cannot
+	// play, and the page says so, shows the still again and offers the
+	// file under its name.
+	openTile("PAIR_0001.jpg")
+	if pageEval[bool](t, ctx, `!document.querySelector("#live").hidden`) {
+		t.Error("a RAW+JPEG pair shows the LIVE control: its companion is no video")
+	}
+	// The source's kind first: "video", the service worker's stream.
+	videoSHA256 := `fetch(document.querySelector("#video").src).then(async (r) => new URL(r.url).pathname.split("/")[3] + " " + r.status + " " + r.headers.get("Content-Type") + " " +
+		[...new Uint8Array(await crypto.subtle.digest("SHA-256", await r.arrayBuffer()))].map((b) => b.toString(16).padStart(2, "0")).join(""))`
+	playLive := func(name string) {
+		t.Helper()
+		openTile(name)
+		control := pageEval[map[string]any](t, ctx, `(() => { const b = document.querySelector("#live"); b.focus();
+			return { shown: !b.hidden, focused: document.activeElement === b, label: b.getAttribute("aria-label"), text: b.textContent }; })()`)
+		if control["shown"] != true || control["focused"] != true || !strings.Contains(fmt.Sprint(control["label"]), "video") || !strings.Contains(fmt.Sprint(control["text"]), "LIVE") {
+			t.Errorf("the LIVE control of %s: %v, want it shown, focusable and labelled", name, control)
+		}
+		browserDo(t, ctx, chromedp.KeyEvent(kb.Enter), pageUntil(`document.querySelector("#video").getAttribute("src")`))
+	}
+	playLive("LIVE_0002.jpg")
+	browserDo(t, ctx, pageUntil(`document.querySelector("#video").currentTime > 0.5`))
+	if got, want := pageEval[string](t, ctx, videoSHA256), "video 200 video/webm "+hashHex(files["LIVE_0002.webm"]); got != want {
+		t.Errorf("the Live Photo's WebM video: got %q, want %q", got, want)
+	}
+	if note := pageEval[string](t, ctx, `document.querySelector("#live-note").textContent`); note != "" {
+		t.Errorf("the Live Photo's WebM video played, and the page says %q", note)
+	}
+	playLive("LIVE_0001.jpg")
+	browserDo(t, ctx, pageUntil(`!document.querySelector("#live-download").hidden`))
+	if got, want := pageEval[string](t, ctx, videoSHA256), "video 200 video/quicktime "+hashHex(files["LIVE_0001.mov"]); got != want {
+		t.Errorf("the Live Photo's QuickTime video: got %q, want %q", got, want)
+	}
+	unplayable := pageEval[map[string]any](t, ctx, `({ note: document.querySelector("#live-note").textContent, button: document.querySelector("#live-download").textContent,
+		still: !document.querySelector("#full").hidden, video: !document.querySelector("#video").hidden })`)
+	if !strings.Contains(fmt.Sprint(unplayable["note"]), "cannot play") || !strings.Contains(fmt.Sprint(unplayable["note"]), "video/quicktime") ||
+		unplayable["button"] != "Download LIVE_0001.mov" || unplayable["still"] != true || unplayable["video"] != false {
+		t.Errorf("a Live Photo video Chromium cannot play: %v, want it said, the still shown and the file offered", unplayable)
+	}
+	browserDo(t, ctx, chromedp.Click("#live-download"))
+	if got := waitFile(t, ctx, filepath.Join(downloads, "LIVE_0001.mov")); hashHex(got) != hashHex(files["LIVE_0001.mov"]) {
+		t.Errorf("downloaded LIVE_0001.mov: SHA-256 %s, want the source's %s", hashHex(got), hashHex(files["LIVE_0001.mov"]))
+	}
+	browserDo(t, ctx, chromedp.KeyEvent(kb.Escape), pageUntil(`!document.querySelector("#viewer").open`))
 
 	// Download all: one ZIP, streamed, whose files are the folder's.
 	browserDo(t, ctx, chromedp.Click("#all"))

@@ -50,6 +50,8 @@ func Share(ctx context.Context, c *client.Client, title string, assets []Asset, 
 	for _, a := range assets {
 		idx.Items = append(idx.Items, sealed.ShareItem{AssetKey: a.Key, FileID: a.Entry.AssetID, MetadataHash: a.Entry.MetadataBlobHash})
 		serves = append(serves, a.Entry.MetadataBlobHash)
+		// Every role's blob, the companion's included: the viewer plays a
+		// Live Photo's video (FORMAT.md §9.3).
 		for _, ref := range a.Meta.Blobs {
 			serves = append(serves, ref.Hash)
 		}

@@ -1,9 +1,9 @@
 // The share page: opens the link in this page's URL on this device. The
 // link's secret is the URL's fragment, which no request carries; the page
 // reads sealed bytes from its own origin only and opens them with WebCrypto
-// (cli/sealed/FORMAT.md §9). Originals, "download all" and videos are
-// decrypted as they stream by the service worker (sw.js) when the browser
-// has one, and in memory otherwise.
+// (cli/sealed/FORMAT.md §9). Originals, "download all" and videos (a Live
+// Photo's included) are decrypted as they stream by the service worker
+// (sw.js) when the browser has one, and in memory otherwise.
 
 import { linkSecret, urlKey, roleKey, indexKey, openStream, openJSON, unwrapLinkKey, WrongPassphrase } from "./sealed.js";
 import { get, getBytes, Unavailable, Incomplete } from "./reads.js";
@@ -13,6 +13,8 @@ const base = location.pathname;
 const blobURL = (hash) => `${base}/blob/${hash}`;
 const assets = [];
 let current = -1;
+// motion is the asset whose Live Photo video the full view shows, or -1.
+let motion = -1;
 let opener = null;
 let firstThumbnail = true;
 
@@ -136,6 +138,12 @@ async function tile(a) {
     a.button.removeAttribute("aria-label");
     a.img.alt = md.name;
     a.button.classList.toggle("video", isVideo(md));
+    if (isLive(md)) {
+      const badge = document.createElement("span");
+      badge.className = "live";
+      badge.textContent = "LIVE";
+      a.button.append(badge);
+    }
     if (!md.blobs.thumbnail) {
       const label = document.createElement("span");
       label.className = "label";
@@ -160,6 +168,21 @@ async function tile(a) {
 
 const isVideo = (md) => md.media_type.startsWith("video/");
 
+// companion is an asset's second original (cli/sealed/FORMAT.md §6.1), or
+// null when its metadata names none it can use.
+function companion(md) {
+  const c = md.companion;
+  return md.blobs.companion && c && typeof c.name === "string" && typeof c.media_type === "string" ? c : null;
+}
+
+// A Live Photo is a still whose companion is a video; a RAW+JPEG pair's
+// companion is a raw file, which only downloads.
+const isLive = (md) => !isVideo(md) && !!companion(md) && isVideo(companion(md));
+
+// original is what names an asset's original of role and gives its media
+// type: the metadata itself, or its companion member.
+const original = (md, role) => (role === "companion" ? md.companion : md);
+
 async function imageURL(key, role, hash) {
   const plain = await openStream(await roleKey(key, role), await getBytes(blobURL(hash)));
   return URL.createObjectURL(new Blob([plain], { type: "image/jpeg" }));
@@ -182,6 +205,10 @@ async function view(i) {
   $("next").disabled = i === assets.length - 1;
   video.pause();
   video.removeAttribute("src");
+  motion = -1;
+  $("live").hidden = !isLive(a.md);
+  $("live-note").textContent = "";
+  $("live-download").hidden = true;
   video.hidden = !isVideo(a.md);
   img.hidden = isVideo(a.md);
   img.removeAttribute("src");
@@ -268,8 +295,9 @@ function serviceWorker() {
 }
 
 // offer hands the service worker what to stream (a file, a zip of
-// several, a video's ranges) and returns the URL it answers, or null.
-async function offer(kind, name, list) {
+// several, a video's ranges) and returns the URL it answers, or null. A
+// file or a video is the original of role of the list's one asset.
+async function offer(kind, name, list, role = "original") {
   const reg = await serviceWorker();
   if (!reg) {
     return null;
@@ -277,17 +305,17 @@ async function offer(kind, name, list) {
   const names = new Set();
   const entries = [];
   for (const a of list) {
-    entries.push(await entry(a, unique(names, a.md.name)));
+    entries.push(await entry(a, unique(names, original(a.md, role).name), role));
     // An archive holds every file of the folder: a pair's second
     // original beside the first (cli/sealed/FORMAT.md §6.1).
-    if (kind === "zip" && a.md.blobs.companion && a.md.companion && typeof a.md.companion.name === "string") {
+    if (kind === "zip" && companion(a.md)) {
       entries.push(await entry(a, unique(names, a.md.companion.name), "companion"));
     }
   }
   const token = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
   const channel = new MessageChannel();
   const ack = new Promise((resolve) => (channel.port1.onmessage = resolve));
-  const type = kind === "zip" ? "application/zip" : list[0].md.media_type;
+  const type = kind === "zip" ? "application/zip" : original(list[0].md, role).media_type;
   (navigator.serviceWorker.controller || reg.active).postMessage({ token, kind, name, type, base, entries }, [channel.port2]);
   await ack;
   return `${base}/${kind}/${token}`;
@@ -305,9 +333,9 @@ function unique(names, name) {
   return n;
 }
 
-async function inMemory(a) {
-  const plain = await openStream(await roleKey(a.key, "original"), await getBytes(blobURL(a.md.blobs.original.hash)));
-  return URL.createObjectURL(new Blob([plain], { type: a.md.media_type }));
+async function inMemory(a, role = "original") {
+  const plain = await openStream(await roleKey(a.key, role), await getBytes(blobURL(a.md.blobs[role].hash)));
+  return URL.createObjectURL(new Blob([plain], { type: original(a.md, role).media_type }));
 }
 
 // save downloads what url answers under name. The service worker's answers
@@ -366,6 +394,75 @@ $("all").addEventListener("click", () =>
   }),
 );
 
+// The Live Photo's video plays in place of its still, opened as a video's
+// original is; the still comes back when it ends.
+$("live").addEventListener("click", async () => {
+  const i = current;
+  const a = assets[i];
+  const button = $("live");
+  $("live-note").textContent = "";
+  $("live-download").hidden = true;
+  button.disabled = true;
+  try {
+    const url = (await offer("video", a.md.companion.name, [a], "companion")) || (await inMemory(a, "companion"));
+    if (current !== i) {
+      return;
+    }
+    motion = i;
+    const video = $("video");
+    video.src = url;
+    video.hidden = false;
+    $("full").hidden = true;
+    // Refused when the browser cannot play it (the error event says so),
+    // wants a gesture first (the controls give one) or another photo was
+    // opened meanwhile: nothing to do here.
+    video.play().catch(() => {});
+  } catch (err) {
+    if (err instanceof Unavailable) {
+      $("viewer").close();
+      fail(err);
+    } else if (current === i) {
+      $("live-note").textContent = `The Live Photo's video could not be opened: ${err.message}`;
+    }
+  } finally {
+    button.disabled = false;
+  }
+});
+
+const showsMotion = () => motion >= 0 && motion === current;
+
+function still() {
+  motion = -1;
+  $("video").pause();
+  $("video").hidden = true;
+  $("full").hidden = false;
+}
+
+// cannotPlay says the browser cannot play the Live Photo's video (Chromium
+// on Linux has no HEVC, the usual codec of an iPhone's) and offers the file
+// instead, under its name; the still stays.
+function cannotPlay() {
+  const c = assets[current].md.companion;
+  still();
+  $("live-note").textContent = `This browser cannot play this Live Photo's video (${c.media_type}). Download it to watch it elsewhere.`;
+  $("live-download").textContent = `Download ${c.name}`;
+  $("live-download").hidden = false;
+}
+
+$("video").addEventListener("error", () => showsMotion() && cannotPlay());
+// A video track the browser cannot decode beside sound it can plays as
+// sound alone, without an error: the video then has no width.
+$("video").addEventListener("loadedmetadata", () => showsMotion() && $("video").videoWidth === 0 && cannotPlay());
+$("video").addEventListener("ended", () => showsMotion() && still());
+
+$("live-download").addEventListener("click", () =>
+  busy($("live-download"), async () => {
+    const a = assets[current];
+    const name = a.md.companion.name;
+    save((await offer("file", name, [a], "companion")) || (await inMemory(a, "companion")), name);
+  }),
+);
+
 const step = (d) => {
   for (let i = current + d; i >= 0 && i < assets.length; i += d) {
     if (assets[i].md) {
@@ -386,6 +483,7 @@ $("viewer").addEventListener("close", () => {
   $("video").pause();
   $("video").removeAttribute("src");
   current = -1;
+  motion = -1;
   opener?.focus();
 });
 document.addEventListener("keydown", (e) => {
