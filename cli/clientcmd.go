@@ -354,7 +354,8 @@ func newClientLogoutCmd(f *clientFlags) *cobra.Command {
 		Long: `Ends the session on the server and removes from this device everything of the account: the
 session, the keys, the index of what was synced (it holds the keys of the albums this device
 made, which open their photos, and the links it made with their secrets) and the uploads not
-yet finished. A sync after signing in again sends every file again, into new albums.`,
+yet finished. After signing in again to the same account, the first sync reads the account's
+albums back from the server: what is already there is recognised and not sent again.`,
 		Args: clientArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := openAccount(f)

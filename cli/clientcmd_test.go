@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -400,6 +401,87 @@ func TestClientLogoutForgetsTheAccount(t *testing.T) {
 	}
 	if out := other.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") {
 		t.Fatalf("the other server's album: %s", out)
+	}
+}
+
+// TestClientSyncAfterSigningInAgain: logout forgets the index, and with it
+// which albums hold which photos; after a login to the same account, the
+// first sync rebuilds it from the account's albums on the server, as it
+// reads and opens them. The folders synced again upload nothing and
+// provision no album (every file, a Live Photo's pair too, is known by its
+// keyed content hash in the album of its title), the albums stay two, and
+// an export returns every photo exactly once. A sync after that reads
+// nothing unchanged.
+func TestClientSyncAfterSigningInAgain(t *testing.T) {
+	rig := newClientRig(t)
+	video := make([]byte, 30_000)
+	rand.Read(video)
+	holiday := map[string][]byte{
+		"a.jpg":         mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"IMG_0001.HEIC": []byte("not a real HEIC, kept as it is"),
+		"IMG_0001.MOV":  video,
+	}
+	best := map[string][]byte{"c.jpg": mediatest.JPEG(16, 16, 3, mediatest.EXIF{})}
+	folders := []string{photoFolder(t, "Holiday", holiday), photoFolder(t, "Best", best)}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "again@example.org", "--password-stdin")
+	if ev := events(t, rig.mustRun(0, "", append([]string{"sync", "--json"}, folders...)...)); len(ev["uploaded"]) != 3 {
+		t.Fatalf("the first sync: %v", ev)
+	}
+	rig.mustRun(0, "", "logout")
+	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", "again@example.org", "--password-stdin")
+
+	rig.mu.Lock()
+	signedIn := len(rig.bodies)
+	rig.mu.Unlock()
+	out := rig.mustRun(0, "", append([]string{"sync", "--json"}, folders...)...)
+	if ev := events(t, out); len(ev["known"]) != 3 || len(ev["uploaded"]) != 0 || len(ev["failed"]) != 0 {
+		t.Fatalf("the sync after signing in again to the same account: %s", out)
+	}
+	rig.mu.Lock()
+	for _, b := range rig.bodies[signedIn:] {
+		target, body, _ := strings.Cut(string(b), "\n")
+		u, _ := url.Parse(target)
+		if strings.HasPrefix(u.Path, "/v1/uploads/") || strings.HasSuffix(u.Path, "/uploads") || strings.HasSuffix(u.Path, "/ops") ||
+			(u.Path == "/v1/albums" && body != "") {
+			t.Errorf("the sync after signing in again sent %s %.100q", u.Path, body)
+		}
+	}
+	rig.mu.Unlock()
+	var titles []string
+	for _, line := range strings.Split(strings.TrimSpace(rig.mustRun(0, "", "albums", "--json")), "\n") {
+		var a struct{ Album string }
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatal(err)
+		}
+		titles = append(titles, a.Album)
+	}
+	if slices.Sort(titles); !slices.Equal(titles, []string{"Best", "Holiday"}) {
+		t.Fatalf("the account's albums after syncing again: %q, want Best and Holiday once each", titles)
+	}
+
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest)
+	want := map[string][]byte{}
+	for name, b := range holiday {
+		want[filepath.Join("Holiday", name)] = b
+	}
+	for name, b := range best {
+		want[filepath.Join("Best", name)] = b
+	}
+	got := map[string][]byte{}
+	filepath.WalkDir(dest, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dest, path)
+			got[rel], _ = os.ReadFile(path)
+		}
+		return nil
+	})
+	if !reflect.DeepEqual(got, want) {
+		names := slices.Sorted(maps.Keys(got))
+		t.Fatalf("the export after syncing again holds %q, want each of the %d photos once, byte for byte", names, len(want))
+	}
+	if ev := events(t, rig.mustRun(0, "", append([]string{"sync", "--json"}, folders...)...)); len(ev["unchanged"]) != 3 {
+		t.Fatalf("a third sync: %v", ev)
 	}
 }
 
