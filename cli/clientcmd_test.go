@@ -56,6 +56,9 @@ type clientRig struct {
 	down atomic.Int32
 	// cred, when set, is the user the client runs as (asUser).
 	cred *syscall.Credential
+	// refuse, when set, is a request ("PUT /v1/auth/escrow") the proxy
+	// answers as the server answers an internal error, without passing it on.
+	refuse atomic.Pointer[string]
 }
 
 // newClientRig starts the server, edit adjusting its configuration, and
@@ -71,6 +74,12 @@ func newClientRig(t *testing.T, edit ...func(*server.Config)) *clientRig {
 			conn, _, _ := hj.Hijack()
 			conn.Write([]byte("not HTTP\r\n\r\n"))
 			conn.Close()
+			return
+		}
+		if refused := rig.refuse.Load(); refused != nil && *refused == r.Method+" "+r.URL.Path {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"type":"https://sealbox.invalid/problems/error.internal","title":"Internal Server Error","status":500,"detail":"internal error","code":"error.internal"}`)
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
@@ -843,6 +852,73 @@ func TestClientSignupByInvitation(t *testing.T) {
 	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url+"/#invite=sbx_in_family", "--email", "invited@example.org", "--password-stdin")
 	if out := rig.mustRun(0, "", "status"); !strings.Contains(out, "invited@example.org") {
 		t.Fatalf("status after an invited signup: %s", out)
+	}
+}
+
+// TestClientSignupFinishesAfterAFailure: a signup the server fails after
+// the account exists keeps the keys it made on this device (keys.json, mode
+// 0600): the profile refuses sync (nothing is sealed with keys the server
+// holds no escrow of) and login (which would replace or remove them), both
+// saying to run signup again, and signup run again finishes, printing a
+// recovery key that opens the account's escrow with those keys. Failed
+// there: the escrow's store (password escrow), and, with
+// --no-password-escrow, the directory publish after the escrow under a
+// recovery key the failed run never showed, the only key to it.
+func TestClientSignupFinishesAfterAFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name, refuse string
+		flags        []string
+	}{
+		{"escrow refused", "PUT /v1/auth/escrow", nil},
+		{"directory refused after a recovery-only escrow", "POST /v1/auth/devices/directory", []string{"--no-password-escrow"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := newClientRig(t)
+			const email, password = "unfinished@example.org", "correct horse battery"
+			signup := append([]string{"signup", rig.url, "--email", email, "--password-stdin"}, tc.flags...)
+			rig.refuse.Store(&tc.refuse)
+			_, errOut, code := rig.run(password+"\n"+password+"\n", signup...)
+			if code != 2 || !strings.Contains(errOut, "internal error") || !strings.Contains(errOut, "run sealbox client signup again") {
+				t.Fatalf("a signup the server fails: exit %d, %s", code, errOut)
+			}
+			rig.refuse.Store(nil)
+			keysFile := filepath.Join(rig.profile, "keys.json")
+			if fi, err := os.Stat(keysFile); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("the keys after the failed signup: %v (want a file of mode 0600)", err)
+			}
+			kept, _ := os.ReadFile(keysFile)
+			folder := photoFolder(t, "Holiday", map[string][]byte{"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{})})
+			for _, args := range [][]string{{"sync", folder}, {"login", rig.url, "--email", email, "--password-stdin"}} {
+				if _, errOut, code := rig.run(password+"\n", args...); code != 2 || !strings.Contains(errOut, "run sealbox client signup again") {
+					t.Fatalf("%s after the failed signup: exit %d, %s", args[0], code, errOut)
+				}
+			}
+			if now, _ := os.ReadFile(keysFile); !bytes.Equal(now, kept) {
+				t.Fatal("the refused commands changed or removed the keys of the failed signup")
+			}
+
+			out := rig.mustRun(0, password+"\n"+password+"\n", signup...)
+			recoveryKey := regexp.MustCompile(`[0-9A-Z]{4}(-[0-9A-Z]{4}){7}`).FindString(out)
+			if recoveryKey == "" {
+				t.Fatalf("signup run again printed no recovery key: %s", out)
+			}
+			if ev := events(t, rig.mustRun(0, "", "sync", folder, "--json")); len(ev["uploaded"]) != 1 {
+				t.Fatalf("a sync after the signup finished: %v", ev)
+			}
+			// The recovery key printed opens the escrow, with the keys the
+			// photo was sealed under: after logout, and a password the
+			// escrow does not open, recover gets the photo back.
+			rig.mustRun(0, "", "logout")
+			newPassword := password
+			if len(tc.flags) == 0 {
+				newPassword = "reset password 1"
+				resetPassword(t, rig, email, password, newPassword)
+			}
+			rig.mustRun(0, newPassword+"\n"+recoveryKey+"\n", "recover", rig.url, "--email", email, "--password-stdin")
+			if out := rig.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") {
+				t.Fatalf("the photo after recover with the recovery key signup printed: %s", out)
+			}
+		})
 	}
 }
 
