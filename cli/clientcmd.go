@@ -90,8 +90,20 @@ type account struct {
 	keys    *library.Keys
 }
 
-// openAccount opens the profile and its signed-in session.
+// openAccount opens the profile and its signed-in session, refusing keys
+// an unfinished signup made: nothing is to be sealed with them before the
+// server holds their escrow.
 func openAccount(f *clientFlags) (*account, error) {
+	a, err := openSignedIn(f)
+	if err == nil && a.keys.SignupUnfinished {
+		return nil, refused(library.ErrSignupUnfinished)
+	}
+	return a, err
+}
+
+// openSignedIn is openAccount taking the keys of an unfinished signup too,
+// for logout to remove them.
+func openSignedIn(f *clientFlags) (*account, error) {
 	p, err := library.OpenProfile(f.profile)
 	if err != nil {
 		return nil, refused(err)
@@ -191,7 +203,10 @@ func newClientSignupCmd(f *clientFlags) *cobra.Command {
 		Long: `Creates the account and its keys. The password you choose opens your photos' keys: the
 server is sent only a secret derived from it, never the password. A recovery key is printed
 once: write it down and keep it safe. It is the only way back to your photos if you forget the
-password, and nobody, the server's operator included, can recover them without it.`,
+password, and nobody, the server's operator included, can recover them without it. The keys
+are kept on this device before the server is given anything that needs them: a signup that
+fails after the account was made is finished by running it again with the same email and
+password.`,
 		Args: clientArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// An invitation link is the server's address with the code
@@ -354,10 +369,11 @@ func newClientLogoutCmd(f *clientFlags) *cobra.Command {
 		Long: `Ends the session on the server and removes from this device everything of the account: the
 session, the keys, the index of what was synced (it holds the keys of the albums this device
 made, which open their photos, and the links it made with their secrets) and the uploads not
-yet finished. A sync after signing in again sends every file again, into new albums.`,
+yet finished. After signing in again to the same account, the first sync reads the account's
+albums back from the server: what is already there is recognised and not sent again.`,
 		Args: clientArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openAccount(f)
+			a, err := openSignedIn(f)
 			if err != nil {
 				return err
 			}

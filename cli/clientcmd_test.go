@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -55,6 +56,9 @@ type clientRig struct {
 	down atomic.Int32
 	// cred, when set, is the user the client runs as (asUser).
 	cred *syscall.Credential
+	// refuse, when set, is a request ("PUT /v1/auth/escrow") the proxy
+	// answers as the server answers an internal error, without passing it on.
+	refuse atomic.Pointer[string]
 }
 
 // newClientRig starts the server, edit adjusting its configuration, and
@@ -70,6 +74,12 @@ func newClientRig(t *testing.T, edit ...func(*server.Config)) *clientRig {
 			conn, _, _ := hj.Hijack()
 			conn.Write([]byte("not HTTP\r\n\r\n"))
 			conn.Close()
+			return
+		}
+		if refused := rig.refuse.Load(); refused != nil && *refused == r.Method+" "+r.URL.Path {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"type":"https://sealbox.invalid/problems/error.internal","title":"Internal Server Error","status":500,"detail":"internal error","code":"error.internal"}`)
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
@@ -400,6 +410,87 @@ func TestClientLogoutForgetsTheAccount(t *testing.T) {
 	}
 	if out := other.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") || !strings.Contains(out, "b.jpg") {
 		t.Fatalf("the other server's album: %s", out)
+	}
+}
+
+// TestClientSyncAfterSigningInAgain: logout forgets the index, and with it
+// which albums hold which photos; after a login to the same account, the
+// first sync rebuilds it from the account's albums on the server, as it
+// reads and opens them. The folders synced again upload nothing and
+// provision no album (every file, a Live Photo's pair too, is known by its
+// keyed content hash in the album of its title), the albums stay two, and
+// an export returns every photo exactly once. A sync after that reads
+// nothing unchanged.
+func TestClientSyncAfterSigningInAgain(t *testing.T) {
+	rig := newClientRig(t)
+	video := make([]byte, 30_000)
+	rand.Read(video)
+	holiday := map[string][]byte{
+		"a.jpg":         mediatest.JPEG(16, 16, 1, mediatest.EXIF{}),
+		"IMG_0001.HEIC": []byte("not a real HEIC, kept as it is"),
+		"IMG_0001.MOV":  video,
+	}
+	best := map[string][]byte{"c.jpg": mediatest.JPEG(16, 16, 3, mediatest.EXIF{})}
+	folders := []string{photoFolder(t, "Holiday", holiday), photoFolder(t, "Best", best)}
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "again@example.org", "--password-stdin")
+	if ev := events(t, rig.mustRun(0, "", append([]string{"sync", "--json"}, folders...)...)); len(ev["uploaded"]) != 3 {
+		t.Fatalf("the first sync: %v", ev)
+	}
+	rig.mustRun(0, "", "logout")
+	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", "again@example.org", "--password-stdin")
+
+	rig.mu.Lock()
+	signedIn := len(rig.bodies)
+	rig.mu.Unlock()
+	out := rig.mustRun(0, "", append([]string{"sync", "--json"}, folders...)...)
+	if ev := events(t, out); len(ev["known"]) != 3 || len(ev["uploaded"]) != 0 || len(ev["failed"]) != 0 {
+		t.Fatalf("the sync after signing in again to the same account: %s", out)
+	}
+	rig.mu.Lock()
+	for _, b := range rig.bodies[signedIn:] {
+		target, body, _ := strings.Cut(string(b), "\n")
+		u, _ := url.Parse(target)
+		if strings.HasPrefix(u.Path, "/v1/uploads/") || strings.HasSuffix(u.Path, "/uploads") || strings.HasSuffix(u.Path, "/ops") ||
+			(u.Path == "/v1/albums" && body != "") {
+			t.Errorf("the sync after signing in again sent %s %.100q", u.Path, body)
+		}
+	}
+	rig.mu.Unlock()
+	var titles []string
+	for _, line := range strings.Split(strings.TrimSpace(rig.mustRun(0, "", "albums", "--json")), "\n") {
+		var a struct{ Album string }
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatal(err)
+		}
+		titles = append(titles, a.Album)
+	}
+	if slices.Sort(titles); !slices.Equal(titles, []string{"Best", "Holiday"}) {
+		t.Fatalf("the account's albums after syncing again: %q, want Best and Holiday once each", titles)
+	}
+
+	dest := filepath.Join(t.TempDir(), "export")
+	rig.mustRun(0, "", "export", dest)
+	want := map[string][]byte{}
+	for name, b := range holiday {
+		want[filepath.Join("Holiday", name)] = b
+	}
+	for name, b := range best {
+		want[filepath.Join("Best", name)] = b
+	}
+	got := map[string][]byte{}
+	filepath.WalkDir(dest, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dest, path)
+			got[rel], _ = os.ReadFile(path)
+		}
+		return nil
+	})
+	if !reflect.DeepEqual(got, want) {
+		names := slices.Sorted(maps.Keys(got))
+		t.Fatalf("the export after syncing again holds %q, want each of the %d photos once, byte for byte", names, len(want))
+	}
+	if ev := events(t, rig.mustRun(0, "", append([]string{"sync", "--json"}, folders...)...)); len(ev["unchanged"]) != 3 {
+		t.Fatalf("a third sync: %v", ev)
 	}
 }
 
@@ -761,6 +852,73 @@ func TestClientSignupByInvitation(t *testing.T) {
 	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url+"/#invite=sbx_in_family", "--email", "invited@example.org", "--password-stdin")
 	if out := rig.mustRun(0, "", "status"); !strings.Contains(out, "invited@example.org") {
 		t.Fatalf("status after an invited signup: %s", out)
+	}
+}
+
+// TestClientSignupFinishesAfterAFailure: a signup the server fails after
+// the account exists keeps the keys it made on this device (keys.json, mode
+// 0600): the profile refuses sync (nothing is sealed with keys the server
+// holds no escrow of) and login (which would replace or remove them), both
+// saying to run signup again, and signup run again finishes, printing a
+// recovery key that opens the account's escrow with those keys. Failed
+// there: the escrow's store (password escrow), and, with
+// --no-password-escrow, the directory publish after the escrow under a
+// recovery key the failed run never showed, the only key to it.
+func TestClientSignupFinishesAfterAFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name, refuse string
+		flags        []string
+	}{
+		{"escrow refused", "PUT /v1/auth/escrow", nil},
+		{"directory refused after a recovery-only escrow", "POST /v1/auth/devices/directory", []string{"--no-password-escrow"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := newClientRig(t)
+			const email, password = "unfinished@example.org", "correct horse battery"
+			signup := append([]string{"signup", rig.url, "--email", email, "--password-stdin"}, tc.flags...)
+			rig.refuse.Store(&tc.refuse)
+			_, errOut, code := rig.run(password+"\n"+password+"\n", signup...)
+			if code != 2 || !strings.Contains(errOut, "internal error") || !strings.Contains(errOut, "run sealbox client signup again") {
+				t.Fatalf("a signup the server fails: exit %d, %s", code, errOut)
+			}
+			rig.refuse.Store(nil)
+			keysFile := filepath.Join(rig.profile, "keys.json")
+			if fi, err := os.Stat(keysFile); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("the keys after the failed signup: %v (want a file of mode 0600)", err)
+			}
+			kept, _ := os.ReadFile(keysFile)
+			folder := photoFolder(t, "Holiday", map[string][]byte{"a.jpg": mediatest.JPEG(16, 16, 1, mediatest.EXIF{})})
+			for _, args := range [][]string{{"sync", folder}, {"login", rig.url, "--email", email, "--password-stdin"}} {
+				if _, errOut, code := rig.run(password+"\n", args...); code != 2 || !strings.Contains(errOut, "run sealbox client signup again") {
+					t.Fatalf("%s after the failed signup: exit %d, %s", args[0], code, errOut)
+				}
+			}
+			if now, _ := os.ReadFile(keysFile); !bytes.Equal(now, kept) {
+				t.Fatal("the refused commands changed or removed the keys of the failed signup")
+			}
+
+			out := rig.mustRun(0, password+"\n"+password+"\n", signup...)
+			recoveryKey := regexp.MustCompile(`[0-9A-Z]{4}(-[0-9A-Z]{4}){7}`).FindString(out)
+			if recoveryKey == "" {
+				t.Fatalf("signup run again printed no recovery key: %s", out)
+			}
+			if ev := events(t, rig.mustRun(0, "", "sync", folder, "--json")); len(ev["uploaded"]) != 1 {
+				t.Fatalf("a sync after the signup finished: %v", ev)
+			}
+			// The recovery key printed opens the escrow, with the keys the
+			// photo was sealed under: after logout, and a password the
+			// escrow does not open, recover gets the photo back.
+			rig.mustRun(0, "", "logout")
+			newPassword := password
+			if len(tc.flags) == 0 {
+				newPassword = "reset password 1"
+				resetPassword(t, rig, email, password, newPassword)
+			}
+			rig.mustRun(0, newPassword+"\n"+recoveryKey+"\n", "recover", rig.url, "--email", email, "--password-stdin")
+			if out := rig.mustRun(0, "", "ls", "Holiday"); !strings.Contains(out, "a.jpg") {
+				t.Fatalf("the photo after recover with the recovery key signup printed: %s", out)
+			}
+		})
 	}
 }
 

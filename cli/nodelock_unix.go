@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
+
+	"sealbox/cli/admin"
 )
 
 // errDataDirLocked reports a data directory whose lock another sealbox
@@ -26,9 +27,10 @@ func lockDataDir(dir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	busy, err := admin.LockExclusive(f)
+	if busy || err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if busy {
 			return nil, fmt.Errorf("%w (%s)", errDataDirLocked, dir)
 		}
 		return nil, fmt.Errorf("lock %s: %w", dir, err)

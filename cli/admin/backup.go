@@ -140,9 +140,10 @@ func lockDest(dest string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	busy, err := LockExclusive(f)
+	if busy || err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if busy {
 			return nil, fmt.Errorf("another backup into %s is running (it holds %s): this one is refused, and the destination left to it", dest, BackupLockFile)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)

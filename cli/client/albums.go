@@ -16,6 +16,8 @@ type Album struct {
 	CreatedAt       string `json:"created_at"`
 	// SyncSeq is the feed position of the album's last applied op.
 	SyncSeq uint64 `json:"sync_seq"`
+	// DeletedAt is set while the album is in the trash: it takes no op.
+	DeletedAt string `json:"deleted_at,omitempty"`
 }
 
 type provisionAnswer struct {

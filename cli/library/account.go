@@ -30,11 +30,31 @@ var EscrowArgon2 = sealed.DefaultArgon2
 // no password to guess, and a new device gets the keys from a linked device
 // or the recovery key.
 //
-// A profile signed in to an account is refused, before anything is sent:
-// the new account is another (signedInElsewhere).
+// The keys are saved, marked unfinished, before the server is sent the
+// escrow, and the recovery key is returned only once the server holds
+// everything: a failure after the escrow was stored (the directory refused,
+// the connection lost, the profile's disk full) would otherwise lose the
+// recovery key it is sealed under, and without a password slot the master
+// key with it. Signup run again with the same email and password on such a
+// profile finishes it (finishSignup). A profile signed in to an account is
+// refused otherwise, before anything is sent: the new account is another
+// (signedInElsewhere).
 func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, invite string, noPasswordEscrow bool) (sealed.RecoveryKey, error) {
 	if old, err := p.Session(); err == nil {
-		return sealed.RecoveryKey{}, signedInElsewhere(old)
+		keys, kerr := p.Keys()
+		if kerr != nil || !keys.SignupUnfinished || old.Email != email {
+			return sealed.RecoveryKey{}, signedInElsewhere(old)
+		}
+		// Signed in again with the password: the first run's session may
+		// have ended, and signIn checks that the account is the same.
+		if err := signIn(ctx, p, c, email, password, ""); err != nil {
+			return sealed.RecoveryKey{}, err
+		}
+		s, err := p.Session()
+		if err != nil {
+			return sealed.RecoveryKey{}, err
+		}
+		return finishSignup(ctx, p, c, s, keys, password, noPasswordEscrow)
 	}
 	tokens, err := c.Register(ctx, email, sealed.LoginSecret(email, password), invite)
 	if err != nil {
@@ -48,7 +68,27 @@ func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, 
 	if err != nil {
 		return sealed.RecoveryKey{}, err
 	}
-	keys := &Keys{Master: sealed.NewMasterKey(), Identity: sealed.NewIdentitySeed(), Device: [32]byte(device.Bytes())}
+	keys := &Keys{Master: sealed.NewMasterKey(), Identity: sealed.NewIdentitySeed(), Device: [32]byte(device.Bytes()), SignupUnfinished: true}
+	if err := p.SaveKeys(keys); err != nil {
+		return sealed.RecoveryKey{}, err
+	}
+	return finishSignup(ctx, p, c, s, keys, password, noPasswordEscrow)
+}
+
+// finishSignup gives the server what keys, saved unfinished in p, need
+// there: their escrow, sealed under the password (unless noPasswordEscrow)
+// and under a new recovery key, which replaces any escrow an earlier run
+// stored under a recovery key it never showed; then the first directory
+// publish, which pins the identity key. It saves the keys as finished and
+// returns the recovery key. Every step may have been done by an earlier
+// run: the escrow is replaced, and a directory already published under
+// the pinned key (a version conflict: only the identity key's holder
+// publishes one) is this device's.
+func finishSignup(ctx context.Context, p *Profile, c *client.Client, s *Session, keys *Keys, password string, noPasswordEscrow bool) (sealed.RecoveryKey, error) {
+	device, err := sealed.ParseDeviceKey(keys.Device[:])
+	if err != nil {
+		return sealed.RecoveryKey{}, err
+	}
 	recovery := sealed.NewRecoveryKey()
 	escrow, err := sealed.NewEscrow(sealed.AccountSecrets{Master: keys.Master, Identity: keys.Identity}, password, recovery, EscrowArgon2)
 	if err == nil && noPasswordEscrow {
@@ -58,17 +98,40 @@ func Signup(ctx context.Context, p *Profile, c *client.Client, email, password, 
 		return sealed.RecoveryKey{}, err
 	}
 	if err := c.PutEscrow(ctx, escrow); err != nil {
-		return sealed.RecoveryKey{}, fmt.Errorf("store the account's escrow: %w", err)
+		return sealed.RecoveryKey{}, unfinished(fmt.Errorf("store the account's escrow: %w", err))
 	}
 	directory, err := sealed.SignDirectory(sealed.Directory{Version: 1, UserID: s.UserID,
 		Devices: []sealed.DirectoryDevice{{DeviceID: s.DeviceID, PublicKey: device.PublicKey()}}}, keys.Identity.Identity())
 	if err != nil {
 		return sealed.RecoveryKey{}, err
 	}
-	if err := c.PublishDirectory(ctx, directory, keys.Identity.Identity().PublicKey()); err != nil {
-		return sealed.RecoveryKey{}, fmt.Errorf("pin the account's identity key: %w", err)
+	err = c.PublishDirectory(ctx, directory, keys.Identity.Identity().PublicKey())
+	if err != nil && client.CodeOf(err) != fault.ECodeDirectoryVersionConflict {
+		return sealed.RecoveryKey{}, unfinished(fmt.Errorf("pin the account's identity key: %w", err))
 	}
-	return recovery, p.SaveKeys(keys)
+	keys.SignupUnfinished = false
+	if err := p.SaveKeys(keys); err != nil {
+		return sealed.RecoveryKey{}, unfinished(err)
+	}
+	return recovery, nil
+}
+
+// ErrSignupUnfinished is a profile whose signup failed after it made the
+// account's keys: no recovery key of them was shown, and the escrow may
+// not be on the server.
+var ErrSignupUnfinished = errors.New("the signup on this device did not finish: run sealbox client signup again with the same email and password to finish it (logout would remove the keys it made, which may be on this device only)")
+
+// unfinished is a signup's failure after the keys were saved: it says how
+// to finish.
+func unfinished(err error) error { return fmt.Errorf("%w; %w", err, ErrSignupUnfinished) }
+
+// refuseUnfinished refuses a sign-in that would replace or remove the keys
+// of an unfinished signup, the only copy of them.
+func refuseUnfinished(p *Profile) error {
+	if keys, err := p.Keys(); err == nil && keys.SignupUnfinished {
+		return ErrSignupUnfinished
+	}
+	return nil
 }
 
 // ErrKeysNotOpened is a password that signs in but does not open the
@@ -83,6 +146,9 @@ var ErrCodeNeeded = errors.New("this account asks for a second-factor code: give
 // factor's code when the account has one), opens the escrow with the
 // password and saves the session and the keys in p.
 func Login(ctx context.Context, p *Profile, c *client.Client, email, password, code string) error {
+	if err := refuseUnfinished(p); err != nil {
+		return err
+	}
 	if err := signIn(ctx, p, c, email, password, code); err != nil {
 		return err
 	}

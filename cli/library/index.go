@@ -1,6 +1,7 @@
 package library
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +20,8 @@ import (
 // that did not change), each asset by its keyed content hash within its
 // album (so a moved or renamed file is recognised and not sent again), the
 // albums this device made with their keys, and the sealed files of
-// unfinished resumable uploads.
+// unfinished resumable uploads. A new index is filled from the account's
+// albums on the server before its first sync (seed).
 type Index struct {
 	db *bolt.DB
 }
@@ -30,6 +32,9 @@ var (
 	bucketAlbums    = []byte("albums")
 	bucketTransfers = []byte("transfers")
 	bucketLinks     = []byte("links")
+	// bucketMeta holds keySeeded once seed has run.
+	bucketMeta = []byte("meta")
+	keySeeded  = []byte("seeded")
 )
 
 // indexFile is the index, and stagedDir the folder of the staged uploads'
@@ -51,7 +56,7 @@ func (p *Profile) OpenIndex() (*Index, error) {
 		return nil, fmt.Errorf("the client's index %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketFiles, bucketContent, bucketAlbums, bucketTransfers, bucketLinks} {
+		for _, b := range [][]byte{bucketFiles, bucketContent, bucketAlbums, bucketTransfers, bucketLinks, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -233,6 +238,88 @@ func (ix *Index) Album(title string) (*AlbumRecord, error) {
 // SaveAlbum records the album of that title.
 func (ix *Index) SaveAlbum(title string, a *AlbumRecord) error {
 	return put(ix, bucketAlbums, title, a)
+}
+
+// seed fills an index that knows no album (a new one: after a logout and
+// a sign-in, or on a new device) from the account's albums on the server,
+// read and opened as export opens them: each album under the title its
+// photos were filed under, with the key its manifests carry wrapped under
+// the master key, and each photo under its keyed content hash (FORMAT.md
+// §6.3) from its sealed metadata. So a sync files photos in the albums of
+// their titles that the account already has, and sends none that is there
+// again. Only reads are sent: no plaintext and no hash of one. Left out are
+// an album in the trash (it takes no op), an album none of whose photos
+// opens (its key is only in its photos' manifests: an empty one, made by a
+// sync whose every upload failed) and a photo in the trash (its chain ends
+// in a tombstone), so a sync sends their files again. Of two albums of one
+// title, the oldest is taken. Written in one transaction with a mark, so
+// an index is seeded once, and an index a sync already filed photos in
+// never.
+func (ix *Index) seed(ctx context.Context, cat *Catalog) error {
+	var done bool
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		done = tx.Bucket(bucketMeta).Get(keySeeded) != nil
+		if k, _ := tx.Bucket(bucketAlbums).Cursor().First(); k != nil {
+			done = true
+		}
+		return nil
+	})
+	if err != nil || done {
+		return err
+	}
+	albums, err := cat.Client.Albums(ctx)
+	if err != nil {
+		return err
+	}
+	type titled struct {
+		title  string
+		record []byte
+	}
+	var found []titled // oldest first, as the server lists them
+	content := map[string]string{}
+	for _, a := range albums {
+		if a.DeletedAt != "" {
+			continue
+		}
+		assets, _, err := cat.Assets(ctx, a.AlbumID)
+		if err != nil {
+			return err
+		}
+		if len(assets) == 0 {
+			continue
+		}
+		for _, as := range assets {
+			c := as.Meta.ContentHMAC
+			if comp := as.Meta.Companion; comp != nil {
+				c += "+" + comp.ContentHMAC // as sync keys an asset of two originals
+			}
+			content[a.AlbumID+"/"+c] = as.Entry.AssetID
+		}
+		// Assets opened every asset with the album's key, unwrapped from
+		// its manifests.
+		record, err := json.Marshal(&AlbumRecord{ID: a.AlbumID, Key: cat.albumKeys[a.AlbumID], ProtocolVersion: a.ProtocolVersion})
+		if err != nil {
+			return err
+		}
+		found = append(found, titled{assets[0].AlbumTitle, record})
+	}
+	return ix.db.Update(func(tx *bolt.Tx) error {
+		albums := tx.Bucket(bucketAlbums)
+		for _, f := range found {
+			if albums.Get([]byte(f.title)) != nil {
+				continue // an older album of this title is taken
+			}
+			if err := albums.Put([]byte(f.title), f.record); err != nil {
+				return err
+			}
+		}
+		for k, id := range content {
+			if err := tx.Bucket(bucketContent).Put([]byte(k), []byte(id)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySeeded, []byte{1})
+	})
 }
 
 // Pending is the unfinished upload of the file at path, nil when none.

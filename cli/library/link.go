@@ -188,6 +188,9 @@ func LinkDevice(ctx context.Context, c *client.Client, keys *Keys, code string, 
 // so a key from anyone but a device of the account is refused. On any
 // failure the device is signed out again and holds nothing.
 func LoginByLink(ctx context.Context, p *Profile, c *client.Client, email, password, totp, code string, show func(sas string)) (err error) {
+	if err := refuseUnfinished(p); err != nil {
+		return err
+	}
 	if err := signIn(ctx, p, c, email, password, totp); err != nil {
 		return err
 	}

@@ -100,6 +100,11 @@ type Keys struct {
 	// §10), whose public key the directory lists; zero on a device signed
 	// in with the password alone, which is in no directory.
 	Device [32]byte `json:"device_key,omitzero"`
+	// SignupUnfinished: a signup made these keys and failed before the
+	// server held their escrow and directory, or before the recovery key
+	// was shown: this file is their only sure copy until signup, run again,
+	// finishes (Signup).
+	SignupUnfinished bool `json:"signup_unfinished,omitempty"`
 }
 
 // LogTrust is what this device trusts the transparency log with

@@ -125,6 +125,11 @@ type job struct {
 func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 	s.uploads = map[string]string{}
 	s.renderMu = make(chan struct{}, 2)
+	// The index logout removed knows no album: without the account's, every
+	// file would be sent again, into a second album of its title.
+	if err := s.Index.seed(ctx, &Catalog{Client: s.Client, Keys: s.Keys}); err != nil {
+		return Summary{}, fmt.Errorf("read the account's albums into this device's new index: %w", err)
+	}
 	var jobs []job
 	for _, root := range roots {
 		found, err := s.walk(root)
