@@ -276,8 +276,11 @@ func (s *Store) liveSession(sess *Session) (*Session, error) {
 // Account read them.
 func (s *Store) AuthenticateAccount(access string) (*Session, *Account, error) {
 	r, reads := s.engine.(engine.StatementReader)
-	id, named := AccessTokenAccount(access)
-	if !reads || !named {
+	id, named := "", false
+	if reads {
+		id, named = AccessTokenAccount(access)
+	}
+	if !named {
 		sess, err := s.Authenticate(access)
 		if err != nil {
 			return nil, nil, err
