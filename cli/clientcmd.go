@@ -215,11 +215,11 @@ password.`,
 			if code, ok := strings.CutPrefix(fragment, "invite="); ok && invite == "" {
 				invite = code
 			}
-			p, c, err := startSignIn(f, email, server)
-			if err != nil {
+			if err := checkWitnesses(witnesses); err != nil {
 				return err
 			}
-			if err := keepWitnesses(p, witnesses); err != nil {
+			p, c, err := startSignIn(f, email, server)
+			if err != nil {
 				return err
 			}
 			password, err := readSecret(cmd, fromStdin, "Password", true)
@@ -232,6 +232,9 @@ password.`,
 			recovery, err := library.Signup(cmd.Context(), p, c, email, password, invite, noPasswordEscrow)
 			if err != nil {
 				return serverError(err)
+			}
+			if err := keepWitnesses(p, c.BaseURL(), witnesses); err != nil {
+				return err
 			}
 			if f.json {
 				emit(cmd.OutOrStdout(), map[string]string{"email": email, "server": c.BaseURL(), "recovery_key": recovery.String()})
@@ -269,11 +272,11 @@ device that the two are the same. With --json the string is printed as {"compare
 			if err != nil {
 				return refused(err)
 			}
-			p, c, err := startSignIn(f, email, args[0])
-			if err != nil {
+			if err := checkWitnesses(witnesses); err != nil {
 				return err
 			}
-			if err := keepWitnesses(p, witnesses); err != nil {
+			p, c, err := startSignIn(f, email, args[0])
+			if err != nil {
 				return err
 			}
 			password, err := readSecret(cmd, fromStdin, "Password", false)
@@ -281,7 +284,7 @@ device that the two are the same. With --json the string is printed as {"compare
 				return refused(err)
 			}
 			if link != "" {
-				return loginByLink(cmd, f, p, c, email, password, code, link)
+				return loginByLink(cmd, f, p, c, email, password, code, link, witnesses)
 			}
 			if err := library.Login(cmd.Context(), p, c, email, password, code); err != nil {
 				if errors.Is(err, library.ErrNoPasswordEscrow) {
@@ -290,6 +293,9 @@ device that the two are the same. With --json the string is printed as {"compare
 					_ = p.Forget()
 				}
 				return serverError(err)
+			}
+			if err := keepWitnesses(p, c.BaseURL(), witnesses); err != nil {
+				return err
 			}
 			if f.json {
 				emit(cmd.OutOrStdout(), map[string]string{"email": email, "server": c.BaseURL()})
@@ -312,18 +318,26 @@ func addWitnessFlag(cmd *cobra.Command, witnesses *[]string) {
 	cmd.Flags().StringArrayVar(witnesses, "witness", nil, "the cosignature verifier key of a witness of the server's transparency log you trust (repeatable): the device then uses the account's directory only in a checkpoint every one of them cosigned")
 }
 
-// keepWitnesses checks the witnesses' keys and keeps them in the profile,
-// when any are given (the ones kept before stay otherwise).
-func keepWitnesses(p *library.Profile, witnesses []string) error {
-	if len(witnesses) == 0 {
-		return nil
-	}
+// checkWitnesses refuses a --witness that is not a cosignature verifier
+// key, before anything is asked of the server.
+func checkWitnesses(witnesses []string) error {
 	for _, w := range witnesses {
 		if _, err := torchwood.NewCosignatureVerifier(w); err != nil {
 			return refused(fmt.Errorf("--witness %q is not a cosignature verifier key: %v", w, err))
 		}
 	}
-	trust, err := p.LogTrust()
+	return nil
+}
+
+// keepWitnesses keeps the witnesses (checked by checkWitnesses) in the
+// profile as those of server's log, once the sign-in to it has succeeded:
+// a refused sign-in changes nothing of what the device trusts. With none
+// given, the ones kept for server before stay.
+func keepWitnesses(p *library.Profile, server string, witnesses []string) error {
+	if len(witnesses) == 0 {
+		return nil
+	}
+	trust, err := p.LogTrust(server)
 	if err != nil {
 		return refused(err)
 	}
@@ -333,7 +347,7 @@ func keepWitnesses(p *library.Profile, witnesses []string) error {
 
 // loginByLink signs in and receives the keys from the device that issued
 // the link code.
-func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *client.Client, email, password, code, link string) error {
+func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *client.Client, email, password, code, link string, witnesses []string) error {
 	out := cmd.OutOrStdout()
 	show := func(sas string) {
 		if f.json {
@@ -344,6 +358,9 @@ func loginByLink(cmd *cobra.Command, f *clientFlags, p *library.Profile, c *clie
 	}
 	if err := library.LoginByLink(cmd.Context(), p, c, email, password, code, link, show); err != nil {
 		return serverError(err)
+	}
+	if err := keepWitnesses(p, c.BaseURL(), witnesses); err != nil {
+		return err
 	}
 	// The new device lists itself in the account's directory, signed with
 	// the identity key it now holds.

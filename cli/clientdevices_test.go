@@ -211,6 +211,43 @@ func TestClientDirectoryInTheLog(t *testing.T) {
 	}
 }
 
+// TestClientLogTrustIsTheServers: what a device trusts a transparency log
+// with is one server's. A refused login keeps nothing of its --witness (the
+// login after it, given none, requires no witness), and a profile signed in
+// to another server after a logout takes that server's log key afresh, as
+// the first server's was taken, instead of refusing its log as another's.
+func TestClientLogTrustIsTheServers(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", rig.url, "--email", "family@example.org", "--password-stdin")
+	rig.ts.SignCheckpoint(t)
+	proven := func(profile, what string) {
+		t.Helper()
+		if out, errOut, code := rig.runAs(profile, "", "devices"); code != 0 || !strings.Contains(out, "proven in the transparency log") {
+			t.Fatalf("devices %s: exit %d: %s%s", what, code, out, errOut)
+		}
+	}
+	proven(rig.profile, "after signup")
+
+	logKey := strings.TrimSpace(string(get(t, rig.url+"/v1/transparency/key")))
+	w := witnesstest.Start(t, "witness.example/client", logKey)
+	laptop := filepath.Join(t.TempDir(), "laptop")
+	_, errOut, code := rig.runAs(laptop, "not the password\n", "login", rig.url, "--email", "family@example.org", "--password-stdin", "--witness", w.VerifierKey)
+	if code != 2 || !strings.Contains(errOut, "the email or password is wrong (HTTP 401)") {
+		t.Fatalf("login with a wrong password and a witness: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := rig.runAs(laptop, linkPassword+"\n", "login", rig.url, "--email", "family@example.org", "--password-stdin"); code != 0 {
+		t.Fatalf("login: exit %d: %s", code, errOut)
+	}
+	proven(laptop, "after a refused login with a witness, then one without")
+
+	rig.mustRun(0, "", "logout")
+	other := newClientRig(t)
+	other.profile = rig.profile
+	other.mustRun(0, linkPassword+"\n"+linkPassword+"\n", "signup", other.url, "--email", "family@example.org", "--password-stdin")
+	other.ts.SignCheckpoint(t)
+	proven(rig.profile, "on another server after a logout")
+}
+
 // TestClientDirectoryVersionConflict: another device publishes between a
 // device's read of the directory and its publish; the publish is refused
 // 409, and the device reads the stored directory again, proves it in the

@@ -38,11 +38,11 @@ const directoryPublishTries = 5
 // witnesses given at sign-in, and the last checkpoint kept in the profile's
 // state directory.
 func (a *account) logAudit(ctx context.Context) (*Audit, error) {
-	trust, err := a.profile.LogTrust()
+	trust, err := a.profile.LogTrust(a.session.Server)
 	if err != nil {
 		return nil, refused(err)
 	}
-	audit := &Audit{Server: strings.TrimSuffix(a.session.Server, "/"), LogKey: trust.LogKey, Witnesses: trust.Witnesses,
+	audit := &Audit{Server: trust.Server, LogKey: trust.LogKey, Witnesses: trust.Witnesses,
 		Quorum: len(trust.Witnesses), StateDir: filepath.Join(a.profile.StateDir, "transparency"),
 		api: a.client, Out: io.Discard, Now: time.Now, After: time.After, Wait: directoryWait}
 	if trust.LogKey == "" {

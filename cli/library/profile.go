@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sealbox/cli/client"
 	"sealbox/cli/sealed"
@@ -107,24 +108,32 @@ type Keys struct {
 	SignupUnfinished bool `json:"signup_unfinished,omitempty"`
 }
 
-// LogTrust is what this device trusts the transparency log with
+// LogTrust is what this device trusts a server's transparency log with
 // (server/PROTOCOL.md §16): the log's key, taken from the server the first
 // time it was needed and kept from then on, and the witnesses given at
-// sign-in, all of whom must have cosigned a checkpoint. The last checkpoint
-// seen is kept in the state directory, under transparency/.
+// sign-in, all of whom must have cosigned a checkpoint. It is one server's:
+// a profile signed in to another server after a logout starts afresh
+// there. The last checkpoint seen is kept in the state directory, under
+// transparency/, by log key.
 type LogTrust struct {
+	// Server is the address of the server whose log this is, as the
+	// session records it; "" in a file written before trust named its
+	// server, which is taken as the profile's current server's.
+	Server    string   `json:"server,omitempty"`
 	LogKey    string   `json:"log_key,omitempty"`
 	Witnesses []string `json:"witnesses,omitempty"`
 }
 
-// LogTrust reads what the device trusts the log with; none yet is the
-// zero LogTrust.
-func (p *Profile) LogTrust() (LogTrust, error) {
+// LogTrust reads what the device trusts server's log with; none yet, or
+// only another server's, is a LogTrust naming server alone.
+func (p *Profile) LogTrust(server string) (LogTrust, error) {
+	server = strings.TrimSuffix(server, "/")
 	var t LogTrust
 	err := p.read(logTrustFile, &t)
-	if errors.Is(err, ErrSignedOut) {
-		return LogTrust{}, nil
+	if errors.Is(err, ErrSignedOut) || err == nil && t.Server != "" && t.Server != server {
+		return LogTrust{Server: server}, nil
 	}
+	t.Server = server
 	return t, err
 }
 
