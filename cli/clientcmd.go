@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -749,8 +750,9 @@ for a passphrase.`,
 }
 
 // selectAssets finds what args name: every asset of an album of that
-// title, or an asset by its id or file name. The link's title is the
-// first album's.
+// title, or an asset by its id or file name. A file name that names
+// different photos is refused, listing them; the same photo in several
+// albums is picked once. The link's title is the first album's.
 func selectAssets(ctx context.Context, a *account, args []string) (string, []library.Asset, error) {
 	cat := a.catalog()
 	ids, err := cat.Albums(ctx)
@@ -764,6 +766,11 @@ func selectAssets(ctx context.Context, a *account, args []string) (string, []lib
 	matched := map[string]bool{}
 	title := ""
 	var picked []library.Asset
+	// photos lists, by file name asked for, the distinct photos (by keyed
+	// content hash) of that name: a name is not an asset's identity, and
+	// two cameras' IMG_0001.JPG are two photos, only one of which the
+	// person may mean to show.
+	photos := map[string][]library.Asset{}
 	for _, id := range ids {
 		assets, _, err := cat.Assets(ctx, id)
 		if err != nil {
@@ -771,20 +778,36 @@ func selectAssets(ctx context.Context, a *account, args []string) (string, []lib
 		}
 		for _, as := range assets {
 			for _, key := range []string{as.AlbumTitle, as.Entry.AssetID, as.Meta.Name} {
-				if wanted[key] {
-					matched[key] = true
-					picked = append(picked, as)
-					if title == "" {
-						title = as.AlbumTitle
-					}
-					break
+				matched[key] = matched[key] || wanted[key]
+			}
+			switch {
+			case wanted[as.AlbumTitle] || wanted[as.Entry.AssetID]:
+				// named by its album or its id: picked
+			case wanted[as.Meta.Name]:
+				same := slices.ContainsFunc(photos[as.Meta.Name], func(p library.Asset) bool { return p.Meta.ContentHMAC == as.Meta.ContentHMAC })
+				if same {
+					continue // the same photo in another album: shown once
 				}
+				photos[as.Meta.Name] = append(photos[as.Meta.Name], as)
+			default:
+				continue
+			}
+			picked = append(picked, as)
+			if title == "" {
+				title = as.AlbumTitle
 			}
 		}
 	}
 	for _, arg := range args {
 		if !matched[arg] {
 			return "", nil, refused(fmt.Errorf("no album, asset or file named %q: sealbox client albums and ls list them", arg))
+		}
+		if found := photos[arg]; len(found) > 1 {
+			var which []string
+			for _, p := range found {
+				which = append(which, fmt.Sprintf("%s in %s", p.Entry.AssetID, p.AlbumTitle))
+			}
+			return "", nil, refused(fmt.Errorf("%q names %d different photos (%s): give the asset id of the one to share (sealbox client ls ALBUM shows them)", arg, len(found), strings.Join(which, ", ")))
 		}
 	}
 	return title, picked, nil

@@ -948,6 +948,43 @@ func (rig *clientRig) asUser(uid uint32) {
 	rig.cred = &syscall.Credential{Uid: uid, Gid: uid}
 }
 
+// TestClientShareByFileName: a file name picks the photo of that name; the
+// same photo in two albums is shown once, and a name two different photos
+// have (two cameras' IMG_0001.jpg) is refused, naming both by id and album,
+// so the person shares the one they mean by its id and never both.
+func TestClientShareByFileName(t *testing.T) {
+	rig := newClientRig(t)
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "names@example.org", "--password-stdin")
+	photo := mediatest.JPEG(40, 30, 1, mediatest.EXIF{})
+	rig.mustRun(0, "", "sync", photoFolder(t, "Holiday", map[string][]byte{"IMG_0001.jpg": photo}))
+	rig.mustRun(0, "", "sync", photoFolder(t, "Best", map[string][]byte{"IMG_0001.jpg": photo}))
+	var shared library.Link
+	if err := json.Unmarshal([]byte(rig.mustRun(0, "", "share", "IMG_0001.jpg", "--json")), &shared); err != nil || shared.Assets != 1 {
+		t.Fatalf("a link to the photo that is in two albums: %+v (%v), want 1 asset", shared, err)
+	}
+	rig.mustRun(0, "", "sync", photoFolder(t, "Other camera", map[string][]byte{"IMG_0001.jpg": mediatest.JPEG(40, 30, 9, mediatest.EXIF{})}))
+	_, errOut, code := rig.run("", "share", "IMG_0001.jpg")
+	if code != 2 || !strings.Contains(errOut, `"IMG_0001.jpg" names 2 different photos (`) || !strings.Contains(errOut, " in Other camera") ||
+		!strings.Contains(errOut, "give the asset id of the one to share") {
+		t.Fatalf("sharing a name two photos have: exit %d, %s", code, errOut)
+	}
+	other := ""
+	for _, line := range strings.Split(rig.mustRun(0, "", "ls", "Other camera", "--json"), "\n") {
+		var item struct {
+			AssetID string `json:"asset_id"`
+		}
+		if json.Unmarshal([]byte(line), &item) == nil && item.AssetID != "" {
+			other = item.AssetID
+		}
+	}
+	if other == "" || !strings.Contains(errOut, other+" in Other camera") {
+		t.Fatalf("the refusal does not name the other camera's photo %q: %s", other, errOut)
+	}
+	if err := json.Unmarshal([]byte(rig.mustRun(0, "", "share", other, "--json")), &shared); err != nil || shared.Assets != 1 || shared.Title != "Other camera" {
+		t.Fatalf("a link to the other camera's photo by its id: %+v (%v)", shared, err)
+	}
+}
+
 // photoFolder makes a folder named name, readable by everyone, holding
 // files.
 func photoFolder(t *testing.T, name string, files map[string][]byte) string {
