@@ -560,8 +560,23 @@ func pageEval[T any](t *testing.T, ctx context.Context, js string) T {
 	return v
 }
 
+// pageUntil waits, up to a minute, until js is true in the page.
 func pageUntil(js string) chromedp.Action[chromedp.Void] {
-	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(60*time.Second))
+	poll := chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(60*time.Second))
+	return func(ctx context.Context, target *chromedp.Target) (chromedp.Void, error) {
+		// chromedp's poll runs in the page's execution context as chromedp
+		// last heard of it, which just after a navigation can still be the
+		// page before's, gone already: the browser then answers that it
+		// knows no such context, and the poll is started again, in the new
+		// page's.
+		for tries := 0; ; tries++ {
+			v, err := poll(ctx, target)
+			if err == nil || tries == 20 || !strings.Contains(err.Error(), "Cannot find context with specified id") {
+				return v, err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // waitFile waits for a download to be complete at path and returns it.
