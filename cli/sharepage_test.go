@@ -175,6 +175,7 @@ func TestSharePageInABrowser(t *testing.T) {
 	files["PAIR_0001.jpg"] = mediatest.JPEG(320, 240, 203, mediatest.EXIF{DateTimeOriginal: "2024:01:04 09:10:11"})
 	size["PAIR_0001.jpg"] = [2]int{320, 240}
 	files["PAIR_0001.cr2"] = noise(50_000)
+	files["broken.mov"] = noise(100_000) // a video no browser plays
 	companions := []string{"LIVE_0001.mov", "LIVE_0002.webm", "PAIR_0001.cr2"}
 	files[video] = browserVideo(t, ctx, 320, 240, 15, videoSeconds, 8_000_000)
 	for name, b := range files {
@@ -420,6 +421,18 @@ func TestSharePageInABrowser(t *testing.T) {
 	browserDo(t, ctx, chromedp.Click("#live-download"))
 	if got := waitFile(t, ctx, filepath.Join(downloads, "LIVE_0001.mov")); hashHex(got) != hashHex(files["LIVE_0001.mov"]) {
 		t.Errorf("downloaded LIVE_0001.mov: SHA-256 %s, want the source's %s", hashHex(got), hashHex(files["LIVE_0001.mov"]))
+	}
+	browserDo(t, ctx, chromedp.KeyEvent(kb.Escape), pageUntil(`!document.querySelector("#viewer").open`))
+
+	// A video the browser cannot play is said to be so, the original's
+	// download button beside it.
+	openTile("broken.mov")
+	browserDo(t, ctx, pageUntil(`document.querySelector("#live-note").textContent !== ""`))
+	if note := pageEval[string](t, ctx, `document.querySelector("#live-note").textContent`); note != "This browser cannot play this video (video/quicktime). Download the original to watch it elsewhere." {
+		t.Errorf("a video Chromium cannot play: the page says %q", note)
+	}
+	if pageEval[bool](t, ctx, `document.querySelector("#download").hidden || !document.querySelector("#live").hidden`) {
+		t.Error("a video Chromium cannot play: the original's download button is hidden, or a LIVE control shown")
 	}
 	browserDo(t, ctx, chromedp.KeyEvent(kb.Escape), pageUntil(`!document.querySelector("#viewer").open`))
 

@@ -449,10 +449,24 @@ function cannotPlay() {
   $("live-download").hidden = false;
 }
 
-$("video").addEventListener("error", () => showsMotion() && cannotPlay());
+// cannotShow says the browser cannot play the video the full view shows
+// (its picture at least: sound it can decode plays on), and points to the
+// original's download button.
+function cannotShow() {
+  const md = assets[current].md;
+  $("live-note").textContent = `This browser cannot play this video (${md.media_type}). Download the original to watch it elsewhere.`;
+}
+
+// The video element plays a Live Photo's video (motion) or a video asset.
+const showsVideo = () => current >= 0 && motion < 0 && isVideo(assets[current].md);
+$("video").addEventListener("error", () => (showsMotion() ? cannotPlay() : showsVideo() && cannotShow()));
 // A video track the browser cannot decode beside sound it can plays as
 // sound alone, without an error: the video then has no width.
-$("video").addEventListener("loadedmetadata", () => showsMotion() && $("video").videoWidth === 0 && cannotPlay());
+$("video").addEventListener("loadedmetadata", () => {
+  if ($("video").videoWidth === 0) {
+    showsMotion() ? cannotPlay() : showsVideo() && cannotShow();
+  }
+});
 $("video").addEventListener("ended", () => showsMotion() && still());
 
 $("live-download").addEventListener("click", () =>
