@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1462,14 +1463,16 @@ func TestClientSyncPairsAndSidecars(t *testing.T) {
 
 // TestClientSyncSendsEditedSidecars: a sidecar edited after its photo was
 // synced (a rating, a corrected capture time) is sent again as a replace
-// of the asset's metadata, its original neither uploaded nor opened on the
-// server's side: the sync says "updated", no blob or upload session is
-// sent, only one op, and an export returns the photo byte for byte with
-// the new sidecar, its capture time the new sidecar's. A sidecar removed
-// is removed from the asset, and its time with it; a sync with nothing
-// changed sends no op. A second device whose head was overtaken by the
-// first's replace loses the race (409), reads the new head and rebuilds
-// its replace on it. No request holds the sidecar's text.
+// of the asset's metadata, its original not uploaded again: the sync says
+// "updated" and counts it, sends one op and no upload session, blob or
+// tus request, and an export returns the photo byte for byte with the new
+// sidecar, its capture time the new sidecar's. A dry run says
+// "would-update" and sends nothing. A sidecar removed is removed from the
+// asset, and its time with it; a sync with nothing changed sends no op. A
+// second device, which knows no head of the asset, reads it from the
+// album's list and sends its sidecar; the first device's replace on the
+// head it wrote is then refused as stale (409), and rebuilt on the new
+// head. No request holds the sidecar's text.
 func TestClientSyncSendsEditedSidecars(t *testing.T) {
 	rig := newClientRig(t)
 	xmp := func(date, rating string) []byte {
@@ -1557,7 +1560,14 @@ func TestClientSyncSendsEditedSidecars(t *testing.T) {
 	// The sidecar edited: a new rating and a corrected time.
 	edited := xmp("2020-01-02T03:04:05+01:00", "5")
 	edit(edited, time.Now().Add(time.Minute))
-	out, paths := sent()
+	out, paths := sent("--dry-run", "--json")
+	if ev := events(t, out); len(ev["would-update"]) != 1 || ev["done"][0]["updated"] != float64(1) {
+		t.Fatalf("a dry run after the sidecar's edit: %s", out)
+	}
+	if ops, uploads := counts(paths); ops != 0 || uploads != 0 {
+		t.Fatalf("a dry run sent %d ops and %d upload requests: %v", ops, uploads, paths)
+	}
+	out, paths = sent()
 	if want := "updated   " + filepath.Join(folder, "IMG_0001.JPG") + "\nuploaded 0 (0 B), 1 updated, 0 unchanged, 0 already there, 0 failed, 0 skipped, in "; !strings.HasPrefix(out, want) {
 		t.Fatalf("the sync after the sidecar's edit:\n%s\nwant it to begin\n%s", out, want)
 	}
@@ -1633,6 +1643,81 @@ func TestClientSyncSendsEditedSidecars(t *testing.T) {
 	}
 	if got := taken(); got != "2018-01-01T00:00:00" {
 		t.Fatalf("taken %q after the race, want the last sidecar's", got)
+	}
+}
+
+// TestClientSyncLeavesATrashedPhotosSidecar: a photo deleted on the server
+// (in the trash) whose sidecar is then edited here takes no replace: the
+// replace built on the head this device wrote is refused as stale, the
+// album's list shows the photo deleted, and the sync reports its file
+// unchanged (exit 0) and sends nothing on the next run.
+func TestClientSyncLeavesATrashedPhotosSidecar(t *testing.T) {
+	rig := newClientRig(t)
+	folder := photoFolder(t, "Trash", map[string][]byte{
+		"IMG_0001.JPG":     mediatest.JPEG(40, 30, 4, mediatest.EXIF{}),
+		"IMG_0001.JPG.xmp": []byte("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"/>\n"),
+	})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "trash@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+
+	p, err := library.OpenProfile(rig.profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := p.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := servertest.Client{BaseURL: rig.ts.URL()}
+	var albums struct {
+		Albums []client.Album `json:"albums"`
+	}
+	if err := json.Unmarshal(api.Do(t, servertest.Req{Method: "GET", Path: "/v1/albums", Token: sess.Tokens.Access}).WantStatus(t, 200).Body, &albums); err != nil || len(albums.Albums) != 1 {
+		t.Fatalf("albums: %v %v", albums, err)
+	}
+	album := albums.Albums[0]
+	var assets client.AssetPage
+	if err := json.Unmarshal(api.Do(t, servertest.Req{Method: "GET", Path: "/v1/albums/" + album.AlbumID + "/assets", Token: sess.Tokens.Access}).WantStatus(t, 200).Body, &assets); err != nil || len(assets.Assets) != 1 {
+		t.Fatalf("assets: %v %v", assets, err)
+	}
+	asset := assets.Assets[0]
+	api.Do(t, servertest.Req{Method: "POST", Path: "/v1/albums/" + album.AlbumID + "/tombstones", Token: sess.Tokens.Access, Body: map[string]any{
+		"tombstone_envelope": map[string]any{
+			"crypto_suite_id": 1, "protocol_version": album.ProtocolVersion, "album_id": album.AlbumID, "file_id": asset.AssetID,
+			"created_by_user": sess.UserID, "created_by_device": sess.DeviceID, "client_version": "test/1",
+			"timestamp": time.Now().UTC().Format(time.RFC3339), "prior_provenance_hash": asset.ManifestHash,
+		},
+		"tombstone_cbor": base64.StdEncoding.EncodeToString([]byte("a tombstone the server does not parse")),
+	}}).WantStatus(t, 200)
+
+	sidecar := filepath.Join(folder, "IMG_0001.JPG.xmp")
+	if err := os.WriteFile(sidecar, []byte("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><!-- rated --></x:xmpmeta>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(sidecar, later, later); err != nil {
+		t.Fatal(err)
+	}
+	for i, wantOps := range []int{1, 0} {
+		rig.mu.Lock()
+		from := len(rig.bodies)
+		rig.mu.Unlock()
+		out := rig.mustRun(0, "", "sync", folder, "--json")
+		if ev := events(t, out); len(ev["unchanged"]) != 1 || len(ev["updated"]) != 0 || len(ev["failed"]) != 0 {
+			t.Fatalf("sync %d after the photo went to the trash: %s", i+1, out)
+		}
+		rig.mu.Lock()
+		ops := 0
+		for _, b := range rig.bodies[from:] {
+			path := strings.SplitN(string(b), "\n", 2)[0]
+			if strings.HasSuffix(path, "/ops") || strings.Contains(path, "/uploads") {
+				ops++
+			}
+		}
+		rig.mu.Unlock()
+		if ops != wantOps {
+			t.Fatalf("sync %d after the photo went to the trash sent %d ops or uploads, want %d", i+1, ops, wantOps)
+		}
 	}
 }
 

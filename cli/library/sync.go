@@ -683,8 +683,9 @@ const staleTries = 3
 // sidecars and capture time made afresh, so what another device wrote
 // in it, and members this client does not know, are kept. Sidecars whose
 // bytes are the head's (a file touched, an index from before sidecars
-// were recorded) send nothing. An asset in the trash takes no replace:
-// its file here is left unchanged, as a deleted asset's is.
+// were recorded) send nothing. An asset in the trash, or in an album in
+// the trash, takes no replace (server/PROTOCOL.md §9): sync leaves it as
+// the person left it, and reports its file unchanged.
 func (s *Syncer) update(ctx context.Context, j job, rec *FileRecord, orig fileStat, stamps []SidecarStamp) (string, int64, error) {
 	sidecars, err := readSidecars(j.sidecars)
 	if err != nil {
@@ -739,7 +740,7 @@ func (s *Syncer) update(ctx context.Context, j job, rec *FileRecord, orig fileSt
 			// read, and the metadata rebuilt on it.
 			head, lost = "", true
 			continue
-		case code == fault.ECodeAssetDeleted:
+		case code == fault.ECodeAssetDeleted || code == fault.ECodeAlbumDeleted:
 			return "unchanged", 0, s.restamp(j.path, rec, stamps, "")
 		case err != nil:
 			return "", 0, err
