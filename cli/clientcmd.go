@@ -480,14 +480,24 @@ func reporter(cmd *cobra.Command, asJSON bool) func(library.Event) {
 	}
 }
 
-// finish is a run's last line and its exit status: 1 when files failed.
-func finish(cmd *cobra.Command, asJSON bool, verb string, sum library.Summary, started time.Time) error {
+// finish is a run's last line and its exit status: 1 when files failed. A
+// sync's (updates) counts the assets whose metadata it sent again; an
+// export has none.
+func finish(cmd *cobra.Command, asJSON bool, verb string, updates bool, sum library.Summary, started time.Time) error {
 	if asJSON {
-		emit(cmd.OutOrStdout(), map[string]any{"event": "done", "done": sum.Done, "unchanged": sum.Unchanged,
-			"known": sum.Known, "failed": sum.Failed, "skipped": sum.Skipped, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()})
+		done := map[string]any{"event": "done", "done": sum.Done, "unchanged": sum.Unchanged,
+			"known": sum.Known, "failed": sum.Failed, "skipped": sum.Skipped, "bytes": sum.Bytes, "seconds": time.Since(started).Seconds()}
+		if updates {
+			done["updated"] = sum.Updated
+		}
+		emit(cmd.OutOrStdout(), done)
 	} else {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s), %d unchanged, %d already there, %d failed, %d skipped, in %s\n", verb, sum.Done,
-			FormatSize(sum.Bytes), sum.Unchanged, sum.Known, sum.Failed, sum.Skipped, time.Since(started).Round(time.Millisecond))
+		updated := ""
+		if updates {
+			updated = fmt.Sprintf(" %d updated,", sum.Updated)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %d (%s),%s %d unchanged, %d already there, %d failed, %d skipped, in %s\n", verb, sum.Done,
+			FormatSize(sum.Bytes), updated, sum.Unchanged, sum.Known, sum.Failed, sum.Skipped, time.Since(started).Round(time.Millisecond))
 	}
 	if sum.Failed > 0 {
 		return &clientError{code: 1, err: fmt.Errorf("%d files failed: %s", sum.Failed, strings.Join(sum.FailedPaths, ", "))}
@@ -538,7 +548,7 @@ through resumable uploads that a later run resumes.`,
 						fmt.Fprintf(cmd.ErrOrStderr(), "sealbox: %v; trying again at the next change\n", err)
 						return
 					}
-					if ferr := finish(cmd, f.json, "uploaded", sum, started); ferr != nil {
+					if ferr := finish(cmd, f.json, "uploaded", true, sum, started); ferr != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "sealbox: %v; trying again at the next change\n", ferr)
 					}
 					started = time.Now()
@@ -549,7 +559,7 @@ through resumable uploads that a later run resumes.`,
 			if err != nil {
 				return serverError(err)
 			}
-			return finish(cmd, f.json, "uploaded", sum, started)
+			return finish(cmd, f.json, "uploaded", true, sum, started)
 		},
 	}
 	cmd.Flags().StringVar(&s.Album, "album", "", "file every photo in the album of this title (default: an album named after each folder given)")
@@ -683,7 +693,7 @@ album, the rest is exported, and the exit status is 1.`,
 			if err != nil {
 				return serverError(err)
 			}
-			return finish(cmd, f.json, "exported", sum, started)
+			return finish(cmd, f.json, "exported", false, sum, started)
 		},
 	}
 	cmd.Flags().StringVar(&x.Album, "album", "", "export only the album of this title")

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1085,7 +1086,7 @@ func TestClientSyncFollowsALinkedFolder(t *testing.T) {
 	}
 	out = rig.mustRun(0, "", "sync", holiday)
 	if !strings.Contains(out, "skipped   "+linkedPhoto+": a symbolic link") || !strings.Contains(out, "skipped   "+linkedFolder+": a symbolic link") ||
-		!strings.Contains(out, "uploaded 0 (0 B), 2 unchanged, 0 already there, 0 failed, 2 skipped, in ") {
+		!strings.Contains(out, "uploaded 0 (0 B), 0 updated, 2 unchanged, 0 already there, 0 failed, 2 skipped, in ") {
 		t.Fatalf("a second sync of the linked folder: %s", out)
 	}
 }
@@ -1460,6 +1461,266 @@ func TestClientSyncPairsAndSidecars(t *testing.T) {
 	}
 }
 
+// TestClientSyncSendsEditedSidecars: a sidecar edited after its photo was
+// synced (a rating, a corrected capture time) is sent again as a replace
+// of the asset's metadata, its original not uploaded again: the sync says
+// "updated" and counts it, sends one op and no upload session, blob or
+// tus request, and an export returns the photo byte for byte with the new
+// sidecar, its capture time the new sidecar's. A dry run says
+// "would-update" and sends nothing. A sidecar removed is removed from the
+// asset, and its time with it; a sync with nothing changed sends no op. A
+// second device, which knows no head of the asset, reads it from the
+// album's list and sends its sidecar; the first device's replace on the
+// head it wrote is then refused as stale (409), and rebuilt on the new
+// head. No request holds the sidecar's text.
+func TestClientSyncSendsEditedSidecars(t *testing.T) {
+	rig := newClientRig(t)
+	xmp := func(date, rating string) []byte {
+		return []byte(`<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
+			`<rdf:Description xmlns:exif="http://ns.adobe.com/exif/1.0/" xmlns:xmp="http://ns.adobe.com/xap/1.0/" exif:DateTimeOriginal="` + date +
+			`" xmp:Rating="` + rating + `" xmp:Label="` + plaintextMarker + `"/></rdf:RDF></x:xmpmeta>`)
+	}
+	photo := mediatest.JPEG(40, 30, 3, mediatest.EXIF{}) // no capture time of its own: the sidecar's is taken
+	folder := photoFolder(t, "Edits", map[string][]byte{"IMG_0001.JPG": photo, "IMG_0001.JPG.xmp": xmp("2021-05-06T07:08:09+02:00", "1")})
+	sidecar := filepath.Join(folder, "IMG_0001.JPG.xmp")
+	edit := func(b []byte, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(sidecar, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(sidecar, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// sent runs a sync and returns its output and the paths it requested.
+	sent := func(args ...string) (string, []string) {
+		t.Helper()
+		rig.mu.Lock()
+		from := len(rig.bodies)
+		rig.mu.Unlock()
+		out := rig.mustRun(0, "", append([]string{"sync", folder}, args...)...)
+		rig.mu.Lock()
+		defer rig.mu.Unlock()
+		var paths []string
+		for _, b := range rig.bodies[from:] {
+			if bytes.Contains(b, []byte(plaintextMarker)) {
+				t.Errorf("a request holds the sidecar's text: %.200s", b)
+			}
+			paths = append(paths, strings.SplitN(string(b), "\n", 2)[0])
+		}
+		return out, paths
+	}
+	counts := func(paths []string) (ops, uploads int) {
+		for _, p := range paths {
+			if strings.HasSuffix(p, "/ops") {
+				ops++
+			}
+			if strings.Contains(p, "/uploads") {
+				uploads++ // an upload session, a blob PUT or a tus transfer
+			}
+		}
+		return ops, uploads
+	}
+	// exported exports into a new folder and returns its files.
+	exported := func() map[string][]byte {
+		t.Helper()
+		dest := filepath.Join(t.TempDir(), "export")
+		rig.mustRun(0, "", "export", dest)
+		entries, err := os.ReadDir(filepath.Join(dest, "Edits"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]byte{}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dest, "Edits", e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[e.Name()] = b
+		}
+		return got
+	}
+	taken := func() string {
+		t.Helper()
+		var l struct{ Taken string }
+		if err := json.Unmarshal([]byte(rig.mustRun(0, "", "ls", "Edits", "--json")), &l); err != nil {
+			t.Fatal(err)
+		}
+		return l.Taken
+	}
+
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "edits@example.org", "--password-stdin")
+	if ev := events(t, rig.mustRun(0, "", "sync", folder, "--json")); len(ev["uploaded"]) != 1 {
+		t.Fatalf("the first sync: %v", ev)
+	}
+	if got := taken(); got != "2021-05-06T07:08:09" {
+		t.Fatalf("taken %q after the first sync, want the sidecar's", got)
+	}
+
+	// The sidecar edited: a new rating and a corrected time.
+	edited := xmp("2020-01-02T03:04:05+01:00", "5")
+	edit(edited, time.Now().Add(time.Minute))
+	out, paths := sent("--dry-run", "--json")
+	if ev := events(t, out); len(ev["would-update"]) != 1 || ev["done"][0]["updated"] != float64(1) {
+		t.Fatalf("a dry run after the sidecar's edit: %s", out)
+	}
+	if ops, uploads := counts(paths); ops != 0 || uploads != 0 {
+		t.Fatalf("a dry run sent %d ops and %d upload requests: %v", ops, uploads, paths)
+	}
+	out, paths = sent()
+	if want := "updated   " + filepath.Join(folder, "IMG_0001.JPG") + "\nuploaded 0 (0 B), 1 updated, 0 unchanged, 0 already there, 0 failed, 0 skipped, in "; !strings.HasPrefix(out, want) {
+		t.Fatalf("the sync after the sidecar's edit:\n%s\nwant it to begin\n%s", out, want)
+	}
+	if ops, uploads := counts(paths); ops != 1 || uploads != 0 {
+		t.Fatalf("the sync after the sidecar's edit sent %d ops and %d upload requests, want 1 and 0: %v", ops, uploads, paths)
+	}
+	if got := exported(); len(got) != 2 || !bytes.Equal(got["IMG_0001.JPG"], photo) || !bytes.Equal(got["IMG_0001.JPG.xmp"], edited) {
+		t.Fatalf("the export after the edit holds %d files; the photo byte for byte %v, the edited sidecar %v",
+			len(got), bytes.Equal(got["IMG_0001.JPG"], photo), bytes.Equal(got["IMG_0001.JPG.xmp"], edited))
+	}
+	if got := taken(); got != "2020-01-02T03:04:05" {
+		t.Fatalf("taken %q after the edit, want the edited sidecar's", got)
+	}
+
+	// The sidecar removed: the asset has none, nor its time.
+	if err := os.Remove(sidecar); err != nil {
+		t.Fatal(err)
+	}
+	out, paths = sent("--json")
+	if ev := events(t, out); len(ev["updated"]) != 1 || len(ev["uploaded"]) != 0 || ev["done"][0]["updated"] != float64(1) {
+		t.Fatalf("the sync after the sidecar's removal: %s", out)
+	}
+	if ops, uploads := counts(paths); ops != 1 || uploads != 0 {
+		t.Fatalf("the sync after the sidecar's removal sent %d ops and %d upload requests, want 1 and 0: %v", ops, uploads, paths)
+	}
+	if got := exported(); len(got) != 1 || !bytes.Equal(got["IMG_0001.JPG"], photo) {
+		t.Fatalf("the export after the sidecar's removal: %d files, want the photo alone", len(got))
+	}
+	if got := taken(); strings.HasPrefix(got, "2020-01-02") || strings.HasPrefix(got, "2021-05-06") {
+		t.Fatalf("taken %q after the sidecar's removal, want the file's own time", got)
+	}
+
+	// Nothing changed: nothing sent.
+	out, paths = sent("--json")
+	if ev := events(t, out); len(ev["unchanged"]) != 1 || len(ev["updated"]) != 0 || ev["done"][0]["updated"] != float64(0) {
+		t.Fatalf("a sync with nothing changed: %s", out)
+	}
+	if ops, uploads := counts(paths); ops != 0 || uploads != 0 {
+		t.Fatalf("a sync with nothing changed sent %d ops and %d upload requests: %v", ops, uploads, paths)
+	}
+
+	// A second device, which knows no head of the asset, sends a sidecar
+	// put back: it reads the head from the album's list. The first
+	// device's head is then stale: its replace of the next edit loses the
+	// race (409) and is rebuilt on the second device's head.
+	first := rig.profile
+	rig.profile = filepath.Join(t.TempDir(), "other device")
+	rig.mustRun(0, "correct horse battery\n", "login", rig.url, "--email", "edits@example.org", "--password-stdin")
+	edit(xmp("2019-01-01T00:00:00Z", "2"), time.Now().Add(2*time.Minute))
+	if ev := events(t, rig.mustRun(0, "", "sync", folder, "--json")); len(ev["known"]) != 1 {
+		t.Fatalf("the second device's first sync: %v", ev)
+	}
+	out, paths = sent("--json")
+	if ev := events(t, out); len(ev["updated"]) != 1 {
+		t.Fatalf("the second device's sync of the sidecar put back: %s", out)
+	}
+	if ops, _ := counts(paths); ops != 1 {
+		t.Fatalf("the second device sent %d ops, want 1: %v", ops, paths)
+	}
+	rig.profile = first
+	again := xmp("2018-01-01T00:00:00Z", "3")
+	edit(again, time.Now().Add(3*time.Minute))
+	out, paths = sent("--json")
+	if ev := events(t, out); len(ev["updated"]) != 1 || len(ev["failed"]) != 0 {
+		t.Fatalf("the first device's sync on a head it did not write: %s", out)
+	}
+	if ops, uploads := counts(paths); ops != 2 || uploads != 0 {
+		t.Fatalf("the first device sent %d ops and %d upload requests, want 2 (one refused as stale) and 0: %v", ops, uploads, paths)
+	}
+	if got := exported(); len(got) != 2 || !bytes.Equal(got["IMG_0001.JPG"], photo) || !bytes.Equal(got["IMG_0001.JPG.xmp"], again) {
+		t.Fatalf("the export after the race holds %d files; the photo byte for byte %v, the last sidecar %v",
+			len(got), bytes.Equal(got["IMG_0001.JPG"], photo), bytes.Equal(got["IMG_0001.JPG.xmp"], again))
+	}
+	if got := taken(); got != "2018-01-01T00:00:00" {
+		t.Fatalf("taken %q after the race, want the last sidecar's", got)
+	}
+}
+
+// TestClientSyncLeavesATrashedPhotosSidecar: a photo deleted on the server
+// (in the trash) whose sidecar is then edited here takes no replace: the
+// replace built on the head this device wrote is refused as stale, the
+// album's list shows the photo deleted, and the sync reports its file
+// unchanged (exit 0) and sends nothing on the next run.
+func TestClientSyncLeavesATrashedPhotosSidecar(t *testing.T) {
+	rig := newClientRig(t)
+	folder := photoFolder(t, "Trash", map[string][]byte{
+		"IMG_0001.JPG":     mediatest.JPEG(40, 30, 4, mediatest.EXIF{}),
+		"IMG_0001.JPG.xmp": []byte("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"/>\n"),
+	})
+	rig.mustRun(0, "correct horse battery\ncorrect horse battery\n", "signup", rig.url, "--email", "trash@example.org", "--password-stdin")
+	rig.mustRun(0, "", "sync", folder)
+
+	p, err := library.OpenProfile(rig.profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := p.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := servertest.Client{BaseURL: rig.ts.URL()}
+	var albums struct {
+		Albums []client.Album `json:"albums"`
+	}
+	if err := json.Unmarshal(api.Do(t, servertest.Req{Method: "GET", Path: "/v1/albums", Token: sess.Tokens.Access}).WantStatus(t, 200).Body, &albums); err != nil || len(albums.Albums) != 1 {
+		t.Fatalf("albums: %v %v", albums, err)
+	}
+	album := albums.Albums[0]
+	var assets client.AssetPage
+	if err := json.Unmarshal(api.Do(t, servertest.Req{Method: "GET", Path: "/v1/albums/" + album.AlbumID + "/assets", Token: sess.Tokens.Access}).WantStatus(t, 200).Body, &assets); err != nil || len(assets.Assets) != 1 {
+		t.Fatalf("assets: %v %v", assets, err)
+	}
+	asset := assets.Assets[0]
+	api.Do(t, servertest.Req{Method: "POST", Path: "/v1/albums/" + album.AlbumID + "/tombstones", Token: sess.Tokens.Access, Body: map[string]any{
+		"tombstone_envelope": map[string]any{
+			"crypto_suite_id": 1, "protocol_version": album.ProtocolVersion, "album_id": album.AlbumID, "file_id": asset.AssetID,
+			"created_by_user": sess.UserID, "created_by_device": sess.DeviceID, "client_version": "test/1",
+			"timestamp": time.Now().UTC().Format(time.RFC3339), "prior_provenance_hash": asset.ManifestHash,
+		},
+		"tombstone_cbor": base64.StdEncoding.EncodeToString([]byte("a tombstone the server does not parse")),
+	}}).WantStatus(t, 200)
+
+	sidecar := filepath.Join(folder, "IMG_0001.JPG.xmp")
+	if err := os.WriteFile(sidecar, []byte("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><!-- rated --></x:xmpmeta>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(sidecar, later, later); err != nil {
+		t.Fatal(err)
+	}
+	for i, wantOps := range []int{1, 0} {
+		rig.mu.Lock()
+		from := len(rig.bodies)
+		rig.mu.Unlock()
+		out := rig.mustRun(0, "", "sync", folder, "--json")
+		if ev := events(t, out); len(ev["unchanged"]) != 1 || len(ev["updated"]) != 0 || len(ev["failed"]) != 0 {
+			t.Fatalf("sync %d after the photo went to the trash: %s", i+1, out)
+		}
+		rig.mu.Lock()
+		ops := 0
+		for _, b := range rig.bodies[from:] {
+			path := strings.SplitN(string(b), "\n", 2)[0]
+			if strings.HasSuffix(path, "/ops") || strings.Contains(path, "/uploads") {
+				ops++
+			}
+		}
+		rig.mu.Unlock()
+		if ops != wantOps {
+			t.Fatalf("sync %d after the photo went to the trash sent %d ops or uploads, want %d", i+1, ops, wantOps)
+		}
+	}
+}
+
 // openPTY opens a pseudo-terminal pair with the standard library alone
 // (Linux's /dev/ptmx): the terminal side a child writes to, and the side
 // the test reads what it shows from. The terminal is 120 columns wide.
@@ -1551,7 +1812,7 @@ func TestClientSyncProgress(t *testing.T) {
 		want = append(want, "known     "+filepath.Join(folder, "clip"+itoa(i)+".mp4"))
 	}
 	want = append(want, "uploaded  "+filepath.Join(folder, "late.mp4"))
-	if code != 0 || len(lines) != 8 || !slices.Equal(lines[:7], want) || !strings.HasPrefix(lines[7], "uploaded 1 (8 B), 0 unchanged, 6 already there") || errOut != "" {
+	if code != 0 || len(lines) != 8 || !slices.Equal(lines[:7], want) || !strings.HasPrefix(lines[7], "uploaded 1 (8 B), 0 updated, 0 unchanged, 6 already there") || errOut != "" {
 		t.Fatalf("sync without a terminal: exit %d\nstdout: %q\nstderr: %q", code, out, errOut)
 	}
 }

@@ -22,11 +22,13 @@ import (
 )
 
 // Asset is one of the account's assets as a device reads it back: its
-// album, its last op, its key and its opened metadata.
+// album, its last op and that op's manifest, its key and its opened
+// metadata.
 type Asset struct {
 	AlbumID    string
 	AlbumTitle string
 	Entry      client.FeedEntry
+	Manifest   *sealed.Manifest
 	Key        sealed.AssetKey
 	Meta       *sealed.Metadata
 }
@@ -98,9 +100,10 @@ func (c *Catalog) Assets(ctx context.Context, albumID string) ([]Asset, []*Asset
 	return assets, failed, nil
 }
 
-// open reads the asset's manifest and metadata and opens them. A refusal
-// of the server (not held, an outage that outlasted the retries) is an
-// error of the run; bytes that do not open are an *AssetError.
+// open reads the asset's manifest (e's ManifestHash) and the metadata it
+// names, and opens them. A refusal of the server (not held, an outage that
+// outlasted the retries) is an error of the run; bytes that do not open
+// are an *AssetError.
 func (c *Catalog) open(ctx context.Context, albumID string, e client.FeedEntry) (Asset, error) {
 	bad := func(err error) error { return &AssetError{AlbumID: albumID, AssetID: e.AssetID, Err: err} }
 	manifestBytes, err := c.readSmall(ctx, e.ManifestHash)
@@ -127,7 +130,7 @@ func (c *Catalog) open(ctx context.Context, albumID string, e client.FeedEntry) 
 	if err != nil {
 		return Asset{}, bad(err)
 	}
-	metaBytes, err := c.readSmall(ctx, e.MetadataBlobHash)
+	metaBytes, err := c.readSmall(ctx, m.MetadataBlobHash)
 	if err != nil {
 		return Asset{}, err
 	}
@@ -142,7 +145,7 @@ func (c *Catalog) open(ctx context.Context, albumID string, e client.FeedEntry) 
 			title = t
 		}
 	}
-	return Asset{AlbumID: albumID, AlbumTitle: title, Entry: e, Key: key, Meta: md}, nil
+	return Asset{AlbumID: albumID, AlbumTitle: title, Entry: e, Manifest: m, Key: key, Meta: md}, nil
 }
 
 func (c *Catalog) albumKey(albumID string, m *sealed.Manifest) (sealed.AlbumKey, error) {

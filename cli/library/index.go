@@ -86,12 +86,31 @@ type FileRecord struct {
 	// NoThumbnail: the client could make no thumbnail of it (HEIC, RAW,
 	// video, or a photo it could not decode); its original is kept.
 	NoThumbnail bool `json:"no_thumbnail,omitempty"`
+	// Sidecars are the asset's sidecar files as they were when its
+	// metadata was last written, by name (on an asset's first original
+	// only): one added, removed or changed since makes the asset's
+	// metadata written again, its originals not read.
+	Sidecars []SidecarStamp `json:"sidecars,omitempty"`
+	// Head is the manifest hash of the op this device last applied to
+	// the asset (its chain head then, server/PROTOCOL.md §14); "" when
+	// this device applied none (a moved file, an index seeded from the
+	// server, an index written before this field).
+	Head string `json:"head,omitempty"`
 }
 
 // Unchanged reports whether a file of that size, time and inode is the
 // one recorded.
 func (r *FileRecord) Unchanged(size, modTime int64, inode uint64) bool {
 	return r.Size == size && r.ModTime == modTime && r.Inode == inode
+}
+
+// SidecarStamp is what tells a sidecar file unchanged: its name, size,
+// time and inode.
+type SidecarStamp struct {
+	Name    string `json:"name"`
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime_ns"`
+	Inode   uint64 `json:"inode"`
 }
 
 // AlbumRecord is an album this account files photos in, by its title.
@@ -118,6 +137,9 @@ type PendingUpload struct {
 	Manifest          []byte          `json:"manifest"`
 	Envelope          sealed.Envelope `json:"envelope"`
 	Location          string          `json:"location,omitempty"`
+	// Sidecars are the sidecar files as they were before Metadata read
+	// them.
+	Sidecars []SidecarStamp `json:"sidecars,omitempty"`
 }
 
 // StagedBlob is a sealed blob in a file, with its content address and

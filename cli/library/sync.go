@@ -1,6 +1,7 @@
 package library
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -61,6 +63,8 @@ type Syncer struct {
 	albums   sync.Mutex
 	uploads  map[string]string // album id -> this run's upload session
 	renderMu chan struct{}     // bounds the images decoded at once (memory)
+	headsMu  sync.Mutex
+	heads    map[string]map[string]client.FeedEntry // album id -> asset id -> its entry, listed once a run
 }
 
 // Event is what happened to one file.
@@ -68,10 +72,12 @@ type Event struct {
 	Path string `json:"path"`
 	// Companion is the asset's second original, when it has one.
 	Companion string `json:"companion,omitempty"`
-	// What: "uploaded", "unchanged", "known" (the same content is already
-	// in the album: a moved or renamed file), "would-upload" (dry run),
-	// "skipped" (a symbolic link, which sync does not follow; Error says
-	// so) or "failed".
+	// What: "uploaded", "updated" (its originals unchanged, a sidecar
+	// added, changed or removed: the asset's metadata was sent again, its
+	// originals not), "unchanged", "known" (the same content is already in
+	// the album: a moved or renamed file), "would-upload" or
+	// "would-update" (dry run), "skipped" (a symbolic link, which sync
+	// does not follow; Error says so) or "failed".
 	What  string `json:"event"`
 	Album string `json:"album,omitempty"`
 	// Bytes are the bytes sent (or exported); Size is the file's size,
@@ -85,11 +91,12 @@ type Event struct {
 }
 
 // Summary counts a run's events. Done counts the files uploaded (or that a
-// dry run would upload) by a sync, and exported or linked by an export.
+// dry run would upload) by a sync, and exported or linked by an export;
+// Updated the assets a sync sent new metadata of (or would).
 type Summary struct {
-	Done, Unchanged, Known, Failed, Skipped int
-	Bytes                                   int64
-	FailedPaths                             []string
+	Done, Updated, Unchanged, Known, Failed, Skipped int
+	Bytes                                            int64
+	FailedPaths                                      []string
 }
 
 // count adds one event.
@@ -98,6 +105,8 @@ func (sum *Summary) count(ev Event) {
 	case "uploaded", "would-upload", "exported", "linked":
 		sum.Done++
 		sum.Bytes += ev.Bytes
+	case "updated", "would-update":
+		sum.Updated++
 	case "unchanged":
 		sum.Unchanged++
 	case "known":
@@ -124,6 +133,7 @@ type job struct {
 // Sync syncs the folders roots (every photo and video below them).
 func (s *Syncer) Sync(ctx context.Context, roots []string) (Summary, error) {
 	s.uploads = map[string]string{}
+	s.heads = map[string]map[string]client.FeedEntry{}
 	s.renderMu = make(chan struct{}, 2)
 	// The index logout removed knows no album: without the account's, every
 	// file would be sent again, into a second album of its title.
@@ -369,8 +379,22 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 			return "", 0, err
 		}
 	}
-	if unchanged, err := s.unchanged(j, orig, comp); err != nil || unchanged {
-		return "unchanged", 0, err
+	// Stamped before a sidecar is read: one written to meanwhile looks
+	// changed to the next run.
+	stamps, err := sidecarStamps(j.sidecars)
+	if err != nil {
+		return "", 0, err
+	}
+	if rec, err := s.unchanged(j, orig, comp); err != nil {
+		return "", 0, err
+	} else if rec != nil {
+		switch {
+		case slices.Equal(rec.Sidecars, stamps):
+			return "unchanged", 0, nil
+		case s.DryRun:
+			return "would-update", 0, nil
+		}
+		return s.update(ctx, j, rec, orig, stamps)
 	}
 	album, err := s.album(ctx, j.album)
 	if err != nil {
@@ -390,9 +414,11 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 		content = hmacOrig + "+" + hmacComp
 	}
 	size := orig.size + comp.size
-	records := func(fileID string, noThumbnail bool) (*FileRecord, []FileAt) {
+	// A known asset's sidecars and head are those another file gave it:
+	// nil and "" make the next run compare its sidecars with the head's.
+	records := func(fileID string, noThumbnail bool, sidecars []SidecarStamp, head string) (*FileRecord, []FileAt) {
 		rec := &FileRecord{Size: orig.size, ModTime: orig.modTime, Inode: orig.inode, AlbumID: album.ID, FileID: fileID,
-			ContentHMAC: content, NoThumbnail: noThumbnail}
+			ContentHMAC: content, NoThumbnail: noThumbnail, Sidecars: sidecars, Head: head}
 		if j.companion == "" {
 			return rec, nil
 		}
@@ -407,21 +433,21 @@ func (s *Syncer) syncAsset(ctx context.Context, j job, ev *Event) (string, int64
 		if s.DryRun {
 			return "known", 0, nil
 		}
-		rec, more := records(fileID, false)
+		rec, more := records(fileID, false, nil, "")
 		return "known", 0, s.Index.Synced(j.path, rec, more...)
 	}
 	if s.DryRun {
 		return "would-upload", size, nil
 	}
 	ev.NoThumbnail = media.KindOf(j.path) != media.Image
-	p, err := s.stage(j, album, orig, comp, content, hmacOrig, hmacComp, ev)
+	p, err := s.stage(j, album, orig, comp, stamps, content, hmacOrig, hmacComp, ev)
 	if err != nil {
 		return "", 0, err
 	}
 	if err := s.send(ctx, j.path, album.ID, p); err != nil {
 		return "", 0, err
 	}
-	rec, more := records(p.FileID, ev.NoThumbnail)
+	rec, more := records(p.FileID, ev.NoThumbnail, p.Sidecars, hashOf(p.Manifest))
 	if err := s.Index.Synced(j.path, rec, more...); err != nil {
 		return "", 0, err
 	}
@@ -467,16 +493,33 @@ func (j job) files(orig, comp fileStat) []jobFile {
 	return files
 }
 
-// unchanged reports whether the asset's originals are the files the index
-// recorded.
-func (s *Syncer) unchanged(j job, orig, comp fileStat) (bool, error) {
+// unchanged is the index's record of the asset's first original when its
+// originals are the files the index recorded, nil when one is not.
+func (s *Syncer) unchanged(j job, orig, comp fileStat) (*FileRecord, error) {
+	var first *FileRecord
 	for _, f := range j.files(orig, comp) {
 		rec, err := s.Index.File(f.path)
 		if err != nil || rec == nil || !rec.Unchanged(f.st.size, f.st.modTime, f.st.inode) {
-			return false, err
+			return nil, err
+		}
+		if first == nil {
+			first = rec
 		}
 	}
-	return true, nil
+	return first, nil
+}
+
+// sidecarStamps are the sidecar files' stamps, in the job's order.
+func sidecarStamps(paths []string) ([]SidecarStamp, error) {
+	var out []SidecarStamp
+	for _, p := range paths {
+		st, err := statOf(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, SidecarStamp{Name: filepath.Base(p), Size: st.size, ModTime: st.modTime, Inode: st.inode})
+	}
+	return out, nil
 }
 
 // stage makes everything the asset's upload sends, under the profile's
@@ -491,7 +534,7 @@ func (s *Syncer) unchanged(j job, orig, comp fileStat) (bool, error) {
 // --album) is sealed again: its manifest names that album, so the server
 // refuses it in an op on this one, and its blobs are sealed under that
 // album's key.
-func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, hmacOrig, hmacComp string, ev *Event) (*PendingUpload, error) {
+func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, stamps []SidecarStamp, content, hmacOrig, hmacComp string, ev *Event) (*PendingUpload, error) {
 	if p, err := s.Index.Pending(j.path); err != nil {
 		return nil, err
 	} else if p != nil && p.ContentHMAC == content && p.Envelope.AlbumID == album.ID && p.intact() {
@@ -504,7 +547,7 @@ func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p := &PendingUpload{FileID: ids.UUID(rand.Reader), ContentHMAC: content}
+	p := &PendingUpload{FileID: ids.UUID(rand.Reader), ContentHMAC: content, Sidecars: stamps}
 	assetKey, err := album.Key.DeriveAssetKey(p.FileID)
 	if err != nil {
 		return nil, err
@@ -556,10 +599,9 @@ func (s *Syncer) stage(j job, album *AlbumRecord, orig, comp fileStat, content, 
 	m := &sealed.Manifest{
 		ProtocolVersion: album.ProtocolVersion, AlbumID: album.ID, FileID: p.FileID,
 		CiphertextHash: p.Original.Hash, PlaintextSize: orig.size, KeyMode: "derived", MetadataBlobHash: hashOf(p.Metadata),
-		CreatedByUser: s.Session.UserID, CreatedByDevice: s.Session.DeviceID, ClientVersion: s.ClientVersion,
-		Timestamp: s.Now().UTC().Format(time.RFC3339), Action: "create", AlbumKey: wrappedAlbumKey,
+		Action: "create", AlbumKey: wrappedAlbumKey,
 	}
-	if p.Manifest, err = m.Sign(s.Keys.Identity.Identity()); err != nil {
+	if p.Manifest, err = s.sign(m); err != nil {
 		return fail(err)
 	}
 	p.Envelope = m.Envelope()
@@ -619,6 +661,143 @@ func (s *Syncer) send(ctx context.Context, path, albumID string, p *PendingUploa
 	}
 	_, err = s.Client.ApplyOp(ctx, albumID, client.Op{ManifestEnvelope: p.Envelope, ManifestCBOR: p.Manifest, MetadataBlob: p.Metadata})
 	return err
+}
+
+// sign names this device and run as the writer of m, and now as its time,
+// and signs it with the account's identity key: manifest_cbor.
+func (s *Syncer) sign(m *sealed.Manifest) ([]byte, error) {
+	m.CreatedByUser, m.CreatedByDevice, m.ClientVersion = s.Session.UserID, s.Session.DeviceID, s.ClientVersion
+	m.Timestamp = s.Now().UTC().Format(time.RFC3339)
+	return m.Sign(s.Keys.Identity.Identity())
+}
+
+// staleTries is how many times update rebuilds its replace on a chain head
+// another device moved on before it gives up for this run.
+const staleTries = 3
+
+// update writes the asset's metadata again with its sidecars as they are
+// now, as a replace op continuing its chain (cli/sealed/FORMAT.md §7.4):
+// the same original, companion and renditions, which the server holds
+// already, so none is read or sent; a new metadata blob sealed under the
+// asset's metadata key. The metadata is the chain head's with only its
+// sidecars and capture time made afresh, so what another device wrote
+// in it, and members this client does not know, are kept. Sidecars whose
+// bytes are the head's (a file touched, an index from before sidecars
+// were recorded) send nothing. An asset in the trash, or in an album in
+// the trash, takes no replace (server/PROTOCOL.md §9): sync leaves it as
+// the person left it, and reports its file unchanged.
+func (s *Syncer) update(ctx context.Context, j job, rec *FileRecord, orig fileStat, stamps []SidecarStamp) (string, int64, error) {
+	sidecars, err := readSidecars(j.sidecars)
+	if err != nil {
+		return "", 0, err
+	}
+	cat := &Catalog{Client: s.Client, Keys: s.Keys}
+	head, lost := rec.Head, false
+	for tries := 1; ; tries++ {
+		if head == "" {
+			e, err := s.chainHead(ctx, rec.AlbumID, rec.FileID, lost)
+			if err != nil {
+				return "", 0, err
+			}
+			if e.Action == "delete" {
+				return "unchanged", 0, s.restamp(j.path, rec, stamps, "")
+			}
+			head = e.ManifestHash
+		}
+		a, err := cat.open(ctx, rec.AlbumID, client.FeedEntry{AssetID: rec.FileID, ManifestHash: head})
+		if err != nil {
+			return "", 0, err
+		}
+		if a.Manifest.FileID != rec.FileID {
+			return "", 0, fmt.Errorf("the manifest %s is not asset %s's", head, rec.FileID)
+		}
+		if slices.EqualFunc(a.Meta.Sidecars, sidecars, func(x, y sealed.Sidecar) bool {
+			return x.Name == y.Name && bytes.Equal(x.Data, y.Data)
+		}) {
+			return "unchanged", 0, s.restamp(j.path, rec, stamps, head)
+		}
+		md := *a.Meta
+		md.Sidecars, md.Taken = sidecars, retaken(a.Meta.Taken, j.path, orig.mt, sidecars)
+		metadata, err := sealed.SealMetadata(a.Key, &md)
+		if err != nil {
+			return "", 0, err
+		}
+		// The head's manifest keeps the asset's keys, original and
+		// retention; the original's blob is named again, as a replace must.
+		m := *a.Manifest
+		m.MetadataBlobHash, m.Action, m.PriorProvenanceHash = hashOf(metadata), "replace", head
+		if m.OriginalBlobHash == "" {
+			m.OriginalBlobHash = m.CiphertextHash
+		}
+		manifest, err := s.sign(&m)
+		if err != nil {
+			return "", 0, err
+		}
+		_, err = s.Client.ApplyOp(ctx, rec.AlbumID, client.Op{ManifestEnvelope: m.Envelope(), ManifestCBOR: manifest, MetadataBlob: metadata})
+		switch code := client.CodeOf(err); {
+		case code == fault.ECodeOpStaleChain && tries < staleTries:
+			// Another device wrote the asset meanwhile: its new head is
+			// read, and the metadata rebuilt on it.
+			head, lost = "", true
+			continue
+		case code == fault.ECodeAssetDeleted || code == fault.ECodeAlbumDeleted:
+			return "unchanged", 0, s.restamp(j.path, rec, stamps, "")
+		case err != nil:
+			return "", 0, err
+		}
+		return "updated", 0, s.restamp(j.path, rec, stamps, hashOf(manifest))
+	}
+}
+
+// chainHead is the asset's entry in its album's list of assets: its chain
+// head, or its tombstone while it is in the trash (server/PROTOCOL.md §9).
+// Only an asset whose head this device does not know needs it (every one
+// with sidecars, the first run after an index without heads), so the list
+// is read once a run, and again when fresh (a head lost to a race).
+func (s *Syncer) chainHead(ctx context.Context, albumID, assetID string, fresh bool) (client.FeedEntry, error) {
+	s.headsMu.Lock()
+	defer s.headsMu.Unlock()
+	listed, ok := s.heads[albumID]
+	if !ok || fresh {
+		assets, _, err := s.Client.AllAssets(ctx, albumID)
+		if err != nil {
+			return client.FeedEntry{}, err
+		}
+		listed = make(map[string]client.FeedEntry, len(assets))
+		for _, e := range assets {
+			listed[e.AssetID] = e
+		}
+		s.heads[albumID] = listed
+	}
+	if e, ok := listed[assetID]; ok {
+		return e, nil
+	}
+	return client.FeedEntry{}, fmt.Errorf("asset %s is not in its album %s on the server", assetID, albumID)
+}
+
+// restamp records the asset's sidecars as its metadata on the server now
+// carries them, and its chain head as this device knows it.
+func (s *Syncer) restamp(path string, rec *FileRecord, stamps []SidecarStamp, head string) error {
+	r := *rec
+	r.Sidecars, r.Head = stamps, head
+	return s.Index.Synced(path, &r)
+}
+
+// retaken is the capture time of an asset whose sidecars changed: a time
+// from its original's EXIF stays, which a sidecar never overrides; any
+// other is found again as media.ProbeFile finds it without EXIF, from the
+// sidecars given, the original's name and its file time.
+func retaken(was *sealed.Taken, path string, modTime time.Time, sidecars []sealed.Sidecar) *sealed.Taken {
+	if was != nil && was.Source == media.SourceEXIF {
+		return was
+	}
+	packets := make([][]byte, len(sidecars))
+	for i, sc := range sidecars {
+		packets[i] = sc.Data
+	}
+	var p media.Probe
+	p.TimeWithoutEXIF(path, modTime, packets)
+	return taken(p)
 }
 
 func openFile(path string) client.Content {

@@ -75,24 +75,34 @@ func ProbeFile(path string, modTime time.Time, sidecars []string) Probe {
 		f.Close()
 	}
 	if p.TimeSource == "" {
+		var packets [][]byte
 		for _, s := range sidecars {
 			if b, err := readSidecar(s); err == nil {
-				if t, offset, ok := XMPTime(b); ok {
-					p.Taken, p.OffsetKnown, p.TimeSource = t, offset, SourceXMP
-					break
-				}
+				packets = append(packets, b)
 			}
 		}
-	}
-	if p.TimeSource == "" {
-		if t, ok := NameTime(path); ok {
-			p.Taken, p.TimeSource = t, SourceFileName
-		}
-	}
-	if p.TimeSource == "" {
-		p.Taken, p.OffsetKnown, p.TimeSource = modTime, true, SourceFileTime
+		p.TimeWithoutEXIF(path, modTime, packets)
 	}
 	return p
+}
+
+// TimeWithoutEXIF sets p's capture time as ProbeFile does for an original
+// whose EXIF gives none: from the first of the sidecars' packets that
+// has one, else a date in path's name, else modTime. It reads no file, so
+// an asset whose sidecars changed gets its time again without its
+// original being read.
+func (p *Probe) TimeWithoutEXIF(path string, modTime time.Time, sidecars [][]byte) {
+	for _, b := range sidecars {
+		if t, offset, ok := XMPTime(b); ok {
+			p.Taken, p.OffsetKnown, p.TimeSource = t, offset, SourceXMP
+			return
+		}
+	}
+	if t, ok := NameTime(path); ok {
+		p.Taken, p.OffsetKnown, p.TimeSource = t, false, SourceFileName
+		return
+	}
+	p.Taken, p.OffsetKnown, p.TimeSource = modTime, true, SourceFileTime
 }
 
 // maxSidecar bounds the bytes of a sidecar read: XMP packets are a few KiB.
