@@ -13,7 +13,7 @@ import (
 // and the canonical encoding of a chain id and a secret), and the chain it
 // returns is that token's.
 func FuzzRefreshChain(f *testing.F) {
-	for _, seed := range []string{
+	fuzzTokenSpelling(f, "sbx_rt_", []string{
 		kv.RefreshToken([16]byte{1, 2, 3}, [32]byte{4, 5, 6}),
 		"sbx_rt_" + strings.Repeat("A", 43), // a token minted before chains
 		"sbx_rt_" + strings.Repeat("A", 64),
@@ -22,22 +22,31 @@ func FuzzRefreshChain(f *testing.F) {
 		"sbx_rt_" + strings.Repeat("/", 64),
 		"sbx_at_" + strings.Repeat("A", 64),
 		"",
-	} {
+	}, kv.RefreshChain, kv.RefreshToken)
+}
+
+// fuzzTokenSpelling fuzzes parse, the reader of the id a token of prefix
+// carries beside its 32-byte secret: whatever it accepts must be exactly
+// the token spell writes for the id it returns (the prefix, then the id and
+// the secret in canonical base64url), so no two spellings name one id and
+// nothing else is read as one.
+func fuzzTokenSpelling[ID any](f *testing.F, prefix string, seeds []string, parse func(string) (ID, bool), spell func(ID, [32]byte) string) {
+	for _, seed := range seeds {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		chain, ok := kv.RefreshChain(s)
+		id, ok := parse(s)
 		if !ok {
 			return
 		}
-		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, "sbx_rt_"))
-		if err != nil || len(raw) != 48 || !strings.HasPrefix(s, "sbx_rt_") {
-			t.Fatalf("accepted %q, which RefreshToken cannot spell", s)
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, prefix))
+		if err != nil || len(raw) != 48 || !strings.HasPrefix(s, prefix) {
+			t.Fatalf("accepted %q, which cannot be spelled so", s)
 		}
 		var secret [32]byte
 		copy(secret[:], raw[16:])
-		if kv.RefreshToken(chain, secret) != s {
-			t.Fatalf("accepted %q, which is not the canonical spelling of its chain %x", s, chain)
+		if spell(id, secret) != s {
+			t.Fatalf("accepted %q, which is not the canonical spelling of its id %v", s, id)
 		}
 	})
 }
